@@ -1,0 +1,117 @@
+//! `clmulti devices`: what clinfo shows, narrowed to what bounds allocation.
+
+use crate::format::{self, Format};
+use crate::Failure;
+use clmulti_probe::{HostLimits, PlatformInfo, Queried};
+use serde::Serialize;
+
+/// Arguments of `clmulti devices`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
+}
+
+#[derive(Debug, Serialize)]
+struct DevicesReport {
+    platforms: Vec<PlatformInfo>,
+    host: HostLimits,
+}
+
+pub fn run(args: &Args) -> Result<(), Failure> {
+    let platforms = clmulti_probe::platforms().map_err(|e| Failure::Tool(e.to_string()))?;
+    let report = DevicesReport {
+        platforms,
+        host: HostLimits::read(),
+    };
+    match args.format {
+        Format::Json => format::print_json(&report),
+        Format::Table => {
+            print_table(&report);
+            Ok(())
+        }
+    }
+}
+
+fn print_table(report: &DevicesReport) {
+    for p in &report.platforms {
+        println!(
+            "platform {}: {} | {} | {}",
+            p.index, p.name, p.vendor, p.version
+        );
+        if let Some(err) = &p.devices_error {
+            println!("  devices: <{err}>");
+        }
+        for d in &p.devices {
+            let mem = |q: &Queried<u64>| match q {
+                Queried::Value(v) => format::bytes(*v),
+                other => other.to_string(),
+            };
+            println!(
+                "  device {} (select with --device {}): {} [{}]",
+                d.index,
+                d.selector,
+                d.name,
+                d.kind
+            );
+            let vendor_id = match &d.vendor_id {
+                Queried::Value(v) => format!("{v:#x}"),
+                other => other.to_string(),
+            };
+            println!("    vendor            {} (id {vendor_id})", d.vendor);
+            println!(
+                "    versions          device {} | driver {} | {}",
+                d.device_version, d.driver_version, d.opencl_c_version
+            );
+            println!("    compute units     {}", d.compute_units);
+            println!("    global memory     {}", mem(&d.global_mem_bytes));
+            println!("    max allocation    {}", mem(&d.max_alloc_bytes));
+            println!("    global mem cache  {}", mem(&d.global_mem_cache_bytes));
+            println!("    host unified mem  {}", d.host_unified_memory);
+            println!("    max work-group    {}", d.max_work_group_size);
+            if let Some(bus) = &d.pci_bus {
+                println!("    pci bus           {bus}");
+            }
+            if let Some(uuid) = &d.uuid {
+                println!("    uuid              {uuid}");
+            }
+            let notable: Vec<&str> = [
+                "cl_intel_create_mem_object_properties",
+                "cl_amd_device_attribute_query",
+                "cl_nv_device_attribute_query",
+                "cl_khr_pci_bus_info",
+                "cl_khr_device_uuid",
+            ]
+            .into_iter()
+            .filter(|e| d.has_extension(e))
+            .collect();
+            match &d.extensions {
+                Queried::Value(all) => println!(
+                    "    extensions        {} (relevant: {})",
+                    all.len(),
+                    if notable.is_empty() { "none".to_owned() } else { notable.join(", ") }
+                ),
+                Queried::Error { error } => println!("    extensions        <{error}>"),
+            }
+        }
+    }
+    let h = &report.host;
+    println!("host");
+    println!(
+        "  RAM               {}",
+        h.ram_bytes.map_or("?".into(), format::bytes)
+    );
+    println!(
+        "  RLIMIT_NOFILE     soft {} / hard {}",
+        format::limit(h.nofile_soft),
+        format::limit(h.nofile_hard)
+    );
+    println!(
+        "  RLIMIT_AS         soft {} / hard {}",
+        h.address_space_soft.map_or("unlimited".into(), format::bytes),
+        h.address_space_hard.map_or("unlimited".into(), format::bytes)
+    );
+    println!("  vm.max_map_count  {}", format::limit(h.max_map_count));
+    println!("  page size         {} B", h.page_size);
+}

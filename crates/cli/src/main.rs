@@ -1,0 +1,54 @@
+//! `clmulti`: reproduce, measure and explain how OpenCL runtimes allocate buffers
+//! across several devices. One subcommand per verb; the logic lives in the library
+//! crates (`clmulti-probe`, `-scenario`, `-alloc`, `-axpy`).
+//!
+//! Exit codes: 0 done (a run that stopped on an OpenCL error is still a successful
+//! measurement), 1 the tool itself failed, 2 bad input.
+
+mod devices;
+mod format;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Reproduce, measure and explain how OpenCL runtimes allocate buffers across devices.
+#[derive(Debug, Parser)]
+#[command(name = "clmulti", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List every OpenCL platform and device with the facts that bound allocation,
+    /// and the host limits.
+    Devices(devices::Args),
+}
+
+/// How a subcommand failed, mapped to the exit code.
+#[derive(Debug)]
+pub enum Failure {
+    /// The tool could not do its job (no runtime, I/O): exit 1.
+    Tool(String),
+    /// The input was wrong (scenario, arguments): exit 2.
+    Input(String),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Devices(args) => devices::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Tool(msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Input(msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! Runs the real `clmulti` binary against real PoCL CPU devices.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The PoCL ICD file the tests pin the loader to.
+pub const POCL_ICD: &str = "/etc/OpenCL/vendors/pocl.icd";
+
+/// The `POCL_DEVICES` value that gives `n` CPU devices on the installed PoCL:
+/// `cpu` on PoCL >= 4, `pthread` on PoCL 3 (Debian 12).
+pub fn pocl_devices(n: usize) -> String {
+    static DRIVER: OnceLock<&'static str> = OnceLock::new();
+    let driver = DRIVER.get_or_init(|| {
+        assert!(
+            std::path::Path::new(POCL_ICD).exists(),
+            "PoCL is not installed ({POCL_ICD} missing): run scripts/setup-opencl.sh"
+        );
+        for driver in ["cpu", "pthread"] {
+            let out = Command::new(bin())
+                .args(["devices", "--format", "json"])
+                .env("OCL_ICD_VENDORS", POCL_ICD)
+                .env("POCL_DEVICES", format!("{driver} {driver}"))
+                .output()
+                .expect("run clmulti devices");
+            if out.status.success() {
+                let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                if json["platforms"][0]["devices"].as_array().map_or(0, Vec::len) == 2 {
+                    return driver;
+                }
+            }
+        }
+        panic!("PoCL gives no two CPU devices with POCL_DEVICES=cpu or pthread");
+    });
+    vec![*driver; n].join(" ")
+}
+
+/// The binary under test.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_clmulti"))
+}
+
+/// `clmulti` on `n` PoCL devices with a fixed memory size (2 GiB, max alloc 512 MiB).
+pub fn clmulti(n: usize) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.env("OCL_ICD_VENDORS", POCL_ICD)
+        .env("POCL_DEVICES", pocl_devices(n))
+        .env("POCL_MEMORY_LIMIT", "2")
+        .env_remove("CLMULTI_PLATFORM");
+    cmd
+}
+
+/// Runs and returns the output, with stderr shown on failure to parse.
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("spawn clmulti")
+}
+
+/// Parses stdout as JSON, panicking with stderr when it is not.
+pub fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}); status {:?}\nstdout: {}\nstderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Stderr as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}

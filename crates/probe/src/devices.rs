@@ -1,0 +1,437 @@
+//! Platforms and devices as the ICD loader reports them, with the facts that
+//! bound allocation.
+
+use crate::raw;
+use crate::ClCode;
+use serde::{Deserialize, Serialize};
+use std::ffi::c_void;
+
+// Extension queries cl-sys does not name.
+const CL_DEVICE_PCI_BUS_INFO_KHR: u32 = 0x410F;
+const CL_DEVICE_UUID_KHR: u32 = 0x106A;
+const CL_DEVICE_GLOBAL_FREE_MEMORY_AMD: u32 = 0x4039;
+const CL_DEVICE_PCI_BUS_ID_NV: u32 = 0x4008;
+const CL_DEVICE_PCI_SLOT_ID_NV: u32 = 0x4009;
+const CL_DEVICE_PCI_DOMAIN_ID_NV: u32 = 0x400A;
+
+/// A value read from the runtime, or the error its query returned.
+///
+/// Serialized as the bare value, or as `{"error": "CL_INVALID_VALUE (-30)"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Queried<T> {
+    /// The query succeeded.
+    Value(T),
+    /// The query failed; the field's error, by name.
+    Error {
+        /// `NAME (code)`.
+        error: String,
+    },
+}
+
+impl<T> Queried<T> {
+    fn from_result(result: Result<T, ClCode>) -> Self {
+        match result {
+            Ok(v) => Queried::Value(v),
+            Err(code) => Queried::Error {
+                error: code.to_string(),
+            },
+        }
+    }
+
+    /// The error (`NAME (code)`), if the query failed.
+    pub fn error(&self) -> Option<&str> {
+        match self {
+            Queried::Value(_) => None,
+            Queried::Error { error } => Some(error),
+        }
+    }
+
+    /// The value, if the query succeeded.
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            Queried::Value(v) => Some(v),
+            Queried::Error { .. } => None,
+        }
+    }
+}
+
+impl<T: std::fmt::Display> std::fmt::Display for Queried<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Queried::Value(v) => v.fmt(f),
+            Queried::Error { error } => write!(f, "<{error}>"),
+        }
+    }
+}
+
+/// The kind of device, as `CL_DEVICE_TYPE` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceKind {
+    /// `CL_DEVICE_TYPE_GPU`
+    Gpu,
+    /// `CL_DEVICE_TYPE_CPU`
+    Cpu,
+    /// `CL_DEVICE_TYPE_ACCELERATOR`
+    Accelerator,
+    /// `CL_DEVICE_TYPE_CUSTOM`
+    Custom,
+    /// Any other bit pattern.
+    Other,
+}
+
+impl std::fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DeviceKind::Gpu => "gpu",
+            DeviceKind::Cpu => "cpu",
+            DeviceKind::Accelerator => "accelerator",
+            DeviceKind::Custom => "custom",
+            DeviceKind::Other => "other",
+        })
+    }
+}
+
+impl DeviceKind {
+    fn from_bits(bits: u64) -> Self {
+        if bits & cl_sys::CL_DEVICE_TYPE_GPU != 0 {
+            DeviceKind::Gpu
+        } else if bits & cl_sys::CL_DEVICE_TYPE_CPU != 0 {
+            DeviceKind::Cpu
+        } else if bits & cl_sys::CL_DEVICE_TYPE_ACCELERATOR != 0 {
+            DeviceKind::Accelerator
+        } else if bits & cl_sys::CL_DEVICE_TYPE_CUSTOM != 0 {
+            DeviceKind::Custom
+        } else {
+            DeviceKind::Other
+        }
+    }
+}
+
+/// Which device types to ask a platform for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceTypeFilter {
+    /// GPUs only.
+    Gpu,
+    /// CPUs only.
+    Cpu,
+    /// Accelerators only.
+    Accelerator,
+    /// Every device.
+    #[default]
+    All,
+}
+
+impl DeviceTypeFilter {
+    fn bits(self) -> u64 {
+        match self {
+            DeviceTypeFilter::Gpu => cl_sys::CL_DEVICE_TYPE_GPU,
+            DeviceTypeFilter::Cpu => cl_sys::CL_DEVICE_TYPE_CPU,
+            DeviceTypeFilter::Accelerator => cl_sys::CL_DEVICE_TYPE_ACCELERATOR,
+            DeviceTypeFilter::All => cl_sys::CL_DEVICE_TYPE_ALL,
+        }
+    }
+}
+
+/// A raw `cl_device_id`, valid for the life of the process.
+///
+/// OpenCL device handles are thread-safe runtime objects with no release call for
+/// root devices, so sharing them between threads is sound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeviceHandle(cl_sys::cl_device_id);
+
+// SAFETY: root device ids are immutable runtime objects the spec lets any thread use.
+unsafe impl Send for DeviceHandle {}
+// SAFETY: as above; no interior state is reachable through the handle in Rust.
+unsafe impl Sync for DeviceHandle {}
+
+impl DeviceHandle {
+    /// The raw id, for passing to another OpenCL binding (e.g. `opencl3`).
+    pub fn as_raw(self) -> *mut c_void {
+        self.0
+    }
+
+    /// Free global memory in bytes, where the device reports it
+    /// (`CL_DEVICE_GLOBAL_FREE_MEMORY_AMD`, `cl_amd_device_attribute_query`).
+    pub fn free_memory_amd(self) -> Option<u64> {
+        // SAFETY: the handle came from `raw::device_ids`.
+        let bytes = unsafe { raw::device_info(self.0, CL_DEVICE_GLOBAL_FREE_MEMORY_AMD) }.ok()?;
+        // The AMD query returns size_t[2] in KiB: total free and largest free block.
+        let kib = usize::from_ne_bytes(bytes.get(..8)?.try_into().ok()?);
+        Some(kib as u64 * 1024)
+    }
+}
+
+/// PCI location of a device (`cl_khr_pci_bus_info`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PciBus {
+    /// PCI domain.
+    pub domain: u32,
+    /// PCI bus.
+    pub bus: u32,
+    /// PCI device.
+    pub device: u32,
+    /// PCI function.
+    pub function: u32,
+}
+
+impl std::fmt::Display for PciBus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:04x}:{:02x}:{:02x}.{:x}",
+            self.domain, self.bus, self.device, self.function
+        )
+    }
+}
+
+/// Everything clmulti reads about one device.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// Index in its platform's device list (all types), as the loader gave it.
+    pub index: usize,
+    /// `platform_index:index`, the stable way to name it on the command line.
+    pub selector: String,
+    /// `CL_DEVICE_NAME`
+    pub name: Queried<String>,
+    /// `CL_DEVICE_VENDOR`
+    pub vendor: Queried<String>,
+    /// `CL_DEVICE_VENDOR_ID`
+    pub vendor_id: Queried<u32>,
+    /// `CL_DEVICE_VERSION`
+    pub device_version: Queried<String>,
+    /// `CL_DRIVER_VERSION`
+    pub driver_version: Queried<String>,
+    /// `CL_DEVICE_OPENCL_C_VERSION`
+    pub opencl_c_version: Queried<String>,
+    /// `CL_DEVICE_TYPE`
+    pub kind: Queried<DeviceKind>,
+    /// `CL_DEVICE_MAX_COMPUTE_UNITS`
+    pub compute_units: Queried<u32>,
+    /// `CL_DEVICE_GLOBAL_MEM_SIZE`, bytes.
+    pub global_mem_bytes: Queried<u64>,
+    /// `CL_DEVICE_MAX_MEM_ALLOC_SIZE`, bytes.
+    pub max_alloc_bytes: Queried<u64>,
+    /// `CL_DEVICE_HOST_UNIFIED_MEMORY`
+    pub host_unified_memory: Queried<bool>,
+    /// `CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`, bytes.
+    pub global_mem_cache_bytes: Queried<u64>,
+    /// `CL_DEVICE_MEM_BASE_ADDR_ALIGN`, in bits (sub-buffer origins must be multiples).
+    pub mem_base_addr_align_bits: Queried<u32>,
+    /// `CL_DEVICE_MAX_WORK_GROUP_SIZE`
+    pub max_work_group_size: Queried<usize>,
+    /// `CL_DEVICE_EXTENSIONS`, split on spaces.
+    pub extensions: Queried<Vec<String>>,
+    /// `CL_DEVICE_PCI_BUS_INFO_KHR`, where `cl_khr_pci_bus_info` is exposed.
+    pub pci_bus: Option<Queried<PciBus>>,
+    /// `CL_DEVICE_UUID_KHR` as hex, where `cl_khr_device_uuid` is exposed.
+    pub uuid: Option<Queried<String>>,
+    #[serde(skip)]
+    handle: Option<DeviceHandle>,
+}
+
+impl DeviceInfo {
+    /// The handle to use with other OpenCL bindings. `None` only for values
+    /// deserialized from a report.
+    pub fn handle(&self) -> Option<DeviceHandle> {
+        self.handle
+    }
+
+    /// Whether the device lists an extension.
+    pub fn has_extension(&self, name: &str) -> bool {
+        self.extensions
+            .value()
+            .is_some_and(|exts| exts.iter().any(|e| e == name))
+    }
+
+    /// The device name, or `?` when its query failed.
+    pub fn display_name(&self) -> &str {
+        self.name.value().map(String::as_str).unwrap_or("?")
+    }
+}
+
+/// Everything clmulti reads about one platform, with its devices.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PlatformInfo {
+    /// Index in the loader's list. The order can change between boots: select by name.
+    pub index: usize,
+    /// `CL_PLATFORM_NAME`
+    pub name: Queried<String>,
+    /// `CL_PLATFORM_VENDOR`
+    pub vendor: Queried<String>,
+    /// `CL_PLATFORM_VERSION`
+    pub version: Queried<String>,
+    /// `CL_PLATFORM_PROFILE`
+    pub profile: Queried<String>,
+    /// The platform's devices of every type.
+    pub devices: Vec<DeviceInfo>,
+    /// Set when listing the devices failed.
+    pub devices_error: Option<String>,
+}
+
+impl PlatformInfo {
+    /// Whether `needle` (case-insensitive) occurs in the platform's name or vendor.
+    pub fn matches(&self, needle: &str) -> bool {
+        let needle = needle.to_lowercase();
+        [&self.name, &self.vendor].iter().any(|field| {
+            field
+                .value()
+                .is_some_and(|v| v.to_lowercase().contains(&needle))
+        })
+    }
+
+    /// The platform name, or `?` when its query failed.
+    pub fn display_name(&self) -> &str {
+        self.name.value().map(String::as_str).unwrap_or("?")
+    }
+
+    /// Devices of the given type, in the platform's order.
+    pub fn devices_of(&self, filter: DeviceTypeFilter) -> impl Iterator<Item = &DeviceInfo> {
+        self.devices.iter().filter(move |d| match filter {
+            DeviceTypeFilter::All => true,
+            DeviceTypeFilter::Gpu => d.kind.value() == Some(&DeviceKind::Gpu),
+            DeviceTypeFilter::Cpu => d.kind.value() == Some(&DeviceKind::Cpu),
+            DeviceTypeFilter::Accelerator => d.kind.value() == Some(&DeviceKind::Accelerator),
+        })
+    }
+}
+
+/// Enumerates every platform and device.
+///
+/// Errors only when the loader itself fails or reports no platform at all;
+/// a query that fails on one device is kept in that field.
+pub fn platforms() -> Result<Vec<PlatformInfo>, crate::ProbeError> {
+    let ids = raw::platform_ids().map_err(crate::ProbeError::Loader)?;
+    if ids.is_empty() {
+        return Err(crate::ProbeError::NoPlatform);
+    }
+    Ok(ids
+        .into_iter()
+        .enumerate()
+        .map(|(index, id)| read_platform(index, id))
+        .collect())
+}
+
+fn read_platform(index: usize, id: cl_sys::cl_platform_id) -> PlatformInfo {
+    // SAFETY (for the closures below): `id` came from `raw::platform_ids`.
+    let text = |param| Queried::from_result(unsafe { raw::platform_info(id, param) }.map(to_text));
+    // SAFETY: as above.
+    let (devices, devices_error) = match unsafe { raw::device_ids(id, DeviceTypeFilter::All.bits()) }
+    {
+        Ok(ids) => (
+            ids.into_iter()
+                .enumerate()
+                .map(|(d, dev)| read_device(index, d, dev))
+                .collect(),
+            None,
+        ),
+        Err(code) => (Vec::new(), Some(code.to_string())),
+    };
+    PlatformInfo {
+        index,
+        name: text(cl_sys::CL_PLATFORM_NAME),
+        vendor: text(cl_sys::CL_PLATFORM_VENDOR),
+        version: text(cl_sys::CL_PLATFORM_VERSION),
+        profile: text(cl_sys::CL_PLATFORM_PROFILE),
+        devices,
+        devices_error,
+    }
+}
+
+fn read_device(platform: usize, index: usize, id: cl_sys::cl_device_id) -> DeviceInfo {
+    // SAFETY: `id` came from `raw::device_ids`.
+    let bytes = |param| unsafe { raw::device_info(id, param) };
+    let text = |param| Queried::from_result(bytes(param).map(to_text));
+    let uint = |param| Queried::from_result(bytes(param).and_then(|b| scalar::<4>(&b)).map(u32::from_ne_bytes));
+    let ulong = |param| Queried::from_result(bytes(param).and_then(|b| scalar::<8>(&b)).map(u64::from_ne_bytes));
+    let extensions: Queried<Vec<String>> = Queried::from_result(
+        bytes(cl_sys::CL_DEVICE_EXTENSIONS)
+            .map(to_text)
+            .map(|s| s.split_whitespace().map(str::to_owned).collect()),
+    );
+    let has = |ext: &str| {
+        extensions
+            .value()
+            .is_some_and(|list| list.iter().any(|e| e == ext))
+    };
+    let pci_bus = has("cl_khr_pci_bus_info").then(|| {
+        Queried::from_result(bytes(CL_DEVICE_PCI_BUS_INFO_KHR).and_then(|b| {
+            let word = |i: usize| -> Result<u32, ClCode> {
+                Ok(u32::from_ne_bytes(scalar::<4>(b.get(i * 4..).unwrap_or(&[]))?))
+            };
+            Ok(PciBus {
+                domain: word(0)?,
+                bus: word(1)?,
+                device: word(2)?,
+                function: word(3)?,
+            })
+        }))
+    });
+    // NVIDIA reports its PCI location through its own extension.
+    let pci_bus = pci_bus.or_else(|| {
+        has("cl_nv_device_attribute_query").then(|| {
+            Queried::from_result((|| {
+                Ok(PciBus {
+                    domain: u32::from_ne_bytes(scalar::<4>(&bytes(CL_DEVICE_PCI_DOMAIN_ID_NV)?)?),
+                    bus: u32::from_ne_bytes(scalar::<4>(&bytes(CL_DEVICE_PCI_BUS_ID_NV)?)?),
+                    device: u32::from_ne_bytes(scalar::<4>(&bytes(CL_DEVICE_PCI_SLOT_ID_NV)?)?),
+                    function: 0,
+                })
+            })())
+        })
+    });
+    let uuid = has("cl_khr_device_uuid").then(|| {
+        Queried::from_result(
+            bytes(CL_DEVICE_UUID_KHR).map(|b| b.iter().map(|x| format!("{x:02x}")).collect()),
+        )
+    });
+    DeviceInfo {
+        index,
+        selector: format!("{platform}:{index}"),
+        name: text(cl_sys::CL_DEVICE_NAME),
+        vendor: text(cl_sys::CL_DEVICE_VENDOR),
+        vendor_id: uint(cl_sys::CL_DEVICE_VENDOR_ID),
+        device_version: text(cl_sys::CL_DEVICE_VERSION),
+        driver_version: text(cl_sys::CL_DRIVER_VERSION),
+        opencl_c_version: text(cl_sys::CL_DEVICE_OPENCL_C_VERSION),
+        kind: Queried::from_result(
+            bytes(cl_sys::CL_DEVICE_TYPE)
+                .and_then(|b| scalar::<8>(&b))
+                .map(|b| DeviceKind::from_bits(u64::from_ne_bytes(b))),
+        ),
+        compute_units: uint(cl_sys::CL_DEVICE_MAX_COMPUTE_UNITS),
+        global_mem_bytes: ulong(cl_sys::CL_DEVICE_GLOBAL_MEM_SIZE),
+        max_alloc_bytes: ulong(cl_sys::CL_DEVICE_MAX_MEM_ALLOC_SIZE),
+        host_unified_memory: Queried::from_result(
+            bytes(cl_sys::CL_DEVICE_HOST_UNIFIED_MEMORY)
+                .and_then(|b| scalar::<4>(&b))
+                .map(|b| u32::from_ne_bytes(b) != 0),
+        ),
+        global_mem_cache_bytes: ulong(cl_sys::CL_DEVICE_GLOBAL_MEM_CACHE_SIZE),
+        mem_base_addr_align_bits: uint(cl_sys::CL_DEVICE_MEM_BASE_ADDR_ALIGN),
+        max_work_group_size: Queried::from_result(
+            bytes(cl_sys::CL_DEVICE_MAX_WORK_GROUP_SIZE)
+                .and_then(|b| scalar::<8>(&b))
+                .map(|b| usize::from_ne_bytes(b)),
+        ),
+        extensions,
+        pci_bus,
+        uuid,
+        handle: Some(DeviceHandle(id)),
+    }
+}
+
+fn to_text(bytes: Vec<u8>) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).trim().to_owned()
+}
+
+/// The first `N` bytes of a reply, or `CL_INVALID_VALUE` when the runtime gave fewer.
+fn scalar<const N: usize>(bytes: &[u8]) -> Result<[u8; N], ClCode> {
+    bytes
+        .get(..N)
+        .and_then(|b| b.try_into().ok())
+        .ok_or(ClCode(cl_sys::CL_INVALID_VALUE))
+}

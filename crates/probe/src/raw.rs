@@ -1,0 +1,99 @@
+//! The thin unsafe layer: the only place in clmulti that calls `cl-sys`.
+//!
+//! Each function wraps one query and turns its status into a [`ClCode`] error.
+//! Callers pass handles obtained from the loader in this process; the handles of
+//! platforms and devices stay valid for the life of the process (the spec gives
+//! them no release call), which is what makes the `# Safety` contracts easy to meet.
+
+use crate::ClCode;
+use cl_sys::{cl_device_id, cl_device_type, cl_platform_id, cl_uint};
+use std::ffi::c_void;
+use std::ptr;
+
+/// All platform handles the ICD loader reports, in its order.
+///
+/// `CL_PLATFORM_NOT_FOUND_KHR (-1001)` (ocl-icd with no ICD file) comes back as an
+/// empty list so callers can treat both cases the same way.
+pub fn platform_ids() -> Result<Vec<cl_platform_id>, ClCode> {
+    let mut count: cl_uint = 0;
+    // SAFETY: a null list with zero entries is the documented way to ask for the count.
+    let status = unsafe { cl_sys::clGetPlatformIDs(0, ptr::null_mut(), &mut count) };
+    if status == cl_sys::CL_PLATFORM_NOT_FOUND_KHR || (status == 0 && count == 0) {
+        return Ok(Vec::new());
+    }
+    check(status)?;
+    let mut ids = vec![ptr::null_mut(); count as usize];
+    // SAFETY: `ids` holds `count` writable entries.
+    check(unsafe { cl_sys::clGetPlatformIDs(count, ids.as_mut_ptr(), &mut count) })?;
+    ids.truncate(count as usize);
+    Ok(ids)
+}
+
+/// Device handles of one type on a platform; `CL_DEVICE_NOT_FOUND (-1)` is an empty list.
+///
+/// # Safety
+/// `platform` must be a handle returned by [`platform_ids`] in this process.
+pub unsafe fn device_ids(
+    platform: cl_platform_id,
+    device_type: cl_device_type,
+) -> Result<Vec<cl_device_id>, ClCode> {
+    let mut count: cl_uint = 0;
+    // SAFETY: the caller guarantees `platform`; a null list asks for the count only.
+    let status = unsafe {
+        cl_sys::clGetDeviceIDs(platform, device_type, 0, ptr::null_mut(), &mut count)
+    };
+    if status == cl_sys::CL_DEVICE_NOT_FOUND || (status == 0 && count == 0) {
+        return Ok(Vec::new());
+    }
+    check(status)?;
+    let mut ids = vec![ptr::null_mut(); count as usize];
+    // SAFETY: `ids` holds `count` writable entries.
+    check(unsafe {
+        cl_sys::clGetDeviceIDs(platform, device_type, count, ids.as_mut_ptr(), &mut count)
+    })?;
+    ids.truncate(count as usize);
+    Ok(ids)
+}
+
+/// The raw bytes of one platform property.
+///
+/// # Safety
+/// `platform` must be a handle returned by [`platform_ids`] in this process.
+pub unsafe fn platform_info(platform: cl_platform_id, param: cl_uint) -> Result<Vec<u8>, ClCode> {
+    // SAFETY: forwarded contract; the closure passes buffers of the sizes it names.
+    query_bytes(|size, value, size_ret| unsafe {
+        cl_sys::clGetPlatformInfo(platform, param, size, value, size_ret)
+    })
+}
+
+/// The raw bytes of one device property.
+///
+/// # Safety
+/// `device` must be a handle returned by [`device_ids`] in this process.
+pub unsafe fn device_info(device: cl_device_id, param: cl_uint) -> Result<Vec<u8>, ClCode> {
+    // SAFETY: forwarded contract; the closure passes buffers of the sizes it names.
+    query_bytes(|size, value, size_ret| unsafe {
+        cl_sys::clGetDeviceInfo(device, param, size, value, size_ret)
+    })
+}
+
+/// The two-call size-then-value pattern shared by every `clGet*Info`.
+fn query_bytes(
+    mut call: impl FnMut(usize, *mut c_void, *mut usize) -> i32,
+) -> Result<Vec<u8>, ClCode> {
+    let mut size = 0usize;
+    check(call(0, ptr::null_mut(), &mut size))?;
+    let mut bytes = vec![0u8; size];
+    if size > 0 {
+        check(call(size, bytes.as_mut_ptr().cast(), ptr::null_mut()))?;
+    }
+    Ok(bytes)
+}
+
+fn check(status: i32) -> Result<(), ClCode> {
+    if status == cl_sys::CL_SUCCESS {
+        Ok(())
+    } else {
+        Err(ClCode(status))
+    }
+}

@@ -1,0 +1,243 @@
+//! Choosing a platform and devices by name, vendor substring or index.
+//!
+//! The loader's platform order changes between boots (seen with NVIDIA and PoCL on
+//! one machine), so names are the reliable selector; indices are for one session.
+
+use crate::devices::{DeviceInfo, DeviceTypeFilter, PlatformInfo};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Which platform to use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum PlatformSelector {
+    /// The first platform that has devices of the wanted type.
+    #[default]
+    Auto,
+    /// The platform at this index in the loader's list.
+    Index(usize),
+    /// The first platform whose name or vendor contains this (case-insensitive).
+    Name(String),
+}
+
+impl PlatformSelector {
+    /// `""` or `auto` is [`Auto`](Self::Auto), a number an index, anything else a name.
+    pub fn parse(text: &str) -> Self {
+        let text = text.trim();
+        if text.is_empty() || text.eq_ignore_ascii_case("auto") {
+            PlatformSelector::Auto
+        } else if let Ok(i) = text.parse() {
+            PlatformSelector::Index(i)
+        } else {
+            PlatformSelector::Name(text.to_owned())
+        }
+    }
+}
+
+impl fmt::Display for PlatformSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlatformSelector::Auto => f.write_str("auto"),
+            PlatformSelector::Index(i) => write!(f, "{i}"),
+            PlatformSelector::Name(n) => write!(f, "{n:?}"),
+        }
+    }
+}
+
+/// Which of the platform's devices (of the wanted type) to use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DeviceChoice {
+    /// The first `n`.
+    Count(usize),
+    /// These indices into the platform's devices of the wanted type.
+    Indices(Vec<usize>),
+    /// All of them.
+    All,
+}
+
+/// A request for devices: what a scenario's `[devices]` table or `--device` means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceRequest {
+    /// Which platform.
+    pub platform: PlatformSelector,
+    /// Which device type.
+    pub device_type: DeviceTypeFilter,
+    /// Which devices of that type.
+    pub devices: DeviceChoice,
+    /// When no platform has the wanted type, use devices of any type instead.
+    pub fallback_to_any_type: bool,
+}
+
+impl DeviceRequest {
+    /// Parses a command-line selector `PLATFORM[:DEVICE]`: `nvidia`, `pocl:1`, `0:0`, `auto`.
+    ///
+    /// ```
+    /// use clmulti_probe::{DeviceChoice, DeviceRequest, PlatformSelector};
+    /// let r = DeviceRequest::from_selector("NVIDIA CUDA:1");
+    /// assert_eq!(r.platform, PlatformSelector::Name("NVIDIA CUDA".into()));
+    /// assert_eq!(r.devices, DeviceChoice::Indices(vec![1]));
+    /// ```
+    pub fn from_selector(text: &str) -> Self {
+        let (platform, devices) = match text.rsplit_once(':') {
+            Some((p, d)) if d.trim().parse::<usize>().is_ok() => (
+                PlatformSelector::parse(p),
+                DeviceChoice::Indices(vec![d.trim().parse().unwrap_or(0)]),
+            ),
+            _ => (PlatformSelector::parse(text), DeviceChoice::Count(1)),
+        };
+        DeviceRequest {
+            platform,
+            device_type: DeviceTypeFilter::All,
+            devices,
+            fallback_to_any_type: false,
+        }
+    }
+}
+
+/// The platform and devices a request resolved to.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Selection {
+    /// Index of the chosen platform in the loader's list.
+    pub platform_index: usize,
+    /// Its name.
+    pub platform_name: String,
+    /// The chosen devices, in request order.
+    pub devices: Vec<DeviceInfo>,
+    /// True when no device of the wanted type existed and another type was used.
+    pub fell_back_to_any_type: bool,
+}
+
+/// Why a request could not be met.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectError {
+    /// No platform matched the selector.
+    #[error("no OpenCL platform matches {selector}; available: {available}")]
+    UnknownPlatform {
+        /// The selector as given.
+        selector: String,
+        /// `index: name` of each platform.
+        available: String,
+    },
+    /// No platform has devices of the wanted type.
+    #[error("no {device_type:?} device on {where_}; run `clmulti devices` to see what exists")]
+    NoDevices {
+        /// The wanted type.
+        device_type: DeviceTypeFilter,
+        /// Which platform(s) were searched.
+        where_: String,
+    },
+    /// Fewer devices than asked for.
+    #[error("asked for {wanted} {device_type:?} device(s) on {platform}, found {found}")]
+    NotEnough {
+        /// How many were asked for.
+        wanted: usize,
+        /// How many exist.
+        found: usize,
+        /// The type asked for.
+        device_type: DeviceTypeFilter,
+        /// The platform searched.
+        platform: String,
+    },
+    /// A device index beyond the list.
+    #[error("device index {index} is out of range: {platform} has {found} {device_type:?} device(s)")]
+    NoSuchIndex {
+        /// The index asked for.
+        index: usize,
+        /// How many exist.
+        found: usize,
+        /// The type asked for.
+        device_type: DeviceTypeFilter,
+        /// The platform searched.
+        platform: String,
+    },
+}
+
+/// Resolves a request against enumerated platforms.
+pub fn select(platforms: &[PlatformInfo], request: &DeviceRequest) -> Result<Selection, SelectError> {
+    match try_select(platforms, request, request.device_type) {
+        Err(SelectError::NoDevices { .. })
+            if request.fallback_to_any_type && request.device_type != DeviceTypeFilter::All =>
+        {
+            let mut selection = try_select(platforms, request, DeviceTypeFilter::All)?;
+            selection.fell_back_to_any_type = true;
+            Ok(selection)
+        }
+        other => other,
+    }
+}
+
+fn try_select(
+    platforms: &[PlatformInfo],
+    request: &DeviceRequest,
+    filter: DeviceTypeFilter,
+) -> Result<Selection, SelectError> {
+    let platform = match &request.platform {
+        PlatformSelector::Auto => platforms
+            .iter()
+            .find(|p| p.devices_of(filter).next().is_some())
+            .ok_or_else(|| SelectError::NoDevices {
+                device_type: filter,
+                where_: "any platform".into(),
+            })?,
+        PlatformSelector::Index(i) => platforms
+            .iter()
+            .find(|p| p.index == *i)
+            .ok_or_else(|| unknown(platforms, &request.platform))?,
+        PlatformSelector::Name(n) => platforms
+            .iter()
+            .find(|p| p.matches(n))
+            .ok_or_else(|| unknown(platforms, &request.platform))?,
+    };
+    let available: Vec<&DeviceInfo> = platform.devices_of(filter).collect();
+    let label = format!("platform {} ({})", platform.index, platform.display_name());
+    if available.is_empty() {
+        return Err(SelectError::NoDevices {
+            device_type: filter,
+            where_: label,
+        });
+    }
+    let devices = match &request.devices {
+        DeviceChoice::All => available.into_iter().cloned().collect(),
+        DeviceChoice::Count(n) => {
+            if *n > available.len() {
+                return Err(SelectError::NotEnough {
+                    wanted: *n,
+                    found: available.len(),
+                    device_type: filter,
+                    platform: label,
+                });
+            }
+            available[..*n].iter().map(|d| (*d).clone()).collect()
+        }
+        DeviceChoice::Indices(indices) => indices
+            .iter()
+            .map(|&index| {
+                available
+                    .get(index)
+                    .map(|d| (*d).clone())
+                    .ok_or_else(|| SelectError::NoSuchIndex {
+                        index,
+                        found: available.len(),
+                        device_type: filter,
+                        platform: label.clone(),
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    Ok(Selection {
+        platform_index: platform.index,
+        platform_name: platform.display_name().to_owned(),
+        devices,
+        fell_back_to_any_type: false,
+    })
+}
+
+fn unknown(platforms: &[PlatformInfo], selector: &PlatformSelector) -> SelectError {
+    SelectError::UnknownPlatform {
+        selector: selector.to_string(),
+        available: platforms
+            .iter()
+            .map(|p| format!("{}: {}", p.index, p.display_name()))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}

@@ -1,0 +1,1 @@
+//! Scenario model (filled below).
