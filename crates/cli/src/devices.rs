@@ -50,10 +50,7 @@ fn print_table(report: &DevicesReport) {
             };
             println!(
                 "  device {} (select with --device {}): {} [{}]",
-                d.index,
-                d.selector,
-                d.name,
-                d.kind
+                d.index, d.selector, d.name, d.kind
             );
             let vendor_id = match &d.vendor_id {
                 Queried::Value(v) => format!("{v:#x}"),
@@ -90,7 +87,11 @@ fn print_table(report: &DevicesReport) {
                 Queried::Value(all) => println!(
                     "    extensions        {} (relevant: {})",
                     all.len(),
-                    if notable.is_empty() { "none".to_owned() } else { notable.join(", ") }
+                    if notable.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        notable.join(", ")
+                    }
                 ),
                 Queried::Error { error } => println!("    extensions        <{error}>"),
             }
@@ -109,8 +110,10 @@ fn print_table(report: &DevicesReport) {
     );
     println!(
         "  RLIMIT_AS         soft {} / hard {}",
-        h.address_space_soft.map_or("unlimited".into(), format::bytes),
-        h.address_space_hard.map_or("unlimited".into(), format::bytes)
+        h.address_space_soft
+            .map_or("unlimited".into(), format::bytes),
+        h.address_space_hard
+            .map_or("unlimited".into(), format::bytes)
     );
     println!("  vm.max_map_count  {}", format::limit(h.max_map_count));
     println!("  page size         {} B", h.page_size);

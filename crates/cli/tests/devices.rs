@@ -12,7 +12,10 @@ fn lists_two_pocl_devices_with_distinct_ids_and_memory() {
     let devices = platforms[0]["devices"].as_array().unwrap();
     assert_eq!(devices.len(), 2);
     assert_ne!(devices[0]["selector"], devices[1]["selector"]);
-    assert_ne!(devices[0]["vendor_id"], devices[1]["vendor_id"], "PoCL gives each device its own id");
+    assert_ne!(
+        devices[0]["vendor_id"], devices[1]["vendor_id"],
+        "PoCL gives each device its own id"
+    );
     for d in devices {
         assert!(d["global_mem_bytes"].as_u64().unwrap() > 0);
         assert!(d["max_alloc_bytes"].as_u64().unwrap() > 0);
@@ -33,7 +36,10 @@ fn table_shows_selectors_and_host_limits() {
     let out = run(clmulti(2).args(["devices"]));
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("--device 0:0") && text.contains("--device 0:1"), "{text}");
+    assert!(
+        text.contains("--device 0:0") && text.contains("--device 0:1"),
+        "{text}"
+    );
     assert!(text.contains("RLIMIT_NOFILE"), "{text}");
     assert!(text.contains("global memory     2.00 GiB"), "{text}");
 }
@@ -48,7 +54,10 @@ fn no_platform_names_the_fix_and_fails() {
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(err.contains("no OpenCL platform found"), "{err}");
-    assert!(err.contains("pocl-opencl-icd") && err.contains("setup-opencl.sh"), "{err}");
+    assert!(
+        err.contains("pocl-opencl-icd") && err.contains("setup-opencl.sh"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
 }
 

@@ -318,17 +318,17 @@ fn read_platform(index: usize, id: cl_sys::cl_platform_id) -> PlatformInfo {
     // SAFETY (for the closures below): `id` came from `raw::platform_ids`.
     let text = |param| Queried::from_result(unsafe { raw::platform_info(id, param) }.map(to_text));
     // SAFETY: as above.
-    let (devices, devices_error) = match unsafe { raw::device_ids(id, DeviceTypeFilter::All.bits()) }
-    {
-        Ok(ids) => (
-            ids.into_iter()
-                .enumerate()
-                .map(|(d, dev)| read_device(index, d, dev))
-                .collect(),
-            None,
-        ),
-        Err(code) => (Vec::new(), Some(code.to_string())),
-    };
+    let (devices, devices_error) =
+        match unsafe { raw::device_ids(id, DeviceTypeFilter::All.bits()) } {
+            Ok(ids) => (
+                ids.into_iter()
+                    .enumerate()
+                    .map(|(d, dev)| read_device(index, d, dev))
+                    .collect(),
+                None,
+            ),
+            Err(code) => (Vec::new(), Some(code.to_string())),
+        };
     PlatformInfo {
         index,
         name: text(cl_sys::CL_PLATFORM_NAME),
@@ -344,8 +344,20 @@ fn read_device(platform: usize, index: usize, id: cl_sys::cl_device_id) -> Devic
     // SAFETY: `id` came from `raw::device_ids`.
     let bytes = |param| unsafe { raw::device_info(id, param) };
     let text = |param| Queried::from_result(bytes(param).map(to_text));
-    let uint = |param| Queried::from_result(bytes(param).and_then(|b| scalar::<4>(&b)).map(u32::from_ne_bytes));
-    let ulong = |param| Queried::from_result(bytes(param).and_then(|b| scalar::<8>(&b)).map(u64::from_ne_bytes));
+    let uint = |param| {
+        Queried::from_result(
+            bytes(param)
+                .and_then(|b| scalar::<4>(&b))
+                .map(u32::from_ne_bytes),
+        )
+    };
+    let ulong = |param| {
+        Queried::from_result(
+            bytes(param)
+                .and_then(|b| scalar::<8>(&b))
+                .map(u64::from_ne_bytes),
+        )
+    };
     let extensions: Queried<Vec<String>> = Queried::from_result(
         bytes(cl_sys::CL_DEVICE_EXTENSIONS)
             .map(to_text)
@@ -359,7 +371,9 @@ fn read_device(platform: usize, index: usize, id: cl_sys::cl_device_id) -> Devic
     let pci_bus = has("cl_khr_pci_bus_info").then(|| {
         Queried::from_result(bytes(CL_DEVICE_PCI_BUS_INFO_KHR).and_then(|b| {
             let word = |i: usize| -> Result<u32, ClCode> {
-                Ok(u32::from_ne_bytes(scalar::<4>(b.get(i * 4..).unwrap_or(&[]))?))
+                Ok(u32::from_ne_bytes(scalar::<4>(
+                    b.get(i * 4..).unwrap_or(&[]),
+                )?))
             };
             Ok(PciBus {
                 domain: word(0)?,

@@ -77,7 +77,9 @@ pub fn rss_bytes() -> u64 {
 fn statm() -> (u64, u64) {
     let page = page_size();
     let text = fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().unwrap_or(0));
+    let mut fields = text
+        .split_whitespace()
+        .map(|f| f.parse::<u64>().unwrap_or(0));
     let size = fields.next().unwrap_or(0);
     let resident = fields.next().unwrap_or(0);
     (size * page, resident * page)

@@ -39,9 +39,8 @@ pub unsafe fn device_ids(
 ) -> Result<Vec<cl_device_id>, ClCode> {
     let mut count: cl_uint = 0;
     // SAFETY: the caller guarantees `platform`; a null list asks for the count only.
-    let status = unsafe {
-        cl_sys::clGetDeviceIDs(platform, device_type, 0, ptr::null_mut(), &mut count)
-    };
+    let status =
+        unsafe { cl_sys::clGetDeviceIDs(platform, device_type, 0, ptr::null_mut(), &mut count) };
     if status == cl_sys::CL_DEVICE_NOT_FOUND || (status == 0 && count == 0) {
         return Ok(Vec::new());
     }

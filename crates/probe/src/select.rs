@@ -138,7 +138,9 @@ pub enum SelectError {
         platform: String,
     },
     /// A device index beyond the list.
-    #[error("device index {index} is out of range: {platform} has {found} {device_type:?} device(s)")]
+    #[error(
+        "device index {index} is out of range: {platform} has {found} {device_type:?} device(s)"
+    )]
     NoSuchIndex {
         /// The index asked for.
         index: usize,
@@ -152,7 +154,10 @@ pub enum SelectError {
 }
 
 /// Resolves a request against enumerated platforms.
-pub fn select(platforms: &[PlatformInfo], request: &DeviceRequest) -> Result<Selection, SelectError> {
+pub fn select(
+    platforms: &[PlatformInfo],
+    request: &DeviceRequest,
+) -> Result<Selection, SelectError> {
     match try_select(platforms, request, request.device_type) {
         Err(SelectError::NoDevices { .. })
             if request.fallback_to_any_type && request.device_type != DeviceTypeFilter::All =>

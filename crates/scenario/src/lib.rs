@@ -1,1 +1,47 @@
-//! Scenario model (filled below).
+//! # clmulti-scenario: experiments as TOML files
+//!
+//! A *scenario* is one TOML file describing an allocation experiment: which devices,
+//! one shared context or one per device, what to allocate and how, which runtime
+//! knobs and resource limits, and when to stop. Any key may be varied over a
+//! `[grid]`, which expands one file into several *runs*.
+//!
+//! This crate knows nothing of OpenCL. It turns raw TOML into a trusted
+//! [`Scenario`] in two steps: serde reads a loose raw form (unknown keys are errors),
+//! then validation checks units, ranges and contradictions and fills defaults.
+//! Every error names the file, line, column and key path ([`ScenarioError`]).
+//!
+//! ```
+//! let runs = clmulti_scenario::load_str(r#"
+//!     name = "seed-shared"
+//!     [devices]
+//!     type = "gpu"
+//!     count = 2
+//!     [context]
+//!     mode = "shared"
+//!     [allocation]
+//!     size = "1MiB"
+//!     count = 100000
+//!     [grid]
+//!     "context.mode" = ["shared", "per-device"]
+//! "#, "seed.toml").unwrap();
+//! assert_eq!(runs.len(), 2);
+//! assert_eq!(runs[1].name, "seed-shared[context.mode=per-device]");
+//! assert_eq!(runs[0].allocation.size_bytes, 1 << 20);
+//!
+//! let err = clmulti_scenario::load_str("[allocation]\nsize = \"1 MB/s\"\n", "bad.toml").unwrap_err();
+//! assert_eq!(err.to_string(), "bad.toml:2:8: key `allocation.size`: unknown unit \"MB/s\"; \
+//!     use B, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB (decimal)");
+//! ```
+//!
+//! The schema, with defaults, is documented in `configs/README.md` of the workspace.
+
+mod load;
+mod model;
+mod raw;
+mod size;
+mod validate;
+
+pub use load::{load_file, load_str, ScenarioError};
+pub use model::*;
+pub use size::{format_size, parse_size, Bytes, SizeError};
+pub use validate::{DEFAULT_MAX_SECONDS, DEFAULT_SAMPLE_EVERY};

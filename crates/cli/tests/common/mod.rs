@@ -26,7 +26,11 @@ pub fn pocl_devices(n: usize) -> String {
                 .expect("run clmulti devices");
             if out.status.success() {
                 let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-                if json["platforms"][0]["devices"].as_array().map_or(0, Vec::len) == 2 {
+                if json["platforms"][0]["devices"]
+                    .as_array()
+                    .map_or(0, Vec::len)
+                    == 2
+                {
                     return driver;
                 }
             }

@@ -1,0 +1,257 @@
+//! The validated scenario: every value checked, every default filled in.
+//! Field names here are the report's stable names.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One run: a scenario file with one point of its grid applied.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scenario {
+    /// The scenario's name, with the grid point appended: `seed[context.mode=shared]`.
+    pub name: String,
+    /// What the scenario shows.
+    pub description: String,
+    /// The file it came from.
+    pub file: String,
+    /// The grid values applied to this run, `key path -> value`.
+    pub grid_point: BTreeMap<String, String>,
+    /// Which devices.
+    pub devices: Devices,
+    /// One context over all devices, or one per device.
+    pub context_mode: ContextMode,
+    /// What to allocate, and how.
+    pub allocation: Allocation,
+    /// Environment variables set for the run (before the OpenCL runtime loads).
+    pub env: BTreeMap<String, String>,
+    /// Resource limits applied to the process that runs the scenario.
+    pub limits: Limits,
+    /// When to stop early.
+    pub guards: Guards,
+    /// Sample resources every this many allocations (and at the end, and at a failure).
+    pub sample_every: u64,
+    /// dAxpy over allocated buffers after the loop.
+    pub axpy_check: AxpyCheck,
+}
+
+/// The platform selector.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Platform {
+    /// The first platform with devices of the wanted type.
+    Auto,
+    /// The loader's index (changes between boots on some machines).
+    Index(usize),
+    /// A substring of the platform's name or vendor.
+    Name(String),
+}
+
+/// Device types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceType {
+    /// GPUs.
+    Gpu,
+    /// CPUs.
+    Cpu,
+    /// Accelerators.
+    Accelerator,
+    /// Any type.
+    All,
+}
+
+/// Which devices of the platform.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceSet {
+    /// The first `n`.
+    Count(usize),
+    /// These indices among the platform's devices of the wanted type.
+    Indices(Vec<usize>),
+}
+
+impl DeviceSet {
+    /// How many devices the set names.
+    pub fn len(&self) -> usize {
+        match self {
+            DeviceSet::Count(n) => *n,
+            DeviceSet::Indices(v) => v.len(),
+        }
+    }
+
+    /// Always false: validation rejects empty sets.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The `[devices]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Devices {
+    /// Which platform.
+    pub platform: Platform,
+    /// Which type.
+    pub device_type: DeviceType,
+    /// Which devices.
+    pub set: DeviceSet,
+    /// With no device of `device_type` anywhere, use devices of any type (e.g. PoCL's
+    /// CPU devices on a machine without a GPU). The report says when it happened.
+    pub fallback_to_any_type: bool,
+}
+
+/// Context mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ContextMode {
+    /// One context over every selected device (the seed's failing case).
+    Shared,
+    /// One context per device (the seed's working case).
+    PerDevice,
+}
+
+/// How each buffer is made resident.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// `clCreateBuffer` only (the seed).
+    Create,
+    /// Create, then `clEnqueueFillBuffer` on the placed device (defeats lazy allocation).
+    Fill,
+    /// Create, then `clEnqueueMigrateMemObjects` to the placed device.
+    Migrate,
+    /// `clCreateBufferWithProperties` with `CL_MEM_DEVICE_ID_INTEL` (0x4219).
+    Pin,
+    /// One large buffer per device carved into sub-buffers.
+    Pool,
+}
+
+/// `cl_mem_flags` bits a scenario may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum MemFlag {
+    /// `CL_MEM_READ_WRITE`
+    ReadWrite,
+    /// `CL_MEM_READ_ONLY`
+    ReadOnly,
+    /// `CL_MEM_WRITE_ONLY`
+    WriteOnly,
+    /// `CL_MEM_ALLOC_HOST_PTR`
+    AllocHostPtr,
+    /// `CL_MEM_USE_HOST_PTR`, with host memory the engine owns.
+    UseHostPtr,
+    /// `CL_MEM_COPY_HOST_PTR`, copied from host memory the engine owns.
+    CopyHostPtr,
+}
+
+impl MemFlag {
+    /// The flag's OpenCL bit.
+    pub fn bits(self) -> u64 {
+        match self {
+            MemFlag::ReadWrite => 1 << 0,
+            MemFlag::WriteOnly => 1 << 1,
+            MemFlag::ReadOnly => 1 << 2,
+            MemFlag::UseHostPtr => 1 << 3,
+            MemFlag::AllocHostPtr => 1 << 4,
+            MemFlag::CopyHostPtr => 1 << 5,
+        }
+    }
+
+    /// Whether the engine must supply host memory for each buffer.
+    pub fn needs_host_memory(self) -> bool {
+        matches!(self, MemFlag::UseHostPtr | MemFlag::CopyHostPtr)
+    }
+}
+
+/// How many buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Count {
+    /// Exactly this many (fewer if something stops the run).
+    Fixed(u64),
+    /// Until an error or a guard stops the run.
+    UntilFailure,
+}
+
+/// Which device each buffer is meant for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Buffer `i` goes to device `i % devices`.
+    RoundRobin,
+    /// Every buffer goes to this device (index among the selected devices).
+    Device(usize),
+}
+
+/// The `[allocation]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Allocation {
+    /// Bytes per buffer.
+    pub size_bytes: u64,
+    /// How many.
+    pub count: Count,
+    /// Memory flags, sorted.
+    pub flags: Vec<MemFlag>,
+    /// Which device each buffer is for.
+    pub placement: Placement,
+    /// Keep every buffer alive (the seed), or release each right after creating it.
+    pub keep: bool,
+    /// How each buffer is made resident.
+    pub strategy: Strategy,
+    /// For [`Strategy::Pool`]: bytes per pool buffer.
+    pub pool_size_bytes: Option<u64>,
+}
+
+impl Allocation {
+    /// All flags OR-ed together.
+    pub fn flag_bits(&self) -> u64 {
+        self.flags.iter().fold(0, |acc, f| acc | f.bits())
+    }
+}
+
+/// The `[limits]` table: applied with `setrlimit` to the process running the scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+pub struct Limits {
+    /// `RLIMIT_NOFILE` soft limit.
+    pub nofile: Option<u64>,
+    /// `RLIMIT_AS` soft limit, bytes.
+    pub address_space_bytes: Option<u64>,
+}
+
+impl Limits {
+    /// Whether any limit is set.
+    pub fn any(&self) -> bool {
+        self.nofile.is_some() || self.address_space_bytes.is_some()
+    }
+}
+
+/// A ceiling on host RSS.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RssLimit {
+    /// Absolute bytes.
+    Bytes(u64),
+    /// A fraction of physical RAM.
+    FractionOfRam(f64),
+}
+
+/// The `[guards]` table: the engine stops at the first one reached and says which.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Guards {
+    /// Total bytes requested.
+    pub max_total_bytes: Option<u64>,
+    /// Host RSS (default: half of RAM).
+    pub max_rss: RssLimit,
+    /// Wall-clock seconds of the allocation loop (default 300).
+    pub max_seconds: f64,
+}
+
+/// dAxpy over the allocated buffers, after the loop and before release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AxpyCheck {
+    /// No check.
+    None,
+    /// This many pairs of buffers, spread over the run.
+    Sample(u64),
+    /// Every pair of buffers.
+    All,
+}

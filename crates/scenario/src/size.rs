@@ -1,0 +1,173 @@
+//! Byte sizes with units: `"1MiB"`, `"1.5 GiB"`, `"64KB"`, `4096`.
+
+use std::fmt;
+
+/// Why a size did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    /// Empty text.
+    #[error("empty size; write e.g. \"1MiB\"")]
+    Empty,
+    /// The number part is not a decimal number.
+    #[error("{0:?} is not a number; write e.g. \"1MiB\" or \"1.5GiB\"")]
+    NotANumber(String),
+    /// The unit is not one we know.
+    #[error("unknown unit {0:?}; use B, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB (decimal)")]
+    UnknownUnit(String),
+    /// The value does not fit in 64 bits.
+    #[error("{0:?} is too large (over 16 EiB)")]
+    Overflow(String),
+    /// A fraction that is not a whole number of bytes.
+    #[error("{0:?} is not a whole number of bytes")]
+    Fractional(String),
+}
+
+const UNITS: &[(&str, u64)] = &[
+    ("", 1),
+    ("b", 1),
+    ("kib", 1 << 10),
+    ("mib", 1 << 20),
+    ("gib", 1 << 30),
+    ("tib", 1 << 40),
+    ("k", 1_000),
+    ("kb", 1_000),
+    ("m", 1_000_000),
+    ("mb", 1_000_000),
+    ("g", 1_000_000_000),
+    ("gb", 1_000_000_000),
+    ("t", 1_000_000_000_000),
+    ("tb", 1_000_000_000_000),
+];
+
+/// Parses a size with an optional unit (case-insensitive, spaces allowed).
+///
+/// ```
+/// use clmulti_scenario::parse_size;
+/// assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+/// assert_eq!(parse_size("1.5 GiB"), Ok(3 << 29));
+/// assert_eq!(parse_size("64KB"), Ok(64_000));
+/// assert!(parse_size("1 MiBs").is_err());
+/// ```
+pub fn parse_size(text: &str) -> Result<u64, SizeError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(SizeError::Empty);
+    }
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number = number.replace('_', "");
+    if number.is_empty() {
+        return Err(SizeError::NotANumber(text.to_owned()));
+    }
+    let unit_lower = unit.trim().to_ascii_lowercase();
+    let multiplier = UNITS
+        .iter()
+        .find(|(name, _)| *name == unit_lower)
+        .map(|(_, m)| *m)
+        .ok_or_else(|| SizeError::UnknownUnit(unit.trim().to_owned()))?;
+    let (whole, fraction) = number.split_once('.').unwrap_or((&number, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() && fraction.is_empty() || !all_digits(whole) || !all_digits(fraction) {
+        return Err(SizeError::NotANumber(text.to_owned()));
+    }
+    let overflow = || SizeError::Overflow(text.to_owned());
+    let digits: u128 = format!("{whole}{fraction}")
+        .parse()
+        .map_err(|_| overflow())?;
+    let scale = 10u128
+        .checked_pow(fraction.len() as u32)
+        .ok_or_else(overflow)?;
+    let scaled = digits
+        .checked_mul(multiplier as u128)
+        .ok_or_else(overflow)?;
+    if scaled % scale != 0 {
+        return Err(SizeError::Fractional(text.to_owned()));
+    }
+    u64::try_from(scaled / scale).map_err(|_| overflow())
+}
+
+/// Formats a size in the largest binary unit that divides it exactly: `1MiB`, `1536KiB`.
+///
+/// ```
+/// use clmulti_scenario::{format_size, parse_size};
+/// assert_eq!(format_size(1 << 20), "1MiB");
+/// assert_eq!(parse_size(&format_size(123_456)), Ok(123_456));
+/// ```
+pub fn format_size(bytes: u64) -> String {
+    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes != 0 && bytes % (1u64 << shift) == 0 {
+            return format!("{}{unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes}B")
+}
+
+/// A byte count that displays with [`format_size`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Bytes(pub u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format_size(self.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("1 KiB"), Ok(1024));
+        assert_eq!(parse_size("1mib"), Ok(1 << 20));
+        assert_eq!(parse_size("2GB"), Ok(2_000_000_000));
+        assert_eq!(parse_size("0.5KiB"), Ok(512));
+        assert_eq!(parse_size("1_000"), Ok(1000));
+        assert_eq!(
+            parse_size("0.3B"),
+            Err(SizeError::Fractional("0.3B".into()))
+        );
+        assert!(matches!(
+            parse_size("1MiBs"),
+            Err(SizeError::UnknownUnit(_))
+        ));
+        assert!(matches!(parse_size("MiB"), Err(SizeError::NotANumber(_))));
+        assert!(matches!(
+            parse_size("1.2.3MiB"),
+            Err(SizeError::NotANumber(_))
+        ));
+        assert!(matches!(
+            parse_size("17179869184TiB"),
+            Err(SizeError::Overflow(_))
+        ));
+        assert_eq!(parse_size(""), Err(SizeError::Empty));
+    }
+
+    proptest! {
+        #[test]
+        fn format_then_parse_is_identity(n in any::<u64>()) {
+            prop_assert_eq!(parse_size(&format_size(n)), Ok(n));
+        }
+
+        #[test]
+        fn binary_units_multiply(n in 0u64..(1 << 20), unit in 0usize..4) {
+            let (name, shift) = [("KiB", 10), ("MiB", 20), ("GiB", 30), ("TiB", 40)][unit];
+            prop_assert_eq!(parse_size(&format!("{n} {name}")), Ok(n << shift));
+        }
+
+        #[test]
+        fn any_text_never_panics(text in "\\PC{0,24}") {
+            let _ = parse_size(&text);
+        }
+
+        #[test]
+        fn overflow_is_an_error(n in (u64::MAX >> 10) + 1..u64::MAX) {
+            let text = format!("{}KiB", n);
+            prop_assert!(matches!(parse_size(&text), Err(SizeError::Overflow(_))));
+        }
+    }
+}
