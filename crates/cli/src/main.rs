@@ -5,8 +5,11 @@
 //! Exit codes: 0 done (a run that stopped on an OpenCL error is still a successful
 //! measurement), 1 the tool itself failed, 2 bad input.
 
+mod axpy;
+mod bench;
 mod devices;
 mod format;
+mod run;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -24,6 +27,14 @@ enum Command {
     /// List every OpenCL platform and device with the facts that bound allocation,
     /// and the host limits.
     Devices(devices::Args),
+    /// Validate scenario files without running them.
+    Check(run::CheckArgs),
+    /// Run scenario files and report how far allocation went and why it stopped.
+    Run(run::RunArgs),
+    /// Run dAxpy (the seed's kernel and the fast one), verify it and measure bandwidth.
+    Axpy(axpy::Args),
+    /// Compare the engine's allocation rate with a plain clCreateBuffer loop.
+    Bench(bench::Args),
 }
 
 /// How a subcommand failed, mapped to the exit code.
@@ -39,6 +50,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Devices(args) => devices::run(&args),
+        Command::Check(args) => run::check(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Axpy(args) => axpy::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -315,8 +315,10 @@ pub fn platforms() -> Result<Vec<PlatformInfo>, crate::ProbeError> {
 }
 
 fn read_platform(index: usize, id: cl_sys::cl_platform_id) -> PlatformInfo {
-    // SAFETY (for the closures below): `id` came from `raw::platform_ids`.
-    let text = |param| Queried::from_result(unsafe { raw::platform_info(id, param) }.map(to_text));
+    let text = |param| {
+        // SAFETY: `id` came from `raw::platform_ids`.
+        Queried::from_result(unsafe { raw::platform_info(id, param) }.map(to_text))
+    };
     // SAFETY: as above.
     let (devices, devices_error) =
         match unsafe { raw::device_ids(id, DeviceTypeFilter::All.bits()) } {
@@ -428,7 +430,7 @@ fn read_device(platform: usize, index: usize, id: cl_sys::cl_device_id) -> Devic
         max_work_group_size: Queried::from_result(
             bytes(cl_sys::CL_DEVICE_MAX_WORK_GROUP_SIZE)
                 .and_then(|b| scalar::<8>(&b))
-                .map(|b| usize::from_ne_bytes(b)),
+                .map(usize::from_ne_bytes),
         ),
         extensions,
         pci_bus,

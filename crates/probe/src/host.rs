@@ -74,28 +74,93 @@ pub fn rss_bytes() -> u64 {
     statm().1
 }
 
+// The readers below use stack buffers and raw syscalls: no heap allocation, so
+// sampling does not disturb the allocator state of the runtime being measured.
+
+/// Reads a /proc file in chunks, handing each chunk to `each`.
+fn read_chunks(path: &std::ffi::CStr, mut each: impl FnMut(&[u8])) -> bool {
+    // SAFETY: `path` is NUL-terminated; the fd is closed below.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return false;
+    }
+    let mut buf = [0u8; 16384];
+    loop {
+        // SAFETY: `buf` is writable for its whole length.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        each(&buf[..n as usize]);
+    }
+    // SAFETY: `fd` is open and owned here.
+    unsafe { libc::close(fd) };
+    true
+}
+
 fn statm() -> (u64, u64) {
     let page = page_size();
-    let text = fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let mut fields = text
-        .split_whitespace()
-        .map(|f| f.parse::<u64>().unwrap_or(0));
+    let mut text = [0u8; 256];
+    let mut len = 0;
+    read_chunks(c"/proc/self/statm", |chunk| {
+        let take = chunk.len().min(text.len() - len);
+        text[len..len + take].copy_from_slice(&chunk[..take]);
+        len += take;
+    });
+    let mut fields = text[..len]
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|f| !f.is_empty())
+        .map(|f| {
+            f.iter()
+                .fold(0u64, |acc, d| acc * 10 + u64::from(d.wrapping_sub(b'0')))
+        });
     let size = fields.next().unwrap_or(0);
     let resident = fields.next().unwrap_or(0);
     (size * page, resident * page)
 }
 
 fn count_open_fds() -> u64 {
+    // SAFETY: NUL-terminated path; the fd is closed below.
+    let dir = unsafe {
+        libc::open(
+            c"/proc/self/fd".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if dir < 0 {
+        return 0;
+    }
+    let mut buf = [0u8; 8192];
+    let mut entries = 0u64;
+    loop {
+        // SAFETY: getdents64 writes at most `buf.len()` bytes into `buf`.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        let mut offset = 0usize;
+        while offset < n as usize {
+            // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
+            let reclen = u16::from_ne_bytes([buf[offset + 16], buf[offset + 17]]) as usize;
+            let name = buf[offset + 19];
+            if name != b'.' {
+                entries += 1;
+            }
+            offset += reclen.max(1);
+        }
+    }
+    // SAFETY: `dir` is open and owned here.
+    unsafe { libc::close(dir) };
     // The directory handle used for reading is itself one entry; don't count it.
-    fs::read_dir("/proc/self/fd")
-        .map(|d| d.count().saturating_sub(1) as u64)
-        .unwrap_or(0)
+    entries.saturating_sub(1)
 }
 
 fn count_maps() -> u64 {
-    fs::read("/proc/self/maps")
-        .map(|b| b.iter().filter(|&&c| c == b'\n').count() as u64)
-        .unwrap_or(0)
+    let mut lines = 0u64;
+    read_chunks(c"/proc/self/maps", |chunk| {
+        lines += chunk.iter().filter(|&&c| c == b'\n').count() as u64;
+    });
+    lines
 }
 
 /// A `/proc/meminfo` value in KiB.

@@ -150,6 +150,12 @@ pub(crate) fn validate(
             ))
         }
     };
+    if axpy_check != AxpyCheck::None && !allocation.keep {
+        return Err(problem(
+            "axpy.check",
+            "dAxpy runs over kept buffers; allocation.keep = false releases each at once",
+        ));
+    }
     if axpy_check != AxpyCheck::None && allocation.size_bytes < 8 {
         return Err(problem(
             "axpy.check",

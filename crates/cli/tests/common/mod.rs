@@ -76,3 +76,29 @@ pub fn json(out: &Output) -> serde_json::Value {
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// Writes a scenario into a fresh temp folder and returns its path.
+pub fn scenario_file(name: &str, text: &str) -> PathBuf {
+    static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("clmulti-test-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Parses JSON Lines output into reports.
+pub fn reports(out: &Output) -> Vec<serde_json::Value> {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("bad JSON line ({e}): {l}\nstderr: {}", stderr(out)))
+        })
+        .collect();
+    assert!(!lines.is_empty(), "no reports; stderr: {}", stderr(out));
+    lines
+}

@@ -1,0 +1,68 @@
+//! `clmulti axpy` on two real PoCL devices.
+
+mod common;
+use common::*;
+
+#[test]
+fn both_kernels_verify_on_each_device_and_across_devices() {
+    let out = run(clmulti(2).args(["axpy", "--n", "262147", "--repeat", "3", "--format", "json"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json = json(&out);
+    let devices = json["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 2);
+    for d in devices {
+        assert!(
+            d["errors"].as_array().unwrap().is_empty(),
+            "{}",
+            d["errors"]
+        );
+        let verified = d["verified"].as_array().unwrap();
+        // Five cases per kernel; the fast choice falls back to the seed kernel for strided ones.
+        assert_eq!(verified.len(), 10);
+        assert!(verified
+            .iter()
+            .any(|v| v["kernel"] == "seed" && v["case"]["inc_x"] == 3));
+        assert!(verified
+            .iter()
+            .any(|v| v["kernel"] == "fast" && v["case"]["n"] == 1));
+        assert!(verified.iter().any(|v| v["case"]["n"] == 0));
+        let bw = d["bandwidth"].as_array().unwrap();
+        assert_eq!(bw.len(), 2);
+        assert_eq!(bw[0]["axpy"]["kernel"], "dAxpy");
+        assert_eq!(bw[1]["axpy"]["kernel"], "axpy_fast");
+        for b in bw {
+            assert!(b["axpy"]["gb_per_s_best"].as_f64().unwrap() > 0.1);
+            assert!(b["copy"]["gb_per_s_best"].as_f64().unwrap() > 0.1);
+            assert_eq!(b["axpy"]["bytes"], 3 * 4 * 262147u64);
+            let t = &b["axpy"];
+            assert!(
+                t["min_s"].as_f64() <= t["median_s"].as_f64()
+                    && t["median_s"].as_f64() <= t["max_s"].as_f64()
+            );
+        }
+    }
+    let cross = &json["cross_device"]["Ok"];
+    assert_eq!(cross["verified"], true, "{}", json["cross_device"]);
+    assert!(cross["migration_s"].as_f64().unwrap() >= 0.0);
+}
+
+#[test]
+fn seed_kernel_only_is_selectable_by_device() {
+    let out = run(clmulti(2).args([
+        "axpy",
+        "--n",
+        "4096",
+        "--repeat",
+        "2",
+        "--kernel",
+        "seed",
+        "--device",
+        "portable:1",
+    ]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("device 0:1") && text.contains("dAxpy") && !text.contains("axpy_fast"),
+        "{text}"
+    );
+}
