@@ -28,8 +28,8 @@ const RSS_GUARD_BYTES: u64 = 1 << 30;
 const RSS_GUARD_ALLOCATIONS: u64 = 4096;
 /// Read the clock for the time guard every this many allocations (a power of two).
 const CLOCK_EVERY: u64 = 64;
-/// Buffers in the dry bookkeeping measurement.
-const BOOKKEEPING_BUFFERS: u64 = 100_000;
+/// Buffers in the dry bookkeeping measurement: the run's count, within these bounds.
+const BOOKKEEPING_BUFFERS: std::ops::RangeInclusive<u64> = 1_000..=100_000;
 
 /// Why a scenario could not be run at all (as opposed to a run that stopped).
 #[derive(Debug, thiserror::Error)]
@@ -150,7 +150,12 @@ pub fn run(
     report.samples = std::mem::take(&mut outcome.samples);
     report.stop = outcome.stop;
     report.leak_check = leak_check;
-    report.bookkeeping = measure_bookkeeping(scenario);
+    report.bookkeeping = measure_bookkeeping(
+        scenario,
+        outcome
+            .buffers
+            .clamp(*BOOKKEEPING_BUFFERS.start(), *BOOKKEEPING_BUFFERS.end()),
+    );
     report.driver_messages = take(&messages);
     add_warnings(scenario, &mut report);
     Ok(report)
@@ -801,10 +806,11 @@ impl Backend for DryBackend {
     }
 }
 
-/// Measures the loop's own cost per buffer: heap bytes and nanoseconds.
-pub fn measure_bookkeeping(scenario: &Scenario) -> Bookkeeping {
+/// Measures the loop's own cost per buffer over `buffers` dry allocations: heap
+/// bytes and nanoseconds (sampling included, as the scenario asks for it).
+pub fn measure_bookkeeping(scenario: &Scenario, buffers: u64) -> Bookkeeping {
     let mut dry = scenario.clone();
-    dry.allocation.count = Count::Fixed(BOOKKEEPING_BUFFERS);
+    dry.allocation.count = Count::Fixed(buffers);
     dry.guards.max_total_bytes = None;
     dry.guards.max_rss = RssLimit::Bytes(u64::MAX);
     dry.guards.max_seconds = f64::MAX;
