@@ -291,6 +291,8 @@ impl Exporter for GroupPlot {
                 chart
                     .configure_mesh()
                     .x_desc("allocations")
+                    .x_labels(6)
+                    .x_label_formatter(&|x| format!("{x:.0}"))
                     .draw()
                     .map_err(plot_err)?;
                 for (i, (name, points)) in series.into_iter().enumerate() {
@@ -335,13 +337,14 @@ impl Exporter for BuffersPlot {
             let root = SVGBackend::with_string(&mut svg, (1300, height)).into_drawing_area();
             root.fill(&WHITE).map_err(plot_err)?;
             let max = rows.iter().map(|r| r.buffers).max().unwrap_or(1).max(1) as f64 * 1.1;
-            let n = rows.len().max(1);
+            let n = rows.len().max(1) as i32;
+            // Row 0 at the top: segment n-1-i holds row i.
             let mut chart = ChartBuilder::on(&root)
                 .caption("buffers reached, by context mode", ("sans-serif", 20))
                 .margin(16)
                 .x_label_area_size(36)
-                .y_label_area_size(520)
-                .build_cartesian_2d(0f64..max, 0f64..n as f64)
+                .y_label_area_size(560)
+                .build_cartesian_2d(0f64..max, (0..n).into_segmented())
                 .map_err(plot_err)?;
             let labels: Vec<String> = rows
                 .iter()
@@ -350,14 +353,19 @@ impl Exporter for BuffersPlot {
             chart
                 .configure_mesh()
                 .disable_y_mesh()
-                .y_labels(n)
-                .y_label_formatter(&|y| {
-                    let i = y.floor() as usize;
-                    labels
-                        .get(n.saturating_sub(i + 1))
-                        .cloned()
-                        .unwrap_or_default()
+                .y_labels(n as usize)
+                .y_label_formatter(&|y| match y {
+                    SegmentValue::CenterOf(i) | SegmentValue::Exact(i) if (0..n).contains(i) => {
+                        labels
+                            .get((n - 1 - *i) as usize)
+                            .cloned()
+                            .unwrap_or_default()
+                    }
+                    SegmentValue::CenterOf(_) | SegmentValue::Exact(_) => String::new(),
+                    SegmentValue::Last => String::new(),
                 })
+                .x_labels(6)
+                .x_label_formatter(&|x| format!("{x:.0}"))
                 .x_desc("buffers")
                 .draw()
                 .map_err(plot_err)?;
@@ -370,11 +378,16 @@ impl Exporter for BuffersPlot {
                             .enumerate()
                             .filter(|(_, r)| r.context_mode == *mode)
                             .map(|(i, r)| {
-                                let y = (n - i - 1) as f64;
-                                Rectangle::new(
-                                    [(0.0, y + 0.15), (r.buffers as f64, y + 0.85)],
+                                let segment = n - 1 - i as i32;
+                                let mut bar = Rectangle::new(
+                                    [
+                                        (0.0, SegmentValue::Exact(segment)),
+                                        (r.buffers as f64, SegmentValue::Exact(segment + 1)),
+                                    ],
                                     color.filled(),
-                                )
+                                );
+                                bar.set_margin(3, 3, 0, 0);
+                                bar
                             }),
                     )
                     .map_err(plot_err)?
@@ -385,6 +398,7 @@ impl Exporter for BuffersPlot {
             }
             chart
                 .configure_series_labels()
+                .position(SeriesLabelPosition::LowerRight)
                 .border_style(BLACK)
                 .background_style(WHITE)
                 .draw()

@@ -106,6 +106,8 @@ pub fn prediction(costs: &[Cost], stop: &StopReason, buffers: u64) -> Option<Pre
     };
     let unit = |v: f64| match cost.resource {
         Resource::OpenFds | Resource::MemoryMaps => format!("{v:.2}"),
+        _ if v.abs() >= (1u64 << 30) as f64 => format!("{:.2} GiB", v / (1u64 << 30) as f64),
+        _ if v.abs() >= (1u64 << 20) as f64 => format!("{:.2} MiB", v / (1u64 << 20) as f64),
         _ => format!("{:.1} KiB", v / 1024.0),
     };
     let mut explanation = format!(

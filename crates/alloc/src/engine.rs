@@ -631,16 +631,22 @@ impl OpenClBackend {
             Strategy::Fill | Strategy::Migrate => self.queues[device].get(),
             _ => return Ok(()),
         };
-        let pattern = 0u8;
-        // SAFETY: `queue` and `mem` are live and of the same context; the pattern is
-        // one byte and outlives the call (blocking finish below).
+        // The widest pattern the spec allows that divides the size: runtimes that fill
+        // pattern by pattern (PoCL) go 128 times faster than with one byte.
+        let pattern = [0u8; 128];
+        let pattern_size = [128usize, 64, 32, 16, 8, 4, 2, 1]
+            .into_iter()
+            .find(|p| self.size % *p as u64 == 0)
+            .unwrap_or(1);
+        // SAFETY: `queue` and `mem` are live and of the same context; the pattern
+        // outlives the call (blocking finish below).
         let event = unsafe {
             if self.strategy == Strategy::Fill {
                 opencl3::command_queue::enqueue_fill_buffer(
                     queue,
                     mem,
-                    (&pattern as *const u8).cast(),
-                    1,
+                    pattern.as_ptr().cast(),
+                    pattern_size,
                     0,
                     self.size as usize,
                     0,

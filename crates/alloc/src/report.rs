@@ -159,8 +159,21 @@ impl StopReason {
             StopReason::Unsupported { reason } => format!("unsupported: {reason}"),
             StopReason::Crashed { signal_name, .. } => format!("crashed: {signal_name}"),
             StopReason::TimedOut { seconds } => format!("timed out after {seconds:.0} s"),
-            StopReason::NoReport { exit_code, .. } => {
-                format!("no report (exit code {exit_code:?})")
+            StopReason::NoReport {
+                exit_code,
+                stderr_tail,
+            } => {
+                let code = exit_code.map_or_else(|| "?".to_owned(), |c| c.to_string());
+                // The first error line says why; the last one only counts problems.
+                let why = stderr_tail
+                    .lines()
+                    .find(|l| l.trim_start().starts_with("error:"))
+                    .or_else(|| stderr_tail.lines().rev().find(|l| !l.trim().is_empty()))
+                    .unwrap_or("");
+                format!(
+                    "no report (exit {code}): {}",
+                    why.trim().trim_start_matches("error: ")
+                )
             }
         }
     }

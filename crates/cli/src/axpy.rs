@@ -58,6 +58,7 @@ struct DeviceResult {
     selector: String,
     verified: Vec<Verified>,
     bandwidth: Vec<Bandwidth>,
+    notes: Vec<String>,
     errors: Vec<String>,
 }
 
@@ -165,6 +166,7 @@ fn run_device(device: &DeviceInfo, args: &Args, kernels: &[KernelChoice]) -> Dev
         selector: device.selector.clone(),
         verified: Vec::new(),
         bandwidth: Vec::new(),
+        notes: Vec::new(),
         errors: Vec::new(),
     };
     let id = device.handle().map_or(std::ptr::null_mut(), |h| h.as_raw());
@@ -183,7 +185,19 @@ fn run_device(device: &DeviceInfo, args: &Args, kernels: &[KernelChoice]) -> Dev
         }
     };
     for &kernel in kernels {
-        for case in verification_cases(args.n) {
+        if kernel == KernelChoice::Seed && args.n > i32::MAX as u64 {
+            result.notes.push(format!(
+                "seed kernel not run at n = {}: its `int elements` (and int index arithmetic) stop at 2^31 - 1; the fast kernel uses 64-bit counts",
+                args.n
+            ));
+            continue;
+        }
+        let mut cases = verification_cases(args.n);
+        if kernel == KernelChoice::Fast && args.n > i32::MAX as u64 {
+            // Past the seed kernel's range: verify the whole vector once.
+            cases.push(AxpyCase::contiguous(args.n, 1.25));
+        }
+        for case in cases {
             // The fast kernel only takes the contiguous, aligned cases.
             let choice = if kernel == KernelChoice::Fast {
                 KernelChoice::Auto
@@ -237,6 +251,9 @@ fn print_table(report: &AxpyReport) {
                 "  {:<10} best {:>8.1} GB/s  -> axpy/copy = {:.3}",
                 "copy", b.copy.gb_per_s_best, b.ratio_to_copy
             );
+        }
+        for n in &d.notes {
+            println!("  note              {n}");
         }
         for e in &d.errors {
             println!("  error             {e}");

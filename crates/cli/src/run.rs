@@ -255,7 +255,8 @@ fn render(r: &Report) -> String {
                 c.resource.label(),
                 match c.resource {
                     Resource::OpenFds | Resource::MemoryMaps => format!("{:.3}", c.per_buffer),
-                    _ => format!("{:.1} KiB", c.per_buffer / 1024.0),
+                    _ if c.per_buffer < 0.0 => format!("-{}", format::bytes(-c.per_buffer as u64)),
+                    _ => format::bytes(c.per_buffer as u64),
                 },
                 fmt_value(c.last),
                 c.limit.map_or("-".into(), fmt_value),
