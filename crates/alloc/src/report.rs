@@ -458,3 +458,42 @@ impl Report {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Seen on the GPU node: a child that exits 2 prints the real error first and a
+    /// count of problems last; the summary must show the first.
+    #[test]
+    fn no_report_summary_shows_the_first_error() {
+        let stop = StopReason::NoReport {
+            exit_code: Some(2),
+            stderr_tail: "error: scaling.toml: [devices]: asked for 4 Gpu device(s) on platform 1 (NVIDIA CUDA), found 2\n\
+                          error: 1 scenario problem(s); the valid runs were performed\n"
+                .into(),
+        };
+        assert_eq!(
+            stop.summary(),
+            "no report (exit 2): scaling.toml: [devices]: asked for 4 Gpu device(s) on platform 1 (NVIDIA CUDA), found 2"
+        );
+    }
+
+    #[test]
+    fn signals_are_named() {
+        assert_eq!(signal_name(6), "SIGABRT");
+        assert_eq!(signal_name(9), "SIGKILL");
+        assert_eq!(signal_name(40), "SIG40");
+        assert_eq!(StopReason::crashed(11).summary(), "crashed: SIGSEGV");
+    }
+
+    #[test]
+    fn failures_name_the_code_and_call() {
+        let stop = StopReason::Failed {
+            error: ClCode(-6).into(),
+            call: Call::CreateBuffer,
+            index: 1003,
+        };
+        assert_eq!(stop.summary(), "failed: CL_OUT_OF_HOST_MEMORY (-6) in clCreateBuffer at buffer 1003");
+    }
+}
