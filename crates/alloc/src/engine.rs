@@ -278,17 +278,12 @@ fn allocation_loop(
         out.samples.push(sample);
         out.sampling_seconds += taken.elapsed().as_secs_f64();
     };
-    // A sample reads RSS too: the guard checks it there, and reads RSS on its own only
-    // when samples are further apart than the guard allows.
-    let rss_over = |out: &LoopOutcome| {
-        out.samples
-            .last()
-            .filter(|s| s.host.rss_bytes > max_rss)
-            .map(|s| StopReason::Guard {
-                guard: GuardKind::MaxRss,
-                value: s.host.rss_bytes as f64,
-                limit: max_rss as f64,
-            })
+    let over = |guard: GuardKind, value: f64, limit: f64| {
+        (value > limit).then_some(StopReason::Guard {
+            guard,
+            value,
+            limit,
+        })
     };
     sample(&mut out, memory);
     let (mut checked_bytes, mut checked_count) = (0u64, 0u64);
@@ -300,42 +295,34 @@ fn allocation_loop(
     while out.buffers < target {
         let index = out.buffers;
         let next_total = out.bytes.saturating_add(size);
-        if next_total > max_total {
-            out.stop = StopReason::Guard {
-                guard: GuardKind::MaxTotalBytes,
-                value: next_total as f64,
-                limit: max_total as f64,
-            };
-            break;
-        }
         let seconds = if index & (CLOCK_EVERY - 1) == 0 {
             start.elapsed().as_secs_f64()
         } else {
             0.0
         };
-        if seconds > max_seconds {
-            out.stop = StopReason::Guard {
-                guard: GuardKind::MaxSeconds,
-                value: seconds,
-                limit: max_seconds,
-            };
-            break;
-        }
-        if out.bytes - checked_bytes >= RSS_GUARD_BYTES
+        // A sample reads RSS too; between samples the guard reads it on its own only
+        // when samples are further apart than the guard allows.
+        let rss = if out.bytes - checked_bytes >= RSS_GUARD_BYTES
             || index - checked_count >= RSS_GUARD_ALLOCATIONS
         {
             (checked_bytes, checked_count) = (out.bytes, index);
             let reading = Instant::now();
             let rss = clmulti_probe::rss_bytes();
             out.sampling_seconds += reading.elapsed().as_secs_f64();
-            if rss > max_rss {
-                out.stop = StopReason::Guard {
-                    guard: GuardKind::MaxRss,
-                    value: rss as f64,
-                    limit: max_rss as f64,
-                };
-                break;
-            }
+            rss
+        } else {
+            0
+        };
+        let stop = over(
+            GuardKind::MaxTotalBytes,
+            next_total as f64,
+            max_total as f64,
+        )
+        .or_else(|| over(GuardKind::MaxSeconds, seconds, max_seconds))
+        .or_else(|| over(GuardKind::MaxRss, rss as f64, max_rss as f64));
+        if let Some(stop) = stop {
+            out.stop = stop;
+            break;
         }
         let device = match alloc.placement {
             Placement::RoundRobin => {
@@ -359,7 +346,8 @@ fn allocation_loop(
             next_sample += every;
             sample(&mut out, memory);
             (checked_bytes, checked_count) = (out.bytes, out.buffers);
-            if let Some(stop) = rss_over(&out) {
+            let rss = out.samples.last().map_or(0, |s| s.host.rss_bytes);
+            if let Some(stop) = over(GuardKind::MaxRss, rss as f64, max_rss as f64) {
                 out.stop = stop;
                 break;
             }

@@ -494,6 +494,9 @@ mod tests {
             call: Call::CreateBuffer,
             index: 1003,
         };
-        assert_eq!(stop.summary(), "failed: CL_OUT_OF_HOST_MEMORY (-6) in clCreateBuffer at buffer 1003");
+        assert_eq!(
+            stop.summary(),
+            "failed: CL_OUT_OF_HOST_MEMORY (-6) in clCreateBuffer at buffer 1003"
+        );
     }
 }
