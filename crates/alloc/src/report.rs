@@ -154,7 +154,24 @@ impl StopReason {
                 value,
                 limit,
             } => {
-                format!("guard {guard:?}: {value:.0} reached limit {limit:.0}")
+                let gib = |v: f64| format!("{:.2} GiB", v / (1u64 << 30) as f64);
+                match guard {
+                    GuardKind::MaxTotalBytes => format!(
+                        "guard max_total: {} requested would pass {}",
+                        gib(*value),
+                        gib(*limit)
+                    ),
+                    GuardKind::MaxRss => {
+                        format!(
+                            "guard max_rss: host RSS {} passed {}",
+                            gib(*value),
+                            gib(*limit)
+                        )
+                    }
+                    GuardKind::MaxSeconds => {
+                        format!("guard max_seconds: {value:.1} s passed {limit:.1} s")
+                    }
+                }
             }
             StopReason::Unsupported { reason } => format!("unsupported: {reason}"),
             StopReason::Crashed { signal_name, .. } => format!("crashed: {signal_name}"),
@@ -476,6 +493,19 @@ mod tests {
         assert_eq!(
             stop.summary(),
             "no report (exit 2): scaling.toml: [devices]: asked for 4 Gpu device(s) on platform 1 (NVIDIA CUDA), found 2"
+        );
+    }
+
+    #[test]
+    fn guards_say_which_and_in_units() {
+        let stop = StopReason::Guard {
+            guard: GuardKind::MaxRss,
+            value: (5u64 << 30) as f64,
+            limit: (4u64 << 30) as f64,
+        };
+        assert_eq!(
+            stop.summary(),
+            "guard max_rss: host RSS 5.00 GiB passed 4.00 GiB"
         );
     }
 

@@ -365,7 +365,13 @@ fn round_up(n: u64, to: u64) -> u64 {
 impl<'c> Runner<'c> {
     /// Builds the kernels for every device of `context`.
     pub fn new(context: &'c Context) -> Result<Self, AxpyError> {
-        let mut program = Program::create_from_source(context, KERNELS)
+        Self::from_source(context, KERNELS)
+    }
+
+    /// Builds kernels from other source that defines `dAxpy`, `axpy_fast` and
+    /// `copy_float4` with the signatures of [`KERNELS`].
+    pub fn from_source(context: &'c Context, source: &str) -> Result<Self, AxpyError> {
+        let mut program = Program::create_from_source(context, source)
             .map_err(cl3("clCreateProgramWithSource"))?;
         if let Err(e) = program.build(context.devices(), BUILD_OPTIONS) {
             let device = context

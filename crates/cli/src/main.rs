@@ -47,6 +47,12 @@ pub enum Failure {
 }
 
 fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`clmulti devices | head`), as Unix tools do,
+    // instead of panicking in println!.
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Devices(args) => devices::run(&args),

@@ -1,0 +1,33 @@
+//! Lists every OpenCL device with the facts that bound allocation, and the host limits.
+//!
+//! `cargo run -p clmulti-probe --example list_devices`
+
+fn main() {
+    let platforms = match clmulti_probe::platforms() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1);
+        }
+    };
+    for p in &platforms {
+        println!("platform {}: {}", p.index, p.name);
+        for d in &p.devices {
+            println!(
+                "  {} {} [{}]: global {} B, max alloc {} B, host-unified {}",
+                d.selector,
+                d.name,
+                d.kind,
+                d.global_mem_bytes,
+                d.max_alloc_bytes,
+                d.host_unified_memory
+            );
+        }
+    }
+    let host = clmulti_probe::HostLimits::read();
+    let usage = clmulti_probe::ProcessUsage::read();
+    println!(
+        "host: RAM {:?} B, fds {}/{:?}, maps {}/{:?}",
+        host.ram_bytes, usage.open_fds, host.nofile_soft, usage.memory_maps, host.max_map_count
+    );
+}
