@@ -400,6 +400,9 @@ struct OpenClBackend {
     context_of: Vec<opencl3::types::cl_context>,
     /// Strategy `create`, no host pointer, buffers kept: the hot path of the seed.
     plain_create: bool,
+    /// Bytes of the zero pattern for `fill`: the widest the spec allows (128) that
+    /// divides the size, so runtimes that fill pattern by pattern take fewer steps.
+    fill_pattern_size: usize,
     shared: bool,
     queues: Vec<CommandQueue>,
     /// Kept buffers, in allocation order. 8 bytes each: the whole per-buffer state.
@@ -519,7 +522,12 @@ impl OpenClBackend {
             && alloc.keep
             && !has(MemFlag::UseHostPtr)
             && copy_source.is_none();
+        let fill_pattern_size = [128usize, 64, 32, 16, 8, 4, 2, 1]
+            .into_iter()
+            .find(|p| alloc.size_bytes % *p as u64 == 0)
+            .unwrap_or(1);
         Ok(OpenClBackend {
+            fill_pattern_size,
             context_of,
             plain_create,
             strategy: alloc.strategy,
@@ -649,13 +657,8 @@ impl OpenClBackend {
             Strategy::Fill | Strategy::Migrate => self.queues[device].get(),
             _ => return Ok(()),
         };
-        // The widest pattern the spec allows that divides the size: runtimes that fill
-        // pattern by pattern (PoCL) go 128 times faster than with one byte.
         let pattern = [0u8; 128];
-        let pattern_size = [128usize, 64, 32, 16, 8, 4, 2, 1]
-            .into_iter()
-            .find(|p| self.size % *p as u64 == 0)
-            .unwrap_or(1);
+        let pattern_size = self.fill_pattern_size;
         // SAFETY: `queue` and `mem` are live and of the same context; the pattern
         // outlives the call (blocking finish below).
         let event = unsafe {
