@@ -505,7 +505,7 @@ impl OpenClBackend {
             .flatten();
         let has = |f: MemFlag| alloc.flags.contains(&f);
         let copy_source = if has(MemFlag::CopyHostPtr) {
-            Some(HostBlock::new(alloc.size_bytes).ok_or((ClCode(-6), Call::CreateBuffer))?)
+            Some(HostBlock::new(alloc.size_bytes).ok_or((ClCode(-6), Call::HostAlloc))?)
         } else {
             None
         };
@@ -565,7 +565,7 @@ impl OpenClBackend {
         let size = self.size as usize;
         let mut block = None;
         let host_ptr: *mut c_void = if self.use_host_ptr {
-            let b = HostBlock::new(self.size).ok_or((ClCode(-6), Call::CreateBuffer))?;
+            let b = HostBlock::new(self.size).ok_or((ClCode(-6), Call::HostAlloc))?;
             let p = b.ptr.cast();
             block = Some(b);
             p

@@ -52,6 +52,9 @@ pub enum Call {
     EnqueueMigrateMemObjects,
     /// `clFinish` after an enqueued command
     Finish,
+    /// The engine's own host allocation behind a `USE_HOST_PTR` / `COPY_HOST_PTR`
+    /// buffer, before any OpenCL call (reported as `CL_OUT_OF_HOST_MEMORY`).
+    HostAlloc,
 }
 
 impl Call {
@@ -66,6 +69,7 @@ impl Call {
             Call::EnqueueFillBuffer => "clEnqueueFillBuffer",
             Call::EnqueueMigrateMemObjects => "clEnqueueMigrateMemObjects",
             Call::Finish => "clFinish",
+            Call::HostAlloc => "the engine's host allocation for the buffer's host pointer",
         }
     }
 }

@@ -280,3 +280,33 @@ fn shipped_configs_are_valid() {
     let out = run(clmulti(2).arg("check").args(&files));
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+fn the_prediction_names_the_limit_that_stopped_the_run() {
+    // USE_HOST_PTR buffers cost their size in host memory; under RLIMIT_AS = 1 GiB
+    // allocation stops near 1 GiB, and the prediction must name RLIMIT_AS as the cause.
+    let path = scenario_file(
+        "as.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"32MiB\"\ncount = \"until-failure\"\nflags = [\"READ_WRITE\", \"USE_HOST_PTR\"]\n[limits]\nas = \"1GiB\"\n[sampling]\nevery = 4\n",
+    );
+    let out = run(clmulti(2)
+        .arg("run")
+        .arg(&path)
+        .args(["--format", "json", "--isolate"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = &reports(&out)[0];
+    assert_eq!(r["host_limits"]["address_space_soft"], 1u64 << 30);
+    assert_eq!(stop_kind(r), "failed", "{}", r["stop"]);
+    assert_eq!(r["stop"]["error"]["name"], "CL_OUT_OF_HOST_MEMORY");
+    assert_eq!(
+        r["stop"]["call"], "host_alloc",
+        "the engine says the host allocation failed, not OpenCL"
+    );
+    let buffers = r["buffers"].as_u64().unwrap();
+    assert!((8..32).contains(&buffers), "{buffers} x 32 MiB under 1 GiB");
+    let p = &r["prediction"];
+    assert_eq!(p["resource"], "virtual_size", "{p}");
+    assert_eq!(p["matches_failure"], true, "{p}");
+    assert!(p["explanation"].as_str().unwrap().contains("RLIMIT_AS"));
+    assert_eq!(r["leak_check"]["clean"], true);
+}
