@@ -24,6 +24,8 @@ Commands:
       --bin PATH         use this clmulti binary instead of building the release one
       --features LIST    cargo features for the release build (e.g. nvml)
   merge DIR|FILE...  combine shards' results.jsonl into one summary (--out DIR)
+  layer              build the OpenCL layer that models Intel's per-buffer descriptors
+                     (target/layers/libfd_per_peer_device.so, for configs/emulation/)
   help               print this help
 
 Without a GPU the children run on two PoCL CPU devices: POCL_DEVICES is set for them
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
         }
         Some("sweep") => args::SweepArgs::parse(&argv[1..]).and_then(|a| sweep::sweep(&a)),
         Some("merge") => args::MergeArgs::parse(&argv[1..]).and_then(|a| sweep::merge(&a)),
+        Some("layer") => sweep::build_layer(),
         Some(other) => Err(args::Error::Usage(format!(
             "unknown xtask command `{other}`"
         ))),

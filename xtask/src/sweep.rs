@@ -469,3 +469,30 @@ pub fn merge(args: &MergeArgs) -> Result<ExitCode, Error> {
     );
     Ok(ExitCode::SUCCESS)
 }
+
+/// Builds the test layer that models Intel's per-buffer descriptor export.
+pub fn build_layer() -> Result<ExitCode, Error> {
+    let root = workspace_root();
+    let source = root.join("crates/cli/tests/layers/fd_per_peer_device.c");
+    let out_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), PathBuf::from)
+        .join("layers");
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| Error::Failed(format!("{}: {e}", out_dir.display())))?;
+    let out = out_dir.join("libfd_per_peer_device.so");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-shared", "-fPIC", "-O2", "-Wall", "-o"])
+        .arg(&out)
+        .arg(&source)
+        .status()
+        .map_err(|e| Error::Failed(format!("cannot run {cc} (install build-essential): {e}")))?;
+    if !status.success() {
+        return Err(Error::Failed(format!(
+            "{cc} failed on {}",
+            source.display()
+        )));
+    }
+    eprintln!("layer: {}", out.display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -5,7 +5,7 @@ use crate::costs;
 use crate::report::*;
 use clmulti_probe::{
     ClCode, DeviceChoice, DeviceInfo, DeviceRequest, DeviceTypeFilter, HostLimits,
-    PlatformSelector, ProcessUsage,
+    PlatformSelector, UsageReader,
 };
 use clmulti_scenario::{
     AxpyCheck, ContextMode, Count, DeviceSet, DeviceType, MemFlag, Placement, Platform, RssLimit,
@@ -121,21 +121,23 @@ pub fn run(
             return Ok(report);
         }
     };
-    let before = ProcessUsage::read();
+    // Opened before the loop: at the descriptor limit nothing new can be opened.
+    let usage = UsageReader::open();
+    let before = usage.read();
     let mut outcome = if let Some(reason) = backend.unsupported.take() {
         LoopOutcome {
             stop: StopReason::Unsupported { reason },
             ..LoopOutcome::default()
         }
     } else {
-        allocation_loop(scenario, &mut backend, &mut memory, &host_limits)
+        allocation_loop(scenario, &mut backend, &mut memory, &host_limits, &usage)
     };
     if let (Some(check), true) = (check, scenario.axpy_check != AxpyCheck::None) {
         report.axpy_check = Some(backend.check_pairs(scenario, check));
     }
     let mut leak_check = backend.release_all();
     leak_check.before = before;
-    leak_check.after_release = ProcessUsage::read();
+    leak_check.after_release = usage.read();
 
     report.devices = devices;
     report.buffers = outcome.buffers;
@@ -247,6 +249,7 @@ fn allocation_loop(
     backend: &mut impl Backend,
     memory: &mut DeviceMemory,
     host: &HostLimits,
+    usage: &UsageReader,
 ) -> LoopOutcome {
     let alloc = &scenario.allocation;
     let size = alloc.size_bytes;
@@ -272,7 +275,7 @@ fn allocation_loop(
             allocations: out.buffers,
             bytes_requested: out.bytes,
             elapsed_seconds: (taken - start).as_secs_f64(),
-            host: ProcessUsage::read(),
+            host: usage.read(),
             device_used_bytes: memory.read(),
         };
         out.samples.push(sample);
@@ -307,7 +310,7 @@ fn allocation_loop(
         {
             (checked_bytes, checked_count) = (out.bytes, index);
             let reading = Instant::now();
-            let rss = clmulti_probe::rss_bytes();
+            let rss = usage.rss_bytes();
             out.sampling_seconds += reading.elapsed().as_secs_f64();
             rss
         } else {
@@ -867,7 +870,7 @@ pub fn measure_bookkeeping(scenario: &Scenario, buffers: u64) -> Bookkeeping {
     let mut memory = DeviceMemory::none(devices);
     let host = HostLimits::read();
     let start = Instant::now();
-    let outcome = allocation_loop(&dry, &mut backend, &mut memory, &host);
+    let outcome = allocation_loop(&dry, &mut backend, &mut memory, &host, &UsageReader::open());
     let seconds = start.elapsed().as_secs_f64();
     let heap = backend.live.capacity() * std::mem::size_of::<cl_mem>()
         + outcome.samples.capacity() * std::mem::size_of::<Sample>()

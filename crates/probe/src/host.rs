@@ -57,110 +57,165 @@ pub struct ProcessUsage {
 }
 
 impl ProcessUsage {
-    /// Reads all four; a reading that fails is zero.
+    /// Reads all four, opening the `/proc` files for this one reading; a reading
+    /// that fails is zero. To sample repeatedly, and at the descriptor limit, use a
+    /// [`UsageReader`].
     pub fn read() -> Self {
-        let (virtual_bytes, rss_bytes) = statm();
-        ProcessUsage {
-            rss_bytes,
-            virtual_bytes,
-            open_fds: count_open_fds(),
-            memory_maps: count_maps(),
-        }
+        UsageReader::open().read()
     }
 }
 
 /// Resident set size in bytes, from one small read of `/proc/self/statm`.
 pub fn rss_bytes() -> u64 {
-    statm().1
+    UsageReader::open().rss_bytes()
 }
 
-// The readers below use stack buffers and raw syscalls: no heap allocation, so
-// sampling does not disturb the allocator state of the runtime being measured.
+/// Reads [`ProcessUsage`] through `/proc` descriptors opened once.
+///
+/// Why: a process that has run out of file descriptors (the very limit clmulti
+/// looks for) can no longer open `/proc/self/fd` to count them. The reader opens
+/// its three descriptors up front and re-reads them from the start each time, and
+/// counts itself out of the open-fd figure. It allocates nothing on the heap, so
+/// sampling does not disturb the allocator of the runtime being measured.
+#[derive(Debug)]
+pub struct UsageReader {
+    statm: i32,
+    maps: i32,
+    fd_dir: i32,
+}
 
-/// Reads a /proc file in chunks, handing each chunk to `each`.
-fn read_chunks(path: &std::ffi::CStr, mut each: impl FnMut(&[u8])) -> bool {
-    // SAFETY: `path` is NUL-terminated; the fd is closed below.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return false;
-    }
-    let mut buf = [0u8; 16384];
-    loop {
-        // SAFETY: `buf` is writable for its whole length.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n <= 0 {
-            break;
+fn open_proc(path: &std::ffi::CStr, directory: bool) -> i32 {
+    let flags = libc::O_RDONLY | libc::O_CLOEXEC | if directory { libc::O_DIRECTORY } else { 0 };
+    // SAFETY: `path` is NUL-terminated; the caller owns the descriptor.
+    unsafe { libc::open(path.as_ptr(), flags) }
+}
+
+impl UsageReader {
+    /// Opens `/proc/self/statm`, `/proc/self/maps` and `/proc/self/fd`.
+    pub fn open() -> Self {
+        UsageReader {
+            statm: open_proc(c"/proc/self/statm", false),
+            maps: open_proc(c"/proc/self/maps", false),
+            fd_dir: open_proc(c"/proc/self/fd", true),
         }
-        each(&buf[..n as usize]);
     }
-    // SAFETY: `fd` is open and owned here.
-    unsafe { libc::close(fd) };
-    true
-}
 
-fn statm() -> (u64, u64) {
-    let page = page_size();
-    let mut text = [0u8; 256];
-    let mut len = 0;
-    read_chunks(c"/proc/self/statm", |chunk| {
-        let take = chunk.len().min(text.len() - len);
-        text[len..len + take].copy_from_slice(&chunk[..take]);
-        len += take;
-    });
-    let mut fields = text[..len]
-        .split(|b| b.is_ascii_whitespace())
-        .filter(|f| !f.is_empty())
-        .map(|f| {
-            f.iter()
-                .fold(0u64, |acc, d| acc * 10 + u64::from(d.wrapping_sub(b'0')))
-        });
-    let size = fields.next().unwrap_or(0);
-    let resident = fields.next().unwrap_or(0);
-    (size * page, resident * page)
-}
-
-fn count_open_fds() -> u64 {
-    // SAFETY: NUL-terminated path; the fd is closed below.
-    let dir = unsafe {
-        libc::open(
-            c"/proc/self/fd".as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if dir < 0 {
-        return 0;
-    }
-    let mut buf = [0u8; 8192];
-    let mut entries = 0u64;
-    loop {
-        // SAFETY: getdents64 writes at most `buf.len()` bytes into `buf`.
-        let n = unsafe { libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len()) };
-        if n <= 0 {
-            break;
+    /// Reads all four figures; one whose file could not be opened is zero.
+    pub fn read(&self) -> ProcessUsage {
+        let (virtual_bytes, rss_bytes) = self.statm();
+        ProcessUsage {
+            rss_bytes,
+            virtual_bytes,
+            open_fds: self.open_fds(),
+            memory_maps: self.memory_maps(),
         }
-        let mut offset = 0usize;
-        while offset < n as usize {
-            // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
-            let reclen = u16::from_ne_bytes([buf[offset + 16], buf[offset + 17]]) as usize;
-            let name = buf[offset + 19];
-            if name != b'.' {
-                entries += 1;
+    }
+
+    /// Resident set size in bytes (one small read).
+    pub fn rss_bytes(&self) -> u64 {
+        self.statm().1
+    }
+
+    /// Reads `fd` from its start in chunks, handing each to `each`.
+    fn reread(fd: i32, mut each: impl FnMut(&[u8])) {
+        if fd < 0 {
+            return;
+        }
+        // SAFETY: `fd` is a descriptor this reader owns.
+        if unsafe { libc::lseek(fd, 0, libc::SEEK_SET) } < 0 {
+            return;
+        }
+        let mut buf = [0u8; 16384];
+        loop {
+            // SAFETY: `buf` is writable for its whole length.
+            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
             }
-            offset += reclen.max(1);
+            each(&buf[..n as usize]);
         }
     }
-    // SAFETY: `dir` is open and owned here.
-    unsafe { libc::close(dir) };
-    // The directory handle used for reading is itself one entry; don't count it.
-    entries.saturating_sub(1)
+
+    fn statm(&self) -> (u64, u64) {
+        let page = page_size();
+        let mut text = [0u8; 256];
+        let mut len = 0;
+        Self::reread(self.statm, |chunk| {
+            let take = chunk.len().min(text.len() - len);
+            text[len..len + take].copy_from_slice(&chunk[..take]);
+            len += take;
+        });
+        let mut fields = text[..len]
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|f| !f.is_empty())
+            .map(|f| {
+                f.iter()
+                    .fold(0u64, |acc, d| acc * 10 + u64::from(d.wrapping_sub(b'0')))
+            });
+        let size = fields.next().unwrap_or(0);
+        let resident = fields.next().unwrap_or(0);
+        (size * page, resident * page)
+    }
+
+    fn memory_maps(&self) -> u64 {
+        let mut lines = 0u64;
+        Self::reread(self.maps, |chunk| {
+            lines += chunk.iter().filter(|&&c| c == b'\n').count() as u64;
+        });
+        lines
+    }
+
+    fn open_fds(&self) -> u64 {
+        if self.fd_dir < 0 {
+            return 0;
+        }
+        // SAFETY: rewinding a directory descriptor this reader owns.
+        if unsafe { libc::lseek(self.fd_dir, 0, libc::SEEK_SET) } < 0 {
+            return 0;
+        }
+        let mut buf = [0u8; 8192];
+        let mut entries = 0u64;
+        loop {
+            // SAFETY: getdents64 writes at most `buf.len()` bytes into `buf`.
+            let n = unsafe {
+                libc::syscall(
+                    libc::SYS_getdents64,
+                    self.fd_dir,
+                    buf.as_mut_ptr(),
+                    buf.len(),
+                )
+            };
+            if n <= 0 {
+                break;
+            }
+            let mut offset = 0usize;
+            while offset < n as usize {
+                // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
+                let reclen = u16::from_ne_bytes([buf[offset + 16], buf[offset + 17]]) as usize;
+                if buf[offset + 19] != b'.' {
+                    entries += 1;
+                }
+                offset += reclen.max(1);
+            }
+        }
+        // The reader's own descriptors are not the process's doing.
+        let own = [self.statm, self.maps, self.fd_dir]
+            .iter()
+            .filter(|fd| **fd >= 0)
+            .count() as u64;
+        entries.saturating_sub(own)
+    }
 }
 
-fn count_maps() -> u64 {
-    let mut lines = 0u64;
-    read_chunks(c"/proc/self/maps", |chunk| {
-        lines += chunk.iter().filter(|&&c| c == b'\n').count() as u64;
-    });
-    lines
+impl Drop for UsageReader {
+    fn drop(&mut self) {
+        for fd in [self.statm, self.maps, self.fd_dir] {
+            if fd >= 0 {
+                // SAFETY: each descriptor is owned by this reader and closed once.
+                unsafe { libc::close(fd) };
+            }
+        }
+    }
 }
 
 /// A `/proc/meminfo` value in KiB.

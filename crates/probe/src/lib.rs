@@ -51,7 +51,7 @@ pub use devices::{
     Queried,
 };
 pub use error_names::{error_name, ClCode, ERROR_NAMES};
-pub use host::{meminfo_kib, rss_bytes, HostLimits, ProcessUsage};
+pub use host::{meminfo_kib, rss_bytes, HostLimits, ProcessUsage, UsageReader};
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlMemory;
 pub use select::{select, DeviceChoice, DeviceRequest, PlatformSelector, SelectError, Selection};

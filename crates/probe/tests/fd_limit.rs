@@ -1,0 +1,41 @@
+//! Reading process usage at the descriptor limit: its own process, because it
+//! exhausts the descriptor table.
+
+use clmulti_probe::{ProcessUsage, UsageReader};
+
+#[test]
+fn a_reader_still_counts_when_no_descriptor_is_left() {
+    let reader = UsageReader::open();
+    let before = reader.read().open_fds;
+    // Fill the descriptor table up to a low soft limit, then read again.
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid rlimit struct.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    let saved = lim;
+    lim.rlim_cur = (before + 40).min(lim.rlim_max);
+    // SAFETY: lowering the soft limit of this test process, restored below.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+    let mut held = Vec::new();
+    while let Ok(f) = std::fs::File::open("/dev/null") {
+        held.push(f);
+    }
+    let at_limit = reader.read();
+    let fresh = ProcessUsage::read();
+    drop(held);
+    // SAFETY: restoring the saved limit.
+    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &saved) };
+    assert!(
+        at_limit.open_fds >= before + 30,
+        "{} then {}",
+        before,
+        at_limit.open_fds
+    );
+    assert!(at_limit.memory_maps > 5 && at_limit.rss_bytes > 0);
+    assert_eq!(
+        fresh.open_fds, 0,
+        "opening /proc at the limit fails: the reason UsageReader exists"
+    );
+}
