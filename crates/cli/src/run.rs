@@ -115,10 +115,12 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
         return Err(Failure::Tool(format!("a run could not be performed: {m}")));
     }
     if input_failure.is_some() || !errors.is_empty() {
-        return Err(Failure::Input(format!(
-            "{} scenario problem(s); the valid runs were performed",
-            errors.len() + usize::from(input_failure.is_some())
-        )));
+        let problems = errors.len() + usize::from(input_failure.is_some());
+        return Err(Failure::Input(if runs.is_empty() {
+            format!("{problems} scenario problem(s); nothing was run")
+        } else {
+            format!("{problems} scenario problem(s); the valid runs were performed")
+        }));
     }
     Ok(())
 }

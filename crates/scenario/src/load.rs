@@ -55,8 +55,16 @@ pub fn load_file(path: &Path) -> Result<Vec<Scenario>, ScenarioError> {
 /// Parses scenario text (`file` names it in errors and in the runs).
 pub fn load_str(text: &str, file: &str) -> Result<Vec<Scenario>, ScenarioError> {
     let source = Source { text, file };
-    let doc = toml_edit::ImDocument::parse(text)
-        .map_err(|e| source.error(e.span(), None, e.message().trim().to_owned()))?;
+    let doc = toml_edit::ImDocument::parse(text).map_err(|e| {
+        let message = e
+            .message()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
+        source.error(e.span(), None, message)
+    })?;
     let mut table: toml::Table =
         toml::from_str(text).map_err(|e| source.error(e.span(), None, e.message().to_owned()))?;
 
