@@ -203,37 +203,12 @@ fn run_child(
     let wall_seconds = start.elapsed().as_secs_f64();
     let stdout = stdout.join().unwrap_or_default();
     let stderr = stderr.join().unwrap_or_default();
-    use std::os::unix::process::ExitStatusExt;
-    let parsed = stdout
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .and_then(|l| serde_json::from_str::<Report>(l).ok());
-    let report = match (parsed, timed_out, status.signal()) {
-        (Some(r), false, None) => r,
-        (_, true, _) => {
-            Report::without_measurements(&run.scenario, StopReason::TimedOut { seconds: timeout })
-        }
-        (_, false, Some(sig)) => {
-            Report::without_measurements(&run.scenario, StopReason::crashed(sig))
-        }
-        (_, false, None) => {
-            let tail: String = stderr
-                .chars()
-                .rev()
-                .take(2000)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            Report::without_measurements(
-                &run.scenario,
-                StopReason::NoReport {
-                    exit_code: status.code(),
-                    stderr_tail: tail.trim().to_owned(),
-                },
-            )
-        }
+    let report = if timed_out {
+        Report::without_measurements(&run.scenario, StopReason::TimedOut { seconds: timeout })
+    } else {
+        Report::from_child(&run.scenario, &stdout, &stderr, status)
     };
+    use std::os::unix::process::ExitStatusExt;
     Ok(ChildResult {
         wall_seconds,
         exit_code: status.code(),

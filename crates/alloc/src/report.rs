@@ -450,6 +450,39 @@ pub struct AxpyCheckReport {
 }
 
 impl Report {
+    /// The report a `clmulti run FILE --index N --format json` child printed, or, when
+    /// it printed none, one that says how it ended: killed by a signal (crashed) or
+    /// exited with the end of its stderr. Timeouts are the caller's to report.
+    pub fn from_child(
+        scenario: &Scenario,
+        stdout: &str,
+        stderr: &str,
+        status: std::process::ExitStatus,
+    ) -> Self {
+        use std::os::unix::process::ExitStatusExt;
+        let printed = stdout.lines().find(|l| l.starts_with('{'));
+        match (printed.map(serde_json::from_str::<Report>), status.signal()) {
+            (Some(Ok(report)), None) => report,
+            (_, Some(signal)) => Self::without_measurements(scenario, StopReason::crashed(signal)),
+            (parsed, None) => {
+                let mut tail = stderr.trim().to_owned();
+                if let Some(Err(e)) = parsed {
+                    tail.push_str(&format!("\nerror: unreadable report: {e}"));
+                }
+                let start = (tail.len().saturating_sub(2000)..tail.len())
+                    .find(|&i| tail.is_char_boundary(i))
+                    .unwrap_or(tail.len());
+                Self::without_measurements(
+                    scenario,
+                    StopReason::NoReport {
+                        exit_code: status.code(),
+                        stderr_tail: tail[start..].to_owned(),
+                    },
+                )
+            }
+        }
+    }
+
     /// A report for a run whose process never produced one (crash, timeout): the
     /// scenario, the stop reason, and nothing measured.
     pub fn without_measurements(scenario: &Scenario, stop: StopReason) -> Self {

@@ -312,42 +312,52 @@ pub struct Runner<'c> {
     _program: Program,
 }
 
-fn write(queue: &CommandQueue, mem: cl_mem, data: &[f32]) -> Result<(), AxpyError> {
-    // SAFETY: blocking write of `data.len()` floats into a buffer at least that large.
+/// One blocking copy between host floats and a buffer at least that large.
+enum Transfer<'a> {
+    ToDevice(&'a [f32]),
+    ToHost(&'a mut [f32]),
+}
+
+fn transfer(queue: &CommandQueue, mem: cl_mem, direction: Transfer<'_>) -> Result<(), AxpyError> {
+    use opencl3::command_queue::{enqueue_read_buffer, enqueue_write_buffer};
+    // SAFETY: blocking copies of the slice's length, into or out of a buffer the
+    // callers sized to hold it; the slice outlives the call.
     let ev = unsafe {
-        opencl3::command_queue::enqueue_write_buffer(
-            queue.get(),
-            mem,
-            CL_BLOCKING,
-            0,
-            std::mem::size_of_val(data),
-            data.as_ptr().cast::<c_void>(),
-            0,
-            ptr::null(),
-        )
-    }
-    .map_err(cl("clEnqueueWriteBuffer"))?;
+        match direction {
+            Transfer::ToDevice(data) => enqueue_write_buffer(
+                queue.get(),
+                mem,
+                CL_BLOCKING,
+                0,
+                std::mem::size_of_val(data),
+                data.as_ptr().cast::<c_void>(),
+                0,
+                ptr::null(),
+            )
+            .map_err(cl("clEnqueueWriteBuffer")),
+            Transfer::ToHost(data) => enqueue_read_buffer(
+                queue.get(),
+                mem,
+                CL_BLOCKING,
+                0,
+                std::mem::size_of_val(data),
+                data.as_mut_ptr().cast::<c_void>(),
+                0,
+                ptr::null(),
+            )
+            .map_err(cl("clEnqueueReadBuffer")),
+        }
+    }?;
     drop(Event::new(ev));
     Ok(())
 }
 
+fn write(queue: &CommandQueue, mem: cl_mem, data: &[f32]) -> Result<(), AxpyError> {
+    transfer(queue, mem, Transfer::ToDevice(data))
+}
+
 fn read(queue: &CommandQueue, mem: cl_mem, data: &mut [f32]) -> Result<(), AxpyError> {
-    // SAFETY: blocking read of `data.len()` floats from a buffer at least that large.
-    let ev = unsafe {
-        opencl3::command_queue::enqueue_read_buffer(
-            queue.get(),
-            mem,
-            CL_BLOCKING,
-            0,
-            std::mem::size_of_val(data),
-            data.as_mut_ptr().cast::<c_void>(),
-            0,
-            ptr::null(),
-        )
-    }
-    .map_err(cl("clEnqueueReadBuffer"))?;
-    drop(Event::new(ev));
-    Ok(())
+    transfer(queue, mem, Transfer::ToHost(data))
 }
 
 fn seconds(event: &Event) -> Result<f64, AxpyError> {

@@ -2,7 +2,7 @@
 
 use crate::format::{self, Format};
 use crate::Failure;
-use clmulti_alloc::{Report, Resource, StopReason};
+use clmulti_alloc::{Report, Resource};
 use clmulti_scenario::{load_file, Scenario, ScenarioError};
 use std::io::Write;
 use std::path::PathBuf;
@@ -153,32 +153,21 @@ fn run_child(file: &std::path::Path, index: usize, scenario: &Scenario) -> Resul
         .output()
         .map_err(|e| Failure::Tool(format!("cannot start child: {e}")))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
-    if let Some(line) = stdout.lines().find(|l| l.starts_with('{')) {
-        return serde_json::from_str(line)
-            .map_err(|e| Failure::Tool(format!("child report unreadable: {e}")));
-    }
     let stderr = String::from_utf8_lossy(&output.stderr);
-    use std::os::unix::process::ExitStatusExt;
-    let stop = match output.status.signal() {
-        Some(signal) => StopReason::crashed(signal),
-        None => match output.status.code() {
+    // A child that could not run the scenario at all fails this command the same way.
+    if !stdout.lines().any(|l| l.starts_with('{')) {
+        match output.status.code() {
             Some(1) => return Err(Failure::Tool(stderr.trim().to_owned())),
             Some(2) => return Err(Failure::Input(stderr.trim().to_owned())),
-            code => StopReason::NoReport {
-                exit_code: code,
-                stderr_tail: tail(&stderr, 2000),
-            },
-        },
-    };
-    Ok(Report::without_measurements(scenario, stop))
-}
-
-fn tail(text: &str, max: usize) -> String {
-    let start = text.len().saturating_sub(max);
-    let start = (start..text.len())
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(text.len());
-    text[start..].to_owned()
+            _ => {}
+        }
+    }
+    Ok(Report::from_child(
+        scenario,
+        &stdout,
+        &stderr,
+        output.status,
+    ))
 }
 
 fn print_report(report: &Report, format: Format) -> Result<(), Failure> {
