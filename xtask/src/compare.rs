@@ -1,7 +1,32 @@
-//! `--compare OLD.jsonl`: what changed per run, flagged beyond a threshold.
+//! Comparing two sweeps: per run (matched by file and run name), buffers reached and
+//! per-buffer costs, old -> new, flagged beyond a threshold; runs present in only one
+//! are listed apart from changed ones.
 
-use crate::records::SweepRecord;
-use std::collections::BTreeMap;
+use crate::records::{self, SweepRecord};
+use crate::summary::tables::markdown_cell;
+use clmulti_alloc::Resource;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Arguments of `cargo xtask compare`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The earlier results.jsonl (or its folder).
+    old: PathBuf,
+    /// The later results.jsonl (or its folder).
+    new: PathBuf,
+    /// Relative change flagged.
+    #[arg(long, default_value_t = 0.10)]
+    threshold: f64,
+}
+
+fn results_file(path: &Path) -> PathBuf {
+    if path.is_dir() {
+        path.join("results.jsonl")
+    } else {
+        path.to_path_buf()
+    }
+}
 
 fn relative(old: f64, new: f64) -> f64 {
     if old == new {
@@ -13,34 +38,68 @@ fn relative(old: f64, new: f64) -> f64 {
     }
 }
 
-/// A Markdown report: per run (matched by run name and file), buffers reached and
-/// per-buffer costs, old -> new, with `**changed**` where the relative change
-/// exceeds `threshold`.
-pub fn compare(old: &[SweepRecord], new: &[SweepRecord], threshold: f64) -> String {
-    let index = |records: &[SweepRecord]| -> BTreeMap<(String, String), SweepRecord> {
-        records
+type Index = BTreeMap<(String, String), SweepRecord>;
+
+fn index(path: &Path) -> Result<(Index, BTreeSet<String>), String> {
+    let mut map = Index::new();
+    let mut hosts = BTreeSet::new();
+    let file = results_file(path);
+    if !file.exists() {
+        return Err(format!("{}: no such results file", file.display()));
+    }
+    records::for_each(&file, |r| {
+        hosts.insert(r.host.clone());
+        map.insert((r.file.clone(), r.report.run_name.clone()), r);
+    })
+    .map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok((map, hosts))
+}
+
+/// The comparison as Markdown.
+pub fn compare_files(old: &Path, new: &Path, threshold: f64) -> Result<String, String> {
+    let (old_runs, old_hosts) = index(old)?;
+    let (new_runs, new_hosts) = index(new)?;
+    let names = |h: &BTreeSet<String>| {
+        let list: Vec<&str> = h
             .iter()
-            .map(|r| ((r.file.clone(), r.report.run_name.clone()), r.clone()))
-            .collect()
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if list.is_empty() {
+            "(unnamed)".to_owned()
+        } else {
+            list.join("; ")
+        }
     };
-    let (old, new) = (index(old), index(new));
-    let mut out = format!("# Comparison (threshold {:.0}%)\n\n| run | measure | old | new | change | flag |\n|---|---|---|---|---|---|\n", threshold * 100.0);
+    let mut out = format!(
+        "# Comparison (threshold {:.0}%)\n\nold: {} ({})\n\nnew: {} ({})\n\n| run | measure | old | new | change | flag |\n|---|---|---|---|---|---|\n",
+        threshold * 100.0,
+        results_file(old).display(),
+        names(&old_hosts),
+        results_file(new).display(),
+        names(&new_hosts)
+    );
     let mut flagged = 0;
-    for (key, n) in &new {
-        let Some(o) = old.get(key) else {
-            out.push_str(&format!(
-                "| {} | (new run) | - | {} | - | |\n",
-                key.1, n.report.buffers
-            ));
-            continue;
-        };
+    for (key, n) in &new_runs {
+        let Some(o) = old_runs.get(key) else { continue };
         let mut measures = vec![(
             "buffers reached".to_owned(),
             o.report.buffers as f64,
             n.report.buffers as f64,
         )];
         for c in &n.report.costs {
+            // System-wide figures move with every other process: not the run's change.
+            let system_wide = matches!(
+                c.resource,
+                Resource::SystemMemoryUsed | Resource::SystemShmem
+            );
+            if system_wide || c.estimated {
+                continue;
+            }
             if let Some(oc) = o.report.costs.iter().find(|x| x.resource == c.resource) {
+                if oc.per_buffer == 0.0 && c.per_buffer == 0.0 {
+                    continue;
+                }
                 measures.push((
                     format!("{} per buffer", c.resource.label()),
                     oc.per_buffer,
@@ -54,25 +113,44 @@ pub fn compare(old: &[SweepRecord], new: &[SweepRecord], threshold: f64) -> Stri
             flagged += usize::from(flag);
             out.push_str(&format!(
                 "| {} | {name} | {a:.2} | {b:.2} | {} | {} |\n",
-                key.1,
+                markdown_cell(&key.1),
                 if change.is_finite() {
                     format!("{:+.1}%", change * 100.0)
                 } else {
-                    "new".into()
+                    "from 0".into()
                 },
                 if flag { "**changed**" } else { "" }
             ));
         }
     }
-    for key in old.keys().filter(|k| !new.contains_key(*k)) {
-        out.push_str(&format!(
-            "| {} | (missing now) | | | | **changed** |\n",
-            key.1
-        ));
-        flagged += 1;
-    }
+    let only = |a: &Index, b: &Index| -> Vec<String> {
+        a.keys()
+            .filter(|k| !b.contains_key(*k))
+            .map(|k| markdown_cell(&k.1))
+            .collect()
+    };
+    let (only_new, only_old) = (only(&new_runs, &old_runs), only(&old_runs, &new_runs));
     out.push_str(&format!(
-        "\n{flagged} measure(s) changed beyond the threshold.\n"
+        "\n{flagged} measure(s) changed beyond the threshold. System-wide figures (system memory used, Shmem) are not compared: other processes move them.\n"
     ));
-    out
+    if !only_new.is_empty() {
+        out.push_str(&format!(
+            "\nOnly in new ({}): {}\n",
+            only_new.len(),
+            only_new.join(", ")
+        ));
+    }
+    if !only_old.is_empty() {
+        out.push_str(&format!(
+            "\nOnly in old ({}): {}\n",
+            only_old.len(),
+            only_old.join(", ")
+        ));
+    }
+    Ok(out)
+}
+
+pub fn compare(args: &Args) -> Result<std::process::ExitCode, String> {
+    print!("{}", compare_files(&args.old, &args.new, args.threshold)?);
+    Ok(std::process::ExitCode::SUCCESS)
 }

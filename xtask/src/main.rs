@@ -1,60 +1,87 @@
 //! `cargo xtask`: sweeps over scenario grids, run by run in child processes, with
-//! results that survive a crash and summaries rewritten after every run.
+//! results that survive a crash, and the summaries, merges and comparisons around
+//! them. Kept lean: the measuring is clmulti's; this orchestrates and renders.
 
-mod args;
 mod compare;
+mod lock;
+mod merge;
+mod progress;
 mod records;
 mod summary;
 mod sweep;
+mod workspace;
 
+use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-const HELP: &str = "\
-cargo xtask <COMMAND>
+/// Sweeps, summaries, merges and comparisons for clmulti.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-Commands:
-  sweep [PATHS...]   expand scenarios (default: configs/) and run each run in its own
-                     `clmulti run` child process; results go to --out (default sweep-results/)
-      --out DIR          results folder (results.jsonl, summary.md/.csv, *.svg, index.html)
-      --resume           skip runs already in DIR/results.jsonl for this machine
-      --timeout SECS     per-run limit (default: the run's max_seconds guard + 120)
-      --shard K/N        run only the K-th of N slices of the expanded list (1-based)
-      --compare OLD.jsonl  report per run what changed against an earlier sweep
-      --threshold FRAC   relative change flagged by --compare (default 0.10)
-      --bin PATH         use this clmulti binary instead of building the release one
-      --features LIST    cargo features for the release build (e.g. nvml)
-  merge DIR|FILE...  combine shards' results.jsonl into one summary (--out DIR)
-  layer              build the OpenCL layer that models Intel's per-buffer descriptors
-                     (target/layers/libfd_per_peer_device.so, for configs/emulation/)
-  help               print this help
-
-Without a GPU the children run on two PoCL CPU devices: POCL_DEVICES is set for them
-(\"cpu cpu\" on PoCL >= 4, \"pthread pthread\" on PoCL 3) unless you set it yourself.
-";
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Expand scenarios (default: configs/) and run each run in its own `clmulti run`
+    /// child; without a GPU the children get two PoCL CPU devices (POCL_DEVICES)
+    /// unless you set that yourself.
+    Sweep(sweep::Args),
+    /// Combine shards' results into one folder and summary.
+    Merge(merge::Args),
+    /// Rebuild a results folder's summaries from its results.jsonl alone.
+    Summary {
+        /// The results folder.
+        dir: std::path::PathBuf,
+    },
+    /// Compare two sweeps' results run by run.
+    Compare(compare::Args),
+    /// Build the OpenCL layer behind configs/emulation/ (cargo build -p clmulti-layer).
+    Layer,
+}
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let result = match argv.first().map(String::as_str) {
-        None | Some("help" | "--help" | "-h") => {
-            print!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Some("sweep") => args::SweepArgs::parse(&argv[1..]).and_then(|a| sweep::sweep(&a)),
-        Some("merge") => args::MergeArgs::parse(&argv[1..]).and_then(|a| sweep::merge(&a)),
-        Some("layer") => sweep::build_layer(),
-        Some(other) => Err(args::Error::Usage(format!(
-            "unknown xtask command `{other}`"
-        ))),
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Sweep(args) => sweep::sweep(&args),
+        Command::Merge(args) => merge::merge(&args),
+        Command::Summary { dir } => summary::rebuild(&dir).map(|n| {
+            eprintln!(
+                "summary: {n} run(s) in {}",
+                dir.join("index.html").display()
+            );
+            ExitCode::SUCCESS
+        }),
+        Command::Compare(args) => compare::compare(&args),
+        Command::Layer => build_layer(),
     };
     match result {
         Ok(code) => code,
-        Err(args::Error::Usage(m)) => {
-            eprintln!("error: {m}\n\n{HELP}");
-            ExitCode::from(2)
-        }
-        Err(args::Error::Failed(m)) => {
+        Err(m) => {
             eprintln!("error: {m}");
             ExitCode::from(1)
         }
     }
+}
+
+fn build_layer() -> Result<ExitCode, String> {
+    let root = workspace::root()?;
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(cargo)
+        .current_dir(&root)
+        .args(["build", "--release", "-p", "clmulti-layer"])
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err("building clmulti-layer failed".into());
+    }
+    eprintln!(
+        "layer: {}",
+        workspace::target_dir(&root)
+            .join("release")
+            .join(clmulti_scenario::LAYER_FILE_NAME)
+            .display()
+    );
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,24 +1,29 @@
-//! The results file: one JSON line per finished run, appended and fsynced at once,
-//! so killing the sweep loses no finished run.
+//! The results file: one JSON line per finished run. The file is the truth: every
+//! summary can be rebuilt from it. A record is one `write` of a whole line; before
+//! appending, a torn tail (a crash mid-write) is cut off and kept aside, so no record
+//! is glued onto another.
 
 use clmulti_alloc::Report;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 
 /// One run of a sweep, as stored in `results.jsonl`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SweepRecord {
-    /// Identifies the run on this machine: hash of the expanded scenario and the
-    /// machine's devices. `--resume` skips keys already present.
+    /// Identifies the run and the kind of machine: hash of the expanded scenario and
+    /// the machine's kind. `--resume` skips keys already present.
     pub key: String,
     /// The scenario file.
     pub file: String,
     /// The run's index in the file's grid.
     pub index: usize,
-    /// Fingerprint of the machine's platforms and devices.
+    /// The kind of machine: platforms, device models and driver versions, hashed.
     pub machine: String,
+    /// The machine's name, and its devices, in words.
+    #[serde(default)]
+    pub host: String,
     /// Wall time of the child process.
     pub wall_seconds: f64,
     /// The child's exit code, if it exited.
@@ -29,39 +34,142 @@ pub struct SweepRecord {
     pub report: Report,
 }
 
-/// Appends one record and fsyncs the file.
+/// Reads a record line (reports of older schemas are upgraded).
+pub fn parse(line: &str) -> Result<SweepRecord, String> {
+    let mut value: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let report = value
+        .as_object_mut()
+        .and_then(|o| o.remove("report"))
+        .ok_or("no report")?;
+    let report = Report::from_json(&report.to_string()).map_err(|e| e.to_string())?;
+    value["report"] = serde_json::Value::Null;
+    #[derive(Deserialize)]
+    struct Head {
+        key: String,
+        file: String,
+        index: usize,
+        machine: String,
+        #[serde(default)]
+        host: String,
+        wall_seconds: f64,
+        exit_code: Option<i32>,
+        signal: Option<i32>,
+    }
+    let head: Head = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    Ok(SweepRecord {
+        key: head.key,
+        file: head.file,
+        index: head.index,
+        machine: head.machine,
+        host: head.host,
+        wall_seconds: head.wall_seconds,
+        exit_code: head.exit_code,
+        signal: head.signal,
+        report,
+    })
+}
+
+/// What a repair did.
+#[derive(Debug)]
+pub struct Repair {
+    /// Bytes cut off the end.
+    pub bytes: u64,
+    /// Where they were kept.
+    pub kept_in: PathBuf,
+}
+
+/// Makes the file end at a record boundary: a last line without its newline (a crash
+/// or a full disk mid-write) is moved to `<file>.torn-<n>` and cut off.
+pub fn repair(path: &Path) -> std::io::Result<Option<Repair>> {
+    let mut file = match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    // Find the last newline, reading backwards in chunks.
+    let mut end = len;
+    let mut boundary = 0;
+    let mut chunk = vec![0u8; 64 * 1024];
+    'search: while end > 0 {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let n = (end - start) as usize;
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut chunk[..n])?;
+        if let Some(i) = chunk[..n].iter().rposition(|&b| b == b'\n') {
+            boundary = start + i as u64 + 1;
+            break 'search;
+        }
+        end = start;
+    }
+    if boundary == len {
+        return Ok(None);
+    }
+    let mut tail = Vec::new();
+    file.seek(SeekFrom::Start(boundary))?;
+    file.read_to_end(&mut tail)?;
+    let kept_in = (1..)
+        .map(|n| path.with_extension(format!("jsonl.torn-{n}")))
+        .find(|p| !p.exists())
+        .unwrap_or_else(|| path.with_extension("torn"));
+    std::fs::write(&kept_in, &tail)?;
+    file.set_len(boundary)?;
+    file.sync_all()?;
+    Ok(Some(Repair {
+        bytes: len - boundary,
+        kept_in,
+    }))
+}
+
+/// Appends one record as one write and fsyncs; on a failed or short write the file
+/// is cut back to where it was, so it never holds half a record.
 pub fn append(path: &Path, record: &SweepRecord) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
     line.push(b'\n');
     let mut file = OpenOptions::new().create(true).append(true).open(path)?;
-    file.write_all(&line)?;
-    file.sync_all()
+    let before = file.metadata()?.len();
+    let written = file.write(&line);
+    match written {
+        Ok(n) if n == line.len() => file.sync_all(),
+        Ok(_) | Err(_) => {
+            let _ = file.set_len(before);
+            Err(written.err().unwrap_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::WriteZero, "short write (disk full?)")
+            }))
+        }
+    }
 }
 
-/// Reads every complete record; a torn last line (a crash mid-write) is skipped,
-/// and so is any line that does not parse, with a warning.
-pub fn read(path: &Path) -> std::io::Result<Vec<SweepRecord>> {
+/// Reads every record in one streaming pass, handing each to `each`; a line that does
+/// not parse is skipped with a warning. Returns how many lines were skipped.
+pub fn for_each(path: &Path, mut each: impl FnMut(SweepRecord)) -> std::io::Result<usize> {
     let file = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(e),
     };
-    let mut records = Vec::new();
+    let mut skipped = 0;
     for (n, line) in BufReader::new(file).lines().enumerate() {
         let line = line?;
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str(&line) {
-            Ok(r) => records.push(r),
-            Err(e) => eprintln!(
-                "warning: {}:{}: skipping unreadable record: {e}",
-                path.display(),
-                n + 1
-            ),
+        match parse(&line) {
+            Ok(r) => each(r),
+            Err(e) => {
+                skipped += 1;
+                eprintln!(
+                    "warning: {}:{}: skipping unreadable record: {e}",
+                    path.display(),
+                    n + 1
+                );
+            }
         }
     }
-    Ok(records)
+    Ok(skipped)
 }
 
 /// FNV-1a, 64 bits, as hex: a stable key that needs no dependency.
@@ -72,4 +180,42 @@ pub fn fnv64(text: &str) -> String {
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
     format!("{hash:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("clmulti-records-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("results.jsonl")
+    }
+
+    #[test]
+    fn a_torn_tail_is_kept_aside_and_cut() {
+        let path = temp("torn");
+        std::fs::write(&path, "{\"a\":1}\n{\"b\":2}\n{\"c\":").unwrap();
+        let repair = repair(&path).unwrap().unwrap();
+        assert_eq!(repair.bytes, 5);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"a\":1}\n{\"b\":2}\n"
+        );
+        assert_eq!(std::fs::read_to_string(&repair.kept_in).unwrap(), "{\"c\":");
+        assert!(
+            super::repair(&path).unwrap().is_none(),
+            "a whole file needs no repair"
+        );
+    }
+
+    #[test]
+    fn a_file_of_one_torn_line_is_emptied() {
+        let path = temp("one");
+        std::fs::write(&path, "{\"partial\": tr").unwrap();
+        assert_eq!(repair(&path).unwrap().unwrap().bytes, 14);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+    }
 }

@@ -1,69 +1,104 @@
-//! `cargo xtask sweep` and `cargo xtask merge`.
+//! `cargo xtask sweep`: every run of every scenario in its own `clmulti run` child,
+//! each record appended as the run ends, summaries re-rendered at most every few
+//! seconds and at the end.
 
-use crate::args::{Error, MergeArgs, SweepArgs};
 use crate::records::{self, fnv64, SweepRecord};
-use crate::{compare, summary};
+use crate::summary::Summary;
+use crate::{compare, lock, progress::Progress, workspace};
+use clmulti_alloc::child::{self, ChildCommand};
 use clmulti_alloc::{Report, StopReason};
-use clmulti_scenario::Scenario;
+use clmulti_probe::DevicesReport;
+use clmulti_scenario::{Scenario, ScenarioFile};
 use std::collections::{BTreeMap, HashSet};
-use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// One run to perform.
-struct Planned {
-    file: PathBuf,
-    index: usize,
-    scenario: Scenario,
+/// Arguments of `cargo xtask sweep`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Scenario files or folders (a folder: its *.toml, not its sub-folders).
+    #[arg(default_value = "configs")]
+    paths: Vec<PathBuf>,
+    /// Results folder (results.jsonl, summary.md/.csv, *.svg, index.html).
+    #[arg(long, default_value = "sweep-results")]
+    out: PathBuf,
+    /// Skip runs already in the folder's results.jsonl for this kind of machine.
+    #[arg(long)]
+    resume: bool,
+    /// With --resume: run again the runs that crashed, were killed or timed out.
+    #[arg(long, requires = "resume")]
+    retry_failed: bool,
+    /// Start over in a folder that holds results (they are kept as results.<n>.jsonl).
+    #[arg(long, conflicts_with = "resume")]
+    force: bool,
+    /// Per-run limit in seconds (default: the run's max_seconds guard plus a margin).
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<f64>,
+    /// Run only the K-th of N slices of the expanded list (1-based).
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    shard: Option<(usize, usize)>,
+    /// Report per run what changed against an earlier sweep's results.jsonl.
+    #[arg(long, value_name = "OLD.jsonl")]
+    compare: Option<PathBuf>,
+    /// Relative change flagged by --compare.
+    #[arg(long, default_value_t = 0.10)]
+    threshold: f64,
+    /// Use this clmulti binary (and the clmulti-layer next to it) instead of building
+    /// the release ones.
+    #[arg(long)]
+    bin: Option<PathBuf>,
+    /// Cargo features for the release build (e.g. nvml).
+    #[arg(long)]
+    features: Option<String>,
+    /// Re-render summaries at most this often while runs go on (seconds).
+    #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
+    render_every: f64,
 }
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-}
-
-/// Builds the release `clmulti` once and returns its path.
-fn build_clmulti(features: Option<&str>) -> Result<PathBuf, Error> {
-    let root = workspace_root();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(&root)
-        .args(["build", "--release", "-p", "clmulti"]);
-    if let Some(f) = features {
-        cmd.args(["--features", f]);
+fn parse_shard(v: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("{v}: expected K/N with 1 <= K <= N");
+    let (k, n) = v.split_once('/').ok_or_else(bad)?;
+    let (k, n): (usize, usize) = (k.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+    if k == 0 || n == 0 || k > n {
+        return Err(bad());
     }
-    eprintln!("sweep: building the release clmulti");
-    let status = cmd
-        .status()
-        .map_err(|e| Error::Failed(format!("cannot run cargo: {e}")))?;
-    if !status.success() {
-        return Err(Error::Failed("building clmulti failed".into()));
-    }
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    Ok(target.join("release").join("clmulti"))
+    Ok((k, n))
 }
 
-fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
+/// Set by SIGINT/SIGTERM: stop after killing the current child, keep every record.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+fn catch_interrupts() {
+    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+}
+
+/// Scenario files named by paths: files as given, folders' *.toml sorted.
+pub fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
             let mut found: Vec<PathBuf> = std::fs::read_dir(p)
-                .map_err(|e| Error::Failed(format!("{}: {e}", p.display())))?
+                .map_err(|e| format!("{}: {e}", p.display()))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.extension().is_some_and(|x| x == "toml"))
+                .filter(|f| f.is_file() && f.extension().is_some_and(|x| x == "toml"))
                 .collect();
             found.sort();
             files.extend(found);
         } else if p.exists() {
             files.push(p.clone());
         } else {
-            return Err(Error::Usage(format!(
-                "{}: no such file or folder",
-                p.display()
-            )));
+            return Err(format!("{}: no such file or folder", p.display()));
         }
     }
     Ok(files)
@@ -77,29 +112,21 @@ fn child_env(bin: &Path) -> BTreeMap<String, String> {
     }
     for driver in ["cpu", "pthread"] {
         let value = format!("{driver} {driver}");
-        let Ok(out) = Command::new(bin)
-            .args(["devices", "--format", "json"])
-            .env("POCL_DEVICES", &value)
-            .output()
-        else {
+        let Some(report) = devices_report(
+            bin,
+            &BTreeMap::from([("POCL_DEVICES".to_owned(), value.clone())]),
+        )
+        .ok() else {
             break;
         };
-        let Ok(json) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else {
-            continue;
-        };
-        let pocl_devices = json["platforms"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|p| {
-                p["name"]
-                    .as_str()
-                    .is_some_and(|n| n.contains("Portable Computing Language"))
-            })
-            .map(|p| p["devices"].as_array().map_or(0, Vec::len))
+        let pocl = report
+            .platforms
+            .iter()
+            .filter(|p| p.display_name().contains("Portable Computing Language"))
+            .map(|p| p.devices.len())
             .max()
             .unwrap_or(0);
-        if pocl_devices >= 2 {
+        if pocl >= 2 {
             env.insert("POCL_DEVICES".into(), value);
             break;
         }
@@ -107,187 +134,109 @@ fn child_env(bin: &Path) -> BTreeMap<String, String> {
     env
 }
 
-/// A fingerprint of the platforms and devices the children will see.
-fn machine_fingerprint(bin: &Path, env: &BTreeMap<String, String>) -> Result<String, Error> {
+fn devices_report(bin: &Path, env: &BTreeMap<String, String>) -> Result<DevicesReport, String> {
     let out = Command::new(bin)
         .args(["devices", "--format", "json"])
         .envs(env)
         .output()
-        .map_err(|e| Error::Failed(format!("cannot run {}: {e}", bin.display())))?;
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
     if !out.status.success() {
-        return Err(Error::Failed(format!(
+        return Err(format!(
             "`clmulti devices` failed: {}",
             String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        ));
     }
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| Error::Failed(format!("`clmulti devices` output: {e}")))?;
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("`clmulti devices` output: {e}"))
+}
+
+/// The kind of machine (platforms, device models, driver versions, memory sizes,
+/// not host names or device serials: an identical node continues a requeued task),
+/// and a description naming the host and its devices.
+pub fn machine(report: &DevicesReport) -> (String, String) {
     let mut parts = Vec::new();
-    for p in json["platforms"].as_array().into_iter().flatten() {
-        for d in p["devices"].as_array().into_iter().flatten() {
+    let mut names = Vec::new();
+    for p in &report.platforms {
+        for d in &p.devices {
             parts.push(format!(
-                "{}|{}|{}|{}",
-                p["name"], d["name"], d["global_mem_bytes"], d["uuid"]
+                "{}|{}|{}|{}|{}",
+                p.name, p.version, d.name, d.driver_version, d.global_mem_bytes
             ));
+            names.push(format!("{} ({})", d.display_name(), p.display_name()));
         }
     }
     parts.sort();
-    Ok(fnv64(&parts.join("\n")))
+    names.dedup();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    (
+        fnv64(&parts.join("\n")),
+        format!("{}: {}", host.trim(), names.join(", ")),
+    )
 }
 
-/// How a child ended.
-struct ChildResult {
-    wall_seconds: f64,
-    exit_code: Option<i32>,
-    signal: Option<i32>,
-    report: Report,
+fn run_key(scenario: &Scenario, machine: &str) -> String {
+    let json = serde_json::to_string(scenario).unwrap_or_default();
+    fnv64(&format!("{json}\n{machine}"))
 }
 
-fn run_child(
-    bin: &Path,
-    run: &Planned,
-    env: &BTreeMap<String, String>,
-    timeout: f64,
-) -> Result<ChildResult, Error> {
-    let start = Instant::now();
-    let mut child = Command::new(bin)
-        .arg("run")
-        .arg(&run.file)
-        .args(["--index", &run.index.to_string(), "--format", "json"])
-        .envs(env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::Failed(format!("cannot start {}: {e}", bin.display())))?;
-    // Drain both pipes in threads so a large report cannot block the child.
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let stdout = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let stderr = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let mut pause = Duration::from_micros(200);
-    let (status, timed_out) = loop {
-        if let Some(status) = child
-            .try_wait()
-            .map_err(|e| Error::Failed(format!("waiting for child: {e}")))?
-        {
-            break (status, false);
+/// Prepares the output folder: refuses to overwrite results without --resume or
+/// --force, keeps earlier generations, cuts a torn last line.
+fn prepare_out(args: &Args) -> Result<(lock::FolderLock, PathBuf), String> {
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let held = lock::lock(&args.out)?;
+    let results = args.out.join("results.jsonl");
+    let existing = std::fs::metadata(&results).map_or(0, |m| m.len());
+    if existing > 0 && !args.resume {
+        if !args.force {
+            return Err(format!(
+                "{} already holds results; --resume continues them, --force starts over (keeping them as results.<n>.jsonl)",
+                args.out.display()
+            ));
         }
-        if start.elapsed().as_secs_f64() > timeout {
-            let _ = child.kill();
-            let status = child
-                .wait()
-                .map_err(|e| Error::Failed(format!("waiting for child: {e}")))?;
-            break (status, true);
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(20));
-    };
-    let wall_seconds = start.elapsed().as_secs_f64();
-    let stdout = stdout.join().unwrap_or_default();
-    let stderr = stderr.join().unwrap_or_default();
-    let report = if timed_out {
-        Report::without_measurements(&run.scenario, StopReason::TimedOut { seconds: timeout })
-    } else {
-        Report::from_child(&run.scenario, &stdout, &stderr, status)
-    };
-    use std::os::unix::process::ExitStatusExt;
-    Ok(ChildResult {
-        wall_seconds,
-        exit_code: status.code(),
-        signal: status.signal(),
-        report,
-    })
-}
-
-/// Reports progress: a bar on a terminal, plain lines otherwise.
-enum Progress {
-    Bar(indicatif::ProgressBar),
-    Lines { total: usize, done: usize },
-}
-
-impl Progress {
-    fn new(total: usize) -> Self {
-        if std::io::stderr().is_terminal() {
-            let bar = indicatif::ProgressBar::new(total as u64);
-            if let Ok(style) =
-                indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} eta {eta} {msg}")
-            {
-                bar.set_style(style);
-            }
-            Progress::Bar(bar)
-        } else {
-            Progress::Lines { total, done: 0 }
-        }
+        let kept = (1..)
+            .map(|n| args.out.join(format!("results.{n}.jsonl")))
+            .find(|p| !p.exists())
+            .ok_or("no free generation name")?;
+        std::fs::rename(&results, &kept).map_err(|e| format!("{}: {e}", results.display()))?;
+        eprintln!("sweep: earlier results kept as {}", kept.display());
     }
-
-    fn start(&mut self, name: &str) {
-        match self {
-            Progress::Bar(bar) => bar.set_message(name.to_owned()),
-            Progress::Lines { total, done } => eprintln!("sweep: [{}/{}] {name}", *done + 1, total),
-        }
+    if let Some(repair) =
+        records::repair(&results).map_err(|e| format!("{}: {e}", results.display()))?
+    {
+        eprintln!(
+            "sweep: {} ended in a torn record ({} bytes, a crash mid-write): cut off and kept in {}",
+            results.display(),
+            repair.bytes,
+            repair.kept_in.display()
+        );
     }
-
-    fn finish_run(&mut self, line: &str) {
-        match self {
-            Progress::Bar(bar) => {
-                bar.println(line);
-                bar.inc(1);
-            }
-            Progress::Lines { done, .. } => {
-                *done += 1;
-                eprintln!("sweep:   {line}");
-            }
-        }
-    }
-
-    fn finish(&self) {
-        if let Progress::Bar(bar) = self {
-            bar.finish_and_clear();
-        }
-    }
+    Ok((held, results))
 }
 
-pub fn sweep(args: &SweepArgs) -> Result<ExitCode, Error> {
+pub fn sweep(args: &Args) -> Result<ExitCode, String> {
+    catch_interrupts();
+    let root = workspace::root()?;
     let files = scenario_files(&args.paths)?;
-    let mut plan = Vec::new();
+    let bin = match &args.bin {
+        Some(b) => b.clone(),
+        None => workspace::build_release(&root, args.features.as_deref())?,
+    };
+    let layer = bin.with_file_name(clmulti_scenario::LAYER_FILE_NAME);
+    let mut scenario_files = Vec::new();
     let mut bad_files = 0;
     for file in &files {
-        match clmulti_scenario::load_file(file) {
-            Ok(runs) => {
-                plan.extend(
-                    runs.into_iter()
-                        .enumerate()
-                        .map(|(index, scenario)| Planned {
-                            file: file.clone(),
-                            index,
-                            scenario,
-                        }),
-                )
-            }
+        match ScenarioFile::load(file) {
+            Ok(f) => scenario_files.push(f.with_layer(layer.clone())),
             Err(e) => {
                 eprintln!("error: {e}");
                 bad_files += 1;
             }
         }
     }
+    let mut plan: Vec<(usize, usize)> = scenario_files
+        .iter()
+        .enumerate()
+        .flat_map(|(f, file)| (0..file.len()).map(move |i| (f, i)))
+        .collect();
     if let Some((k, n)) = args.shard {
         plan = plan
             .into_iter()
@@ -296,178 +245,176 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode, Error> {
             .map(|(_, p)| p)
             .collect();
     }
-    let bin = match &args.bin {
-        Some(b) => b.clone(),
-        None => build_clmulti(args.features.as_deref())?,
-    };
     let env = child_env(&bin);
-    let machine = machine_fingerprint(&bin, &env)?;
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| Error::Failed(format!("{}: {e}", args.out.display())))?;
-    let results = args.out.join("results.jsonl");
-    if !args.resume && results.exists() {
-        // A fresh sweep starts a fresh file; the old one is kept beside it.
-        let old = args.out.join("results.previous.jsonl");
-        std::fs::rename(&results, &old)
-            .map_err(|e| Error::Failed(format!("{}: {e}", results.display())))?;
-        eprintln!("sweep: previous results moved to {}", old.display());
-    }
-    let mut records = records::read(&results)
-        .map_err(|e| Error::Failed(format!("{}: {e}", results.display())))?;
-    let done: HashSet<String> = records.iter().map(|r| r.key.clone()).collect();
+    let devices = devices_report(&bin, &env)?;
+    let (machine, host) = machine(&devices);
+    let (_lock, results) = prepare_out(args)?;
 
-    let todo: Vec<(String, &Planned)> = plan
-        .iter()
-        .map(|p| (run_key(&p.scenario, &machine), p))
-        .filter(|(key, _)| !done.contains(key))
-        .collect();
+    let mut summary = Summary::new(&args.out);
+    let mut done: HashSet<String> = HashSet::new();
+    let mut retry: HashSet<String> = HashSet::new();
+    let mut other_machines = HashSet::new();
+    records::for_each(&results, |r| {
+        if r.machine != machine {
+            other_machines.insert(r.host.clone());
+        }
+        if args.retry_failed && r.report.stop.is_abnormal() {
+            retry.insert(r.key.clone());
+        } else {
+            done.insert(r.key.clone());
+            summary.add(r);
+        }
+    })
+    .map_err(|e| format!("{}: {e}", results.display()))?;
+    if !other_machines.is_empty() {
+        eprintln!(
+            "sweep: {} holds runs from another kind of machine ({}); they are kept and run again here",
+            results.display(),
+            other_machines.into_iter().collect::<Vec<_>>().join("; ")
+        );
+    }
+    let mut todo = Vec::new();
+    let mut invalid_runs = 0;
+    for &(f, i) in &plan {
+        match scenario_files[f].run(i) {
+            Ok(scenario) => {
+                let key = run_key(&scenario, &machine);
+                if !done.contains(&key) {
+                    todo.push((f, i, key));
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                invalid_runs += 1;
+            }
+        }
+    }
     if args.resume {
         eprintln!(
-            "sweep: {} run(s) already done, {} to go",
-            plan.len() - todo.len(),
-            todo.len()
+            "sweep: {} run(s) already done, {} to go{}",
+            plan.len() - todo.len() - invalid_runs,
+            todo.len(),
+            if retry.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} that crashed, were killed or timed out)", retry.len())
+            }
         );
     }
     let sweep_start = Instant::now();
     let mut child_seconds = 0.0;
     let mut progress = Progress::new(todo.len());
-    let mut failed_runs = 0;
-    for (key, run) in &todo {
-        progress.start(&run.scenario.name);
-        let timeout = args
-            .timeout
-            .unwrap_or(run.scenario.guards.max_seconds + 120.0);
-        let child = run_child(&bin, run, &env, timeout)?;
-        child_seconds += child.wall_seconds;
+    let mut without_report = 0;
+    let mut last_render = Instant::now();
+    let render_every = Duration::from_secs_f64(args.render_every.max(0.0));
+    for (f, i, key) in &todo {
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            break;
+        }
+        let file = &scenario_files[*f];
+        // Validated above; validating again costs microseconds and keeps no list.
+        let Ok(scenario) = file.run(*i) else { continue };
+        progress.start(&scenario.name);
+        let outcome = child::run_child(&ChildCommand {
+            program: bin.clone(),
+            args: vec![
+                "run".into(),
+                file.file().into(),
+                "--index".into(),
+                i.to_string().into(),
+                "--format".into(),
+                "json".into(),
+                "--child".into(),
+                "-q".into(),
+            ],
+            env: env
+                .iter()
+                .chain(&scenario.env)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            timeout: args.timeout.map_or_else(
+                || {
+                    Duration::from_secs_f64(scenario.guards.max_seconds)
+                        + clmulti_alloc::hang_margin(scenario.guards.max_seconds) * 2
+                        + Duration::from_secs(60)
+                },
+                Duration::from_secs_f64,
+            ),
+            interrupt: Some(&INTERRUPTED),
+        })
+        .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+        if outcome.interrupted {
+            break;
+        }
+        child_seconds += outcome.wall_seconds;
+        use std::os::unix::process::ExitStatusExt;
         let record = SweepRecord {
             key: key.clone(),
-            file: run.file.display().to_string(),
-            index: run.index,
+            file: file.file().to_owned(),
+            index: *i,
             machine: machine.clone(),
-            wall_seconds: child.wall_seconds,
-            exit_code: child.exit_code,
-            signal: child.signal,
-            report: child.report,
+            host: host.clone(),
+            wall_seconds: outcome.wall_seconds,
+            exit_code: outcome.status.code(),
+            signal: outcome.status.signal(),
+            report: Report::from_child(&scenario, &outcome),
         };
-        records::append(&results, &record)
-            .map_err(|e| Error::Failed(format!("{}: {e}", results.display())))?;
+        records::append(&results, &record).map_err(|e| format!("{}: {e}", results.display()))?;
         if matches!(record.report.stop, StopReason::NoReport { .. }) {
-            failed_runs += 1;
+            without_report += 1;
         }
         progress.finish_run(&format!(
-            "{}: {} buffers, {} ({:.2} s)",
+            "{}: {} ({:.2} s)",
             record.report.run_name,
-            record.report.buffers,
-            record.report.stop.summary(),
+            record.report.headline(),
             record.wall_seconds
         ));
-        let group = summary::group_of(&record);
-        records.push(record);
-        summary::write_all(&args.out, &records, Some(&group))
-            .map_err(|e| Error::Failed(format!("writing the summary: {e}")))?;
+        summary.add(record);
+        if last_render.elapsed() >= render_every {
+            summary
+                .write()
+                .map_err(|e| format!("writing the summary: {e}"))?;
+            last_render = Instant::now();
+        }
     }
     progress.finish();
-    if todo.is_empty() {
-        summary::write_all(&args.out, &records, None)
-            .map_err(|e| Error::Failed(format!("writing the summary: {e}")))?;
-    }
+    summary
+        .write()
+        .map_err(|e| format!("writing the summary: {e}"))?;
     let total = sweep_start.elapsed().as_secs_f64();
+    let ran = summary.len();
     if !todo.is_empty() {
         eprintln!(
-            "sweep: {} run(s) in {total:.2} s; children {child_seconds:.2} s; sweep overhead {:.1} ms per run (spawn excluded: it is inside the child's time)",
+            "sweep: {} run(s) in {total:.2} s; children {child_seconds:.2} s; sweep overhead {:.1} ms per run",
             todo.len(),
             (total - child_seconds) * 1e3 / todo.len() as f64
         );
     }
     eprintln!(
-        "sweep: results in {}",
+        "sweep: {ran} run(s) in {}",
         args.out.join("index.html").display()
     );
     if let Some(old) = &args.compare {
-        let old_records =
-            records::read(old).map_err(|e| Error::Failed(format!("{}: {e}", old.display())))?;
-        let text = compare::compare(&old_records, &records, args.threshold);
+        let text = compare::compare_files(old, &results, args.threshold)?;
         print!("{text}");
-        std::fs::write(args.out.join("compare.md"), &text)
-            .map_err(|e| Error::Failed(e.to_string()))?;
+        std::fs::write(args.out.join("compare.md"), &text).map_err(|e| e.to_string())?;
     }
-    if bad_files > 0 || failed_runs > 0 {
+    if INTERRUPTED.load(Ordering::Relaxed) {
         eprintln!(
-            "sweep: {bad_files} invalid scenario file(s), {failed_runs} run(s) without a report"
+            "sweep: interrupted; every finished run is in {}; --resume continues",
+            results.display()
         );
-        return Ok(ExitCode::from(if bad_files > 0 { 2 } else { 1 }));
+        return Ok(ExitCode::from(130));
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn run_key(scenario: &Scenario, machine: &str) -> String {
-    let json = serde_json::to_string(scenario).unwrap_or_default();
-    fnv64(&format!("{json}\n{machine}"))
-}
-
-pub fn merge(args: &MergeArgs) -> Result<ExitCode, Error> {
-    let mut by_key: BTreeMap<String, SweepRecord> = BTreeMap::new();
-    let mut order = Vec::new();
-    for input in &args.inputs {
-        let file = if input.is_dir() {
-            input.join("results.jsonl")
+    if bad_files > 0 || invalid_runs > 0 || without_report > 0 {
+        eprintln!(
+            "sweep: {bad_files} invalid scenario file(s), {invalid_runs} invalid run(s), {without_report} run(s) without a report"
+        );
+        return Ok(ExitCode::from(if bad_files + invalid_runs > 0 {
+            2
         } else {
-            input.clone()
-        };
-        let records =
-            records::read(&file).map_err(|e| Error::Failed(format!("{}: {e}", file.display())))?;
-        if records.is_empty() {
-            eprintln!("warning: {}: no records", file.display());
-        }
-        for r in records {
-            if !by_key.contains_key(&r.key) {
-                order.push(r.key.clone());
-            }
-            by_key.insert(r.key.clone(), r);
-        }
+            1
+        }));
     }
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| Error::Failed(format!("{}: {e}", args.out.display())))?;
-    let merged = args.out.join("results.jsonl");
-    let _ = std::fs::remove_file(&merged);
-    let records: Vec<SweepRecord> = order.iter().filter_map(|k| by_key.remove(k)).collect();
-    for r in &records {
-        records::append(&merged, r)
-            .map_err(|e| Error::Failed(format!("{}: {e}", merged.display())))?;
-    }
-    summary::write_all(&args.out, &records, None)
-        .map_err(|e| Error::Failed(format!("writing the summary: {e}")))?;
-    eprintln!(
-        "merge: {} run(s) into {}",
-        records.len(),
-        args.out.display()
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Builds the test layer that models Intel's per-buffer descriptor export.
-pub fn build_layer() -> Result<ExitCode, Error> {
-    let root = workspace_root();
-    let source = root.join("crates/cli/tests/layers/fd_per_peer_device.c");
-    let out_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| root.join("target"), PathBuf::from)
-        .join("layers");
-    std::fs::create_dir_all(&out_dir)
-        .map_err(|e| Error::Failed(format!("{}: {e}", out_dir.display())))?;
-    let out = out_dir.join("libfd_per_peer_device.so");
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let status = Command::new(&cc)
-        .args(["-shared", "-fPIC", "-O2", "-Wall", "-o"])
-        .arg(&out)
-        .arg(&source)
-        .status()
-        .map_err(|e| Error::Failed(format!("cannot run {cc} (install build-essential): {e}")))?;
-    if !status.success() {
-        return Err(Error::Failed(format!(
-            "{cc} failed on {}",
-            source.display()
-        )));
-    }
-    eprintln!("layer: {}", out.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -1,24 +1,24 @@
 //! `cargo xtask sweep` end to end: real child processes on real PoCL devices.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 fn clmulti_bin() -> PathBuf {
     // target/debug/deps/sweep-<hash> -> target/debug/clmulti
     let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join("clmulti");
-    if !bin.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "clmulti"])
-            .status()
-            .unwrap();
-        assert!(
-            status.success(),
-            "building clmulti for the sweep tests failed"
-        );
-    }
-    bin
+    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "-p", "clmulti", "-p", "clmulti-layer"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "building clmulti for the sweep tests failed"
+    );
+    dir.join("clmulti")
 }
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -28,15 +28,17 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-fn xtask(args: &[&str]) -> Command {
+fn xtask_bare() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
-    cmd.arg("sweep")
-        .args(args)
-        .arg("--bin")
-        .arg(clmulti_bin())
-        .env("OCL_ICD_VENDORS", "/etc/OpenCL/vendors/pocl.icd")
+    cmd.env("OCL_ICD_VENDORS", "/etc/OpenCL/vendors/pocl.icd")
         .env("POCL_MEMORY_LIMIT", "2")
         .env_remove("POCL_DEVICES");
+    cmd
+}
+
+fn xtask(args: &[&str]) -> Command {
+    let mut cmd = xtask_bare();
+    cmd.arg("sweep").args(args).arg("--bin").arg(clmulti_bin());
     cmd
 }
 
@@ -46,9 +48,40 @@ fn stderr(out: &Output) -> String {
 
 fn results(dir: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(dir.join("results.jsonl"))
-        .unwrap()
+        .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).expect("every JSONL line parses"))
+        .collect()
+}
+
+fn keys(dir: &Path) -> Vec<String> {
+    let mut keys: Vec<String> = results(dir)
+        .iter()
+        .map(|r| r["key"].as_str().unwrap().to_owned())
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn wait_for_lines(file: &Path, lines: usize) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        if std::fs::read_to_string(file).map_or(0, |t| t.lines().count()) >= lines {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("{} never reached {lines} lines", file.display());
+}
+
+/// Processes whose command line mentions `needle`.
+fn processes_with(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(needle))
         .collect()
 }
 
@@ -68,12 +101,12 @@ every = 500
 "#;
 
 #[test]
-fn a_crashing_run_is_recorded_with_its_signal_and_the_sweep_goes_on() {
+fn a_crashing_run_keeps_its_progress_and_last_words() {
     let dir = temp_dir("crash");
     // Under a 1 GiB address-space limit PoCL aborts (SIGABRT) instead of returning an error.
     std::fs::write(
         dir.join("abort.toml"),
-        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64MiB\"\ncount = 100\nstrategy = \"fill\"\n[limits]\nas = \"1GiB\"\n",
+        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64MiB\"\ncount = 100\nstrategy = \"fill\"\n[limits]\nas = \"1GiB\"\n[sampling]\nevery = 1\n",
     )
     .unwrap();
     std::fs::write(
@@ -91,14 +124,58 @@ fn a_crashing_run_is_recorded_with_its_signal_and_the_sweep_goes_on() {
     assert_eq!(crashed["stop"]["kind"], "crashed", "{}", crashed["stop"]);
     assert_eq!(crashed["stop"]["signal_name"], "SIGABRT");
     assert_eq!(records[0]["signal"], 6);
+    assert!(
+        crashed["buffers"].as_u64().unwrap() > 0,
+        "progress before the crash is kept"
+    );
+    assert!(crashed["samples"].as_array().unwrap().len() > 1);
+    assert!(
+        !crashed["stderr_tail"].as_str().unwrap().is_empty(),
+        "the runtime's last words"
+    );
+    assert_eq!(
+        crashed["host_limits"]["address_space_soft"],
+        1u64 << 30,
+        "the child's limits"
+    );
     assert_eq!(records[1]["report"]["stop"]["kind"], "completed");
-    assert_eq!(records[1]["report"]["buffers"], 50);
     let md = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
     assert!(md.contains("crashed: SIGABRT"), "{md}");
+    assert!(
+        out.status.success(),
+        "a crash is a measurement: {}",
+        stderr(&out)
+    );
+
+    // --resume leaves it; --retry-failed runs it again.
+    let out = xtask(&[
+        dir.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--resume",
+    ])
+    .output()
+    .unwrap();
+    assert!(
+        stderr(&out).contains("2 run(s) already done, 0 to go"),
+        "{}",
+        stderr(&out)
+    );
+    let out = xtask(&[
+        dir.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--resume",
+        "--retry-failed",
+    ])
+    .output()
+    .unwrap();
+    assert!(stderr(&out).contains("1 to go"), "{}", stderr(&out));
+    assert_eq!(results(&out_dir).len(), 3);
 }
 
 #[test]
-fn a_killed_sweep_resumes_to_the_same_results() {
+fn a_killed_sweep_leaves_no_child_and_resumes_to_the_same_results() {
     let dir = temp_dir("resume");
     std::fs::write(dir.join("grid.toml"), GRID).unwrap();
     let whole = dir.join("whole");
@@ -110,11 +187,7 @@ fn a_killed_sweep_resumes_to_the_same_results() {
     .output()
     .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let expected: Vec<String> = results(&whole)
-        .iter()
-        .map(|r| r["key"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(expected.len(), 6);
+    assert_eq!(keys(&whole).len(), 6);
 
     // Kill a second sweep once two runs are on disk, then resume it.
     let part = dir.join("part");
@@ -123,23 +196,41 @@ fn a_killed_sweep_resumes_to_the_same_results() {
         "--out",
         part.to_str().unwrap(),
     ])
-    .stderr(std::process::Stdio::null())
+    .stderr(Stdio::null())
     .spawn()
     .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    loop {
-        let lines =
-            std::fs::read_to_string(part.join("results.jsonl")).map_or(0, |t| t.lines().count());
-        if lines >= 2 || std::time::Instant::now() > deadline {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_for_lines(&part.join("results.jsonl"), 2);
     child.kill().unwrap();
     child.wait().unwrap();
+    let marker = part.join("grid.toml");
+    let _ = marker; // the children run `clmulti run <dir>/grid.toml`
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let needle = dir.join("grid.toml").display().to_string();
+    while !processes_with(&needle).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        processes_with(&needle).is_empty(),
+        "a run outlived its sweep: {:?}",
+        processes_with(&needle)
+    );
     let partial = results(&part).len();
     assert!((2..6).contains(&partial), "killed after {partial} runs");
 
+    // A fresh sweep into a folder with results is refused; --resume continues.
+    let out = xtask(&[
+        dir.join("grid.toml").to_str().unwrap(),
+        "--out",
+        part.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("already holds results"),
+        "{}",
+        stderr(&out)
+    );
     let out = xtask(&[
         dir.join("grid.toml").to_str().unwrap(),
         "--out",
@@ -154,16 +245,130 @@ fn a_killed_sweep_resumes_to_the_same_results() {
         "{}",
         stderr(&out)
     );
-    let mut got: Vec<String> = results(&part)
-        .iter()
-        .map(|r| r["key"].as_str().unwrap().to_owned())
-        .collect();
-    let mut want = expected.clone();
-    got.sort();
-    want.sort();
     assert_eq!(
-        got, want,
+        keys(&part),
+        keys(&whole),
         "resumed sweep has exactly the uninterrupted sweep's runs"
+    );
+
+    // --force starts over and keeps the earlier generation.
+    let out = xtask(&[
+        dir.join("grid.toml").to_str().unwrap(),
+        "--out",
+        part.to_str().unwrap(),
+        "--force",
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let kept = std::fs::read_to_string(part.join("results.1.jsonl")).unwrap();
+    assert_eq!(kept.lines().count(), 6);
+    assert_eq!(results(&part).len(), 6);
+}
+
+#[test]
+fn a_torn_last_record_is_repaired_before_resuming() {
+    let dir = temp_dir("torn");
+    std::fs::write(
+        dir.join("grid.toml"),
+        GRID.replace("\"create\", \"migrate\", \"pool\"", "\"create\""),
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = xtask(&[dir.to_str().unwrap(), "--out", out_dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let file = out_dir.join("results.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.lines().count(), 2);
+    // A crash mid-write: the second record cut in half, no final newline.
+    let cut = text.len() - text.lines().last().unwrap().len() / 2;
+    std::fs::write(&file, &text[..cut]).unwrap();
+    let out = xtask(&[
+        dir.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--resume",
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("torn record"), "{}", stderr(&out));
+    let records = results(&out_dir);
+    assert_eq!(
+        records.len(),
+        2,
+        "the torn run ran again; nothing was glued or lost"
+    );
+    assert!(out_dir.join("results.jsonl.torn-1").exists());
+}
+
+#[test]
+fn two_sweeps_on_one_folder_do_not_mix() {
+    let dir = temp_dir("lock");
+    std::fs::write(
+        dir.join("slow.toml"),
+        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"4KiB\"\ncount = \"until-failure\"\n[guards]\nmax_seconds = 3\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let mut first = xtask(&[dir.to_str().unwrap(), "--out", out_dir.to_str().unwrap()])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !out_dir.join(".sweep.lock").exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let second = xtask(&[
+        dir.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--resume",
+    ])
+    .output()
+    .unwrap();
+    first.wait().unwrap();
+    assert_ne!(second.status.code(), Some(0));
+    assert!(
+        stderr(&second).contains("in use by another sweep (pid"),
+        "{}",
+        stderr(&second)
+    );
+}
+
+#[test]
+fn runs_the_machine_cannot_do_are_skipped_not_failed() {
+    let dir = temp_dir("skip");
+    std::fs::write(
+        dir.join("scaling.toml"),
+        "[devices]\ntype = \"gpu\"\n[allocation]\nsize = \"4KiB\"\ncount = 20\n[grid]\n\"devices.count\" = [1, 4]\n",
+    )
+    .unwrap();
+    // From a sub-folder of the workspace, without cargo's environment: found at run time.
+    let out_dir = dir.join("out");
+    let out = xtask(&[dir.to_str().unwrap(), "--out", out_dir.to_str().unwrap()])
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+        .env_remove("CARGO_MANIFEST_DIR")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "a run this machine cannot do is no failure: {}",
+        stderr(&out)
+    );
+    let records = results(&out_dir);
+    assert_eq!(records[0]["report"]["stop"]["kind"], "completed");
+    let skipped = &records[1]["report"]["stop"];
+    assert_eq!(skipped["kind"], "skipped");
+    assert!(
+        skipped["reason"]
+            .as_str()
+            .unwrap()
+            .contains("asked for 4 devices of type gpu on platform"),
+        "{skipped}"
     );
 }
 
@@ -205,40 +410,17 @@ fn summary_files_are_valid_and_shards_merge() {
     assert!(rows.iter().all(|r| r.len() == width));
     assert!(rows.iter().any(|r| r.iter().any(|c| c == "per-device")));
 
-    // SVG and HTML: well-formed XML.
-    let svgs: Vec<PathBuf> = std::fs::read_dir(&out_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "svg"))
-        .collect();
-    assert!(svgs.len() >= 2, "{svgs:?}");
-    for svg in &svgs {
-        let text = std::fs::read_to_string(svg).unwrap();
-        let mut reader = quick_xml::Reader::from_str(&text);
-        let mut elements = 0;
-        loop {
-            match reader.read_event() {
-                Ok(quick_xml::events::Event::Eof) => break,
-                Ok(quick_xml::events::Event::Start(_) | quick_xml::events::Event::Empty(_)) => {
-                    elements += 1
-                }
-                Ok(_) => {}
-                Err(e) => panic!("{} is not well-formed: {e}", svg.display()),
-            }
-        }
-        assert!(
-            elements > 20,
-            "{} has only {elements} elements",
-            svg.display()
-        );
-    }
-    let html = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
-    for svg in &svgs {
-        assert!(html.contains(&format!(
-            "src=\"{}\"",
-            svg.file_name().unwrap().to_string_lossy()
-        )));
-    }
+    // The summaries are rebuilt from the JSONL alone.
+    std::fs::remove_file(out_dir.join("summary.csv")).unwrap();
+    let out = xtask_bare()
+        .args(["summary", out_dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("summary.csv")).unwrap(),
+        csv
+    );
 
     // Two shards and a merge give the same runs as the whole sweep.
     let grid = dir.join("grid.toml");
@@ -257,42 +439,52 @@ fn summary_files_are_valid_and_shards_merge() {
         assert_eq!(results(&shard_dir).len(), 3);
     }
     let merged = dir.join("merged");
-    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+    let out = xtask_bare()
         .args([
             "merge",
             dir.join("shard1").to_str().unwrap(),
             dir.join("shard2").to_str().unwrap(),
-            "--out",
-            merged.to_str().unwrap(),
         ])
+        .args(["--out", merged.to_str().unwrap(), "--expect", "2"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    let mut merged_keys: Vec<String> = results(&merged)
-        .iter()
-        .map(|r| r["key"].as_str().unwrap().to_owned())
-        .collect();
-    let mut whole_keys: Vec<String> = records
-        .iter()
-        .map(|r| r["key"].as_str().unwrap().to_owned())
-        .collect();
-    merged_keys.sort();
-    whole_keys.sort();
-    assert_eq!(merged_keys, whole_keys);
+    assert_eq!(keys(&merged), keys(&out_dir));
     assert!(merged.join("index.html").exists());
+    assert!(
+        stderr(&out).contains("6 run(s) from 2 shard(s)"),
+        "{}",
+        stderr(&out)
+    );
+    // A missing shard is reported, and fails the merge.
+    let out = xtask_bare()
+        .args([
+            "merge",
+            dir.join("shard1").to_str().unwrap(),
+            dir.join("shard3").to_str().unwrap(),
+        ])
+        .args(["--out", dir.join("merged2").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("missing shard(s)"),
+        "{}",
+        stderr(&out)
+    );
 
-    // Comparing a run with its earlier self: same buffers, nothing flagged.
-    let out = xtask(&[
-        grid.to_str().unwrap(),
-        "--shard",
-        "1/2",
-        "--out",
-        dir.join("again").to_str().unwrap(),
-        "--compare",
-        out_dir.join("results.jsonl").to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
+    // Comparing a run with its earlier self: same buffers, nothing flagged; runs in
+    // one sweep only are listed apart.
+    let out = xtask_bare()
+        .args([
+            "compare",
+            out_dir.to_str().unwrap(),
+            dir.join("shard1").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("| grid[allocation.strategy=create,context.mode=shared] | buffers reached | 3000.00 | 3000.00 | +0.0% |  |"), "{text}");
+    assert!(text.contains("Only in old (3)"), "{text}");
+    assert!(!text.contains("**changed**"), "{text}");
 }

@@ -1,5 +1,5 @@
 //! The seed's experiment in a few lines: 1 MiB buffers in one context over two
-//! devices, and what each cost.
+//! devices, what each cost, and what the measurements say.
 //!
 //! `POCL_DEVICES="pthread pthread" cargo run -p clmulti-alloc --example seed`
 
@@ -20,22 +20,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "#,
         "seed-example.toml",
     )?;
-    let report = clmulti_alloc::run(&runs[0], None)?;
-    println!(
-        "{} buffers on {}: {}",
-        report.buffers,
-        report.platform,
-        report.stop.summary()
-    );
+    let report = clmulti_alloc::run(&runs[0], clmulti_alloc::RunOptions::default())?;
+    println!("{} on {}", report.headline(), report.platform);
     for cost in &report.costs {
         println!(
-            "  {:<16} {:>12.1} per buffer",
+            "  {:<16} {:>12} per buffer",
             cost.resource.label(),
-            cost.per_buffer
+            cost.resource.unit().format(cost.per_buffer)
         );
     }
-    if let Some(p) = &report.prediction {
-        println!("{}", p.explanation);
+    for statement in &report.analysis.statements {
+        println!("{statement}");
     }
     println!("leak check clean: {}", report.leak_check.clean);
     Ok(())

@@ -1,12 +1,17 @@
-//! The report of one run: a serde type with stable field names
-//! (`schema_version` changes when a field changes meaning).
+//! The report of one run: a serde type with stable field names (`schema_version`
+//! changes when a field changes meaning or is removed; [`Report::from_json`] reads
+//! older versions).
 
-use clmulti_probe::{ClCode, DeviceInfo, HostLimits, ProcessUsage};
-use clmulti_scenario::Scenario;
+use crate::analysis::RunAnalysis;
+use crate::resource::{Limit, Resource};
+use clmulti_probe::{
+    ClCode, DeviceInfo, DriverLimits, DrmUsage, HostLimits, ProcessUsage, SystemMemory,
+};
+use clmulti_scenario::{format_bytes, Scenario};
 use serde::{Deserialize, Serialize};
 
 /// Bumped when a field changes meaning or is removed.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// An OpenCL status with its name: `{"code": -6, "name": "CL_OUT_OF_HOST_MEMORY"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,10 +37,14 @@ impl std::fmt::Display for ErrorCode {
     }
 }
 
-/// The OpenCL call that failed.
+/// The OpenCL call that failed (or hung).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Call {
+    /// `clGetPlatformIDs`: the ICD loader found no runtime it could load.
+    GetPlatformIds,
+    /// `clCreateSubDevices`
+    CreateSubDevices,
     /// `clCreateContext`
     CreateContext,
     /// `clCreateCommandQueueWithProperties`
@@ -52,15 +61,35 @@ pub enum Call {
     EnqueueMigrateMemObjects,
     /// `clFinish` after an enqueued command
     Finish,
+    /// `clReleaseMemObject`
+    ReleaseMemObject,
     /// The engine's own host allocation behind a `USE_HOST_PTR` / `COPY_HOST_PTR`
     /// buffer, before any OpenCL call (reported as `CL_OUT_OF_HOST_MEMORY`).
     HostAlloc,
 }
 
 impl Call {
+    /// Every call, in a fixed order (its index identifies it in a watchdog).
+    pub const ALL: [Call; 12] = [
+        Call::GetPlatformIds,
+        Call::CreateSubDevices,
+        Call::CreateContext,
+        Call::CreateCommandQueue,
+        Call::CreateBuffer,
+        Call::CreateBufferWithProperties,
+        Call::CreateSubBuffer,
+        Call::EnqueueFillBuffer,
+        Call::EnqueueMigrateMemObjects,
+        Call::Finish,
+        Call::ReleaseMemObject,
+        Call::HostAlloc,
+    ];
+
     /// The C function's name.
     pub fn c_name(self) -> &'static str {
         match self {
+            Call::GetPlatformIds => "clGetPlatformIDs",
+            Call::CreateSubDevices => "clCreateSubDevices",
             Call::CreateContext => "clCreateContext",
             Call::CreateCommandQueue => "clCreateCommandQueueWithProperties",
             Call::CreateBuffer => "clCreateBuffer",
@@ -69,6 +98,7 @@ impl Call {
             Call::EnqueueFillBuffer => "clEnqueueFillBuffer",
             Call::EnqueueMigrateMemObjects => "clEnqueueMigrateMemObjects",
             Call::Finish => "clFinish",
+            Call::ReleaseMemObject => "clReleaseMemObject",
             Call::HostAlloc => "the engine's host allocation for the buffer's host pointer",
         }
     }
@@ -102,11 +132,12 @@ pub enum StopReason {
         /// Which buffer (0-based) was being allocated; 0 for setup calls.
         index: u64,
     },
-    /// A guard stopped the run before the machine suffered.
+    /// A guard stopped the run before the machine suffered (or before it started,
+    /// when one buffer alone would pass it).
     Guard {
         /// Which guard.
         guard: GuardKind,
-        /// The reading that crossed it.
+        /// The reading (or, before an allocation, the estimate) that crossed it.
         value: f64,
         /// The guard's limit.
         limit: f64,
@@ -116,6 +147,12 @@ pub enum StopReason {
         /// Why, and what to do instead.
         reason: String,
     },
+    /// The machine cannot run this run (e.g. it asks for more devices than exist);
+    /// nothing was attempted.
+    Skipped {
+        /// Why.
+        reason: String,
+    },
     /// The process running the scenario was killed by a signal (set by the parent).
     Crashed {
         /// Signal number.
@@ -123,10 +160,14 @@ pub enum StopReason {
         /// Its name, e.g. `SIGABRT`.
         signal_name: String,
     },
-    /// The process running the scenario outlived its timeout (set by the parent).
+    /// The run outlived its time limit: its process was killed (set by the parent),
+    /// or, in process, a call never returned.
     TimedOut {
-        /// The timeout.
+        /// The limit.
         seconds: f64,
+        /// The call that was running, when known.
+        #[serde(default)]
+        call: Option<Call>,
     },
     /// The process running the scenario exited without a report (set by the parent).
     NoReport {
@@ -146,6 +187,29 @@ impl StopReason {
         }
     }
 
+    /// A one-word outcome for colours and counts: `completed`, `failed`, `guard`, ...
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StopReason::Completed => "completed",
+            StopReason::Failed { .. } => "failed",
+            StopReason::Guard { .. } => "guard",
+            StopReason::Unsupported { .. } => "unsupported",
+            StopReason::Skipped { .. } => "skipped",
+            StopReason::Crashed { .. } => "crashed",
+            StopReason::TimedOut { .. } => "timed_out",
+            StopReason::NoReport { .. } => "no_report",
+        }
+    }
+
+    /// Whether the run ended without a measurement of its own (crash, kill, no
+    /// report): a run `--retry-failed` runs again.
+    pub fn is_abnormal(&self) -> bool {
+        matches!(
+            self,
+            StopReason::Crashed { .. } | StopReason::TimedOut { .. } | StopReason::NoReport { .. }
+        )
+    }
+
     /// A one-line description: `failed: CL_OUT_OF_HOST_MEMORY (-6) in clCreateBuffer`.
     pub fn summary(&self) -> String {
         match self {
@@ -157,29 +221,31 @@ impl StopReason {
                 guard,
                 value,
                 limit,
-            } => {
-                let gib = |v: f64| format!("{:.2} GiB", v / (1u64 << 30) as f64);
-                match guard {
-                    GuardKind::MaxTotalBytes => format!(
-                        "guard max_total: {} requested would pass {}",
-                        gib(*value),
-                        gib(*limit)
-                    ),
-                    GuardKind::MaxRss => {
-                        format!(
-                            "guard max_rss: host RSS {} passed {}",
-                            gib(*value),
-                            gib(*limit)
-                        )
-                    }
-                    GuardKind::MaxSeconds => {
-                        format!("guard max_seconds: {value:.1} s passed {limit:.1} s")
-                    }
+            } => match guard {
+                GuardKind::MaxTotalBytes => format!(
+                    "guard max_total: {} requested would pass {}",
+                    format_bytes(*value),
+                    format_bytes(*limit)
+                ),
+                GuardKind::MaxRss => format!(
+                    "guard max_rss: host RSS {} would pass {}",
+                    format_bytes(*value),
+                    format_bytes(*limit)
+                ),
+                GuardKind::MaxSeconds => {
+                    format!("guard max_seconds: {value:.1} s passed {limit:.1} s")
                 }
-            }
+            },
             StopReason::Unsupported { reason } => format!("unsupported: {reason}"),
+            StopReason::Skipped { reason } => format!("skipped: {reason}"),
             StopReason::Crashed { signal_name, .. } => format!("crashed: {signal_name}"),
-            StopReason::TimedOut { seconds } => format!("timed out after {seconds:.0} s"),
+            StopReason::TimedOut { seconds, call } => match call {
+                Some(call) => format!(
+                    "timed out: {} did not return within {seconds:.0} s",
+                    call.c_name()
+                ),
+                None => format!("timed out after {seconds:.0} s"),
+            },
             StopReason::NoReport {
                 exit_code,
                 stderr_tail,
@@ -212,59 +278,14 @@ pub struct Sample {
     /// Host process readings.
     #[serde(flatten)]
     pub host: ProcessUsage,
+    /// System memory, when `/proc/meminfo` could be read.
+    #[serde(default)]
+    pub system: Option<SystemMemory>,
+    /// DRM memory of the process's GPU clients (empty without DRM devices).
+    #[serde(default)]
+    pub drm: Vec<DrmUsage>,
     /// Device memory in use per selected device, bytes, where a source exists.
     pub device_used_bytes: Vec<Option<u64>>,
-}
-
-/// A resource whose growth per buffer is measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
-#[serde(rename_all = "snake_case", tag = "resource", content = "device")]
-pub enum Resource {
-    /// Resident set size, bytes; limit: physical RAM.
-    HostRss,
-    /// Virtual size, bytes; limit: `RLIMIT_AS`.
-    VirtualSize,
-    /// Open file descriptors; limit: `RLIMIT_NOFILE` (soft).
-    OpenFds,
-    /// Memory mappings; limit: `vm.max_map_count`.
-    MemoryMaps,
-    /// Used memory of one selected device, bytes; limit: its global memory.
-    DeviceMemory(usize),
-}
-
-impl Resource {
-    /// A short human name.
-    pub fn label(self) -> String {
-        match self {
-            Resource::HostRss => "host RSS".into(),
-            Resource::VirtualSize => "virtual size".into(),
-            Resource::OpenFds => "open fds".into(),
-            Resource::MemoryMaps => "memory maps".into(),
-            Resource::DeviceMemory(d) => format!("device {d} memory"),
-        }
-    }
-
-    /// What the limit is called.
-    pub fn limit_name(self) -> &'static str {
-        match self {
-            Resource::HostRss => "physical RAM",
-            Resource::VirtualSize => "RLIMIT_AS",
-            Resource::OpenFds => "RLIMIT_NOFILE (soft)",
-            Resource::MemoryMaps => "vm.max_map_count",
-            Resource::DeviceMemory(_) => "device global memory",
-        }
-    }
-
-    /// How to raise the limit, or get under it.
-    pub fn advice(self) -> &'static str {
-        match self {
-            Resource::HostRss => "each buffer costs host memory: use per-device contexts or pin buffers to one device",
-            Resource::VirtualSize => "raise `ulimit -v` (or [limits] as), or allocate fewer, larger buffers",
-            Resource::OpenFds => "raise the soft limit: `ulimit -n 1048576` (or [limits] nofile); with Intel multi-GPU contexts each buffer exports handles",
-            Resource::MemoryMaps => "raise `sysctl vm.max_map_count`, or pool small buffers (strategy = \"pool\")",
-            Resource::DeviceMemory(_) => "the device is full: release buffers or spread them over devices",
-        }
-    }
 }
 
 /// A resource's growth per buffer and where it meets its limit.
@@ -280,23 +301,13 @@ pub struct Cost {
     /// Reading at the last sample.
     pub last: f64,
     /// The limit, if the resource has one here.
-    pub limit: Option<f64>,
+    pub limit: Option<Limit>,
     /// The buffer count at which the limit would be reached at this rate.
     pub predicted_count: Option<u64>,
-}
-
-/// The first limit the run heads for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Prediction {
-    /// Which resource.
-    #[serde(flatten)]
-    pub resource: Resource,
-    /// The buffer count at which it runs out.
-    pub count: u64,
-    /// Whether the run's failure happened within 10% of this count.
-    pub matches_failure: Option<bool>,
-    /// A sentence a user can act on.
-    pub explanation: String,
+    /// Whether the reading is an estimate (device memory from declared capacity and
+    /// residency) rather than a measurement.
+    #[serde(default)]
+    pub estimated: bool,
 }
 
 /// Objects created versus released, and the host after release.
@@ -306,7 +317,7 @@ pub struct LeakCheck {
     pub buffers_created: u64,
     /// Buffers (and sub-buffers) released without error.
     pub buffers_released: u64,
-    /// Pool buffers created / released.
+    /// Pool buffers created.
     pub pools_created: u64,
     /// Pool buffers released.
     pub pools_released: u64,
@@ -358,10 +369,29 @@ pub enum WarningKind {
     FellBackToAnyType,
     /// No source of device-memory readings.
     NoDeviceMemorySource,
-    /// The runtime allocates lazily: created buffers may not hold memory yet.
-    LazyAllocationLikely,
+    /// Created buffers measurably hold no memory yet: the runtime allocates lazily.
+    LazyAllocation,
     /// Too few samples to fit costs.
     FewSamples,
+    /// The run shared its process with earlier runs: freed memory may be reused, so
+    /// per-buffer costs can read low.
+    ReusedProcess,
+    /// An OpenCL layer (`OPENCL_LAYERS`) was loaded: the runtime's behaviour is
+    /// partly the layer's.
+    EmulationLayer,
+}
+
+/// The guards a run enforced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EffectiveGuards {
+    /// Bytes requested at most.
+    pub max_total_bytes: Option<u64>,
+    /// Host RSS at most, bytes.
+    pub max_rss_bytes: u64,
+    /// Seconds of allocation at most.
+    pub max_seconds: f64,
+    /// Why a guard is lower than the scenario asked, when it is.
+    pub capped: Vec<String>,
 }
 
 /// Where device-memory readings come from.
@@ -376,6 +406,17 @@ pub enum DeviceMemorySource {
     None,
 }
 
+/// The result of running dAxpy over allocated buffers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct AxpyCheckReport {
+    /// Pairs of buffers checked.
+    pub pairs_checked: u64,
+    /// Pairs whose result was right.
+    pub pairs_ok: u64,
+    /// What went wrong, per failing pair (first 20).
+    pub failures: Vec<String>,
+}
+
 /// Everything one run found.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
@@ -383,18 +424,28 @@ pub struct Report {
     pub schema_version: u32,
     /// clmulti's version.
     pub tool_version: String,
-    /// The validated scenario (as JSON, so reports can be read back without it).
-    pub scenario: serde_json::Value,
+    /// The validated scenario run.
+    pub scenario: Scenario,
     /// The run's name (scenario name with grid point).
     pub run_name: String,
     /// The platform used.
     pub platform: String,
+    /// Its version string (`CL_PLATFORM_VERSION`).
+    #[serde(default)]
+    pub platform_version: String,
     /// The probed facts of the devices used.
     pub devices: Vec<DeviceInfo>,
     /// Host limits in force during the run.
     pub host_limits: HostLimits,
+    /// GPU drivers' memory caps on this machine.
+    #[serde(default)]
+    pub driver_limits: DriverLimits,
     /// Where device-memory readings came from.
     pub device_memory_source: DeviceMemorySource,
+    /// Whether the run had its process to itself (a fresh process, or the first
+    /// run in it): costs from a reused process can read low.
+    #[serde(default = "yes")]
+    pub fresh_process: bool,
     /// Buffers allocated.
     pub buffers: u64,
     /// Bytes requested.
@@ -405,14 +456,18 @@ pub struct Report {
     pub sampling_seconds: f64,
     /// Buffers per second of the loop without the instrumentation time.
     pub allocations_per_second: Option<f64>,
-    /// Why it stopped.
+    /// Why the run stopped.
     pub stop: StopReason,
-    /// Readings along the way.
+    /// Resource readings.
     pub samples: Vec<Sample>,
     /// Growth per buffer of each resource.
     pub costs: Vec<Cost>,
-    /// The first limit the run heads for.
-    pub prediction: Option<Prediction>,
+    /// The guards as enforced: the scenario's, capped by what the machine has.
+    #[serde(default)]
+    pub effective_guards: Option<EffectiveGuards>,
+    /// What the measurements say: first limit ahead, cause of a failure.
+    #[serde(default)]
+    pub analysis: RunAnalysis,
     /// Created versus released.
     pub leak_check: LeakCheck,
     /// The engine's own overhead.
@@ -421,8 +476,20 @@ pub struct Report {
     pub driver_messages: Vec<String>,
     /// The dAxpy check over allocated buffers, when the scenario asked for one.
     pub axpy_check: Option<AxpyCheckReport>,
+    /// The split dAxpy after the loop, when the scenario asked for one (JSON as
+    /// `clmulti-axpy` reports it).
+    #[serde(default)]
+    pub axpy_split: Option<serde_json::Value>,
+    /// The end of the run's stderr, when its process crashed or left no report
+    /// (e.g. the runtime's assertion text).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stderr_tail: String,
     /// Things to know.
     pub warnings: Vec<Warning>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// `SIGABRT` for 6, and so on; `SIG<n>` for numbers not in the table.
@@ -438,63 +505,37 @@ pub fn signal_name(signal: i32) -> String {
         .map_or_else(|| format!("SIG{signal}"), |n| (*n).to_owned())
 }
 
-/// The result of running dAxpy over allocated buffers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct AxpyCheckReport {
-    /// Pairs of buffers checked.
-    pub pairs_checked: u64,
-    /// Pairs whose result was right.
-    pub pairs_ok: u64,
-    /// What went wrong, per failing pair (first 20).
-    pub failures: Vec<String>,
+/// Why a stored report could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Not JSON, or not a report of any known schema.
+    #[error("not a clmulti report: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Written by a newer clmulti.
+    #[error("report schema {found} is newer than this clmulti understands ({SCHEMA_VERSION})")]
+    Newer {
+        /// The report's `schema_version`.
+        found: u64,
+    },
 }
 
 impl Report {
-    /// The report a `clmulti run FILE --index N --format json` child printed, or, when
-    /// it printed none, one that says how it ended: killed by a signal (crashed) or
-    /// exited with the end of its stderr. Timeouts are the caller's to report.
-    pub fn from_child(
-        scenario: &Scenario,
-        stdout: &str,
-        stderr: &str,
-        status: std::process::ExitStatus,
-    ) -> Self {
-        use std::os::unix::process::ExitStatusExt;
-        let printed = stdout.lines().find(|l| l.starts_with('{'));
-        match (printed.map(serde_json::from_str::<Report>), status.signal()) {
-            (Some(Ok(report)), None) => report,
-            (_, Some(signal)) => Self::without_measurements(scenario, StopReason::crashed(signal)),
-            (parsed, None) => {
-                let mut tail = stderr.trim().to_owned();
-                if let Some(Err(e)) = parsed {
-                    tail.push_str(&format!("\nerror: unreadable report: {e}"));
-                }
-                let start = (tail.len().saturating_sub(2000)..tail.len())
-                    .find(|&i| tail.is_char_boundary(i))
-                    .unwrap_or(tail.len());
-                Self::without_measurements(
-                    scenario,
-                    StopReason::NoReport {
-                        exit_code: status.code(),
-                        stderr_tail: tail[start..].to_owned(),
-                    },
-                )
-            }
-        }
-    }
-
-    /// A report for a run whose process never produced one (crash, timeout): the
-    /// scenario, the stop reason, and nothing measured.
+    /// A report for a run whose process never produced one, or that never started:
+    /// the scenario, the stop reason, and nothing measured.
     pub fn without_measurements(scenario: &Scenario, stop: StopReason) -> Self {
         Report {
             schema_version: SCHEMA_VERSION,
             tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-            scenario: serde_json::to_value(scenario).unwrap_or_default(),
+            scenario: scenario.clone(),
             run_name: scenario.name.clone(),
             platform: String::new(),
+            platform_version: String::new(),
             devices: Vec::new(),
-            host_limits: HostLimits::read(),
+            host_limits: HostLimits::read()
+                .with_soft_limits(scenario.limits.nofile, scenario.limits.address_space_bytes),
+            driver_limits: DriverLimits::default(),
             device_memory_source: DeviceMemorySource::None,
+            fresh_process: true,
             buffers: 0,
             bytes_requested: 0,
             elapsed_seconds: 0.0,
@@ -503,13 +544,106 @@ impl Report {
             stop,
             samples: Vec::new(),
             costs: Vec::new(),
-            prediction: None,
+            effective_guards: None,
+            analysis: RunAnalysis::default(),
             leak_check: LeakCheck::default(),
             bookkeeping: Bookkeeping::default(),
             driver_messages: Vec::new(),
             axpy_check: None,
+            axpy_split: None,
+            stderr_tail: String::new(),
             warnings: Vec::new(),
         }
+    }
+
+    /// One line saying how the run ended and, from the analysis, why: what a person
+    /// reads first.
+    pub fn headline(&self) -> String {
+        use crate::analysis::Cause;
+        let cause = match &self.analysis.cause {
+            Some(Cause::Resource {
+                resource, limit, ..
+            }) => {
+                format!(
+                    "; {} reached {} (likely cause)",
+                    resource.label(),
+                    limit.name
+                )
+            }
+            Some(Cause::NotExplained { .. }) => "; not explained by what was measured".into(),
+            None => String::new(),
+        };
+        let ahead = match (&self.stop, &self.analysis.first_limit) {
+            (StopReason::Completed | StopReason::Guard { .. }, Some(ahead)) => format!(
+                "; first limit ahead: {} at ~{} buffers{}",
+                ahead.limit.name,
+                ahead.count,
+                if ahead.estimated { " (estimate)" } else { "" }
+            ),
+            _ => String::new(),
+        };
+        match &self.stop {
+            StopReason::Completed => format!("completed: {} buffers{ahead}", self.buffers),
+            StopReason::Failed { error, call, index } if *index > 0 || self.buffers > 0 => format!(
+                "FAILED after {} buffers: {error} in {}{cause}",
+                self.buffers,
+                call.c_name()
+            ),
+            StopReason::Failed { error, call, .. } => {
+                format!(
+                    "FAILED before the first buffer: {error} in {}",
+                    call.c_name()
+                )
+            }
+            other => format!("{} ({} buffers){ahead}", other.summary(), self.buffers),
+        }
+    }
+
+    /// Reads a report written by this or an earlier clmulti (schema 1 reports are
+    /// upgraded: their `axpy_check` scenario key became `axpy.check`, and their
+    /// prediction is recomputed from the costs).
+    pub fn from_json(text: &str) -> Result<Self, ReadError> {
+        let mut value: serde_json::Value = serde_json::from_str(text)?;
+        let version = value["schema_version"].as_u64().unwrap_or(1);
+        if version > u64::from(SCHEMA_VERSION) {
+            return Err(ReadError::Newer { found: version });
+        }
+        if version < 2 {
+            upgrade_v1(&mut value);
+        }
+        Ok(serde_json::from_value(value)?)
+    }
+}
+
+/// Schema 1 -> 2: the scenario's `axpy_check` became `axpy: {check, split}`; costs'
+/// limits became `{value, name}`; the prediction moved out of the report.
+fn upgrade_v1(report: &mut serde_json::Value) {
+    use serde_json::{json, Value};
+    let scenario = &mut report["scenario"];
+    if let Some(check) = scenario
+        .as_object_mut()
+        .and_then(|s| s.remove("axpy_check"))
+    {
+        scenario["axpy"] = json!({ "check": check, "split": false });
+    }
+    if let Some(costs) = report["costs"].as_array_mut() {
+        for cost in costs {
+            let name = match cost["resource"].as_str() {
+                Some("host_rss") => "physical RAM",
+                Some("virtual_size") => "RLIMIT_AS (soft)",
+                Some("open_fds") => "RLIMIT_NOFILE (soft)",
+                Some("memory_maps") => "vm.max_map_count",
+                Some("device_memory") => "device global memory",
+                _ => "limit",
+            };
+            if let Some(value) = cost.get("limit").and_then(Value::as_f64) {
+                cost["limit"] = json!({ "value": value, "name": name });
+            }
+        }
+    }
+    if let Some(object) = report.as_object_mut() {
+        object.remove("prediction");
+        object.insert("schema_version".into(), json!(SCHEMA_VERSION));
     }
 }
 
@@ -523,13 +657,13 @@ mod tests {
     fn no_report_summary_shows_the_first_error() {
         let stop = StopReason::NoReport {
             exit_code: Some(2),
-            stderr_tail: "error: scaling.toml: [devices]: asked for 4 Gpu device(s) on platform 1 (NVIDIA CUDA), found 2\n\
-                          error: 1 scenario problem(s); the valid runs were performed\n"
+            stderr_tail: "error: scaling.toml: [devices]: asked for 4 devices of type gpu on platform 1 (NVIDIA CUDA), found 2\n\
+                          error: 1 scenario problem(s)\n"
                 .into(),
         };
         assert_eq!(
             stop.summary(),
-            "no report (exit 2): scaling.toml: [devices]: asked for 4 Gpu device(s) on platform 1 (NVIDIA CUDA), found 2"
+            "no report (exit 2): scaling.toml: [devices]: asked for 4 devices of type gpu on platform 1 (NVIDIA CUDA), found 2"
         );
     }
 
@@ -542,7 +676,7 @@ mod tests {
         };
         assert_eq!(
             stop.summary(),
-            "guard max_rss: host RSS 5.00 GiB passed 4.00 GiB"
+            "guard max_rss: host RSS 5.00 GiB would pass 4.00 GiB"
         );
     }
 
@@ -557,13 +691,25 @@ mod tests {
     #[test]
     fn failures_name_the_code_and_call() {
         let stop = StopReason::Failed {
-            error: ClCode(-6).into(),
+            error: ClCode::OUT_OF_HOST_MEMORY.into(),
             call: Call::CreateBuffer,
             index: 1003,
         };
         assert_eq!(
             stop.summary(),
             "failed: CL_OUT_OF_HOST_MEMORY (-6) in clCreateBuffer at buffer 1003"
+        );
+    }
+
+    #[test]
+    fn a_hung_call_is_named() {
+        let stop = StopReason::TimedOut {
+            seconds: 5.0,
+            call: Some(Call::CreateCommandQueue),
+        };
+        assert_eq!(
+            stop.summary(),
+            "timed out: clCreateCommandQueueWithProperties did not return within 5 s"
         );
     }
 }

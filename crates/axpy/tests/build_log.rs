@@ -2,6 +2,7 @@
 
 use clmulti_axpy::{AxpyError, Runner};
 use opencl3::context::Context;
+use opencl3::device::Device;
 
 #[test]
 fn build_failure_returns_the_log_and_device_name() {
@@ -9,9 +10,8 @@ fn build_failure_returns_the_log_and_device_name() {
     std::env::remove_var("POCL_DEVICES");
     let platforms =
         clmulti_probe::platforms().expect("PoCL is installed (scripts/setup-opencl.sh)");
-    let device = &platforms[0].devices[0];
-    let id = device.handle().unwrap().as_raw();
-    let context = Context::from_devices(&[id], &[], None, std::ptr::null_mut()).unwrap();
+    let device = platforms[0].devices[0].info();
+    let context = Context::from_device(&Device::new(platforms[0].devices[0].id())).unwrap();
     let broken = "__kernel void dAxpy(int n) { this is not C; }\n";
     match Runner::from_source(&context, broken) {
         Err(AxpyError::Build { device: name, log }) => {

@@ -1,21 +1,34 @@
 //! `clmulti axpy`, and the dAxpy check the allocation engine runs when a scenario
-//! asks for `axpy.check`.
+//! asks for `[axpy] check`.
 
-use crate::format::{self, Format};
-use crate::Failure;
+use crate::format::{self, table, Format};
+use crate::{note, Failure};
+use clmulti_alloc::{BufferCheck, BufferPair};
 use clmulti_axpy::{AxpyCase, Bandwidth, CrossDevice, KernelChoice, Runner, Verified};
-use clmulti_probe::{DeviceChoice, DeviceInfo, DeviceRequest, DeviceTypeFilter, PlatformSelector};
+use clmulti_probe::{Device, DeviceChoice, DeviceRequest, DeviceTypeFilter, PlatformSelector};
+use clmulti_scenario::format_bytes;
 use opencl3::context::Context;
 use serde::Serialize;
 
-/// The engine's buffer check: dAxpy over each pair, verified.
-pub fn buffer_check() -> impl FnMut(&clmulti_alloc::BufferPair<'_>) -> Result<(), String> {
-    |pair| {
-        let runner = Runner::new(pair.context).map_err(|e| e.to_string())?;
-        runner
-            .check_buffers(pair.device, pair.x, pair.y, pair.bytes)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+/// The engine's buffer check: dAxpy over each pair, one program per context.
+#[derive(Debug)]
+pub struct BufferCheckAxpy;
+
+impl BufferCheck for BufferCheckAxpy {
+    fn check(&mut self, context: &Context, pairs: &mut [BufferPair]) -> Vec<Result<(), String>> {
+        let runner = match Runner::new(context) {
+            Ok(r) => r,
+            Err(e) => return pairs.iter().map(|_| Err(e.to_string())).collect(),
+        };
+        pairs
+            .iter_mut()
+            .map(|p| {
+                runner
+                    .check_buffers(&p.device, &mut p.x, &mut p.y)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            })
+            .collect()
     }
 }
 
@@ -42,8 +55,8 @@ pub struct Args {
     #[arg(long = "device")]
     devices: Vec<String>,
     /// Timed repetitions after the warm-up.
-    #[arg(long, default_value_t = 20)]
-    repeat: usize,
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
     /// Which kernel(s).
     #[arg(long, value_enum, default_value_t = KernelArg::Both)]
     kernel: KernelArg,
@@ -52,10 +65,17 @@ pub struct Args {
     format: Format,
 }
 
+/// Version of `clmulti axpy --format json`.
+const AXPY_SCHEMA_VERSION: u32 = 2;
+
 #[derive(Debug, Serialize)]
 struct DeviceResult {
     device: String,
     selector: String,
+    /// Bytes the bandwidth runs' two arrays occupy.
+    working_set_bytes: u64,
+    /// `CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`.
+    cache_bytes: Option<u64>,
     verified: Vec<Verified>,
     bandwidth: Vec<Bandwidth>,
     notes: Vec<String>,
@@ -64,6 +84,7 @@ struct DeviceResult {
 
 #[derive(Debug, Serialize)]
 struct AxpyReport {
+    schema_version: u32,
     platform: String,
     devices: Vec<DeviceResult>,
     cross_device: Option<Result<CrossDevice, String>>,
@@ -96,37 +117,51 @@ fn verification_cases(n: u64) -> Vec<AxpyCase> {
     ]
 }
 
-pub fn run(args: &Args) -> Result<(), Failure> {
+/// The devices `--device` names (or the default set), all of one platform, none twice.
+pub fn devices_from_args(selectors: &[String]) -> Result<(String, Vec<Device>), Failure> {
     let platforms = clmulti_probe::platforms().map_err(|e| Failure::Tool(e.to_string()))?;
-    let requests: Vec<DeviceRequest> = if args.devices.is_empty() {
+    let requests: Vec<DeviceRequest> = if selectors.is_empty() {
         vec![DeviceRequest {
             platform: PlatformSelector::Auto,
             device_type: DeviceTypeFilter::Gpu,
             devices: DeviceChoice::All,
             fallback_to_any_type: true,
+            partition: None,
         }]
     } else {
-        args.devices
+        selectors
             .iter()
             .map(|s| DeviceRequest::from_selector(s))
             .collect()
     };
     let mut platform = None;
-    let mut devices: Vec<DeviceInfo> = Vec::new();
+    let mut name = String::new();
+    let mut devices: Vec<Device> = Vec::new();
     for request in &requests {
         let selection = clmulti_probe::select(&platforms, request)
             .map_err(|e| Failure::Input(e.to_string()))?;
-        if platform.get_or_insert(selection.platform_index) != &selection.platform_index {
+        if *platform.get_or_insert(selection.platform_index) != selection.platform_index {
             return Err(Failure::Input(
                 "--device selectors must name devices of one platform".into(),
             ));
         }
-        devices.extend(selection.devices);
+        name = selection.platform_name;
+        for device in selection.devices {
+            if devices.iter().any(|d| d.id() == device.id()) {
+                return Err(Failure::Input(format!(
+                    "device {} ({}) is named twice; name each device once",
+                    device.info().selector,
+                    device.info().display_name()
+                )));
+            }
+            devices.push(device);
+        }
     }
-    let platform_name = platforms
-        .iter()
-        .find(|p| Some(p.index) == platform)
-        .map_or_else(String::new, |p| p.display_name().to_owned());
+    Ok((name, devices))
+}
+
+pub fn run(args: &Args) -> Result<(), Failure> {
+    let (platform, devices) = devices_from_args(&args.devices)?;
     let kernels: &[KernelChoice] = match args.kernel {
         KernelArg::Seed => &[KernelChoice::Seed],
         KernelArg::Fast => &[KernelChoice::Fast],
@@ -134,12 +169,17 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     };
     let mut results = Vec::new();
     for device in &devices {
-        eprintln!("axpy: {} {}", device.selector, device.display_name());
+        note!(
+            "axpy: {} {}",
+            device.info().selector,
+            device.info().display_name()
+        );
         results.push(run_device(device, args, kernels));
     }
     let cross_device = (devices.len() >= 2).then(|| cross(&devices[..2], args.n.min(1 << 26)));
     let report = AxpyReport {
-        platform: platform_name,
+        schema_version: AXPY_SCHEMA_VERSION,
+        platform,
         devices: results,
         cross_device,
     };
@@ -155,22 +195,37 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     Ok(())
 }
 
-fn context_for(ids: &[opencl3::types::cl_device_id]) -> Result<Context, String> {
-    Context::from_devices(ids, &[], None, std::ptr::null_mut())
+fn context_for(devices: &[&Device]) -> Result<Context, String> {
+    let ids: Vec<_> = devices.iter().map(|d| d.id()).collect();
+    Context::from_devices(&ids, &[], None, std::ptr::null_mut())
         .map_err(|e| format!("clCreateContext: {}", clmulti_probe::ClCode(e.0)))
 }
 
-fn run_device(device: &DeviceInfo, args: &Args, kernels: &[KernelChoice]) -> DeviceResult {
+fn run_device(device: &Device, args: &Args, kernels: &[KernelChoice]) -> DeviceResult {
+    let info = device.info();
     let mut result = DeviceResult {
-        device: device.display_name().to_owned(),
-        selector: device.selector.clone(),
+        device: info.display_name().to_owned(),
+        selector: info.selector.clone(),
+        working_set_bytes: 2 * 4 * args.n,
+        cache_bytes: info.global_mem_cache_bytes.value().copied(),
         verified: Vec::new(),
         bandwidth: Vec::new(),
         notes: Vec::new(),
         errors: Vec::new(),
     };
-    let id = device.handle().map_or(std::ptr::null_mut(), |h| h.as_raw());
-    let context = match context_for(&[id]) {
+    if let Some(cache) = result
+        .cache_bytes
+        .filter(|c| result.working_set_bytes <= *c)
+    {
+        result.notes.push(format!(
+            "x and y ({}) fit in the device's global memory cache ({}): these figures are cache bandwidth, not memory bandwidth; use --n {} or more",
+            format_bytes(result.working_set_bytes as f64),
+            format_bytes(cache as f64),
+            (cache / 2).next_power_of_two()
+        ));
+    }
+    let cl_device = opencl3::device::Device::new(device.id());
+    let context = match context_for(&[device]) {
         Ok(c) => c,
         Err(e) => {
             result.errors.push(e);
@@ -204,28 +259,29 @@ fn run_device(device: &DeviceInfo, args: &Args, kernels: &[KernelChoice]) -> Dev
             } else {
                 kernel
             };
-            match runner.verify(id, &case, choice) {
+            match runner.verify(&cl_device, &case, choice) {
                 Ok(v) => result.verified.push(v),
                 Err(e) => result.errors.push(format!("verify {case:?}: {e}")),
             }
         }
-        match runner.bandwidth(id, args.n, args.repeat, kernel) {
-            Ok(b) => result.bandwidth.push(b),
+        match runner.bandwidth(&cl_device, args.n, args.repeat as usize, kernel) {
+            Ok(b) => {
+                result.notes.extend(b.notes.iter().cloned());
+                result.bandwidth.push(b);
+            }
             Err(e) => result.errors.push(format!("bandwidth ({kernel:?}): {e}")),
         }
     }
     result
 }
 
-fn cross(devices: &[DeviceInfo], n: u64) -> Result<CrossDevice, String> {
-    let ids: Vec<_> = devices
-        .iter()
-        .map(|d| d.handle().map_or(std::ptr::null_mut(), |h| h.as_raw()))
-        .collect();
-    let context = context_for(&ids)?;
+fn cross(devices: &[Device], n: u64) -> Result<CrossDevice, String> {
+    let context = context_for(&devices.iter().collect::<Vec<_>>())?;
     let runner = Runner::new(&context).map_err(|e| e.to_string())?;
+    let first = opencl3::device::Device::new(devices[0].id());
+    let second = opencl3::device::Device::new(devices[1].id());
     runner
-        .cross_device(ids[0], ids[1], n, KernelChoice::Auto)
+        .cross_device(&first, &second, n, KernelChoice::Auto)
         .map_err(|e| e.to_string())
 }
 
@@ -233,40 +289,64 @@ fn print_table(report: &AxpyReport) {
     println!("platform {}", report.platform);
     for d in &report.devices {
         println!("device {} {}", d.selector, d.device);
-        let passed = d.verified.len();
-        println!("  verified          {passed} case(s) against the CPU reference (both kernels where they apply)");
+        println!(
+            "  verified {} case(s) against the CPU reference (both kernels where they apply)",
+            d.verified.len()
+        );
+        let mut rows = vec![vec![
+            "kernel".to_owned(),
+            "n".into(),
+            "best GB/s".into(),
+            "median GB/s".into(),
+            "min/median/max ms".into(),
+            "vs copy".into(),
+            "clock".into(),
+        ]];
         for b in &d.bandwidth {
-            println!(
-                "  {:<10} n={} best {:>8.1} GB/s  median {:>8.1} GB/s  (min/median/max {:.3}/{:.3}/{:.3} ms){}",
-                b.axpy.kernel,
-                b.n,
-                b.axpy.gb_per_s_best,
-                b.axpy.gb_per_s_median,
-                b.axpy.min_s * 1e3,
-                b.axpy.median_s * 1e3,
-                b.axpy.max_s * 1e3,
-                b.per_item.map_or(String::new(), |p| format!(", {p} float4/work-item")),
-            );
-            println!(
-                "  {:<10} best {:>8.1} GB/s  -> axpy/copy = {:.3}",
-                "copy", b.copy.gb_per_s_best, b.ratio_to_copy
-            );
+            for (t, ratio) in [
+                (&b.axpy, format!("{:.3}", b.ratio_to_copy)),
+                (&b.copy, "1".into()),
+            ] {
+                rows.push(vec![
+                    format!(
+                        "{}{}",
+                        t.kernel,
+                        match (t.kernel.as_str(), b.per_item) {
+                            ("axpy_fast", Some(p)) => format!(" ({p} float4/item)"),
+                            _ => String::new(),
+                        }
+                    ),
+                    b.n.to_string(),
+                    format!("{:.1}", t.gb_per_s_best),
+                    format!("{:.1}", t.gb_per_s_median),
+                    format!(
+                        "{:.3}/{:.3}/{:.3}",
+                        t.min_s * 1e3,
+                        t.median_s * 1e3,
+                        t.max_s * 1e3
+                    ),
+                    ratio,
+                    format!("{:?}", t.clock).to_lowercase(),
+                ]);
+            }
+        }
+        if rows.len() > 1 {
+            print!("{}", table(&rows));
         }
         for n in &d.notes {
-            println!("  note              {n}");
+            println!("  note: {n}");
         }
         for e in &d.errors {
-            println!("  error             {e}");
+            println!("  error: {e}");
         }
     }
     match &report.cross_device {
         Some(Ok(c)) => println!(
-            "cross-device (shared context): kernel on device 0 {:.3} ms, migration {:.3} ms ({:.3} ms by its event), kernel on device 1 {:.3} ms, verified: {}",
+            "cross-device (shared context): kernel on device 0 {:.3} ms, migration {:.3} ms on the host clock ({:.3} ms by its event), kernel on device 1 {:.3} ms, verified",
             c.first_kernel_s * 1e3,
             c.migration_wall_s * 1e3,
             c.migration_s * 1e3,
             c.second_kernel_s * 1e3,
-            c.verified
         ),
         Some(Err(e)) => println!("cross-device: error: {e}"),
         None => println!("cross-device: needs two devices of one platform"),

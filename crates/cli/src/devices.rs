@@ -2,8 +2,8 @@
 
 use crate::format::{self, Format};
 use crate::Failure;
-use clmulti_probe::{HostLimits, PlatformInfo, Queried};
-use serde::Serialize;
+use clmulti_probe::{DevicesReport, Queried};
+use clmulti_scenario::format_bytes;
 
 /// Arguments of `clmulti devices`.
 #[derive(Debug, clap::Args)]
@@ -13,18 +13,9 @@ pub struct Args {
     format: Format,
 }
 
-#[derive(Debug, Serialize)]
-struct DevicesReport {
-    platforms: Vec<PlatformInfo>,
-    host: HostLimits,
-}
-
 pub fn run(args: &Args) -> Result<(), Failure> {
     let platforms = clmulti_probe::platforms().map_err(|e| Failure::Tool(e.to_string()))?;
-    let report = DevicesReport {
-        platforms,
-        host: HostLimits::read(),
-    };
+    let report = DevicesReport::new(&platforms);
     match args.format {
         Format::Json => format::print_json(&report),
         Format::Table => {
@@ -35,6 +26,10 @@ pub fn run(args: &Args) -> Result<(), Failure> {
 }
 
 fn print_table(report: &DevicesReport) {
+    let mem = |q: &Queried<u64>| match q {
+        Queried::Value(v) => format_bytes(*v as f64),
+        other => other.to_string(),
+    };
     for p in &report.platforms {
         println!(
             "platform {}: {} | {} | {}",
@@ -44,10 +39,6 @@ fn print_table(report: &DevicesReport) {
             println!("  devices: <{err}>");
         }
         for d in &p.devices {
-            let mem = |q: &Queried<u64>| match q {
-                Queried::Value(v) => format::bytes(*v),
-                other => other.to_string(),
-            };
             println!(
                 "  device {} (select with --device {}): {} [{}]",
                 d.index, d.selector, d.name, d.kind
@@ -101,8 +92,14 @@ fn print_table(report: &DevicesReport) {
     println!("host");
     println!(
         "  RAM               {}",
-        h.ram_bytes.map_or("?".into(), format::bytes)
+        h.ram_bytes.map_or("?".into(), |b| format_bytes(b as f64))
     );
+    if let Some(b) = h.cgroup_memory_bytes {
+        println!("  cgroup memory.max {}", format_bytes(b as f64));
+    }
+    if let Some(b) = h.slurm_memory_bytes {
+        println!("  Slurm job memory  {}", format_bytes(b as f64));
+    }
     println!(
         "  RLIMIT_NOFILE     soft {} / hard {}",
         format::limit(h.nofile_soft),
@@ -111,9 +108,9 @@ fn print_table(report: &DevicesReport) {
     println!(
         "  RLIMIT_AS         soft {} / hard {}",
         h.address_space_soft
-            .map_or("unlimited".into(), format::bytes),
+            .map_or("unlimited".into(), |b| format_bytes(b as f64)),
         h.address_space_hard
-            .map_or("unlimited".into(), format::bytes)
+            .map_or("unlimited".into(), |b| format_bytes(b as f64))
     );
     println!("  vm.max_map_count  {}", format::limit(h.max_map_count));
     println!("  page size         {} B", h.page_size);

@@ -7,17 +7,35 @@
 
 mod axpy;
 mod bench;
+mod check;
 mod devices;
 mod format;
+mod render;
 mod run;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+/// The version line: crate version, git commit, enabled features.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("CLMULTI_GIT_COMMIT"),
+    ", features: ",
+    env!("CLMULTI_FEATURES"),
+    ")"
+);
+
 /// Reproduce, measure and explain how OpenCL runtimes allocate buffers across devices.
 #[derive(Debug, Parser)]
-#[command(name = "clmulti", version, about, long_about = None)]
-struct Cli {
+#[command(name = "clmulti", version = VERSION, about, long_about = None)]
+pub struct Cli {
+    /// Say nothing on stderr but errors.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Say more on stderr.
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -28,9 +46,9 @@ enum Command {
     /// and the host limits.
     Devices(devices::Args),
     /// Validate scenario files without running them.
-    Check(run::CheckArgs),
+    Check(check::Args),
     /// Run scenario files and report how far allocation went and why it stopped.
-    Run(run::RunArgs),
+    Run(run::Args),
     /// Run dAxpy (the seed's kernel and the fast one), verify it and measure bandwidth.
     Axpy(axpy::Args),
     /// Compare the engine's allocation rate with a plain clCreateBuffer loop.
@@ -54,9 +72,16 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
+    format::set_verbosity(if cli.quiet {
+        format::Verbosity::Quiet
+    } else if cli.verbose {
+        format::Verbosity::Verbose
+    } else {
+        format::Verbosity::Normal
+    });
     let result = match cli.command {
         Command::Devices(args) => devices::run(&args),
-        Command::Check(args) => run::check(&args),
+        Command::Check(args) => check::run(&args),
         Command::Run(args) => run::run(&args),
         Command::Axpy(args) => axpy::run(&args),
         Command::Bench(args) => bench::run(&args),

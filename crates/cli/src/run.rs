@@ -1,173 +1,153 @@
-//! `clmulti check` and `clmulti run`: validate scenarios, run them, print reports.
+//! `clmulti run`: run scenario runs, each in a process of its own when more than one
+//! shares the invocation or when it sets `[env]` or `[limits]`, and print reports.
 
-use crate::format::{self, Format};
-use crate::Failure;
-use clmulti_alloc::{Report, Resource};
-use clmulti_scenario::{load_file, Scenario, ScenarioError};
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::Command;
-
-/// Arguments of `clmulti check`.
-#[derive(Debug, clap::Args)]
-pub struct CheckArgs {
-    /// Scenario files.
-    #[arg(required = true)]
-    files: Vec<PathBuf>,
-}
+use crate::format::{shows, Format, Verbosity};
+use crate::{note, render, Failure};
+use clmulti_alloc::child::{self, ChildCommand, ProgressWriter};
+use clmulti_alloc::{Observer, Report, RunOptions, Sample, StopReason};
+use clmulti_scenario::{Scenario, ScenarioFile};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Arguments of `clmulti run`.
 #[derive(Debug, clap::Args)]
-pub struct RunArgs {
+pub struct Args {
     /// Scenario files.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// Output format; `json` prints one report per line (JSON Lines).
     #[arg(long, value_enum, default_value_t)]
     format: Format,
-    /// Run only the N-th run (0-based) of each file's grid.
+    /// Run only the N-th run (0-based) of each file's grid (`--list` shows them).
     #[arg(long)]
     index: Option<usize>,
-    /// Run every run in its own child process (always done for runs that set
-    /// `[env]` or `[limits]` when several runs share this invocation).
+    /// Run every run in its own child process (always done when several runs share
+    /// the invocation, or a run sets `[env]` or `[limits]`).
     #[arg(long)]
     isolate: bool,
+    /// Print each file's runs with their `--index`, and run nothing.
+    #[arg(long)]
+    list: bool,
+    /// Kill a child run after this many seconds (default: its max_seconds guard plus
+    /// a margin for setup and release).
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    timeout: Option<f64>,
+    /// Internal: this process is the child that runs the run.
+    #[arg(long, hide = true)]
+    child: bool,
 }
 
-pub fn check(args: &CheckArgs) -> Result<(), Failure> {
-    let mut bad = 0;
-    for file in &args.files {
-        match load_file(file) {
-            Ok(runs) => println!("ok {}: {} run(s)", file.display(), runs.len()),
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .ok_or_else(|| format!("{text}: expected seconds > 0"))
+}
+
+/// What a run's child may take beyond the loop's own limit: setup, release, checks.
+fn child_timeout(scenario: &Scenario) -> Duration {
+    Duration::from_secs_f64(scenario.guards.max_seconds)
+        + clmulti_alloc::hang_margin(scenario.guards.max_seconds) * 2
+        + Duration::from_secs(60)
+}
+
+pub fn run(args: &Args) -> Result<(), Failure> {
+    let mut files = Vec::new();
+    let mut problems = 0usize;
+    for path in &args.files {
+        match crate::check::load(path) {
+            Ok(file) => files.push((path.clone(), file)),
             Err(e) => {
                 eprintln!("error: {e}");
-                bad += 1;
+                problems += 1;
             }
         }
     }
-    if bad > 0 {
-        return Err(Failure::Input(format!(
-            "{bad} of {} file(s) are invalid",
-            args.files.len()
-        )));
+    if args.list {
+        return list(&files, problems);
     }
-    Ok(())
-}
-
-fn select_runs(args: &RunArgs) -> (Vec<(PathBuf, usize, Scenario)>, Vec<ScenarioError>) {
-    let mut runs = Vec::new();
-    let mut errors = Vec::new();
-    for file in &args.files {
-        match load_file(file) {
-            Ok(list) => {
-                let count = list.len();
-                for (i, s) in list.into_iter().enumerate() {
-                    if args.index.is_none_or(|n| n == i) {
-                        runs.push((file.clone(), i, s));
+    let total: usize = files
+        .iter()
+        .map(|(_, f)| if args.index.is_some() { 1 } else { f.len() })
+        .sum();
+    let several = total > 1;
+    let mut reports = Vec::new();
+    let mut tool_failure = None;
+    for (path, file) in &files {
+        let indices: Box<dyn Iterator<Item = usize>> = match args.index {
+            Some(i) => Box::new(std::iter::once(i)),
+            None => Box::new(0..file.len()),
+        };
+        for index in indices {
+            let scenario = match file.run(index) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    problems += 1;
+                    continue;
+                }
+            };
+            let has_knobs = !scenario.env.is_empty() || scenario.limits.any();
+            let result = if args.child || !(args.isolate || several || has_knobs) {
+                run_here(&scenario, args.format, args.child)
+            } else {
+                run_child(path, index, &scenario, args.timeout)
+            };
+            match result {
+                Ok(report) => {
+                    print_report(&report, args.format)?;
+                    if args.format == Format::Table && several {
+                        reports.push(report);
                     }
                 }
-                if let Some(n) = args.index.filter(|n| *n >= count) {
-                    errors.push(ScenarioError {
-                        file: file.display().to_string(),
-                        line: None,
-                        column: None,
-                        key: Some("grid".into()),
-                        message: format!(
-                            "--index {n} is out of range: the file expands to {count} run(s)"
-                        ),
-                    });
+                Err(Failure::Tool(m)) => {
+                    eprintln!("error: {}: {m}", scenario.name);
+                    tool_failure = Some(m);
+                }
+                Err(Failure::Input(m)) => {
+                    eprintln!("error: {m}");
+                    problems += 1;
                 }
             }
-            Err(e) => errors.push(e),
         }
     }
-    (runs, errors)
-}
-
-pub fn run(args: &RunArgs) -> Result<(), Failure> {
-    let (runs, errors) = select_runs(args);
-    for e in &errors {
-        eprintln!("error: {e}");
-    }
-    let several = runs.len() > 1;
-    let mut tool_failure = None;
-    let mut input_failure = None;
-    for (file, index, scenario) in &runs {
-        let has_knobs = !scenario.env.is_empty() || scenario.limits.any();
-        let result = if args.isolate || (several && has_knobs) {
-            run_child(file, *index, scenario)
-        } else {
-            run_here(scenario)
-        };
-        match result {
-            Ok(report) => print_report(&report, args.format)?,
-            Err(Failure::Tool(m)) => {
-                eprintln!("error: {}: {m}", scenario.name);
-                tool_failure = Some(m);
-            }
-            Err(Failure::Input(m)) => {
-                eprintln!("error: {m}");
-                input_failure = Some(m);
-            }
-        }
+    if reports.len() > 1 {
+        print!("{}", render::comparison(&reports));
     }
     if let Some(m) = tool_failure {
         return Err(Failure::Tool(format!("a run could not be performed: {m}")));
     }
-    if input_failure.is_some() || !errors.is_empty() {
-        let problems = errors.len() + usize::from(input_failure.is_some());
-        return Err(Failure::Input(if runs.is_empty() {
+    if problems > 0 {
+        let performed = total.saturating_sub(problems);
+        return Err(Failure::Input(if performed == 0 || files.is_empty() {
             format!("{problems} scenario problem(s); nothing was run")
         } else {
-            format!("{problems} scenario problem(s); the valid runs were performed")
+            format!("{problems} scenario problem(s); the other runs were performed")
         }));
     }
     Ok(())
 }
 
-/// Runs in this process: env and limits are applied first, so this must be the
-/// process's first use of OpenCL for `[env]` to reach the runtime.
-fn run_here(scenario: &Scenario) -> Result<Report, Failure> {
-    for (key, value) in &scenario.env {
-        std::env::set_var(key, value);
-    }
-    clmulti_alloc::apply_limits(&scenario.limits)
-        .map_err(|e| Failure::Input(format!("{}: [limits]: {e}", scenario.file)))?;
-    let mut check = crate::axpy::buffer_check();
-    clmulti_alloc::run(scenario, Some(&mut check)).map_err(|e| match e {
-        clmulti_alloc::EngineError::Probe(p) => Failure::Tool(p.to_string()),
-        devices @ clmulti_alloc::EngineError::Devices { .. } => Failure::Input(devices.to_string()),
-    })
-}
-
-/// Runs in a child process of this binary with the scenario's env; a crash of the
-/// runtime becomes a report with the signal instead of taking this process down.
-fn run_child(file: &std::path::Path, index: usize, scenario: &Scenario) -> Result<Report, Failure> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
-    let output = Command::new(exe)
-        .arg("run")
-        .arg(file)
-        .args(["--index", &index.to_string(), "--format", "json"])
-        .envs(&scenario.env)
-        .output()
-        .map_err(|e| Failure::Tool(format!("cannot start child: {e}")))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    // A child that could not run the scenario at all fails this command the same way.
-    if !stdout.lines().any(|l| l.starts_with('{')) {
-        match output.status.code() {
-            Some(1) => return Err(Failure::Tool(stderr.trim().to_owned())),
-            Some(2) => return Err(Failure::Input(stderr.trim().to_owned())),
-            _ => {}
+fn list(files: &[(PathBuf, ScenarioFile)], problems: usize) -> Result<(), Failure> {
+    let mut bad = problems;
+    for (path, file) in files {
+        println!("{}: {} run(s)", path.display(), file.len());
+        for (index, run) in file.runs().enumerate() {
+            match run {
+                Ok(s) => println!("  --index {index:<6} {}", s.name),
+                Err(e) => {
+                    println!("  --index {index:<6} invalid: {e}");
+                    bad += 1;
+                }
+            }
         }
     }
-    Ok(Report::from_child(
-        scenario,
-        &stdout,
-        &stderr,
-        output.status,
-    ))
+    if bad > 0 {
+        return Err(Failure::Input(format!("{bad} invalid file(s) or run(s)")));
+    }
+    Ok(())
 }
 
 fn print_report(report: &Report, format: Format) -> Result<(), Failure> {
@@ -176,143 +156,150 @@ fn print_report(report: &Report, format: Format) -> Result<(), Failure> {
         Format::Json => serde_json::to_writer(&mut out, report)
             .map_err(std::io::Error::other)
             .and_then(|()| writeln!(out)),
-        Format::Table => write!(out, "{}", render(report)),
+        Format::Table => write!(out, "{}", render::report(report)),
     };
     written
         .and_then(|()| out.flush())
         .map_err(|e| Failure::Tool(format!("cannot write report: {e}")))
 }
 
-fn render(r: &Report) -> String {
-    let mut s = String::new();
-    let scenario = &r.scenario;
-    let alloc = &scenario["allocation"];
-    let line = |s: &mut String, k: &str, v: String| s.push_str(&format!("  {k:<16}{v}\n"));
-    s.push_str(&format!(
-        "run {}  ({})\n",
-        r.run_name,
-        scenario["file"].as_str().unwrap_or("?")
-    ));
-    let devices: Vec<String> = r
-        .devices
-        .iter()
-        .map(|d| format!("{} {}", d.selector, d.display_name()))
-        .collect();
-    line(&mut s, "platform", r.platform.clone());
-    line(&mut s, "devices", devices.join(", "));
-    line(
-        &mut s,
-        "experiment",
-        format!(
-            "context {}, strategy {}, {} x {}, flags {}",
-            scenario["context_mode"].as_str().unwrap_or("?"),
-            alloc["strategy"].as_str().unwrap_or("?"),
-            format::bytes(alloc["size_bytes"].as_u64().unwrap_or(0)),
-            match &alloc["count"] {
-                serde_json::Value::Object(o) =>
-                    o.get("fixed").map_or("?".into(), |v| v.to_string()),
-                other => other.as_str().unwrap_or("?").to_owned(),
-            },
-            alloc["flags"].as_array().map_or(String::new(), |f| f
-                .iter()
-                .filter_map(|x| x.as_str())
-                .collect::<Vec<_>>()
-                .join("|")),
-        ),
-    );
-    line(
-        &mut s,
-        "reached",
-        format!(
-            "{} buffers ({} requested) in {:.3} s ({:.3} s of it sampling){}",
-            r.buffers,
-            format::bytes(r.bytes_requested),
-            r.elapsed_seconds,
-            r.sampling_seconds,
-            r.allocations_per_second
-                .map_or(String::new(), |a| format!(", {a:.0} allocations/s"))
-        ),
-    );
-    line(&mut s, "stopped", r.stop.summary());
-    if !r.costs.is_empty() {
-        s.push_str("  per-buffer cost and limits:\n");
-        for c in &r.costs {
-            let fmt_value = |v: f64| match c.resource {
-                Resource::OpenFds | Resource::MemoryMaps => format!("{v:.2}"),
-                _ => format::bytes(v.max(0.0) as u64),
-            };
-            s.push_str(&format!(
-                "    {:<16}{:>12} per buffer   now {:>12}   limit {:>12} {:<22} {}\n",
-                c.resource.label(),
-                match c.resource {
-                    Resource::OpenFds | Resource::MemoryMaps => format!("{:.3}", c.per_buffer),
-                    _ if c.per_buffer < 0.0 => format!("-{}", format::bytes(-c.per_buffer as u64)),
-                    _ => format::bytes(c.per_buffer as u64),
-                },
-                fmt_value(c.last),
-                c.limit.map_or("-".into(), fmt_value),
-                format!("({})", c.resource.limit_name()),
-                c.predicted_count
-                    .map_or("not reached at this rate".into(), |n| format!(
-                        "reached at ~{n} buffers"
-                    )),
-            ));
+/// What the run in this process has reported so far: a hung call's report needs it.
+#[derive(Default)]
+struct Seen {
+    started: Option<Report>,
+    last: Option<Sample>,
+}
+
+/// Tells the parent (progress file), the terminal (a progress line) and the watchdog
+/// (the setup and last sample) how the run goes.
+struct CliObserver {
+    progress: Option<ProgressWriter>,
+    seen: Arc<Mutex<Seen>>,
+    terminal: bool,
+    start: Instant,
+    shown: bool,
+}
+
+impl Observer for CliObserver {
+    fn started(&mut self, report: &Report) {
+        if let Some(p) = &mut self.progress {
+            p.started(report);
+        }
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).started = Some(report.clone());
+    }
+
+    fn sampled(&mut self, sample: &Sample) {
+        if let Some(p) = &mut self.progress {
+            p.sampled(sample);
+        }
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).last = Some(sample.clone());
+        if self.terminal && self.start.elapsed() > Duration::from_secs(1) {
+            eprint!(
+                "\r  {} buffers, {} RSS, {:.1} s   ",
+                sample.allocations,
+                clmulti_scenario::format_bytes(sample.host.rss_bytes as f64),
+                sample.elapsed_seconds
+            );
+            self.shown = true;
         }
     }
-    if let Some(p) = &r.prediction {
-        line(&mut s, "prediction", p.explanation.clone());
+}
+
+/// Runs in this process: limits and env are applied first, so this must be the
+/// process's first use of OpenCL for `[env]` to reach the runtime.
+fn run_here(scenario: &Scenario, format: Format, is_child: bool) -> Result<Report, Failure> {
+    clmulti_alloc::apply_limits(&scenario.limits)
+        .map_err(|e| Failure::Input(format!("{}: [limits]: {e}", scenario.file)))?;
+    for (key, value) in &scenario.env {
+        // Validation refused NUL and '=': set_var cannot panic on these.
+        std::env::set_var(key, value);
     }
-    let l = &r.leak_check;
-    line(
-        &mut s,
-        "leak check",
-        format!(
-            "{}: buffers {}/{}, pools {}/{}, queues {}/{}, contexts {}/{} released; fds {} -> {}, RSS {} -> {}",
-            if l.clean { "clean" } else { "NOT CLEAN" },
-            l.buffers_released,
-            l.buffers_created,
-            l.pools_released,
-            l.pools_created,
-            l.queues_released,
-            l.queues_created,
-            l.contexts_released,
-            l.contexts_created,
-            l.before.open_fds,
-            l.after_release.open_fds,
-            format::bytes(l.before.rss_bytes),
-            format::bytes(l.after_release.rss_bytes),
-        ),
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let mut observer = CliObserver {
+        progress: ProgressWriter::from_env(),
+        seen: Arc::clone(&seen),
+        terminal: !is_child && std::io::stderr().is_terminal() && shows(Verbosity::Normal),
+        start: Instant::now(),
+        shown: false,
+    };
+    let hung_scenario = scenario.clone();
+    let on_hang: clmulti_alloc::OnHang = Box::new(move |call, seconds| {
+        let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut report = seen
+            .started
+            .clone()
+            .unwrap_or_else(|| Report::without_measurements(&hung_scenario, StopReason::Completed));
+        report.stop = StopReason::TimedOut { seconds, call };
+        if let Some(last) = &seen.last {
+            report.buffers = last.allocations;
+            report.bytes_requested = last.bytes_requested;
+        }
+        let _ = print_report(&report, format);
+        // The hung call never returns: leave without running destructors that would
+        // wait on the runtime.
+        // SAFETY: _exit ends the process at once; nothing after it runs.
+        unsafe { libc::_exit(0) };
+    });
+    let mut check = crate::axpy::BufferCheckAxpy;
+    let result = clmulti_alloc::run(
+        scenario,
+        RunOptions {
+            check: Some(&mut check),
+            observer: Some(&mut observer),
+            on_hang: Some(on_hang),
+            ..RunOptions::default()
+        },
     );
-    line(
-        &mut s,
-        "bookkeeping",
-        format!(
-            "{:.1} B and {:.1} ns per buffer (measured without OpenCL calls)",
-            r.bookkeeping.bytes_per_buffer, r.bookkeeping.ns_per_buffer
-        ),
-    );
-    if let Some(a) = &r.axpy_check {
-        line(
-            &mut s,
-            "dAxpy check",
-            format!(
-                "{}/{} pairs verified{}",
-                a.pairs_ok,
-                a.pairs_checked,
-                if a.failures.is_empty() {
-                    String::new()
-                } else {
-                    format!("; {}", a.failures.join("; "))
-                }
-            ),
-        );
+    if observer.shown {
+        eprint!("\r{}\r", " ".repeat(60));
     }
-    for m in &r.driver_messages {
-        line(&mut s, "driver", m.clone());
+    result.map_err(|e| match e {
+        clmulti_alloc::EngineError::Probe(p) => Failure::Tool(p.to_string()),
+        devices @ clmulti_alloc::EngineError::Devices { .. } => Failure::Input(devices.to_string()),
+    })
+}
+
+/// Runs in a child process of this binary with the scenario's env; a crash of the
+/// runtime becomes a report with the signal instead of taking this process down.
+fn run_child(
+    file: &Path,
+    index: usize,
+    scenario: &Scenario,
+    timeout: Option<f64>,
+) -> Result<Report, Failure> {
+    let program = std::env::current_exe()
+        .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
+    note!("run: {} (child process)", scenario.name);
+    let outcome = child::run_child(&ChildCommand {
+        program,
+        args: vec![
+            "run".into(),
+            file.into(),
+            "--index".into(),
+            index.to_string().into(),
+            "--format".into(),
+            "json".into(),
+            "--child".into(),
+        ],
+        env: scenario.env.clone(),
+        timeout: timeout.map_or_else(|| child_timeout(scenario), Duration::from_secs_f64),
+        interrupt: None,
+    })
+    .map_err(|e| Failure::Tool(format!("cannot run a child process: {e}")))?;
+    // A child that could not run the scenario at all fails this command the same way.
+    if !outcome.timed_out && !outcome.stdout.lines().any(|l| l.starts_with('{')) {
+        // The child's first error line says why; later ones only count problems.
+        let message = outcome
+            .stderr_tail
+            .lines()
+            .find_map(|l| l.strip_prefix("error: "))
+            .unwrap_or(outcome.stderr_tail.trim())
+            .to_owned();
+        match outcome.status.code() {
+            Some(1) => return Err(Failure::Tool(message)),
+            Some(2) => return Err(Failure::Input(message)),
+            _ => {}
+        }
     }
-    for w in &r.warnings {
-        line(&mut s, "warning", format!("{} ({})", w.message, w.advice));
-    }
-    s.push('\n');
-    s
+    Ok(Report::from_child(scenario, &outcome))
 }

@@ -1,12 +1,9 @@
 //! `clmulti run` and `clmulti check` against two real PoCL devices.
 
 mod common;
+use clmulti_alloc::{Call, GuardKind, Resource, StopReason};
+use clmulti_scenario::{ContextMode, Strategy};
 use common::*;
-use serde_json::Value;
-
-fn stop_kind(r: &Value) -> &str {
-    r["stop"]["kind"].as_str().unwrap()
-}
 
 #[test]
 fn every_strategy_in_both_context_modes_runs_and_releases_everything() {
@@ -33,48 +30,49 @@ every = 50
     let reports = reports(&out);
     assert_eq!(reports.len(), 8);
     for r in &reports {
-        let name = r["run_name"].as_str().unwrap();
-        assert_eq!(stop_kind(r), "completed", "{name}: {}", r["stop"]);
-        assert_eq!(r["buffers"], 200, "{name}");
-        assert_eq!(r["bytes_requested"], 200 * 65536, "{name}");
-        assert_eq!(r["devices"].as_array().unwrap().len(), 2, "{name}");
-        let leak = &r["leak_check"];
-        assert_eq!(leak["clean"], true, "{name}: {leak}");
-        assert_eq!(leak["buffers_created"], 200, "{name}");
-        assert_eq!(leak["buffers_released"], 200, "{name}");
+        let name = &r.run_name;
+        assert_eq!(r.stop, StopReason::Completed, "{name}");
+        assert_eq!(r.buffers, 200, "{name}");
+        assert_eq!(r.bytes_requested, 200 * 65536, "{name}");
+        assert_eq!(r.devices.len(), 2, "{name}");
+        assert!(r.fresh_process, "{name}: several runs each get a process");
+        let leak = &r.leak_check;
+        assert!(leak.clean, "{name}: {leak:?}");
         assert_eq!(
-            leak["contexts_created"], leak["contexts_released"],
+            (leak.buffers_created, leak.buffers_released),
+            (200, 200),
             "{name}"
         );
-        let contexts = if name.contains("per-device") { 2 } else { 1 };
-        assert_eq!(leak["contexts_created"], contexts, "{name}");
+        let contexts = match r.scenario.context_mode {
+            ContextMode::PerDevice => 2,
+            ContextMode::Shared => 1,
+        };
+        assert_eq!(leak.contexts_created, contexts, "{name}");
+        assert_eq!(leak.contexts_released, contexts, "{name}");
         // 200 buffers sampled every 50: the baseline plus four.
-        assert_eq!(r["samples"].as_array().unwrap().len(), 5, "{name}");
-        assert!(r["samples"][4]["rss_bytes"].as_u64().unwrap() > 0);
-        assert!(!r["costs"].as_array().unwrap().is_empty(), "{name}");
-        let bk = r["bookkeeping"]["bytes_per_buffer"].as_f64().unwrap();
+        assert_eq!(r.samples.len(), 5, "{name}");
+        assert!(r.samples[4].host.rss_bytes > 0);
+        assert!(
+            r.samples[4].system.is_some(),
+            "{name}: system memory is sampled"
+        );
+        let bk = r.bookkeeping.bytes_per_buffer;
         assert!(bk > 0.0 && bk < 64.0, "{name}: bookkeeping {bk} B/buffer");
-        if name.contains("pool") {
-            // 100 x 64 KiB per device fit one default (256 MiB) pool each.
-            assert_eq!(leak["pools_created"], 2, "{name}: {leak}");
-            assert_eq!(leak["pools_released"], 2, "{name}");
-        }
-        if name.contains("fill") || name.contains("migrate") {
-            assert_eq!(leak["queues_created"], 2, "{name}");
+        match r.scenario.allocation.strategy {
+            Strategy::Pool => {
+                // 100 x 64 KiB per device fit one default (256 MiB) pool each.
+                assert_eq!((leak.pools_created, leak.pools_released), (2, 2), "{name}");
+            }
+            Strategy::Fill | Strategy::Migrate => assert_eq!(leak.queues_created, 2, "{name}"),
+            _ => assert_eq!(leak.queues_created, 0, "{name}"),
         }
     }
     // Filling makes PoCL touch the memory: RSS grows by about the buffer size.
     let fill = reports
         .iter()
-        .find(|r| r["run_name"].as_str().unwrap().contains("fill"))
+        .find(|r| r.scenario.allocation.strategy == Strategy::Fill)
         .unwrap();
-    let rss = fill["costs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["resource"] == "host_rss")
-        .unwrap();
-    let per_buffer = rss["per_buffer"].as_f64().unwrap();
+    let per_buffer = cost(fill, Resource::HostRss).per_buffer;
     assert!(
         per_buffer > 32.0 * 1024.0,
         "fill should cost ~64 KiB RSS per buffer, got {per_buffer}"
@@ -91,9 +89,9 @@ fn pools_are_carved_at_the_device_alignment_and_renewed_when_full() {
     );
     let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
     let r = &reports(&out)[0];
-    assert_eq!(r["buffers"], 200, "{}", r["stop"]);
-    assert_eq!(r["leak_check"]["pools_created"], 14);
-    assert_eq!(r["leak_check"]["clean"], true);
+    assert_eq!(r.buffers, 200, "{:?}", r.stop);
+    assert_eq!(r.leak_check.pools_created, 14);
+    assert!(r.leak_check.clean);
 }
 
 #[test]
@@ -105,13 +103,16 @@ fn pin_is_reported_unsupported_without_the_intel_extension() {
     let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
     assert!(out.status.success(), "{}", stderr(&out));
     let r = &reports(&out)[0];
-    assert_eq!(stop_kind(r), "unsupported");
-    assert!(r["stop"]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("cl_intel_create_mem_object_properties"));
-    assert_eq!(r["buffers"], 0);
-    assert_eq!(r["leak_check"]["clean"], true);
+    match &r.stop {
+        StopReason::Unsupported { reason } => {
+            assert!(
+                reason.contains("cl_intel_create_mem_object_properties"),
+                "{reason}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(r.buffers, 0);
 }
 
 #[test]
@@ -128,11 +129,16 @@ fn a_buffer_over_max_alloc_size_fails_with_its_name() {
         stderr(&out)
     );
     let r = &reports(&out)[0];
-    assert_eq!(stop_kind(r), "failed");
-    assert_eq!(r["stop"]["error"]["code"], -61);
-    assert_eq!(r["stop"]["error"]["name"], "CL_INVALID_BUFFER_SIZE");
-    assert_eq!(r["stop"]["call"], "create_buffer");
-    assert_eq!(r["stop"]["index"], 0);
+    match &r.stop {
+        StopReason::Failed { error, call, index } => {
+            assert_eq!(
+                (error.code, error.name.as_str()),
+                (-61, "CL_INVALID_BUFFER_SIZE")
+            );
+            assert_eq!((*call, *index), (Call::CreateBuffer, 0));
+        }
+        other => panic!("{other:?}"),
+    }
     let table = run(clmulti(2).arg("run").arg(&path));
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(
@@ -142,8 +148,9 @@ fn a_buffer_over_max_alloc_size_fails_with_its_name() {
 }
 
 #[test]
-fn the_rss_guard_stops_a_run_that_would_take_the_machine() {
-    // Filled 64 MiB buffers until failure would take all RAM on PoCL; the guard stops it at 1 GiB.
+fn the_rss_guard_stops_a_run_before_it_passes_the_guard() {
+    // Filled 64 MiB buffers until failure would take all RAM on PoCL; the guard stops
+    // them before RSS passes 1 GiB.
     let path = scenario_file(
         "hog.toml",
         "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64MiB\"\ncount = \"until-failure\"\nstrategy = \"fill\"\n[guards]\nmax_rss = \"1GiB\"\n[sampling]\nevery = 4\n",
@@ -151,22 +158,26 @@ fn the_rss_guard_stops_a_run_that_would_take_the_machine() {
     let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
     assert!(out.status.success(), "{}", stderr(&out));
     let r = &reports(&out)[0];
-    assert_eq!(stop_kind(r), "guard", "{}", r["stop"]);
-    assert_eq!(r["stop"]["guard"], "max_rss");
-    let buffers = r["buffers"].as_u64().unwrap();
     assert!(
-        (14..=20).contains(&buffers),
-        "stopped after {buffers} x 64 MiB"
+        matches!(
+            r.stop,
+            StopReason::Guard {
+                guard: GuardKind::MaxRss,
+                ..
+            }
+        ),
+        "{:?}",
+        r.stop
     );
-    assert_eq!(r["leak_check"]["clean"], true);
+    let peak = r.samples.iter().map(|s| s.host.rss_bytes).max().unwrap();
+    assert!(peak <= 1 << 30, "peak RSS {peak} passed the 1 GiB guard");
     assert!(
-        r["leak_check"]["after_release"]["rss_bytes"]
-            .as_u64()
-            .unwrap()
-            < r["samples"].as_array().unwrap().last().unwrap()["rss_bytes"]
-                .as_u64()
-                .unwrap()
+        (12..=16).contains(&r.buffers),
+        "stopped after {} x 64 MiB",
+        r.buffers
     );
+    assert!(r.leak_check.clean);
+    assert!(r.leak_check.after_release.rss_bytes < peak);
 }
 
 #[test]
@@ -177,8 +188,14 @@ fn total_and_time_guards_stop_runs_and_say_which() {
     );
     let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
     let r = &reports(&out)[0];
-    assert_eq!(r["stop"]["guard"], "max_total_bytes");
-    assert_eq!(r["buffers"], 10);
+    assert!(matches!(
+        r.stop,
+        StopReason::Guard {
+            guard: GuardKind::MaxTotalBytes,
+            ..
+        }
+    ));
+    assert_eq!(r.buffers, 10);
 }
 
 #[test]
@@ -194,9 +211,9 @@ fn scenario_env_reaches_the_runtime_and_limits_apply() {
     let reports = reports(&out);
     assert_eq!(reports.len(), 2);
     for r in &reports {
-        assert_eq!(r["devices"].as_array().unwrap().len(), 3);
-        assert_eq!(r["host_limits"]["nofile_soft"], 512);
-        assert_eq!(r["buffers"], 30);
+        assert_eq!(r.devices.len(), 3);
+        assert_eq!(r.host_limits.nofile_soft, Some(512));
+        assert_eq!(r.buffers, 30);
     }
 }
 
@@ -204,14 +221,19 @@ fn scenario_env_reaches_the_runtime_and_limits_apply() {
 fn axpy_check_runs_over_allocated_buffers() {
     let path = scenario_file(
         "axpy.toml",
-        "[devices]\ntype = \"cpu\"\ncount = 2\n[allocation]\nsize = \"256KiB\"\ncount = 40\nstrategy = \"create\"\n[axpy]\ncheck = \"sample\"\nsamples = 4\n",
+        "[devices]\ntype = \"cpu\"\ncount = 2\n[allocation]\nsize = \"256KiB\"\ncount = 40\nstrategy = \"create\"\n[axpy]\ncheck = \"sample\"\nsamples = 4\n[grid]\n\"context.mode\" = [\"shared\", \"per-device\"]\n",
     );
     let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
     assert!(out.status.success(), "{}", stderr(&out));
-    let r = &reports(&out)[0];
-    let check = &r["axpy_check"];
-    assert_eq!(check["pairs_checked"], 4, "{check}");
-    assert_eq!(check["pairs_ok"], 4, "{check}");
+    for r in reports(&out) {
+        let check = r.axpy_check.as_ref().unwrap();
+        assert_eq!(
+            (check.pairs_checked, check.pairs_ok),
+            (4, 4),
+            "{}: {check:?}",
+            r.run_name
+        );
+    }
 }
 
 #[test]
@@ -251,7 +273,7 @@ fn run_with_a_bad_file_still_runs_the_good_one_and_exits_2() {
         .arg(&good)
         .args(["--format", "json"]));
     assert_eq!(out.status.code(), Some(2));
-    assert_eq!(reports(&out)[0]["buffers"], 5);
+    assert_eq!(reports(&out)[0].buffers, 5);
     assert!(stderr(&out).contains("allocation.strategy"));
 }
 
@@ -271,42 +293,71 @@ fn unknown_device_is_bad_input() {
 #[test]
 fn shipped_configs_are_valid() {
     let configs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
-    let files: Vec<_> = std::fs::read_dir(&configs)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    assert!(files.len() >= 8);
+    let mut files = Vec::new();
+    let mut folders = vec![configs];
+    while let Some(dir) = folders.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "toml") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() >= 10, "{files:?}");
     let out = run(clmulti(2).arg("check").args(&files));
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
 #[test]
-fn the_prediction_names_the_limit_that_stopped_the_run() {
+fn the_analysis_names_the_limit_that_stopped_the_run() {
     // USE_HOST_PTR buffers cost their size in host memory; under RLIMIT_AS = 1 GiB
-    // allocation stops near 1 GiB, and the prediction must name RLIMIT_AS as the cause.
+    // allocation stops near 1 GiB, and the analysis must name RLIMIT_AS as the cause.
     let path = scenario_file(
         "as.toml",
-        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"32MiB\"\ncount = \"until-failure\"\nflags = [\"READ_WRITE\", \"USE_HOST_PTR\"]\n[limits]\nas = \"1GiB\"\n[sampling]\nevery = 4\n",
+        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"32MiB\"\ncount = \"until-failure\"\nflags = [\"READ_WRITE\", \"USE_HOST_PTR\"]\n[limits]\nas = \"1GiB\"\n[sampling]\nevery = 2\n",
     );
-    let out = run(clmulti(2)
-        .arg("run")
-        .arg(&path)
-        .args(["--format", "json", "--isolate"]));
+    let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
     assert!(out.status.success(), "{}", stderr(&out));
     let r = &reports(&out)[0];
-    assert_eq!(r["host_limits"]["address_space_soft"], 1u64 << 30);
-    assert_eq!(stop_kind(r), "failed", "{}", r["stop"]);
-    assert_eq!(r["stop"]["error"]["name"], "CL_OUT_OF_HOST_MEMORY");
-    assert_eq!(
-        r["stop"]["call"], "host_alloc",
-        "the engine says the host allocation failed, not OpenCL"
+    assert_eq!(r.host_limits.address_space_soft, Some(1 << 30));
+    match &r.stop {
+        StopReason::Failed { error, call, .. } => {
+            assert_eq!(error.name, "CL_OUT_OF_HOST_MEMORY");
+            assert_eq!(
+                *call,
+                Call::HostAlloc,
+                "the engine says the host allocation failed, not OpenCL"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        (8..32).contains(&r.buffers),
+        "{} x 32 MiB under 1 GiB",
+        r.buffers
     );
-    let buffers = r["buffers"].as_u64().unwrap();
-    assert!((8..32).contains(&buffers), "{buffers} x 32 MiB under 1 GiB");
-    let p = &r["prediction"];
-    assert_eq!(p["resource"], "virtual_size", "{p}");
-    assert_eq!(p["matches_failure"], true, "{p}");
-    assert!(p["explanation"].as_str().unwrap().contains("RLIMIT_AS"));
-    assert_eq!(r["leak_check"]["clean"], true);
+    match &r.analysis.cause {
+        Some(clmulti_alloc::analysis::Cause::Resource {
+            resource, limit, ..
+        }) => {
+            assert_eq!(*resource, Resource::VirtualSize);
+            assert!(limit.name.contains("RLIMIT_AS"), "{limit:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let error = r
+        .analysis
+        .cause
+        .as_ref()
+        .unwrap()
+        .prediction_error()
+        .unwrap();
+    assert!(
+        error <= 0.05,
+        "predicted vs observed off by {:.1}%",
+        error * 100.0
+    );
+    assert!(r.leak_check.clean);
 }

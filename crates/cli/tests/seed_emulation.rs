@@ -1,86 +1,200 @@
-//! The seed's three runs against a layer that models Intel's multi-GPU buffers (one
-//! exported descriptor per peer device per buffer, -6 when none is left): the real
-//! loader, real PoCL devices and a real RLIMIT_NOFILE. clmulti must reproduce the
-//! symptom and name the descriptor limit as its cause.
+//! The seed's runs under clmulti's emulation layer, one test per policy: the real
+//! ICD loader, real PoCL devices, and each policy's real resource (descriptors,
+//! kernel-accounted memory, device memory as the layer reports it) or none. The
+//! report must name the resource and the limit for the first three, and must not
+//! attribute the fourth to anything it measured.
 
 mod common;
+use clmulti_alloc::analysis::Cause;
+use clmulti_alloc::{Report, Resource, StopReason};
+use clmulti_scenario::ContextMode;
 use common::*;
-use std::path::PathBuf;
-use std::process::Command;
 
-fn build_layer() -> PathBuf {
-    let source =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/layers/fd_per_peer_device.c");
-    let out = std::env::temp_dir().join(format!("clmulti-layer-{}.so", std::process::id()));
-    let status = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-shared", "-fPIC", "-O2", "-Wall", "-o"])
-        .arg(&out)
-        .arg(&source)
-        .status()
-        .expect("a C compiler (build-essential, installed by scripts/setup-opencl.sh)");
-    assert!(status.success(), "building the layer failed");
-    out
-}
-
-#[test]
-fn the_seed_symptom_is_reproduced_and_its_cause_named() {
-    let layer = build_layer();
-    let scenario = format!(
-        "name = \"seed\"\n[devices]\ntype = \"gpu\"\n[allocation]\nsize = \"1MiB\"\ncount = 3000\n\
-         [limits]\nnofile = 1024\n[env]\nOPENCL_LAYERS = \"{}\"\n[sampling]\nevery = 100\n\
-         [grid]\n\"devices.count\" = [1, 2]\n\"context.mode\" = [\"shared\", \"per-device\"]\n",
-        layer.display()
+/// The seed's runs: 1 device, 2 in one context, 2 in one context each (and the
+/// grid's 1-device per-device run, which equals the first).
+fn seed_runs(policy: &str, knobs: &str, count: u64, every: u64) -> Vec<Report> {
+    layer();
+    let text = format!(
+        "name = \"{policy}\"\n[devices]\ntype = \"gpu\"\n[allocation]\nsize = \"1MiB\"\ncount = {count}\n\
+         [env]\nOPENCL_LAYERS = \"{{clmulti-layer}}\"\nCLMULTI_LAYER_POLICY = \"{policy}\"\n{knobs}\n\
+         [sampling]\nevery = {every}\n[grid]\n\"devices.count\" = [1, 2]\n\"context.mode\" = [\"shared\", \"per-device\"]\n"
     );
-    let path = scenario_file("seed.toml", &scenario);
+    let path = scenario_file(&format!("{policy}.toml"), &text);
     let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
     assert!(out.status.success(), "{}", stderr(&out));
     let runs = reports(&out);
     assert_eq!(runs.len(), 4);
     for r in &runs {
-        let name = r["run_name"].as_str().unwrap();
-        assert_eq!(r["leak_check"]["clean"], true, "{name}");
-        assert_eq!(r["host_limits"]["nofile_soft"], 1024, "{name}");
-        if name.contains("devices.count=2") && name.contains("context.mode=shared") {
-            // The seed: two devices in one context fail after ~1000 buffers with -6.
-            assert_eq!(r["stop"]["kind"], "failed", "{name}: {}", r["stop"]);
-            assert_eq!(r["stop"]["error"]["name"], "CL_OUT_OF_HOST_MEMORY");
-            let buffers = r["buffers"].as_u64().unwrap();
-            assert!((900..1024).contains(&buffers), "{name}: {buffers}");
-            let fds = r["costs"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|c| c["resource"] == "open_fds")
-                .unwrap();
+        assert!(r.leak_check.clean, "{}: {:?}", r.run_name, r.leak_check);
+    }
+    runs
+}
+
+fn shared_pair(r: &Report) -> bool {
+    r.devices.len() == 2 && r.scenario.context_mode == ContextMode::Shared
+}
+
+fn cause(r: &Report) -> (&Resource, f64) {
+    match &r.analysis.cause {
+        Some(c @ Cause::Resource { resource, .. }) => (resource, c.prediction_error().unwrap()),
+        other => panic!("{}: cause {other:?}", r.run_name),
+    }
+}
+
+fn failed_with_minus_6(r: &Report) -> bool {
+    matches!(&r.stop, StopReason::Failed { error, .. } if error.code == -6)
+}
+
+#[test]
+fn fd_per_peer_fails_the_shared_context_at_the_descriptor_limit() {
+    let runs = seed_runs("fd-per-peer", "[limits]\nnofile = 1024", 3000, 100);
+    for r in &runs {
+        if shared_pair(r) {
+            assert!(failed_with_minus_6(r), "{}: {:?}", r.run_name, r.stop);
+            assert!((900..1024).contains(&r.buffers), "{}", r.buffers);
+            let (resource, error) = cause(r);
+            assert_eq!(*resource, Resource::OpenFds);
             assert!(
-                (fds["per_buffer"].as_f64().unwrap() - 1.0).abs() < 0.01,
-                "{fds}"
+                error <= 0.05,
+                "predicted vs observed {:.1}% apart",
+                error * 100.0
             );
-            let p = &r["prediction"];
-            assert_eq!(p["resource"], "open_fds", "{p}");
-            assert_eq!(p["matches_failure"], true, "{p}");
-            assert!(
-                p["explanation"].as_str().unwrap().contains("ulimit -n"),
-                "{p}"
-            );
-            // The reading at the failure still counts descriptors, though none is left.
-            let last = r["samples"].as_array().unwrap().last().unwrap();
-            assert!(last["open_fds"].as_u64().unwrap() > 1000, "{last}");
+            let fds = cost(r, Resource::OpenFds).per_buffer;
+            assert!((fds - 1.0).abs() < 0.01, "{fds} fds per buffer");
+            // At the limit /proc cannot be opened; the reader still counted.
+            assert!(r.samples.last().unwrap().host.open_fds > 1000);
         } else {
-            // One device, or one context per device: every buffer, no descriptors.
-            assert_eq!(r["stop"]["kind"], "completed", "{name}: {}", r["stop"]);
-            assert_eq!(r["buffers"], 3000, "{name}");
+            assert_eq!(r.stop, StopReason::Completed, "{}", r.run_name);
+            assert_eq!(r.buffers, 3000);
         }
     }
-    // The fix the report names: a higher descriptor limit.
-    let fixed = scenario
-        .replace("nofile = 1024", "nofile = 4096")
-        .replace("[1, 2]", "[2]")
-        .replace("[\"shared\", \"per-device\"]", "[\"shared\"]");
-    let path = scenario_file("fixed.toml", &fixed);
-    let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
-    let r = &reports(&out)[0];
-    assert_eq!(r["stop"]["kind"], "completed", "{}", r["stop"]);
-    assert_eq!(r["buffers"], 3000);
-    let _ = std::fs::remove_file(layer);
+    // A higher descriptor limit lets the shared context complete.
+    layer();
+    let path = scenario_file(
+        "fixed.toml",
+        "[devices]\ntype = \"gpu\"\ncount = 2\n[allocation]\nsize = \"1MiB\"\ncount = 3000\n[limits]\nnofile = 4096\n\
+         [env]\nOPENCL_LAYERS = \"{clmulti-layer}\"\nCLMULTI_LAYER_POLICY = \"fd-per-peer\"\n",
+    );
+    let r = &reports(&run(clmulti(2)
+        .arg("run")
+        .arg(&path)
+        .args(["--format", "json"])))[0];
+    assert_eq!((r.stop.clone(), r.buffers), (StopReason::Completed, 3000));
+}
+
+#[test]
+fn host_mirror_grows_kernel_memory_that_rss_does_not_show() {
+    let runs = seed_runs(
+        "host-mirror",
+        "CLMULTI_LAYER_MIRROR_LIMIT = \"128MiB\"",
+        400,
+        16,
+    );
+    for r in &runs {
+        if shared_pair(r) {
+            assert!(failed_with_minus_6(r), "{}: {:?}", r.run_name, r.stop);
+            assert!((120..=128).contains(&r.buffers), "{}", r.buffers);
+            let (resource, error) = cause(r);
+            assert_eq!(*resource, Resource::SystemShmem);
+            assert!(
+                error <= 0.05,
+                "predicted vs observed {:.1}% apart",
+                error * 100.0
+            );
+            let shmem = cost(r, Resource::SystemShmem).per_buffer;
+            let rss = cost(r, Resource::HostRss).per_buffer;
+            assert!(shmem > 0.9 * 1048576.0, "Shmem +{shmem} B per buffer");
+            assert!(
+                rss < 0.1 * 1048576.0,
+                "the mirror must not show in RSS: +{rss} B"
+            );
+        } else {
+            assert_eq!(
+                (r.stop.clone(), r.buffers),
+                (StopReason::Completed, 400),
+                "{}",
+                r.run_name
+            );
+        }
+    }
+}
+
+#[test]
+fn eager_residency_fills_every_device_of_a_shared_context() {
+    let runs = seed_runs("eager", "CLMULTI_LAYER_DEVICE_MEMORY = \"64MiB\"", 400, 8);
+    for r in &runs {
+        assert!(failed_with_minus_6(r), "{}: {:?}", r.run_name, r.stop);
+        // The device reports the layer's memory size.
+        assert_eq!(r.devices[0].global_mem_bytes.value(), Some(&(64 << 20)));
+        let (resource, error) = cause(r);
+        assert!(
+            matches!(resource, Resource::DeviceMemory { .. }),
+            "{resource:?}"
+        );
+        assert!(
+            error <= 0.05,
+            "{}: predicted vs observed {:.1}% apart",
+            r.run_name,
+            error * 100.0
+        );
+        let rss = cost(r, Resource::HostRss).per_buffer / 1048576.0;
+        // A shared context of two keeps two copies of every buffer; otherwise one.
+        let (copies, buffers) = match (r.devices.len(), r.scenario.context_mode) {
+            (2, ContextMode::Shared) => (2.0, 64),
+            (2, ContextMode::PerDevice) => (1.0, 128),
+            _ => (1.0, 64),
+        };
+        assert!(
+            (rss - copies).abs() < 0.2,
+            "{}: {rss:.2} MiB of RSS per buffer",
+            r.run_name
+        );
+        assert_eq!(r.buffers, buffers, "{}", r.run_name);
+    }
+}
+
+#[test]
+fn fail_after_is_not_attributed_to_anything_measured() {
+    let runs = seed_runs(
+        "fail-after",
+        "CLMULTI_LAYER_FAIL_AFTER = \"500\"",
+        1500,
+        100,
+    );
+    for r in &runs {
+        if shared_pair(r) {
+            assert!(failed_with_minus_6(r), "{}: {:?}", r.run_name, r.stop);
+            assert_eq!(r.buffers, 500);
+            assert!(
+                matches!(&r.analysis.cause, Some(Cause::NotExplained { unmeasured }) if !unmeasured.is_empty()),
+                "{:?}",
+                r.analysis.cause
+            );
+            assert!(r.headline().contains("not explained"), "{}", r.headline());
+        } else {
+            assert_eq!(
+                (r.stop.clone(), r.buffers),
+                (StopReason::Completed, 1500),
+                "{}",
+                r.run_name
+            );
+        }
+    }
+}
+
+#[test]
+fn a_missing_layer_fails_before_running_and_names_the_build_command() {
+    let path = scenario_file(
+        "nolayer.toml",
+        "[env]\nOPENCL_LAYERS = \"/nonexistent/libclmulti_layer.so\"\nCLMULTI_LAYER_POLICY = \"eager\"\n",
+    );
+    let out = run(clmulti(2).arg("run").arg(&path));
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("/nonexistent/libclmulti_layer.so does not exist"),
+        "{err}"
+    );
+    assert!(err.contains("cargo build -p clmulti-layer"), "{err}");
+    assert!(err.contains(":2:17: key `env.OPENCL_LAYERS`"), "{err}");
 }

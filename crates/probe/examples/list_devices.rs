@@ -12,7 +12,7 @@ fn main() {
     };
     for p in &platforms {
         println!("platform {}: {}", p.index, p.name);
-        for d in &p.devices {
+        for d in p.devices.iter().map(|d| d.info()) {
             println!(
                 "  {} {} [{}]: global {} B, max alloc {} B, host-unified {}",
                 d.selector,
@@ -25,9 +25,15 @@ fn main() {
         }
     }
     let host = clmulti_probe::HostLimits::read();
-    let usage = clmulti_probe::ProcessUsage::read();
+    let usage = clmulti_probe::UsageReader::open().read();
+    let process = usage.process;
     println!(
-        "host: RAM {:?} B, fds {}/{:?}, maps {}/{:?}",
-        host.ram_bytes, usage.open_fds, host.nofile_soft, usage.memory_maps, host.max_map_count
+        "host: RAM {:?} B, fds {}/{:?}, maps {}/{:?}, DRM figures {}",
+        host.ram_bytes,
+        process.open_fds,
+        host.nofile_soft,
+        process.memory_maps,
+        host.max_map_count,
+        usage.drm.len()
     );
 }

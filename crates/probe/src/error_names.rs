@@ -15,6 +15,31 @@ use std::fmt;
 pub struct ClCode(pub i32);
 
 impl ClCode {
+    /// `CL_SUCCESS (0)`
+    pub const SUCCESS: ClCode = ClCode(0);
+    /// `CL_DEVICE_NOT_FOUND (-1)`
+    pub const DEVICE_NOT_FOUND: ClCode = ClCode(-1);
+    /// `CL_MEM_OBJECT_ALLOCATION_FAILURE (-4)`
+    pub const MEM_OBJECT_ALLOCATION_FAILURE: ClCode = ClCode(-4);
+    /// `CL_OUT_OF_RESOURCES (-5)`
+    pub const OUT_OF_RESOURCES: ClCode = ClCode(-5);
+    /// `CL_OUT_OF_HOST_MEMORY (-6)`: what Intel's runtime returns for any failed allocation.
+    pub const OUT_OF_HOST_MEMORY: ClCode = ClCode(-6);
+    /// `CL_DEVICE_PARTITION_FAILED (-18)`
+    pub const DEVICE_PARTITION_FAILED: ClCode = ClCode(-18);
+    /// `CL_INVALID_VALUE (-30)`
+    pub const INVALID_VALUE: ClCode = ClCode(-30);
+    /// `CL_INVALID_DEVICE (-33)`
+    pub const INVALID_DEVICE: ClCode = ClCode(-33);
+    /// `CL_INVALID_MEM_OBJECT (-38)`
+    pub const INVALID_MEM_OBJECT: ClCode = ClCode(-38);
+    /// `CL_INVALID_BUFFER_SIZE (-61)`
+    pub const INVALID_BUFFER_SIZE: ClCode = ClCode(-61);
+    /// `CL_INVALID_PROPERTY (-64)`
+    pub const INVALID_PROPERTY: ClCode = ClCode(-64);
+    /// `CL_INVALID_DEVICE_PARTITION_COUNT (-68)`
+    pub const INVALID_DEVICE_PARTITION_COUNT: ClCode = ClCode(-68);
+
     /// The symbolic name, or `UNKNOWN_OPENCL_ERROR` for codes not in the table.
     pub fn name(self) -> &'static str {
         error_name(self.0).unwrap_or("UNKNOWN_OPENCL_ERROR")
@@ -37,7 +62,7 @@ pub fn error_name(code: i32) -> Option<&'static str> {
         .map(|(_, name)| *name)
 }
 
-/// Every known code with its name; sorted by code, descending.
+/// Every known code with its name: core codes from 0 down, then extension codes.
 pub const ERROR_NAMES: &[(i32, &str)] = &[
     (0, "CL_SUCCESS"),
     (-1, "CL_DEVICE_NOT_FOUND"),
@@ -111,8 +136,8 @@ pub const ERROR_NAMES: &[(i32, &str)] = &[
     (-1057, "CL_DEVICE_PARTITION_FAILED_EXT"),
     (-1058, "CL_INVALID_PARTITION_COUNT_EXT"),
     (-1059, "CL_INVALID_PARTITION_NAME_EXT"),
-    (-1093, "CL_INVALID_EGL_OBJECT_KHR"),
     (-1092, "CL_EGL_RESOURCE_NOT_ACQUIRED_KHR"),
+    (-1093, "CL_INVALID_EGL_OBJECT_KHR"),
     (-1094, "CL_INVALID_ACCELERATOR_INTEL"),
     (-1095, "CL_INVALID_ACCELERATOR_TYPE_INTEL"),
     (-1096, "CL_INVALID_ACCELERATOR_DESCRIPTOR_INTEL"),
@@ -139,6 +164,21 @@ mod tests {
         codes.sort_unstable();
         codes.dedup();
         assert_eq!(codes.len(), ERROR_NAMES.len());
+    }
+
+    #[test]
+    fn codes_descend() {
+        assert!(ERROR_NAMES.windows(2).all(|w| w[0].0 > w[1].0));
+    }
+
+    #[test]
+    fn named_constants_match_the_table() {
+        assert_eq!(ClCode::OUT_OF_HOST_MEMORY.name(), "CL_OUT_OF_HOST_MEMORY");
+        assert_eq!(ClCode::INVALID_VALUE.name(), "CL_INVALID_VALUE");
+        assert_eq!(
+            ClCode::MEM_OBJECT_ALLOCATION_FAILURE.name(),
+            "CL_MEM_OBJECT_ALLOCATION_FAILURE"
+        );
     }
 
     #[test]

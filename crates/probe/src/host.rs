@@ -1,15 +1,25 @@
-//! Host limits that bound allocation, and this process's use of them.
-//!
-//! Linux only: everything is read from `/proc` and `getrlimit`.
+//! Host limits that bound allocation: RAM, the job's memory (cgroup, Slurm), resource
+//! limits and the kernel's mapping limit. Linux only: read from `/proc`, `/sys` and
+//! `getrlimit`.
 
 use serde::{Deserialize, Serialize};
 use std::fs;
+use std::path::Path;
 
 /// The ceilings a process meets before device memory runs out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostLimits {
     /// Physical RAM (`MemTotal`), bytes.
     pub ram_bytes: Option<u64>,
+    /// The memory limit of this process's cgroup (`memory.max` on cgroup v2,
+    /// `memory.limit_in_bytes` on v1; the smallest along the path), bytes. Batch
+    /// schedulers set it per job.
+    #[serde(default)]
+    pub cgroup_memory_bytes: Option<u64>,
+    /// The memory a Slurm job was given (`SLURM_MEM_PER_NODE`, or `SLURM_MEM_PER_CPU`
+    /// times `SLURM_CPUS_ON_NODE`), bytes.
+    #[serde(default)]
+    pub slurm_memory_bytes: Option<u64>,
     /// `RLIMIT_NOFILE` soft limit; `None` means unlimited.
     pub nofile_soft: Option<u64>,
     /// `RLIMIT_NOFILE` hard limit.
@@ -24,213 +34,214 @@ pub struct HostLimits {
     pub page_size: u64,
 }
 
+/// Which memory ceiling applies to this process, and where it comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryCeiling {
+    /// Physical RAM.
+    Ram,
+    /// The cgroup's memory limit.
+    Cgroup,
+    /// The Slurm job's memory.
+    SlurmJob,
+}
+
+impl MemoryCeiling {
+    /// What the limit is called in messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            MemoryCeiling::Ram => "physical RAM",
+            MemoryCeiling::Cgroup => "the cgroup's memory.max",
+            MemoryCeiling::SlurmJob => "the Slurm job's memory",
+        }
+    }
+}
+
 impl HostLimits {
     /// Reads the limits in force for this process now.
     pub fn read() -> Self {
-        let (nofile_soft, nofile_hard) = rlimit(libc::RLIMIT_NOFILE);
-        let (as_soft, as_hard) = rlimit(libc::RLIMIT_AS);
+        let nofile = rlimit(Rlimit::NoFile);
+        let address_space = rlimit(Rlimit::AddressSpace);
         HostLimits {
-            ram_bytes: meminfo_kib("MemTotal:").map(|k| k * 1024),
-            nofile_soft,
-            nofile_hard,
-            address_space_soft: as_soft,
-            address_space_hard: as_hard,
+            ram_bytes: meminfo_kib(Path::new("/proc/meminfo"), "MemTotal").map(|k| k * 1024),
+            cgroup_memory_bytes: cgroup_memory_limit(
+                Path::new("/proc/self/cgroup"),
+                Path::new("/sys/fs/cgroup"),
+            ),
+            slurm_memory_bytes: slurm_memory(|k| std::env::var(k).ok()),
+            nofile_soft: nofile.soft,
+            nofile_hard: nofile.hard,
+            address_space_soft: address_space.soft,
+            address_space_hard: address_space.hard,
             max_map_count: fs::read_to_string("/proc/sys/vm/max_map_count")
                 .ok()
                 .and_then(|s| s.trim().parse().ok()),
             page_size: page_size(),
         }
     }
-}
 
-/// This process's use of the host resources that allocation consumes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct ProcessUsage {
-    /// Resident set size (`VmRSS`), bytes.
-    pub rss_bytes: u64,
-    /// Virtual size (`VmSize`), bytes.
-    pub virtual_bytes: u64,
-    /// Open file descriptors (entries of `/proc/self/fd`).
-    pub open_fds: u64,
-    /// Memory mappings (lines of `/proc/self/maps`).
-    pub memory_maps: u64,
-}
+    /// The smallest memory ceiling that applies (RAM, the cgroup, the Slurm job).
+    pub fn memory_ceiling(&self) -> Option<(u64, MemoryCeiling)> {
+        [
+            (self.ram_bytes, MemoryCeiling::Ram),
+            (self.cgroup_memory_bytes, MemoryCeiling::Cgroup),
+            (self.slurm_memory_bytes, MemoryCeiling::SlurmJob),
+        ]
+        .into_iter()
+        .filter_map(|(bytes, kind)| Some((bytes?, kind)))
+        .min_by_key(|(bytes, _)| *bytes)
+    }
 
-impl ProcessUsage {
-    /// Reads all four, opening the `/proc` files for this one reading; a reading
-    /// that fails is zero. To sample repeatedly, and at the descriptor limit, use a
-    /// [`UsageReader`].
-    pub fn read() -> Self {
-        UsageReader::open().read()
+    /// These limits with a scenario's soft limits applied: what a child process
+    /// that sets them runs under.
+    pub fn with_soft_limits(&self, nofile: Option<u64>, address_space: Option<u64>) -> Self {
+        let mut limits = self.clone();
+        if nofile.is_some() {
+            limits.nofile_soft = nofile;
+        }
+        if address_space.is_some() {
+            limits.address_space_soft = address_space;
+        }
+        limits
     }
 }
 
-/// Resident set size in bytes, from one small read of `/proc/self/statm`.
-pub fn rss_bytes() -> u64 {
-    UsageReader::open().rss_bytes()
+/// A process resource limit clmulti reads and sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rlimit {
+    /// `RLIMIT_NOFILE`: open file descriptors.
+    NoFile,
+    /// `RLIMIT_AS`: virtual address space, bytes.
+    AddressSpace,
 }
 
-/// Reads [`ProcessUsage`] through `/proc` descriptors opened once.
-///
-/// Why: a process that has run out of file descriptors (the very limit clmulti
-/// looks for) can no longer open `/proc/self/fd` to count them. The reader opens
-/// its three descriptors up front and re-reads them from the start each time, and
-/// counts itself out of the open-fd figure. It allocates nothing on the heap, so
-/// sampling does not disturb the allocator of the runtime being measured.
-#[derive(Debug)]
-pub struct UsageReader {
-    statm: i32,
-    maps: i32,
-    fd_dir: i32,
-}
-
-fn open_proc(path: &std::ffi::CStr, directory: bool) -> i32 {
-    let flags = libc::O_RDONLY | libc::O_CLOEXEC | if directory { libc::O_DIRECTORY } else { 0 };
-    // SAFETY: `path` is NUL-terminated; the caller owns the descriptor.
-    unsafe { libc::open(path.as_ptr(), flags) }
-}
-
-impl UsageReader {
-    /// Opens `/proc/self/statm`, `/proc/self/maps` and `/proc/self/fd`.
-    pub fn open() -> Self {
-        UsageReader {
-            statm: open_proc(c"/proc/self/statm", false),
-            maps: open_proc(c"/proc/self/maps", false),
-            fd_dir: open_proc(c"/proc/self/fd", true),
+impl Rlimit {
+    fn resource(self) -> libc::__rlimit_resource_t {
+        match self {
+            Rlimit::NoFile => libc::RLIMIT_NOFILE,
+            Rlimit::AddressSpace => libc::RLIMIT_AS,
         }
     }
 
-    /// Reads all four figures; one whose file could not be opened is zero.
-    pub fn read(&self) -> ProcessUsage {
-        let (virtual_bytes, rss_bytes) = self.statm();
-        ProcessUsage {
-            rss_bytes,
-            virtual_bytes,
-            open_fds: self.open_fds(),
-            memory_maps: self.memory_maps(),
-        }
-    }
-
-    /// Resident set size in bytes (one small read).
-    pub fn rss_bytes(&self) -> u64 {
-        self.statm().1
-    }
-
-    /// Reads `fd` from its start in chunks, handing each to `each`.
-    fn reread(fd: i32, mut each: impl FnMut(&[u8])) {
-        if fd < 0 {
-            return;
-        }
-        // SAFETY: `fd` is a descriptor this reader owns.
-        if unsafe { libc::lseek(fd, 0, libc::SEEK_SET) } < 0 {
-            return;
-        }
-        let mut buf = [0u8; 16384];
-        loop {
-            // SAFETY: `buf` is writable for its whole length.
-            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-            if n <= 0 {
-                break;
-            }
-            each(&buf[..n as usize]);
-        }
-    }
-
-    fn statm(&self) -> (u64, u64) {
-        let page = page_size();
-        let mut text = [0u8; 256];
-        let mut len = 0;
-        Self::reread(self.statm, |chunk| {
-            let take = chunk.len().min(text.len() - len);
-            text[len..len + take].copy_from_slice(&chunk[..take]);
-            len += take;
-        });
-        let mut fields = text[..len]
-            .split(|b| b.is_ascii_whitespace())
-            .filter(|f| !f.is_empty())
-            .map(|f| {
-                f.iter()
-                    .fold(0u64, |acc, d| acc * 10 + u64::from(d.wrapping_sub(b'0')))
-            });
-        let size = fields.next().unwrap_or(0);
-        let resident = fields.next().unwrap_or(0);
-        (size * page, resident * page)
-    }
-
-    fn memory_maps(&self) -> u64 {
-        let mut lines = 0u64;
-        Self::reread(self.maps, |chunk| {
-            lines += chunk.iter().filter(|&&c| c == b'\n').count() as u64;
-        });
-        lines
-    }
-
-    fn open_fds(&self) -> u64 {
-        if self.fd_dir < 0 {
-            return 0;
-        }
-        // SAFETY: rewinding a directory descriptor this reader owns.
-        if unsafe { libc::lseek(self.fd_dir, 0, libc::SEEK_SET) } < 0 {
-            return 0;
-        }
-        let mut buf = [0u8; 8192];
-        let mut entries = 0u64;
-        loop {
-            // SAFETY: getdents64 writes at most `buf.len()` bytes into `buf`.
-            let n = unsafe {
-                libc::syscall(
-                    libc::SYS_getdents64,
-                    self.fd_dir,
-                    buf.as_mut_ptr(),
-                    buf.len(),
-                )
-            };
-            if n <= 0 {
-                break;
-            }
-            let mut offset = 0usize;
-            while offset < n as usize {
-                // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
-                let reclen = u16::from_ne_bytes([buf[offset + 16], buf[offset + 17]]) as usize;
-                if buf[offset + 19] != b'.' {
-                    entries += 1;
-                }
-                offset += reclen.max(1);
-            }
-        }
-        // The reader's own descriptors are not the process's doing.
-        let own = [self.statm, self.maps, self.fd_dir]
-            .iter()
-            .filter(|fd| **fd >= 0)
-            .count() as u64;
-        entries.saturating_sub(own)
-    }
-}
-
-impl Drop for UsageReader {
-    fn drop(&mut self) {
-        for fd in [self.statm, self.maps, self.fd_dir] {
-            if fd >= 0 {
-                // SAFETY: each descriptor is owned by this reader and closed once.
-                unsafe { libc::close(fd) };
-            }
+    /// Its name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rlimit::NoFile => "RLIMIT_NOFILE",
+            Rlimit::AddressSpace => "RLIMIT_AS",
         }
     }
 }
 
-/// A `/proc/meminfo` value in KiB.
-pub fn meminfo_kib(key: &str) -> Option<u64> {
-    fs::read_to_string("/proc/meminfo")
-        .ok()?
-        .lines()
-        .find(|l| l.starts_with(key))?
+/// Soft and hard values of a resource limit; `None` means unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RlimitValues {
+    /// The soft limit (what the process meets).
+    pub soft: Option<u64>,
+    /// The hard limit (the most the soft limit can be raised to).
+    pub hard: Option<u64>,
+}
+
+/// Reads a resource limit of this process.
+pub fn rlimit(which: Rlimit) -> RlimitValues {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid, writable rlimit struct.
+    if unsafe { libc::getrlimit(which.resource(), &mut lim) } != 0 {
+        return RlimitValues {
+            soft: None,
+            hard: None,
+        };
+    }
+    let finite = |v: libc::rlim_t| (v != libc::RLIM_INFINITY).then_some(v);
+    RlimitValues {
+        soft: finite(lim.rlim_cur),
+        hard: finite(lim.rlim_max),
+    }
+}
+
+/// Sets the soft value of a resource limit of this process; refuses values above
+/// the hard limit (the kernel would too, with a less helpful message).
+pub fn set_soft_rlimit(which: Rlimit, value: u64) -> std::io::Result<()> {
+    let current = rlimit(which);
+    if let Some(hard) = current.hard.filter(|hard| value > *hard) {
+        return Err(std::io::Error::other(format!(
+            "soft {} {value} is above the hard limit {hard}",
+            which.name()
+        )));
+    }
+    let lim = libc::rlimit {
+        rlim_cur: value,
+        rlim_max: current.hard.unwrap_or(libc::RLIM_INFINITY),
+    };
+    // SAFETY: `lim` is a valid rlimit struct.
+    if unsafe { libc::setrlimit(which.resource(), &lim) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A `/proc/meminfo` value in KiB (`key` without the colon).
+pub fn meminfo_kib(meminfo: &Path, key: &str) -> Option<u64> {
+    parse_meminfo_kib(&fs::read_to_string(meminfo).ok()?, key)
+}
+
+pub(crate) fn parse_meminfo_kib(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))?
         .split_whitespace()
-        .nth(1)?
+        .next()?
         .parse()
         .ok()
 }
 
-fn page_size() -> u64 {
+/// The smallest memory limit along this process's cgroup path (v2 `memory.max`,
+/// v1 `memory.limit_in_bytes`), given `/proc/self/cgroup` and the cgroup mount.
+pub fn cgroup_memory_limit(proc_cgroup: &Path, mount: &Path) -> Option<u64> {
+    let text = fs::read_to_string(proc_cgroup).ok()?;
+    let mut smallest: Option<u64> = None;
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let (base, file) = if controllers.is_empty() {
+            (mount.to_path_buf(), "memory.max")
+        } else if controllers.split(',').any(|c| c == "memory") {
+            (mount.join("memory"), "memory.limit_in_bytes")
+        } else {
+            continue;
+        };
+        // The limit of every ancestor applies too.
+        let mut dir = base.join(path.trim_start_matches('/'));
+        loop {
+            let value = fs::read_to_string(dir.join(file))
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                // v1 writes "no limit" as a page-rounded i64::MAX.
+                .filter(|v| *v < 1 << 60);
+            if let Some(v) = value {
+                smallest = Some(smallest.map_or(v, |s| s.min(v)));
+            }
+            if dir == base || !dir.pop() {
+                break;
+            }
+        }
+    }
+    smallest
+}
+
+/// The memory Slurm gave this job, from its environment (values in MiB).
+pub fn slurm_memory(var: impl Fn(&str) -> Option<String>) -> Option<u64> {
+    let mib = |k: &str| var(k)?.trim().parse::<u64>().ok();
+    let per_node = mib("SLURM_MEM_PER_NODE");
+    let per_cpu = mib("SLURM_MEM_PER_CPU").and_then(|m| {
+        let cpus = var("SLURM_CPUS_ON_NODE")?.trim().parse::<u64>().ok()?;
+        Some(m * cpus)
+    });
+    per_node.or(per_cpu).map(|m| m << 20)
+}
+
+pub(crate) fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if size > 0 {
@@ -240,33 +251,9 @@ fn page_size() -> u64 {
     }
 }
 
-fn rlimit(resource: libc::__rlimit_resource_t) -> (Option<u64>, Option<u64>) {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is a valid, writable rlimit struct.
-    if unsafe { libc::getrlimit(resource, &mut lim) } != 0 {
-        return (None, None);
-    }
-    let finite = |v: libc::rlim_t| (v != libc::RLIM_INFINITY).then_some(v);
-    (finite(lim.rlim_cur), finite(lim.rlim_max))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn usage_counts_a_new_fd_and_mapping() {
-        let before = ProcessUsage::read();
-        let file = fs::File::open("/proc/self/status").unwrap();
-        let after = ProcessUsage::read();
-        assert_eq!(after.open_fds, before.open_fds + 1);
-        drop(file);
-        assert!(before.rss_bytes > 0 && before.virtual_bytes >= before.rss_bytes);
-        assert!(before.memory_maps > 5);
-    }
 
     #[test]
     fn limits_are_read() {
@@ -274,5 +261,82 @@ mod tests {
         assert!(limits.ram_bytes.unwrap() > 0);
         assert!(limits.page_size >= 4096);
         assert!(limits.max_map_count.unwrap() > 0);
+        let (ceiling, _) = limits.memory_ceiling().unwrap();
+        assert!(ceiling <= limits.ram_bytes.unwrap());
+    }
+
+    #[test]
+    fn the_smallest_memory_ceiling_wins() {
+        let mut limits = HostLimits::read();
+        limits.ram_bytes = Some(64 << 30);
+        limits.cgroup_memory_bytes = Some(8 << 30);
+        limits.slurm_memory_bytes = Some(16 << 30);
+        assert_eq!(
+            limits.memory_ceiling(),
+            Some((8 << 30, MemoryCeiling::Cgroup))
+        );
+        limits.cgroup_memory_bytes = None;
+        assert_eq!(
+            limits.memory_ceiling(),
+            Some((16 << 30, MemoryCeiling::SlurmJob))
+        );
+    }
+
+    #[test]
+    fn slurm_memory_per_node_or_per_cpu() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(
+            slurm_memory(env(&[("SLURM_MEM_PER_NODE", "2048")])),
+            Some(2 << 30)
+        );
+        assert_eq!(
+            slurm_memory(env(&[
+                ("SLURM_MEM_PER_CPU", "500"),
+                ("SLURM_CPUS_ON_NODE", "2")
+            ])),
+            Some(1000 << 20)
+        );
+        assert_eq!(slurm_memory(env(&[("SLURM_MEM_PER_CPU", "500")])), None);
+        assert_eq!(slurm_memory(env(&[])), None);
+    }
+
+    #[test]
+    fn cgroup_limits_along_the_path() {
+        let root = std::env::temp_dir().join(format!("clmulti-cgroup-{}", std::process::id()));
+        let leaf = root.join("fs/job/step");
+        fs::create_dir_all(&leaf).unwrap();
+        fs::write(root.join("cgroup"), "0::/job/step\n").unwrap();
+        fs::write(root.join("fs/job/memory.max"), "1073741824\n").unwrap();
+        fs::write(leaf.join("memory.max"), "max\n").unwrap();
+        assert_eq!(
+            cgroup_memory_limit(&root.join("cgroup"), &root.join("fs")),
+            Some(1 << 30)
+        );
+        fs::write(root.join("fs/job/memory.max"), "max\n").unwrap();
+        assert_eq!(
+            cgroup_memory_limit(&root.join("cgroup"), &root.join("fs")),
+            None
+        );
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn rlimits_round_trip() {
+        let before = rlimit(Rlimit::NoFile);
+        let soft = before.soft.unwrap();
+        set_soft_rlimit(Rlimit::NoFile, soft - 1).unwrap();
+        assert_eq!(rlimit(Rlimit::NoFile).soft, Some(soft - 1));
+        set_soft_rlimit(Rlimit::NoFile, soft).unwrap();
+        if let Some(hard) = before.hard {
+            let err = set_soft_rlimit(Rlimit::NoFile, hard + 1).unwrap_err();
+            assert!(err.to_string().contains("above the hard limit"), "{err}");
+        }
     }
 }

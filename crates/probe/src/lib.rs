@@ -1,23 +1,29 @@
 //! # clmulti-probe: what the OpenCL runtimes and the host offer
 //!
 //! The bottom layer of clmulti, and the only crate that calls the raw OpenCL C API
-//! (through `cl-sys`). It answers three questions without allocating anything:
+//! (through `cl-sys`). It answers four questions without allocating any buffer:
 //!
 //! - **Which platforms and devices exist**, with the facts that bound allocation
 //!   (global memory, max allocation size, host-unified memory, extensions, PCI bus
-//!   and UUID where exposed): [`platforms`].
+//!   and UUID where exposed): [`platforms`]. A [`Device`] holds the live handle; its
+//!   [`DeviceInfo`] is plain data that reports serialize. Devices can be split into
+//!   sub-devices ([`Device::partition`]).
 //! - **Which devices a request means**: select by platform name or vendor substring
 //!   (the loader's order changes between boots), or by index: [`select`].
-//! - **Which host limits apply and how much of them this process uses**: open file
-//!   descriptors against `RLIMIT_NOFILE`, mappings against `vm.max_map_count`,
-//!   virtual size against `RLIMIT_AS`, RSS against RAM: [`HostLimits`], [`ProcessUsage`].
+//! - **Which host limits apply**: RAM, the cgroup's and the Slurm job's memory,
+//!   `RLIMIT_NOFILE`, `RLIMIT_AS`, `vm.max_map_count` ([`HostLimits`]), and GPU
+//!   drivers' own caps ([`DriverLimits`]).
+//! - **How much of them this process uses**: RSS, virtual size, open fds, dma-buf
+//!   fds, mappings, the DRM memory the kernel accounts to its GPU clients (outside
+//!   RSS), and the system's available memory: [`UsageReader`].
 //!
 //! Every OpenCL status is shown by name and number through [`ClCode`]:
 //! `CL_OUT_OF_HOST_MEMORY (-6)`.
 //!
 //! ## Contract
-//! - The unsafe FFI lives in `raw` and states its `# Safety` requirements; the rest
-//!   of the crate is safe.
+//! - The unsafe FFI lives in [`raw`] and states its `# Safety` requirements. Outside
+//!   it, the unsafe code is the [`Device`] handle's reference counting and the
+//!   `/proc` reads of [`UsageReader`], each with its `SAFETY` note.
 //! - A query that fails on one device is kept in that field as [`Queried::Error`];
 //!   listing fails only when the loader does, or there is no platform at all
 //!   ([`ProbeError::NoPlatform`], whose message names the packages to install).
@@ -27,34 +33,45 @@
 //! let platforms = clmulti_probe::platforms()?;
 //! for p in &platforms {
 //!     for d in &p.devices {
-//!         println!("{} {} {:?} bytes", d.selector, d.display_name(), d.global_mem_bytes.value());
+//!         let info = d.info();
+//!         println!("{} {} {:?} bytes", info.selector, info.display_name(), info.global_mem_bytes.value());
 //!     }
 //! }
 //! let limits = clmulti_probe::HostLimits::read();
 //! println!("fd soft limit: {:?}", limits.nofile_soft);
+//! let usage = clmulti_probe::UsageReader::open().read();
+//! println!("RSS {} B, {} DRM figures", usage.process.rss_bytes, usage.drm.len());
 //! # Ok::<(), clmulti_probe::ProbeError>(())
 //! ```
 //!
 //! The binary links `libOpenCL.so` (the ICD loader) at build time: on Debian or
 //! Ubuntu install `ocl-icd-opencl-dev` to build and `ocl-icd-libopencl1` to run.
 
-mod devices;
+mod device;
+pub mod drm;
 mod error_names;
 mod host;
 #[cfg(feature = "nvml")]
 mod nvml;
+mod platform;
 pub mod raw;
 mod select;
+mod usage;
 
-pub use devices::{
-    platforms, DeviceHandle, DeviceInfo, DeviceKind, DeviceTypeFilter, PciBus, PlatformInfo,
-    Queried,
+pub use device::{
+    Device, DeviceInfo, DeviceKind, DeviceTypeFilter, ParentDevice, Partition, PciBus, Queried,
 };
+pub use drm::{DriverLimits, DrmMemoryKind, DrmUsage};
 pub use error_names::{error_name, ClCode, ERROR_NAMES};
-pub use host::{meminfo_kib, rss_bytes, HostLimits, ProcessUsage, UsageReader};
+pub use host::{
+    cgroup_memory_limit, meminfo_kib, rlimit, set_soft_rlimit, slurm_memory, HostLimits,
+    MemoryCeiling, Rlimit, RlimitValues,
+};
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlMemory;
+pub use platform::{platforms, DevicesReport, Platform, PlatformInfo, DEVICES_SCHEMA_VERSION};
 pub use select::{select, DeviceChoice, DeviceRequest, PlatformSelector, SelectError, Selection};
+pub use usage::{ProcessUsage, SystemMemory, Usage, UsageReader};
 
 /// The advice shown when no OpenCL platform is found.
 pub const INSTALL_HINT: &str = "install an OpenCL runtime: on Debian/Ubuntu run \

@@ -4,7 +4,7 @@
 //! figure shows whether the runtime allocates at create, at first use, on one GPU
 //! or on all of them. Devices are matched by PCI bus id.
 
-use crate::devices::{DeviceInfo, PciBus};
+use crate::device::{DeviceInfo, PciBus};
 use nvml_wrapper::Nvml;
 
 /// Reads used memory of the NVML devices that match OpenCL devices.

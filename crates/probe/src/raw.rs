@@ -1,9 +1,10 @@
 //! The thin unsafe layer: the only place in clmulti that calls `cl-sys`.
 //!
-//! Each function wraps one query and turns its status into a [`ClCode`] error.
-//! Callers pass handles obtained from the loader in this process; the handles of
-//! platforms and devices stay valid for the life of the process (the spec gives
-//! them no release call), which is what makes the `# Safety` contracts easy to meet.
+//! Each function wraps one call and turns its status into a [`ClCode`] error.
+//! Callers pass handles obtained from the loader in this process. Platforms and root
+//! devices stay valid for the life of the process (the spec gives them no release
+//! call); sub-devices live until their last [`release_device`], which
+//! [`Device`](crate::Device) does on drop.
 
 use crate::ClCode;
 use cl_sys::{cl_device_id, cl_device_type, cl_platform_id, cl_uint};
@@ -74,6 +75,56 @@ pub unsafe fn device_info(device: cl_device_id, param: cl_uint) -> Result<Vec<u8
     query_bytes(|size, value, size_ret| unsafe {
         cl_sys::clGetDeviceInfo(device, param, size, value, size_ret)
     })
+}
+
+/// Partitions `device` (`clCreateSubDevices`); `properties` is a zero-terminated
+/// partition property list such as `[CL_DEVICE_PARTITION_EQUALLY, 1, 0]`.
+/// The caller owns one reference to each returned sub-device.
+///
+/// # Safety
+/// `device` must be a live device handle of this process, and `properties` must end
+/// with a 0 entry.
+pub unsafe fn create_sub_devices(
+    device: cl_device_id,
+    properties: &[isize],
+) -> Result<Vec<cl_device_id>, ClCode> {
+    let mut count: cl_uint = 0;
+    // SAFETY: the caller guarantees `device` and the list's terminator; a null output
+    // list asks for the count only.
+    check(unsafe {
+        cl_sys::clCreateSubDevices(device, properties.as_ptr(), 0, ptr::null_mut(), &mut count)
+    })?;
+    let mut ids = vec![ptr::null_mut(); count as usize];
+    // SAFETY: `ids` holds `count` writable entries.
+    check(unsafe {
+        cl_sys::clCreateSubDevices(
+            device,
+            properties.as_ptr(),
+            count,
+            ids.as_mut_ptr(),
+            ptr::null_mut(),
+        )
+    })?;
+    Ok(ids)
+}
+
+/// Adds a reference to a device (a no-op for root devices).
+///
+/// # Safety
+/// `device` must be a live device handle of this process.
+pub unsafe fn retain_device(device: cl_device_id) -> Result<(), ClCode> {
+    // SAFETY: forwarded contract.
+    check(unsafe { cl_sys::clRetainDevice(device) })
+}
+
+/// Drops a reference to a device (a no-op for root devices).
+///
+/// # Safety
+/// `device` must be a live device handle of this process whose reference the
+/// caller owns; it must not be used after its last release.
+pub unsafe fn release_device(device: cl_device_id) -> Result<(), ClCode> {
+    // SAFETY: forwarded contract.
+    check(unsafe { cl_sys::clReleaseDevice(device) })
 }
 
 /// The two-call size-then-value pattern shared by every `clGet*Info`.

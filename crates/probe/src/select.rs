@@ -3,7 +3,9 @@
 //! The loader's platform order changes between boots (seen with NVIDIA and PoCL on
 //! one machine), so names are the reliable selector; indices are for one session.
 
-use crate::devices::{DeviceInfo, DeviceTypeFilter, PlatformInfo};
+use crate::device::{Device, DeviceTypeFilter, Partition};
+use crate::platform::Platform;
+use crate::ClCode;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -61,10 +63,12 @@ pub struct DeviceRequest {
     pub platform: PlatformSelector,
     /// Which device type.
     pub device_type: DeviceTypeFilter,
-    /// Which devices of that type.
+    /// Which devices of that type (among the sub-devices, when partitioned).
     pub devices: DeviceChoice,
     /// When no platform has the wanted type, use devices of any type instead.
     pub fallback_to_any_type: bool,
+    /// Split every device of that type into sub-devices first.
+    pub partition: Option<Partition>,
 }
 
 impl DeviceRequest {
@@ -89,19 +93,22 @@ impl DeviceRequest {
             device_type: DeviceTypeFilter::All,
             devices,
             fallback_to_any_type: false,
+            partition: None,
         }
     }
 }
 
 /// The platform and devices a request resolved to.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Selection {
     /// Index of the chosen platform in the loader's list.
     pub platform_index: usize,
     /// Its name.
     pub platform_name: String,
+    /// Its version (`CL_PLATFORM_VERSION`).
+    pub platform_version: String,
     /// The chosen devices, in request order.
-    pub devices: Vec<DeviceInfo>,
+    pub devices: Vec<Device>,
     /// True when no device of the wanted type existed and another type was used.
     pub fell_back_to_any_type: bool,
 }
@@ -118,7 +125,9 @@ pub enum SelectError {
         available: String,
     },
     /// No platform has devices of the wanted type.
-    #[error("no {device_type:?} device on {where_}; run `clmulti devices` to see what exists")]
+    #[error(
+        "no device of type {device_type} on {where_}; run `clmulti devices` to see what exists"
+    )]
     NoDevices {
         /// The wanted type.
         device_type: DeviceTypeFilter,
@@ -126,8 +135,10 @@ pub enum SelectError {
         where_: String,
     },
     /// Fewer devices than asked for.
-    #[error("asked for {wanted} {device_type:?} device(s) on {platform}, found {found}")]
+    #[error("asked for {wanted} devices of type {device_type} on {platform}, found {found}{}", fallback_note(*.fell_back_from))]
     NotEnough {
+        /// The type first asked for, when none existed and any type was counted.
+        fell_back_from: Option<DeviceTypeFilter>,
         /// How many were asked for.
         wanted: usize,
         /// How many exist.
@@ -139,9 +150,11 @@ pub enum SelectError {
     },
     /// A device index beyond the list.
     #[error(
-        "device index {index} is out of range: {platform} has {found} {device_type:?} device(s)"
+        "device index {index} is out of range: {platform} has {found} device(s) of type {device_type}{}", fallback_note(*.fell_back_from)
     )]
     NoSuchIndex {
+        /// The type first asked for, when none existed and any type was counted.
+        fell_back_from: Option<DeviceTypeFilter>,
         /// The index asked for.
         index: usize,
         /// How many exist.
@@ -151,18 +164,61 @@ pub enum SelectError {
         /// The platform searched.
         platform: String,
     },
+    /// A device could not be partitioned as asked.
+    #[error("cannot partition device {selector} ({name}) {partition}: {error}; the runtime may not support it (see CL_DEVICE_PARTITION_PROPERTIES in clinfo)")]
+    Partition {
+        /// The device.
+        selector: String,
+        /// Its name.
+        name: String,
+        /// The partition asked for.
+        partition: Partition,
+        /// What `clCreateSubDevices` returned.
+        error: ClCode,
+    },
+}
+
+fn fallback_note(from: Option<DeviceTypeFilter>) -> String {
+    from.map_or_else(String::new, |t| {
+        format!(" (no device of type {t} exists, so devices of any type were counted)")
+    })
+}
+
+impl SelectError {
+    /// Whether the machine simply has fewer devices than asked for: the request is
+    /// fine, this machine cannot run it (a run to skip, not bad input).
+    pub fn is_too_few_devices(&self) -> bool {
+        matches!(
+            self,
+            SelectError::NotEnough { .. } | SelectError::NoSuchIndex { .. }
+        )
+    }
 }
 
 /// Resolves a request against enumerated platforms.
-pub fn select(
-    platforms: &[PlatformInfo],
-    request: &DeviceRequest,
-) -> Result<Selection, SelectError> {
+pub fn select(platforms: &[Platform], request: &DeviceRequest) -> Result<Selection, SelectError> {
     match try_select(platforms, request, request.device_type) {
         Err(SelectError::NoDevices { .. })
             if request.fallback_to_any_type && request.device_type != DeviceTypeFilter::All =>
         {
-            let mut selection = try_select(platforms, request, DeviceTypeFilter::All)?;
+            let mut selection =
+                try_select(platforms, request, DeviceTypeFilter::All).map_err(|mut e| {
+                    if let SelectError::NotEnough {
+                        fell_back_from,
+                        device_type,
+                        ..
+                    }
+                    | SelectError::NoSuchIndex {
+                        fell_back_from,
+                        device_type,
+                        ..
+                    } = &mut e
+                    {
+                        *fell_back_from = Some(request.device_type);
+                        *device_type = request.device_type;
+                    }
+                    e
+                })?;
             selection.fell_back_to_any_type = true;
             Ok(selection)
         }
@@ -171,7 +227,7 @@ pub fn select(
 }
 
 fn try_select(
-    platforms: &[PlatformInfo],
+    platforms: &[Platform],
     request: &DeviceRequest,
     filter: DeviceTypeFilter,
 ) -> Result<Selection, SelectError> {
@@ -192,7 +248,7 @@ fn try_select(
             .find(|p| p.matches(n))
             .ok_or_else(|| unknown(platforms, &request.platform))?,
     };
-    let available: Vec<&DeviceInfo> = platform.devices_of(filter).collect();
+    let mut available: Vec<Device> = platform.devices_of(filter).cloned().collect();
     let label = format!("platform {} ({})", platform.index, platform.display_name());
     if available.is_empty() {
         return Err(SelectError::NoDevices {
@@ -200,26 +256,45 @@ fn try_select(
             where_: label,
         });
     }
+    if let Some(partition) = &request.partition {
+        let mut subs = Vec::new();
+        for device in &available {
+            subs.extend(
+                device
+                    .partition(partition)
+                    .map_err(|error| SelectError::Partition {
+                        selector: device.info().selector.clone(),
+                        name: device.info().display_name().to_owned(),
+                        partition: partition.clone(),
+                        error,
+                    })?,
+            );
+        }
+        available = subs;
+    }
     let devices = match &request.devices {
-        DeviceChoice::All => available.into_iter().cloned().collect(),
+        DeviceChoice::All => available,
         DeviceChoice::Count(n) => {
             if *n > available.len() {
                 return Err(SelectError::NotEnough {
+                    fell_back_from: None,
                     wanted: *n,
                     found: available.len(),
                     device_type: filter,
                     platform: label,
                 });
             }
-            available[..*n].iter().map(|d| (*d).clone()).collect()
+            available.truncate(*n);
+            available
         }
         DeviceChoice::Indices(indices) => indices
             .iter()
             .map(|&index| {
                 available
                     .get(index)
-                    .map(|d| (*d).clone())
+                    .cloned()
                     .ok_or_else(|| SelectError::NoSuchIndex {
+                        fell_back_from: None,
                         index,
                         found: available.len(),
                         device_type: filter,
@@ -231,12 +306,13 @@ fn try_select(
     Ok(Selection {
         platform_index: platform.index,
         platform_name: platform.display_name().to_owned(),
+        platform_version: platform.version.value().cloned().unwrap_or_default(),
         devices,
         fell_back_to_any_type: false,
     })
 }
 
-fn unknown(platforms: &[PlatformInfo], selector: &PlatformSelector) -> SelectError {
+fn unknown(platforms: &[Platform], selector: &PlatformSelector) -> SelectError {
     SelectError::UnknownPlatform {
         selector: selector.to_string(),
         available: platforms

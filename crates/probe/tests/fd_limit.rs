@@ -4,9 +4,18 @@
 use clmulti_probe::{ProcessUsage, UsageReader};
 
 #[test]
-fn a_reader_still_counts_when_no_descriptor_is_left() {
+fn a_reader_counts_descriptors_even_when_none_is_left() {
     let reader = UsageReader::open();
-    let before = reader.read().open_fds;
+    let first = reader.read();
+    let file = std::fs::File::open("/proc/self/status").unwrap();
+    assert_eq!(reader.read().process.open_fds, first.process.open_fds + 1);
+    drop(file);
+    let p = first.process;
+    assert!(p.rss_bytes > 0 && p.virtual_bytes >= p.rss_bytes && p.memory_maps > 5);
+    let system = first.system.expect("/proc/meminfo");
+    assert!(system.available_bytes > 0 && system.free_bytes > 0);
+
+    let before = reader.read().process.open_fds;
     // Fill the descriptor table up to a low soft limit, then read again.
     let mut lim = libc::rlimit {
         rlim_cur: 0,
@@ -22,7 +31,7 @@ fn a_reader_still_counts_when_no_descriptor_is_left() {
     while let Ok(f) = std::fs::File::open("/dev/null") {
         held.push(f);
     }
-    let at_limit = reader.read();
+    let at_limit = reader.read().process;
     let fresh = ProcessUsage::read();
     drop(held);
     // SAFETY: restoring the saved limit.

@@ -4,7 +4,7 @@ use clmulti_probe::{
     raw, select, DeviceChoice, DeviceRequest, DeviceTypeFilter, PlatformSelector, Queried,
 };
 
-fn pocl() -> Vec<clmulti_probe::PlatformInfo> {
+fn pocl() -> Vec<clmulti_probe::Platform> {
     // Before the first OpenCL call, so the loader sees it: PoCL alone, one CPU device.
     std::env::set_var("OCL_ICD_VENDORS", "/etc/OpenCL/vendors/pocl.icd");
     std::env::remove_var("POCL_DEVICES");
@@ -19,7 +19,7 @@ fn probing_selection_and_a_failing_query() {
     assert_eq!(devices.len(), 1, "{devices:#?}");
 
     // A query the runtime rejects comes back by name, not as a panic.
-    let id = devices[0].handle().unwrap().as_raw();
+    let id = devices[0].id();
     // SAFETY: `id` came from the loader in this process.
     let err = unsafe { raw::device_info(id, 0xFFFF) }.unwrap_err();
     assert_eq!(err.to_string(), "CL_INVALID_VALUE (-30)");
@@ -38,11 +38,12 @@ fn probing_selection_and_a_failing_query() {
         device_type: DeviceTypeFilter::Gpu,
         devices: DeviceChoice::Count(1),
         fallback_to_any_type: true,
+        partition: None,
     };
     let selection = select(&platforms, &request).unwrap();
     assert!(selection.fell_back_to_any_type);
     assert_eq!(selection.devices.len(), 1);
-    assert_eq!(selection.devices[0].selector, "0:0");
+    assert_eq!(selection.devices[0].info().selector, "0:0");
     let strict = DeviceRequest {
         fallback_to_any_type: false,
         ..request.clone()
@@ -50,7 +51,7 @@ fn probing_selection_and_a_failing_query() {
     assert!(select(&platforms, &strict)
         .unwrap_err()
         .to_string()
-        .contains("no Gpu device"));
+        .contains("no device of type gpu"));
     let too_many = DeviceRequest {
         devices: DeviceChoice::Count(3),
         ..request.clone()

@@ -33,15 +33,34 @@
 //!     use B, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB (decimal)");
 //! ```
 //!
+//! Large grids are validated one run at a time through [`ScenarioFile`], which counts
+//! the runs before expanding any (at most [`MAX_RUNS`]):
+//!
+//! ```
+//! let file = clmulti_scenario::ScenarioFile::parse(
+//!     "[grid]\n\"allocation.count\" = [1, 2, 3]\n\"context.mode\" = [\"shared\", \"per-device\"]\n",
+//!     "grid.toml",
+//! ).unwrap();
+//! assert_eq!(file.len(), 6);
+//! assert_eq!(file.run(5).unwrap().name, "grid[allocation.count=3,context.mode=per-device]");
+//! ```
+//!
 //! The schema, with defaults, is documented in `configs/README.md` of the workspace.
 
+pub mod layer;
 mod load;
 mod model;
 mod raw;
 mod size;
 mod validate;
 
-pub use load::{load_file, load_str, ScenarioError};
-pub use model::*;
-pub use size::{format_size, parse_size, Bytes, SizeError};
-pub use validate::{DEFAULT_MAX_SECONDS, DEFAULT_SAMPLE_EVERY};
+pub use load::{load_file, load_str, ScenarioError, ScenarioFile, MAX_FILE_BYTES, MAX_RUNS};
+pub use model::{
+    Allocation, Axpy, AxpyCheck, ContextMode, Count, DeviceSet, DeviceType, Devices, Guards,
+    Limits, MemFlag, Partition, Placement, Platform, RssLimit, Scenario, Strategy,
+};
+pub use size::{format_bytes, format_size, parse_size, Bytes, SizeError};
+pub use validate::{
+    DEFAULT_MAX_SECONDS, DEFAULT_SAMPLE_EVERY, LAYER_FILE_NAME, LAYER_TOKEN, MAX_ENV_VARS,
+    PATH_ENV_KEYS,
+};

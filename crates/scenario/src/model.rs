@@ -1,11 +1,11 @@
 //! The validated scenario: every value checked, every default filled in.
 //! Field names here are the report's stable names.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One run: a scenario file with one point of its grid applied.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Scenario {
     /// The scenario's name, with the grid point appended: `seed[context.mode=shared]`.
     pub name: String,
@@ -29,12 +29,12 @@ pub struct Scenario {
     pub guards: Guards,
     /// Sample resources every this many allocations (and at the end, and at a failure).
     pub sample_every: u64,
-    /// dAxpy over allocated buffers after the loop.
-    pub axpy_check: AxpyCheck,
+    /// dAxpy after the loop: over allocated buffers, and split over the devices.
+    pub axpy: Axpy,
 }
 
 /// The platform selector.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Platform {
     /// The first platform with devices of the wanted type.
@@ -46,7 +46,7 @@ pub enum Platform {
 }
 
 /// Device types.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeviceType {
     /// GPUs.
@@ -60,7 +60,7 @@ pub enum DeviceType {
 }
 
 /// Which devices of the platform.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeviceSet {
     /// The first `n`.
@@ -85,7 +85,7 @@ impl DeviceSet {
 }
 
 /// The `[devices]` table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Devices {
     /// Which platform.
     pub platform: Platform,
@@ -96,10 +96,24 @@ pub struct Devices {
     /// With no device of `device_type` anywhere, use devices of any type (e.g. PoCL's
     /// CPU devices on a machine without a GPU). The report says when it happened.
     pub fallback_to_any_type: bool,
+    /// Split each device of the type into sub-devices first; `set` then picks among
+    /// the sub-devices.
+    #[serde(default)]
+    pub partition: Option<Partition>,
+}
+
+/// How devices are split into sub-devices (`clCreateSubDevices`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Partition {
+    /// `CL_DEVICE_PARTITION_EQUALLY`: sub-devices of this many compute units each.
+    Equally(u32),
+    /// `CL_DEVICE_PARTITION_BY_COUNTS`: one sub-device per entry, of that many compute units.
+    ByCounts(Vec<u32>),
 }
 
 /// Context mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ContextMode {
     /// One context over every selected device (the seed's failing case).
@@ -108,8 +122,18 @@ pub enum ContextMode {
     PerDevice,
 }
 
+impl ContextMode {
+    /// Its name in scenario files: `shared`, `per-device`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ContextMode::Shared => "shared",
+            ContextMode::PerDevice => "per-device",
+        }
+    }
+}
+
 /// How each buffer is made resident.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
     /// `clCreateBuffer` only (the seed).
@@ -124,8 +148,21 @@ pub enum Strategy {
     Pool,
 }
 
+impl Strategy {
+    /// Its name in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Create => "create",
+            Strategy::Fill => "fill",
+            Strategy::Migrate => "migrate",
+            Strategy::Pin => "pin",
+            Strategy::Pool => "pool",
+        }
+    }
+}
+
 /// `cl_mem_flags` bits a scenario may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum MemFlag {
     /// `CL_MEM_READ_WRITE`
@@ -155,6 +192,18 @@ impl MemFlag {
         }
     }
 
+    /// Its name in scenario files: `READ_WRITE`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            MemFlag::ReadWrite => "READ_WRITE",
+            MemFlag::ReadOnly => "READ_ONLY",
+            MemFlag::WriteOnly => "WRITE_ONLY",
+            MemFlag::AllocHostPtr => "ALLOC_HOST_PTR",
+            MemFlag::UseHostPtr => "USE_HOST_PTR",
+            MemFlag::CopyHostPtr => "COPY_HOST_PTR",
+        }
+    }
+
     /// Whether the engine must supply host memory for each buffer.
     pub fn needs_host_memory(self) -> bool {
         matches!(self, MemFlag::UseHostPtr | MemFlag::CopyHostPtr)
@@ -162,7 +211,7 @@ impl MemFlag {
 }
 
 /// How many buffers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Count {
     /// Exactly this many (fewer if something stops the run).
@@ -172,7 +221,7 @@ pub enum Count {
 }
 
 /// Which device each buffer is meant for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Placement {
     /// Buffer `i` goes to device `i % devices`.
@@ -182,7 +231,7 @@ pub enum Placement {
 }
 
 /// The `[allocation]` table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Allocation {
     /// Bytes per buffer.
     pub size_bytes: u64,
@@ -208,7 +257,7 @@ impl Allocation {
 }
 
 /// The `[limits]` table: applied with `setrlimit` to the process running the scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Limits {
     /// `RLIMIT_NOFILE` soft limit.
     pub nofile: Option<u64>,
@@ -224,7 +273,7 @@ impl Limits {
 }
 
 /// A ceiling on host RSS.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RssLimit {
     /// Absolute bytes.
@@ -234,7 +283,7 @@ pub enum RssLimit {
 }
 
 /// The `[guards]` table: the engine stops at the first one reached and says which.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Guards {
     /// Total bytes requested.
     pub max_total_bytes: Option<u64>,
@@ -244,8 +293,19 @@ pub struct Guards {
     pub max_seconds: f64,
 }
 
+/// The `[axpy]` table: dAxpy after the allocation loop, before release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Axpy {
+    /// dAxpy over pairs of the allocated buffers.
+    pub check: AxpyCheck,
+    /// One dAxpy split over all the run's devices, in its context mode: throughput
+    /// beside the allocation costs.
+    #[serde(default)]
+    pub split: bool,
+}
+
 /// dAxpy over the allocated buffers, after the loop and before release.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AxpyCheck {
     /// No check.

@@ -52,6 +52,15 @@ pub struct RawDevices {
     pub count: Option<i64>,
     pub indices: Option<Vec<i64>>,
     pub fallback: Option<String>,
+    pub partition: Option<RawPartition>,
+}
+
+/// `"equally"` or a list of compute-unit counts.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RawPartition {
+    Word(String),
+    Counts(Vec<i64>),
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -99,4 +108,5 @@ pub struct RawSampling {
 pub struct RawAxpy {
     pub check: Option<String>,
     pub samples: Option<i64>,
+    pub split: Option<bool>,
 }

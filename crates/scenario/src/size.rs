@@ -104,6 +104,32 @@ pub fn format_size(bytes: u64) -> String {
     format!("{bytes}B")
 }
 
+/// Formats a measured byte count for people, in the largest binary unit below it
+/// with two decimals: `512 B`, `1.00 MiB`, `139.80 GiB`. Negative counts (shrinking
+/// resources) keep their sign.
+///
+/// ```
+/// use clmulti_scenario::format_bytes;
+/// assert_eq!(format_bytes(512.0), "512 B");
+/// assert_eq!(format_bytes(1536.0), "1.50 KiB");
+/// assert_eq!(format_bytes(-1048576.0), "-1.00 MiB");
+/// ```
+pub fn format_bytes(bytes: f64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let sign = if bytes < 0.0 { "-" } else { "" };
+    let mut value = bytes.abs();
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{sign}{value:.0} B")
+    } else {
+        format!("{sign}{value:.2} {}", UNITS[unit])
+    }
+}
+
 /// A byte count that displays with [`format_size`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Bytes(pub u64);

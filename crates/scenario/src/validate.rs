@@ -4,6 +4,7 @@ use crate::model::*;
 use crate::raw::*;
 use crate::size::parse_size;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// A problem at a key path (`allocation.size`), before it is given a file location.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,15 +57,47 @@ fn one_of<T: Copy>(key: &str, value: &str, choices: &[(&str, T)]) -> Result<T, P
 pub const DEFAULT_MAX_SECONDS: f64 = 300.0;
 /// Default sampling interval.
 pub const DEFAULT_SAMPLE_EVERY: u64 = 1000;
+/// At most this many `[env]` variables (setting each one scans the environment).
+pub const MAX_ENV_VARS: usize = 256;
+/// `[env]` keys whose values are paths (`:`-separated lists for the first two):
+/// relative entries are resolved against the scenario's folder, and each must exist.
+pub const PATH_ENV_KEYS: [&str; 3] = ["OPENCL_LAYERS", "OCL_ICD_FILENAMES", "OCL_ICD_VENDORS"];
+/// The file name of clmulti's emulation layer (crate `clmulti-layer`).
+pub const LAYER_FILE_NAME: &str = "libclmulti_layer.so";
+/// In a path-valued `[env]` entry: the emulation layer built beside the running
+/// clmulti binary (`target/debug` or `target/release`).
+pub const LAYER_TOKEN: &str = "{clmulti-layer}";
+
+/// What validation needs to know beyond the file: where relative paths start, and the
+/// hard limits of the machine that will run it (`None`: not checked).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    /// The scenario file's folder; `None` resolves relative paths against the
+    /// current directory.
+    pub base_dir: Option<std::path::PathBuf>,
+    /// The hard `RLIMIT_NOFILE` a run's soft limit cannot exceed.
+    pub nofile_hard: Option<u64>,
+    /// The hard `RLIMIT_AS`, bytes.
+    pub address_space_hard: Option<u64>,
+    /// Where the emulation layer is ([`LAYER_TOKEN`] stands for it).
+    pub layer: Option<std::path::PathBuf>,
+}
 
 pub(crate) fn validate(
     raw: RawScenario,
     file: &str,
     fallback_name: &str,
     grid_point: BTreeMap<String, String>,
+    context: &Context,
 ) -> Result<Scenario, Problem> {
     let base_name = match raw.name {
         Some(n) if n.trim().is_empty() => return Err(problem("name", "must not be empty")),
+        Some(n) if n.chars().any(char::is_control) => {
+            return Err(problem(
+                "name",
+                "must be one line without control characters (it names files and table rows)",
+            ))
+        }
         Some(n) => n,
         None => fallback_name.to_owned(),
     };
@@ -89,14 +122,7 @@ pub(crate) fn validate(
     };
     let allocation = allocation(&raw.allocation, &devices)?;
 
-    for key in raw.env.keys() {
-        if key.is_empty() || key.contains('=') || key.contains('\0') {
-            return Err(problem(
-                &format!("env.{key}"),
-                "an environment variable name must be non-empty without '=' or NUL",
-            ));
-        }
-    }
+    let env = env(raw.env, context)?;
     let limits = Limits {
         nofile: raw
             .limits
@@ -116,6 +142,19 @@ pub(crate) fn validate(
             "below 64MiB the process cannot even load the OpenCL runtime",
         ));
     }
+    let above_hard = |value: Option<u64>, hard: Option<u64>| value.zip(hard).filter(|(v, h)| v > h);
+    if let Some((v, h)) = above_hard(limits.nofile, context.nofile_hard) {
+        return Err(problem(
+            "limits.nofile",
+            format!("{v} is above this machine's hard RLIMIT_NOFILE ({h}); a process can raise its soft limit only up to the hard one (`ulimit -Hn`)"),
+        ));
+    }
+    if let Some((v, h)) = above_hard(limits.address_space_bytes, context.address_space_hard) {
+        return Err(problem(
+            "limits.as",
+            format!("{v} bytes is above this machine's hard RLIMIT_AS ({h} bytes)"),
+        ));
+    }
 
     let guards = guards(&raw.guards)?;
     let sample_every = raw
@@ -125,6 +164,7 @@ pub(crate) fn validate(
         .transpose()?
         .unwrap_or(DEFAULT_SAMPLE_EVERY);
 
+    let split = raw.axpy.split.unwrap_or(false);
     let axpy_check = match raw.axpy.check.as_deref() {
         None | Some("none") => {
             if raw.axpy.samples.is_some() {
@@ -162,6 +202,12 @@ pub(crate) fn validate(
             "dAxpy needs buffers of at least 8 bytes (two floats)",
         ));
     }
+    if axpy_check != AxpyCheck::None && allocation.strategy == Strategy::Pin {
+        return Err(problem(
+            "axpy.check",
+            "the check runs over kept buffers of strategy create, fill, migrate or pool",
+        ));
+    }
 
     Ok(Scenario {
         name,
@@ -171,12 +217,103 @@ pub(crate) fn validate(
         devices,
         context_mode,
         allocation,
-        env: raw.env,
+        env,
         limits,
         guards,
         sample_every,
-        axpy_check,
+        axpy: Axpy {
+            check: axpy_check,
+            split,
+        },
     })
+}
+
+fn env(
+    raw: BTreeMap<String, String>,
+    context: &Context,
+) -> Result<BTreeMap<String, String>, Problem> {
+    if raw.len() > MAX_ENV_VARS {
+        return Err(problem(
+            "env",
+            format!(
+                "{} variables; at most {MAX_ENV_VARS} are allowed",
+                raw.len()
+            ),
+        ));
+    }
+    let mut env = BTreeMap::new();
+    for (key, value) in raw {
+        let at = format!("env.{key}");
+        if key.is_empty() || key.contains('=') || key.contains('\0') {
+            return Err(problem(
+                &at,
+                "an environment variable name must be non-empty without '=' or NUL",
+            ));
+        }
+        if value.contains('\0') {
+            return Err(problem(
+                &at,
+                "an environment variable value cannot contain NUL",
+            ));
+        }
+        let value = if PATH_ENV_KEYS.contains(&key.as_str()) {
+            resolve_paths(&at, &value, context)?
+        } else {
+            value
+        };
+        env.insert(key, value);
+    }
+    crate::layer::LayerSettings::read(|k| env.get(k).cloned())
+        .map_err(|(key, message)| problem(&format!("env.{key}"), message))?;
+    let names_layer = env
+        .get("OPENCL_LAYERS")
+        .is_some_and(|l| l.split(':').any(|p| p.ends_with(LAYER_FILE_NAME)));
+    if names_layer && !env.contains_key(crate::layer::POLICY) {
+        let names: Vec<&str> = crate::layer::Policy::ALL.iter().map(|(n, _)| *n).collect();
+        return Err(problem(
+            "env.OPENCL_LAYERS",
+            format!(
+                "names clmulti's layer but no {} ({})",
+                crate::layer::POLICY,
+                names.join(", ")
+            ),
+        ));
+    }
+    Ok(env)
+}
+
+/// Resolves each `:`-separated path against the scenario's folder and checks it exists.
+fn resolve_paths(key: &str, value: &str, context: &Context) -> Result<String, Problem> {
+    let mut resolved = Vec::new();
+    for entry in value.split(':').filter(|e| !e.is_empty()) {
+        let path = if entry == LAYER_TOKEN {
+            context.layer.clone().ok_or_else(|| {
+                problem(key, format!("{LAYER_TOKEN} names the layer built beside clmulti; this tool does not know where that is"))
+            })?
+        } else {
+            let path = Path::new(entry);
+            match (&context.base_dir, path.is_relative()) {
+                (Some(base), true) => base.join(path),
+                _ => path.to_path_buf(),
+            }
+        };
+        if !path.exists() {
+            let hint = if path.file_name().is_some_and(|n| n == LAYER_FILE_NAME) {
+                format!(
+                    "; build it with `cargo build{} -p clmulti-layer` (`cargo xtask sweep` builds it too)",
+                    if path.to_string_lossy().contains("/release/") { " --release" } else { "" }
+                )
+            } else {
+                String::new()
+            };
+            return Err(problem(
+                key,
+                format!("{} does not exist{hint}", path.display()),
+            ));
+        }
+        resolved.push(path.to_string_lossy().into_owned());
+    }
+    Ok(resolved.join(":"))
 }
 
 fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
@@ -248,11 +385,42 @@ fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
             &[("any-type", true), ("none", false)],
         )?,
     };
+    let partition = match &raw.partition {
+        None => None,
+        Some(RawPartition::Word(w)) if w == "equally" => Some(Partition::Equally(1)),
+        Some(RawPartition::Word(w)) => {
+            return Err(problem(
+                "devices.partition",
+                format!(
+                    "expected \"equally\" or a list of compute-unit counts like [1, 1], got {w:?}"
+                ),
+            ))
+        }
+        Some(RawPartition::Counts(counts)) => {
+            if counts.is_empty() {
+                return Err(problem("devices.partition", "needs at least one count"));
+            }
+            let counts = counts
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    u32::try_from(*c).ok().filter(|c| *c > 0).ok_or_else(|| {
+                        problem(
+                            &format!("devices.partition[{i}]"),
+                            format!("a compute-unit count must be a positive integer, got {c}"),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<u32>, Problem>>()?;
+            Some(Partition::ByCounts(counts))
+        }
+    };
     Ok(Devices {
         platform,
         device_type,
         set,
         fallback_to_any_type,
+        partition,
     })
 }
 

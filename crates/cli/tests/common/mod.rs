@@ -55,7 +55,7 @@ pub fn clmulti(n: usize) -> Command {
     cmd
 }
 
-/// Runs and returns the output, with stderr shown on failure to parse.
+/// Runs and returns the output.
 pub fn run(cmd: &mut Command) -> Output {
     cmd.output().expect("spawn clmulti")
 }
@@ -89,16 +89,44 @@ pub fn scenario_file(name: &str, text: &str) -> PathBuf {
 }
 
 /// Parses JSON Lines output into reports.
-pub fn reports(out: &Output) -> Vec<serde_json::Value> {
+pub fn reports(out: &Output) -> Vec<clmulti_alloc::Report> {
     let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<serde_json::Value> = text
+    let lines: Vec<clmulti_alloc::Report> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
-            serde_json::from_str(l)
-                .unwrap_or_else(|e| panic!("bad JSON line ({e}): {l}\nstderr: {}", stderr(out)))
+            clmulti_alloc::Report::from_json(l)
+                .unwrap_or_else(|e| panic!("bad report line ({e}): {l}\nstderr: {}", stderr(out)))
         })
         .collect();
     assert!(!lines.is_empty(), "no reports; stderr: {}", stderr(out));
     lines
+}
+
+/// The cost of a resource in a report.
+pub fn cost(r: &clmulti_alloc::Report, resource: clmulti_alloc::Resource) -> &clmulti_alloc::Cost {
+    r.costs
+        .iter()
+        .find(|c| c.resource == resource)
+        .unwrap_or_else(|| panic!("{}: no cost of {resource:?}", r.run_name))
+}
+
+/// Builds the emulation layer beside the binary under test (a no-op when fresh) and
+/// returns its path: what `{clmulti-layer}` in a scenario names.
+pub fn layer() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .args(["build", "-p", "clmulti-layer"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .expect("run cargo");
+            assert!(status.success(), "building clmulti-layer failed");
+            let path = bin().with_file_name("libclmulti_layer.so");
+            assert!(path.exists(), "{} missing after the build", path.display());
+            path
+        })
+        .clone()
 }

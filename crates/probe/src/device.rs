@@ -30,7 +30,7 @@ pub enum Queried<T> {
 }
 
 impl<T> Queried<T> {
-    fn from_result(result: Result<T, ClCode>) -> Self {
+    pub(crate) fn from_result(result: Result<T, ClCode>) -> Self {
         match result {
             Ok(v) => Queried::Value(v),
             Err(code) => Queried::Error {
@@ -124,43 +124,25 @@ pub enum DeviceTypeFilter {
     All,
 }
 
+impl std::fmt::Display for DeviceTypeFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DeviceTypeFilter::Gpu => "gpu",
+            DeviceTypeFilter::Cpu => "cpu",
+            DeviceTypeFilter::Accelerator => "accelerator",
+            DeviceTypeFilter::All => "any",
+        })
+    }
+}
+
 impl DeviceTypeFilter {
-    fn bits(self) -> u64 {
+    pub(crate) fn bits(self) -> u64 {
         match self {
             DeviceTypeFilter::Gpu => cl_sys::CL_DEVICE_TYPE_GPU,
             DeviceTypeFilter::Cpu => cl_sys::CL_DEVICE_TYPE_CPU,
             DeviceTypeFilter::Accelerator => cl_sys::CL_DEVICE_TYPE_ACCELERATOR,
             DeviceTypeFilter::All => cl_sys::CL_DEVICE_TYPE_ALL,
         }
-    }
-}
-
-/// A raw `cl_device_id`, valid for the life of the process.
-///
-/// OpenCL device handles are thread-safe runtime objects with no release call for
-/// root devices, so sharing them between threads is sound.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct DeviceHandle(cl_sys::cl_device_id);
-
-// SAFETY: root device ids are immutable runtime objects the spec lets any thread use.
-unsafe impl Send for DeviceHandle {}
-// SAFETY: as above; no interior state is reachable through the handle in Rust.
-unsafe impl Sync for DeviceHandle {}
-
-impl DeviceHandle {
-    /// The raw id, for passing to another OpenCL binding (e.g. `opencl3`).
-    pub fn as_raw(self) -> *mut c_void {
-        self.0
-    }
-
-    /// Free global memory in bytes, where the device reports it
-    /// (`CL_DEVICE_GLOBAL_FREE_MEMORY_AMD`, `cl_amd_device_attribute_query`).
-    pub fn free_memory_amd(self) -> Option<u64> {
-        // SAFETY: the handle came from `raw::device_ids`.
-        let bytes = unsafe { raw::device_info(self.0, CL_DEVICE_GLOBAL_FREE_MEMORY_AMD) }.ok()?;
-        // The AMD query returns size_t[2] in KiB: total free and largest free block.
-        let kib = usize::from_ne_bytes(bytes.get(..8)?.try_into().ok()?);
-        Some(kib as u64 * 1024)
     }
 }
 
@@ -187,8 +169,8 @@ impl std::fmt::Display for PciBus {
     }
 }
 
-/// Everything clmulti reads about one device.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Everything clmulti reads about one device, as plain data (what reports serialize).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceInfo {
     /// Index in its platform's device list (all types), as the loader gave it.
     pub index: usize,
@@ -228,17 +210,64 @@ pub struct DeviceInfo {
     pub pci_bus: Option<Queried<PciBus>>,
     /// `CL_DEVICE_UUID_KHR` as hex, where `cl_khr_device_uuid` is exposed.
     pub uuid: Option<Queried<String>>,
-    #[serde(skip)]
-    handle: Option<DeviceHandle>,
+    /// For a sub-device: the device it was partitioned from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentDevice>,
+    /// For a sub-device: how its parent was partitioned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<Partition>,
+}
+
+/// The device a sub-device was made from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentDevice {
+    /// Its selector (`platform:index`).
+    pub selector: String,
+    /// Its name.
+    pub name: String,
+    /// Its compute units.
+    pub compute_units: Option<u32>,
+}
+
+/// How a device is split into sub-devices (`clCreateSubDevices`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Partition {
+    /// `CL_DEVICE_PARTITION_EQUALLY`: sub-devices of this many compute units each.
+    Equally(u32),
+    /// `CL_DEVICE_PARTITION_BY_COUNTS`: one sub-device per entry, of that many compute units.
+    ByCounts(Vec<u32>),
+}
+
+impl std::fmt::Display for Partition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Partition::Equally(n) => write!(f, "equally, {n} compute unit(s) each"),
+            Partition::ByCounts(counts) => write!(f, "by counts {counts:?}"),
+        }
+    }
+}
+
+impl Partition {
+    /// The zero-terminated property list `clCreateSubDevices` takes.
+    fn properties(&self) -> Vec<isize> {
+        // CL_DEVICE_PARTITION_EQUALLY, _BY_COUNTS, _BY_COUNTS_LIST_END (cl.h).
+        const EQUALLY: isize = 0x1086;
+        const BY_COUNTS: isize = 0x1087;
+        const BY_COUNTS_LIST_END: isize = 0;
+        match self {
+            Partition::Equally(n) => vec![EQUALLY, *n as isize, 0],
+            Partition::ByCounts(counts) => {
+                let mut list = vec![BY_COUNTS];
+                list.extend(counts.iter().map(|c| *c as isize));
+                list.extend([BY_COUNTS_LIST_END, 0]);
+                list
+            }
+        }
+    }
 }
 
 impl DeviceInfo {
-    /// The handle to use with other OpenCL bindings. `None` only for values
-    /// deserialized from a report.
-    pub fn handle(&self) -> Option<DeviceHandle> {
-        self.handle
-    }
-
     /// Whether the device lists an extension.
     pub fn has_extension(&self, name: &str) -> bool {
         self.extensions
@@ -252,98 +281,119 @@ impl DeviceInfo {
     }
 }
 
-/// Everything clmulti reads about one platform, with its devices.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PlatformInfo {
-    /// Index in the loader's list. The order can change between boots: select by name.
-    pub index: usize,
-    /// `CL_PLATFORM_NAME`
-    pub name: Queried<String>,
-    /// `CL_PLATFORM_VENDOR`
-    pub vendor: Queried<String>,
-    /// `CL_PLATFORM_VERSION`
-    pub version: Queried<String>,
-    /// `CL_PLATFORM_PROFILE`
-    pub profile: Queried<String>,
-    /// The platform's devices of every type.
-    pub devices: Vec<DeviceInfo>,
-    /// Set when listing the devices failed.
-    pub devices_error: Option<String>,
-}
-
-impl PlatformInfo {
-    /// Whether `needle` (case-insensitive) occurs in the platform's name or vendor.
-    pub fn matches(&self, needle: &str) -> bool {
-        let needle = needle.to_lowercase();
-        [&self.name, &self.vendor].iter().any(|field| {
-            field
-                .value()
-                .is_some_and(|v| v.to_lowercase().contains(&needle))
-        })
-    }
-
-    /// The platform name, or `?` when its query failed.
-    pub fn display_name(&self) -> &str {
-        self.name.value().map(String::as_str).unwrap_or("?")
-    }
-
-    /// Devices of the given type, in the platform's order.
-    pub fn devices_of(&self, filter: DeviceTypeFilter) -> impl Iterator<Item = &DeviceInfo> {
-        self.devices.iter().filter(move |d| match filter {
-            DeviceTypeFilter::All => true,
-            DeviceTypeFilter::Gpu => d.kind.value() == Some(&DeviceKind::Gpu),
-            DeviceTypeFilter::Cpu => d.kind.value() == Some(&DeviceKind::Cpu),
-            DeviceTypeFilter::Accelerator => d.kind.value() == Some(&DeviceKind::Accelerator),
-        })
-    }
-}
-
-/// Enumerates every platform and device.
+/// A device this process can use: its [`DeviceInfo`] and the live `cl_device_id`.
 ///
-/// Errors only when the loader itself fails or reports no platform at all;
-/// a query that fails on one device is kept in that field.
-pub fn platforms() -> Result<Vec<PlatformInfo>, crate::ProbeError> {
-    let ids = raw::platform_ids().map_err(crate::ProbeError::Loader)?;
-    if ids.is_empty() {
-        return Err(crate::ProbeError::NoPlatform);
-    }
-    Ok(ids
-        .into_iter()
-        .enumerate()
-        .map(|(index, id)| read_platform(index, id))
-        .collect())
+/// Root devices live as long as the process; a sub-device from [`Device::partition`]
+/// holds a reference that is released on drop (and retained on clone), so the id
+/// stays valid for as long as the `Device` exists.
+#[derive(Debug)]
+pub struct Device {
+    info: DeviceInfo,
+    id: cl_sys::cl_device_id,
+    sub_device: bool,
 }
 
-fn read_platform(index: usize, id: cl_sys::cl_platform_id) -> PlatformInfo {
-    let text = |param| {
-        // SAFETY: `id` came from `raw::platform_ids`.
-        Queried::from_result(unsafe { raw::platform_info(id, param) }.map(to_text))
-    };
-    // SAFETY: as above.
-    let (devices, devices_error) =
-        match unsafe { raw::device_ids(id, DeviceTypeFilter::All.bits()) } {
-            Ok(ids) => (
-                ids.into_iter()
-                    .enumerate()
-                    .map(|(d, dev)| read_device(index, d, dev))
-                    .collect(),
-                None,
-            ),
-            Err(code) => (Vec::new(), Some(code.to_string())),
+// SAFETY: OpenCL device ids are thread-safe runtime objects (the spec lets any thread
+// use them); the reference a sub-device holds is released exactly once, on drop.
+unsafe impl Send for Device {}
+// SAFETY: as above; `&Device` exposes only the id and immutable data.
+unsafe impl Sync for Device {}
+
+impl Clone for Device {
+    fn clone(&self) -> Self {
+        if self.sub_device {
+            // SAFETY: `self` holds a live reference to the sub-device. Retaining a live
+            // device cannot fail except on a broken runtime; then the clone would
+            // outlive its reference, so abort rather than continue unsoundly.
+            if unsafe { raw::retain_device(self.id) }.is_err() {
+                std::process::abort();
+            }
+        }
+        Device {
+            info: self.info.clone(),
+            id: self.id,
+            sub_device: self.sub_device,
+        }
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        if self.sub_device {
+            // SAFETY: this `Device` owns one reference, released once here. A failure
+            // cannot be acted on in a destructor.
+            let _ = unsafe { raw::release_device(self.id) };
+        }
+    }
+}
+
+impl Device {
+    /// Reads a root device of the platform at `platform` (its `index`-th device).
+    ///
+    /// # Safety
+    /// `id` must be a root device handle returned by the loader in this process.
+    pub(crate) unsafe fn root(platform: usize, index: usize, id: cl_sys::cl_device_id) -> Self {
+        Device {
+            info: read_device(platform, index, id),
+            id,
+            sub_device: false,
+        }
+    }
+
+    /// The facts read from the device.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The raw `cl_device_id`, for other OpenCL bindings (e.g. `opencl3`). It stays
+    /// valid while this `Device` (or a clone) exists.
+    pub fn id(&self) -> *mut c_void {
+        self.id
+    }
+
+    /// Free global memory in bytes, where the device reports it
+    /// (`CL_DEVICE_GLOBAL_FREE_MEMORY_AMD`, `cl_amd_device_attribute_query`).
+    pub fn free_memory_amd(&self) -> Option<u64> {
+        // SAFETY: `self.id` is live while `self` exists.
+        let bytes = unsafe { raw::device_info(self.id, CL_DEVICE_GLOBAL_FREE_MEMORY_AMD) }.ok()?;
+        // The AMD query returns size_t[2] in KiB: total free and largest free block.
+        let kib = usize::from_ne_bytes(bytes.get(..8)?.try_into().ok()?);
+        Some(kib as u64 * 1024)
+    }
+
+    /// Splits the device into sub-devices (`clCreateSubDevices`). Each is named
+    /// `<parent selector>.<k>` and records its parent and the partition.
+    pub fn partition(&self, partition: &Partition) -> Result<Vec<Device>, ClCode> {
+        let properties = partition.properties();
+        // SAFETY: `self.id` is live; the list ends with 0.
+        let ids = unsafe { raw::create_sub_devices(self.id, &properties) }?;
+        let parent = ParentDevice {
+            selector: self.info.selector.clone(),
+            name: self.info.display_name().to_owned(),
+            compute_units: self.info.compute_units.value().copied(),
         };
-    PlatformInfo {
-        index,
-        name: text(cl_sys::CL_PLATFORM_NAME),
-        vendor: text(cl_sys::CL_PLATFORM_VENDOR),
-        version: text(cl_sys::CL_PLATFORM_VERSION),
-        profile: text(cl_sys::CL_PLATFORM_PROFILE),
-        devices,
-        devices_error,
+        Ok(ids
+            .into_iter()
+            .enumerate()
+            .map(|(k, id)| {
+                let mut info = read_device(0, k, id);
+                info.selector = format!("{}.{k}", self.info.selector);
+                info.parent = Some(parent.clone());
+                info.partition = Some(partition.clone());
+                // Each id arrives with one reference, which this `Device` now owns.
+                Device {
+                    info,
+                    id,
+                    sub_device: true,
+                }
+            })
+            .collect())
     }
 }
 
+/// Reads every property of a live device.
 fn read_device(platform: usize, index: usize, id: cl_sys::cl_device_id) -> DeviceInfo {
-    // SAFETY: `id` came from `raw::device_ids`.
+    // SAFETY: `id` is a live handle (the callers' contract).
     let bytes = |param| unsafe { raw::device_info(id, param) };
     let text = |param| Queried::from_result(bytes(param).map(to_text));
     let uint = |param| {
@@ -435,11 +485,12 @@ fn read_device(platform: usize, index: usize, id: cl_sys::cl_device_id) -> Devic
         extensions,
         pci_bus,
         uuid,
-        handle: Some(DeviceHandle(id)),
+        parent: None,
+        partition: None,
     }
 }
 
-fn to_text(bytes: Vec<u8>) -> String {
+pub(crate) fn to_text(bytes: Vec<u8>) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end]).trim().to_owned()
 }

@@ -1,0 +1,450 @@
+//! Running one scenario run: devices, contexts, the allocation loop, the checks,
+//! release, and the report.
+
+mod allocation_loop;
+mod bookkeeping;
+mod check;
+mod device_memory;
+mod host_memory;
+mod opencl;
+mod pool;
+mod watchdog;
+
+pub use check::{BufferCheck, BufferPair};
+pub use opencl::CL_MEM_DEVICE_ID_INTEL;
+pub use watchdog::OnHang;
+
+use crate::analysis::analyze;
+use crate::costs::{self, Facts};
+use crate::report::*;
+use allocation_loop::{allocation_loop, HostMeter, LoopPlan};
+use clmulti_probe::{
+    ClCode, DeviceChoice, DeviceRequest, DeviceTypeFilter, DriverLimits, HostLimits,
+    PlatformSelector, UsageReader,
+};
+use clmulti_scenario::{
+    Count, DeviceSet, DeviceType, MemFlag, Partition, Platform, RssLimit, Scenario,
+};
+use device_memory::DeviceMemory;
+use opencl::{OpenClBackend, SetupError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use watchdog::{CallTracker, Watchdog};
+
+/// Buffers in the dry bookkeeping measurement: the run's count, within these bounds.
+const BOOKKEEPING_BUFFERS: std::ops::RangeInclusive<u64> = 1_000..=100_000;
+/// Byte guards stay below this share of the machine's memory ceiling.
+const CEILING_SHARE: f64 = 0.9;
+
+/// Why a scenario could not be run at all (as opposed to a run that stopped).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// No OpenCL runtime: the tool cannot work here.
+    #[error(transparent)]
+    Probe(#[from] clmulti_probe::ProbeError),
+    /// The scenario asks for devices that do not exist in a way no machine could
+    /// satisfy (an unknown platform name, an empty platform).
+    #[error("{file}: [devices]: {source}")]
+    Devices {
+        /// The scenario file.
+        file: String,
+        /// What was missing.
+        source: clmulti_probe::SelectError,
+    },
+}
+
+/// What a run reports as it goes (a progress file, a terminal line).
+pub trait Observer {
+    /// The devices are chosen and the loop is about to start; `report` holds the
+    /// setup (platform, devices, limits) and nothing measured yet.
+    fn started(&mut self, _report: &Report) {}
+    /// A sample was taken.
+    fn sampled(&mut self, _sample: &Sample) {}
+}
+
+/// Runs dAxpy split over the run's devices after the loop (`[axpy] split`); its
+/// JSON goes into the report.
+pub type SplitRun<'a> = dyn FnMut(&[clmulti_probe::Device], &Scenario) -> serde_json::Value + 'a;
+
+/// How to run: the hooks around the engine.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// Runs over kept buffer pairs when the scenario asks for `[axpy] check`.
+    pub check: Option<&'a mut dyn BufferCheck>,
+    /// Runs after the loop when the scenario asks for `[axpy] split`.
+    pub split: Option<&'a mut SplitRun<'a>>,
+    /// Told about the run's setup and each sample.
+    pub observer: Option<&'a mut dyn Observer>,
+    /// Called when an OpenCL call outlives the run's time limit (and a margin);
+    /// without it nothing watches.
+    pub on_hang: Option<OnHang>,
+    /// False when earlier runs used this process: freed memory may be reused, so
+    /// the report warns that costs can read low.
+    pub reused_process: bool,
+}
+
+impl std::fmt::Debug for RunOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("check", &self.check.is_some())
+            .field("split", &self.split.is_some())
+            .field("observer", &self.observer.is_some())
+            .field("on_hang", &self.on_hang.is_some())
+            .field("reused_process", &self.reused_process)
+            .finish()
+    }
+}
+
+/// How long past `guards.max_seconds` a call may run before the watchdog fires.
+pub fn hang_margin(max_seconds: f64) -> Duration {
+    Duration::from_secs_f64((max_seconds * 0.1).clamp(5.0, 60.0))
+}
+
+/// Runs one scenario run in this process and reports what it found.
+///
+/// The scenario's `env` and `limits` are *not* applied here: they must be in force
+/// before the OpenCL runtime loads, so the caller runs the scenario in a fresh
+/// process (`clmulti run` does) and calls [`apply_limits`](crate::apply_limits) there.
+pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, EngineError> {
+    let RunOptions {
+        check,
+        split,
+        mut observer,
+        on_hang,
+        reused_process,
+    } = options;
+    let tracker = CallTracker::default();
+    let limit = Duration::from_secs_f64(scenario.guards.max_seconds)
+        + hang_margin(scenario.guards.max_seconds);
+    let watchdog = on_hang.map(|hook| Watchdog::arm(limit, tracker.clone(), hook));
+
+    let mut report = Report::without_measurements(scenario, StopReason::Completed);
+    report.fresh_process = !reused_process;
+    tracker.enter(Call::GetPlatformIds);
+    let platforms = match clmulti_probe::platforms() {
+        Ok(p) => p,
+        Err(e) if scenario.limits.any() => {
+            // The parent found a runtime; under the scenario's limits the loader could
+            // not load it.
+            let code = match e {
+                clmulti_probe::ProbeError::Loader(code) => code,
+                clmulti_probe::ProbeError::NoPlatform => ClCode(-1001),
+            };
+            report.stop = StopReason::Failed {
+                error: code.into(),
+                call: Call::GetPlatformIds,
+                index: 0,
+            };
+            report.analysis.statements.push(crate::analysis::Statement::inferred(
+                "the scenario's [limits] and the loader finding no platform",
+                format!(
+                    "the OpenCL runtime did not load under {}: the limit is too low for the ICD loader to open the runtime (PoCL 3 here needs nofile >= 5 and as >= 384MiB)",
+                    describe_limits(scenario)
+                ),
+            ));
+            return Ok(report);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    tracker.enter(Call::CreateSubDevices);
+    let selection = match clmulti_probe::select(&platforms, &device_request(scenario)) {
+        Ok(s) => s,
+        Err(e) if e.is_too_few_devices() => {
+            report.stop = StopReason::Skipped {
+                reason: e.to_string(),
+            };
+            return Ok(report);
+        }
+        Err(e @ clmulti_probe::SelectError::Partition { .. }) => {
+            report.stop = StopReason::Unsupported {
+                reason: e.to_string(),
+            };
+            return Ok(report);
+        }
+        Err(source) => {
+            return Err(EngineError::Devices {
+                file: scenario.file.clone(),
+                source,
+            })
+        }
+    };
+    drop(platforms);
+    let devices = selection.devices;
+    let host = report.host_limits.clone();
+    report.platform = selection.platform_name;
+    report.platform_version = selection.platform_version;
+    report.devices = devices.iter().map(|d| d.info().clone()).collect();
+    report.driver_limits = DriverLimits::read(std::path::Path::new("/sys"), host.page_size);
+    if selection.fell_back_to_any_type {
+        report.warnings.push(Warning {
+            kind: WarningKind::FellBackToAnyType,
+            message: format!(
+                "no device of type {} found; ran on {} instead",
+                type_filter(scenario.devices.device_type),
+                report
+                    .devices
+                    .iter()
+                    .map(|d| d.display_name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            advice: "set devices.fallback = \"none\" to fail instead".into(),
+        });
+    }
+    let (plan, guards) = loop_plan(scenario, &host, &report.devices);
+    report.effective_guards = Some(guards);
+    if let Some(observer) = observer.as_deref_mut() {
+        observer.started(&report);
+    }
+
+    let messages: opencl::Messages = Arc::default();
+    let mut backend = match OpenClBackend::new(scenario, &devices, &messages, tracker.clone()) {
+        Ok(b) => b,
+        Err(SetupError::Failed(code, call)) => {
+            report.stop = StopReason::Failed {
+                error: code.into(),
+                call,
+                index: 0,
+            };
+            report.driver_messages = take(&messages);
+            return Ok(report);
+        }
+        Err(SetupError::Unsupported(reason)) => {
+            report.stop = StopReason::Unsupported { reason };
+            return Ok(report);
+        }
+    };
+    // Opened before the loop: at the descriptor limit nothing new can be opened.
+    let usage = UsageReader::open();
+    let before = usage.read().process;
+    let mut memory = DeviceMemory::open(&devices);
+    report.device_memory_source = memory.source;
+    let mut meter = HostMeter {
+        usage: &usage,
+        devices: &mut memory,
+        on_sample: observer,
+    };
+    let mut outcome = allocation_loop(&plan, &mut backend, &mut meter);
+    drop(watchdog);
+
+    if let (Some(check), true) = (
+        check,
+        scenario.axpy.check != clmulti_scenario::AxpyCheck::None,
+    ) {
+        let (contexts, context_of) = backend.contexts();
+        report.axpy_check = Some(check::check_pairs(
+            scenario.axpy.check,
+            scenario.allocation.placement,
+            backend.live(),
+            backend.devices(),
+            contexts,
+            &context_of,
+            check,
+        ));
+    }
+    let mut leak_check = backend.release_all();
+    leak_check.before = before;
+    leak_check.after_release = usage.read().process;
+    drop(backend);
+    if let (Some(split), true) = (split, scenario.axpy.split) {
+        report.axpy_split = Some(split(&devices, scenario));
+    }
+
+    report.buffers = outcome.buffers;
+    report.bytes_requested = outcome.bytes;
+    report.elapsed_seconds = outcome.elapsed_seconds;
+    report.sampling_seconds = outcome.sampling_seconds;
+    let allocating = outcome.elapsed_seconds - outcome.sampling_seconds;
+    report.allocations_per_second =
+        (outcome.buffers > 0 && allocating > 0.0).then(|| outcome.buffers as f64 / allocating);
+    report.costs = costs::costs(
+        &outcome.samples,
+        Facts {
+            scenario,
+            devices: &report.devices,
+            host: &host,
+            driver: &report.driver_limits,
+            buffers: outcome.buffers,
+        },
+    );
+    report.samples = std::mem::take(&mut outcome.samples);
+    report.stop = outcome.stop;
+    report.leak_check = leak_check;
+    report.bookkeeping = bookkeeping::measure(
+        &plan,
+        devices.len(),
+        scenario.allocation.keep,
+        outcome
+            .buffers
+            .clamp(*BOOKKEEPING_BUFFERS.start(), *BOOKKEEPING_BUFFERS.end()),
+    );
+    report.driver_messages = take(&messages);
+    add_warnings(scenario, &mut report);
+    report.analysis = analyze(&report);
+    Ok(report)
+}
+
+fn describe_limits(scenario: &Scenario) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = scenario.limits.nofile {
+        parts.push(format!("[limits] nofile = {n} (RLIMIT_NOFILE)"));
+    }
+    if let Some(b) = scenario.limits.address_space_bytes {
+        parts.push(format!(
+            "[limits] as = {} (RLIMIT_AS)",
+            clmulti_scenario::format_size(b)
+        ));
+    }
+    parts.join(" and ")
+}
+
+/// The loop's bounds: the scenario's guards, capped by what the machine has.
+fn loop_plan(
+    scenario: &Scenario,
+    host: &HostLimits,
+    devices: &[clmulti_probe::DeviceInfo],
+) -> (LoopPlan, EffectiveGuards) {
+    let alloc = &scenario.allocation;
+    let mut capped = Vec::new();
+    let ceiling = host.memory_ceiling();
+    let ceiling_bytes = ceiling.map_or(u64::MAX, |(b, _)| b);
+    let asked_rss = match scenario.guards.max_rss {
+        RssLimit::Bytes(b) => b,
+        RssLimit::FractionOfRam(f) => (ceiling_bytes as f64 * f) as u64,
+    };
+    let cap = (ceiling_bytes as f64 * CEILING_SHARE) as u64;
+    let max_rss = if asked_rss > cap {
+        if let Some((bytes, kind)) = ceiling {
+            capped.push(format!(
+                "max_rss {} capped at {:.0}% of {} ({})",
+                clmulti_scenario::format_bytes(asked_rss as f64),
+                CEILING_SHARE * 100.0,
+                kind.label(),
+                clmulti_scenario::format_bytes(bytes as f64)
+            ));
+        }
+        cap
+    } else {
+        asked_rss
+    };
+    // Requested bytes can live in host memory or in devices' own memory.
+    let device_memory: u64 = devices
+        .iter()
+        .filter(|d| d.host_unified_memory.value() != Some(&true))
+        .filter_map(|d| d.global_mem_bytes.value().copied())
+        .sum();
+    let physical = ceiling_bytes.saturating_add(device_memory);
+    let max_total = match scenario.guards.max_total_bytes {
+        Some(b) if b > physical => {
+            capped.push(format!(
+                "max_total {} capped at the host's memory plus the devices' own ({})",
+                clmulti_scenario::format_bytes(b as f64),
+                clmulti_scenario::format_bytes(physical as f64)
+            ));
+            physical
+        }
+        Some(b) => b,
+        None => physical,
+    };
+    let host_pointer = alloc.flags.iter().any(|f| f.needs_host_memory());
+    let plan = LoopPlan {
+        size: alloc.size_bytes,
+        target: match alloc.count {
+            Count::Fixed(n) => n,
+            Count::UntilFailure => u64::MAX,
+        },
+        placement: alloc.placement,
+        sample_every: scenario.sample_every,
+        max_total,
+        max_rss,
+        max_seconds: scenario.guards.max_seconds,
+        rss_per_byte: if host_pointer { 2.0 } else { 1.0 },
+        fixed_host_bytes: if alloc.flags.contains(&MemFlag::CopyHostPtr) {
+            alloc.size_bytes
+        } else {
+            0
+        },
+    };
+    let guards = EffectiveGuards {
+        max_total_bytes: (max_total != u64::MAX).then_some(max_total),
+        max_rss_bytes: max_rss,
+        max_seconds: scenario.guards.max_seconds,
+        capped,
+    };
+    (plan, guards)
+}
+
+fn take(messages: &Mutex<Vec<String>>) -> Vec<String> {
+    std::mem::take(&mut *messages.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+fn add_warnings(scenario: &Scenario, report: &mut Report) {
+    let all_host_unified = report
+        .devices
+        .iter()
+        .all(|d| d.host_unified_memory.value() == Some(&true));
+    if report.device_memory_source == DeviceMemorySource::None && !all_host_unified {
+        report.warnings.push(Warning {
+            kind: WarningKind::NoDeviceMemorySource,
+            message: "no device-memory readings on these devices; device memory is estimated from the strategy and declared capacity".into(),
+            advice: "on NVIDIA build with `--features nvml`; AMD devices report free memory themselves; Intel and AMD GPUs show DRM memory per client".into(),
+        });
+    }
+    if report.samples.len() < 3 && report.buffers > 0 {
+        report.warnings.push(Warning {
+            kind: WarningKind::FewSamples,
+            message: format!(
+                "only {} samples: per-buffer costs are rough",
+                report.samples.len()
+            ),
+            advice: "lower sampling.every".into(),
+        });
+    }
+    if !report.fresh_process {
+        report.warnings.push(Warning {
+            kind: WarningKind::ReusedProcess,
+            message: "earlier runs used this process: memory they freed can be reused, so per-buffer costs can read low".into(),
+            advice: "run it alone, or with `clmulti run --isolate`".into(),
+        });
+    }
+    if let Some(layers) = scenario.env.get("OPENCL_LAYERS") {
+        report.warnings.push(Warning {
+            kind: WarningKind::EmulationLayer,
+            message: format!(
+                "ran under the OpenCL layer {layers}: what it models is part of what was measured"
+            ),
+            advice: "compare with the same scenario without OPENCL_LAYERS".into(),
+        });
+    }
+}
+
+fn type_filter(t: DeviceType) -> DeviceTypeFilter {
+    match t {
+        DeviceType::Gpu => DeviceTypeFilter::Gpu,
+        DeviceType::Cpu => DeviceTypeFilter::Cpu,
+        DeviceType::Accelerator => DeviceTypeFilter::Accelerator,
+        DeviceType::All => DeviceTypeFilter::All,
+    }
+}
+
+/// The probe's request for a scenario's `[devices]`.
+pub fn device_request(scenario: &Scenario) -> DeviceRequest {
+    let d = &scenario.devices;
+    DeviceRequest {
+        platform: match &d.platform {
+            Platform::Auto => PlatformSelector::Auto,
+            Platform::Index(i) => PlatformSelector::Index(*i),
+            Platform::Name(n) => PlatformSelector::Name(n.clone()),
+        },
+        device_type: type_filter(d.device_type),
+        devices: match &d.set {
+            DeviceSet::Count(n) => DeviceChoice::Count(*n),
+            DeviceSet::Indices(v) => DeviceChoice::Indices(v.clone()),
+        },
+        fallback_to_any_type: d.fallback_to_any_type,
+        partition: d.partition.as_ref().map(|p| match p {
+            Partition::Equally(n) => clmulti_probe::Partition::Equally(*n),
+            Partition::ByCounts(c) => clmulti_probe::Partition::ByCounts(c.clone()),
+        }),
+    }
+}

@@ -1,0 +1,404 @@
+//! The real backend: contexts, queues and buffers through opencl3.
+//!
+//! Buffers are kept as raw `cl_mem`, not opencl3's `Buffer`: its drop panics when
+//! `clReleaseMemObject` fails, and the leak check must count such failures instead.
+
+use super::allocation_loop::Backend;
+use super::host_memory::HostBlock;
+use super::pool::Pools;
+use super::watchdog::CallTracker;
+use crate::report::{Call, LeakCheck};
+use clmulti_probe::{ClCode, Device};
+use clmulti_scenario::{ContextMode, MemFlag, Placement, Scenario, Strategy};
+use opencl3::command_queue::CommandQueue;
+use opencl3::context::Context;
+use opencl3::types::{cl_context, cl_device_id, cl_mem, cl_mem_properties};
+use std::ffi::{c_char, c_void, CStr};
+use std::ptr;
+use std::sync::{Arc, Mutex};
+
+/// `CL_MEM_DEVICE_ID_INTEL` (`cl_intel_create_mem_object_properties`).
+pub const CL_MEM_DEVICE_ID_INTEL: u64 = 0x4219;
+const PIN_EXTENSION: &str = "cl_intel_create_mem_object_properties";
+
+/// Driver messages from the context callback, kept alive longer than the contexts.
+pub(crate) type Messages = Arc<Mutex<Vec<String>>>;
+
+/// The context callback: driver messages go into the report.
+extern "C" fn notify(
+    errinfo: *const c_char,
+    _private: *const c_void,
+    _cb: usize,
+    user_data: *mut c_void,
+) {
+    if errinfo.is_null() || user_data.is_null() {
+        return;
+    }
+    // SAFETY: the runtime passes a NUL-terminated message; `user_data` is the
+    // `Mutex` the backend keeps alive (through an `Arc`) longer than its contexts.
+    let (text, sink) = unsafe {
+        (
+            CStr::from_ptr(errinfo).to_string_lossy().into_owned(),
+            &*(user_data as *const Mutex<Vec<String>>),
+        )
+    };
+    if let Ok(mut sink) = sink.lock() {
+        if sink.len() < 1000 {
+            sink.push(text);
+        }
+    }
+}
+
+pub(crate) struct OpenClBackend {
+    strategy: Strategy,
+    flags: u64,
+    size: u64,
+    keep: bool,
+    devices: Vec<Device>,
+    contexts: Vec<Context>,
+    /// Raw context handle per device (the shared one, or the device's own).
+    context_of: Vec<cl_context>,
+    /// Strategy `create`, no host pointer, buffers kept: the hot path of the seed.
+    plain_create: bool,
+    /// Bytes of the zero pattern for `fill`: the widest the spec allows (128) that
+    /// divides the size, so runtimes that fill pattern by pattern take fewer steps.
+    fill_pattern_size: usize,
+    queues: Vec<CommandQueue>,
+    /// Kept buffers, in allocation order. 8 bytes each: the whole per-buffer state.
+    live: Vec<cl_mem>,
+    /// Host memory behind `USE_HOST_PTR` buffers, parallel to `live`.
+    host_blocks: Vec<HostBlock>,
+    /// Source of `COPY_HOST_PTR` copies.
+    copy_source: Option<HostBlock>,
+    use_host_ptr: bool,
+    pools: Vec<Pools>,
+    tracker: CallTracker,
+    leak: LeakCheck,
+    _messages: Messages,
+}
+
+/// Why the backend could not be built.
+pub(crate) enum SetupError {
+    /// An OpenCL call failed.
+    Failed(ClCode, Call),
+    /// The strategy needs what the devices lack.
+    Unsupported(String),
+}
+
+impl OpenClBackend {
+    pub fn new(
+        scenario: &Scenario,
+        devices: &[Device],
+        messages: &Messages,
+        tracker: CallTracker,
+    ) -> Result<Self, SetupError> {
+        let alloc = &scenario.allocation;
+        let ids: Vec<cl_device_id> = devices.iter().map(Device::id).collect();
+        if alloc.strategy == Strategy::Pin {
+            let placed: Vec<usize> = match alloc.placement {
+                Placement::RoundRobin => (0..devices.len()).collect(),
+                Placement::Device(d) => vec![d],
+            };
+            if let Some(d) = placed
+                .iter()
+                .map(|&d| devices[d].info())
+                .find(|d| !d.has_extension(PIN_EXTENSION))
+            {
+                return Err(SetupError::Unsupported(format!(
+                    "strategy \"pin\" needs {PIN_EXTENSION}; device {} ({}) does not list it",
+                    d.selector,
+                    d.display_name()
+                )));
+            }
+        }
+        let user_data = Arc::as_ptr(messages) as *mut c_void;
+        let mut leak = LeakCheck::default();
+        let shared = scenario.context_mode == ContextMode::Shared;
+        let groups: Vec<Vec<cl_device_id>> = if shared {
+            vec![ids.clone()]
+        } else {
+            ids.iter().map(|d| vec![*d]).collect()
+        };
+        let mut contexts = Vec::new();
+        for group in groups {
+            tracker.enter(Call::CreateContext);
+            let context = Context::from_devices(&group, &[], Some(notify), user_data)
+                .map_err(|e| SetupError::Failed(ClCode(e.0), Call::CreateContext))?;
+            leak.contexts_created += 1;
+            contexts.push(context);
+        }
+        let context_index = |d: usize| if shared { 0 } else { d };
+        let mut queues = Vec::new();
+        if matches!(alloc.strategy, Strategy::Fill | Strategy::Migrate) {
+            for (i, id) in ids.iter().enumerate() {
+                tracker.enter(Call::CreateCommandQueue);
+                // SAFETY: `id` is one of the context's devices.
+                let queue = unsafe {
+                    CommandQueue::create_with_properties(&contexts[context_index(i)], *id, 0, 0)
+                }
+                .map_err(|e| SetupError::Failed(ClCode(e.0), Call::CreateCommandQueue))?;
+                leak.queues_created += 1;
+                queues.push(queue);
+            }
+        }
+        let has = |f: MemFlag| alloc.flags.contains(&f);
+        let copy_source = if has(MemFlag::CopyHostPtr) {
+            Some(HostBlock::new(alloc.size_bytes).ok_or(SetupError::Failed(
+                ClCode::OUT_OF_HOST_MEMORY,
+                Call::HostAlloc,
+            ))?)
+        } else {
+            None
+        };
+        // Reserve the handle list up front (8 bytes a buffer, capped at 64 MiB) so
+        // growing it does not land inside the measured loop.
+        let reserve = match (alloc.keep, alloc.count) {
+            (true, clmulti_scenario::Count::Fixed(n)) => n.min(8 << 20) as usize,
+            _ => 0,
+        };
+        let context_of = (0..ids.len())
+            .map(|d| contexts[context_index(d)].get())
+            .collect();
+        let pools = devices
+            .iter()
+            .map(|d| {
+                let align_bits = d
+                    .info()
+                    .mem_base_addr_align_bits
+                    .value()
+                    .copied()
+                    .unwrap_or(1024);
+                Pools::new(
+                    alloc.pool_size_bytes.unwrap_or(0),
+                    u64::from(align_bits / 8),
+                )
+            })
+            .collect();
+        tracker.enter(match alloc.strategy {
+            Strategy::Pin => Call::CreateBufferWithProperties,
+            _ => Call::CreateBuffer,
+        });
+        Ok(OpenClBackend {
+            fill_pattern_size: [128usize, 64, 32, 16, 8, 4, 2, 1]
+                .into_iter()
+                .find(|p| alloc.size_bytes % *p as u64 == 0)
+                .unwrap_or(1),
+            context_of,
+            plain_create: alloc.strategy == Strategy::Create
+                && alloc.keep
+                && !has(MemFlag::UseHostPtr)
+                && copy_source.is_none(),
+            strategy: alloc.strategy,
+            flags: alloc.flag_bits(),
+            size: alloc.size_bytes,
+            keep: alloc.keep,
+            devices: devices.to_vec(),
+            contexts,
+            queues,
+            live: Vec::with_capacity(reserve),
+            host_blocks: Vec::new(),
+            copy_source,
+            use_host_ptr: has(MemFlag::UseHostPtr),
+            pools,
+            tracker,
+            leak,
+            _messages: Arc::clone(messages),
+        })
+    }
+
+    /// The contexts (one shared, or one per device) and, per device, its context's index.
+    pub fn contexts(&self) -> (&[Context], Vec<usize>) {
+        let per_device = (0..self.devices.len())
+            .map(|d| if self.contexts.len() == 1 { 0 } else { d })
+            .collect();
+        (&self.contexts, per_device)
+    }
+
+    /// The kept buffers, in allocation order.
+    pub fn live(&self) -> &[cl_mem] {
+        &self.live
+    }
+
+    /// The devices, in the run's order.
+    pub fn devices(&self) -> &[Device] {
+        &self.devices
+    }
+
+    fn create(&mut self, device: usize) -> Result<(cl_mem, Option<HostBlock>), (ClCode, Call)> {
+        self.tracker.enter(match self.strategy {
+            Strategy::Pin => Call::CreateBufferWithProperties,
+            Strategy::Pool => Call::CreateSubBuffer,
+            _ => Call::CreateBuffer,
+        });
+        let size = self.size as usize;
+        let mut block = None;
+        let host_ptr: *mut c_void = if self.use_host_ptr {
+            let b =
+                HostBlock::new(self.size).ok_or((ClCode::OUT_OF_HOST_MEMORY, Call::HostAlloc))?;
+            let p = b.as_ptr();
+            block = Some(b);
+            p
+        } else {
+            self.copy_source
+                .as_ref()
+                .map_or(ptr::null_mut(), HostBlock::as_ptr)
+        };
+        let context = self.context_of[device];
+        let mem = match self.strategy {
+            Strategy::Pin => {
+                let props: [cl_mem_properties; 3] = [
+                    CL_MEM_DEVICE_ID_INTEL,
+                    self.devices[device].id() as cl_mem_properties,
+                    0,
+                ];
+                // SAFETY: a live context; the properties are zero-terminated; host_ptr
+                // is null or a live block of `size` bytes the backend owns.
+                unsafe {
+                    opencl3::memory::create_buffer_with_properties(
+                        context,
+                        props.as_ptr(),
+                        self.flags,
+                        size,
+                        host_ptr,
+                    )
+                }
+                .map_err(|e| (ClCode(e), Call::CreateBufferWithProperties))?
+            }
+            Strategy::Pool => {
+                let (mem, new_pool) = self.pools[device].carve(context, self.flags, self.size)?;
+                self.leak.pools_created += u64::from(new_pool);
+                mem
+            }
+            // SAFETY: as above, without properties.
+            _ => unsafe { opencl3::memory::create_buffer(context, self.flags, size, host_ptr) }
+                .map_err(|e| (ClCode(e), Call::CreateBuffer))?,
+        };
+        Ok((mem, block))
+    }
+
+    /// Makes the buffer resident on its device, per strategy.
+    fn touch(&mut self, mem: cl_mem, device: usize) -> Result<(), (ClCode, Call)> {
+        let (queue, call) = match self.strategy {
+            Strategy::Fill => (self.queues[device].get(), Call::EnqueueFillBuffer),
+            Strategy::Migrate => (self.queues[device].get(), Call::EnqueueMigrateMemObjects),
+            _ => return Ok(()),
+        };
+        let pattern = [0u8; 128];
+        self.tracker.enter(call);
+        // SAFETY: `queue` and `mem` are live and of the same context; the pattern
+        // outlives the call (blocking finish below).
+        let event = unsafe {
+            if self.strategy == Strategy::Fill {
+                opencl3::command_queue::enqueue_fill_buffer(
+                    queue,
+                    mem,
+                    pattern.as_ptr().cast(),
+                    self.fill_pattern_size,
+                    0,
+                    self.size as usize,
+                    0,
+                    ptr::null(),
+                )
+            } else {
+                opencl3::command_queue::enqueue_migrate_mem_object(
+                    queue,
+                    1,
+                    &mem,
+                    0,
+                    0,
+                    ptr::null(),
+                )
+            }
+        }
+        .map_err(|e| (ClCode(e), call))?;
+        let event = opencl3::event::Event::new(event);
+        self.tracker.enter(Call::Finish);
+        let finished = opencl3::command_queue::finish(queue).map_err(|e| (ClCode(e), Call::Finish));
+        drop(event);
+        finished
+    }
+
+    fn release(&mut self, mem: cl_mem) {
+        // SAFETY: `mem` was created by this backend and is released once.
+        match unsafe { opencl3::memory::release_mem_object(mem) } {
+            Ok(()) => self.leak.buffers_released += 1,
+            Err(e) => self
+                .leak
+                .release_errors
+                .push(format!("clReleaseMemObject: {}", ClCode(e))),
+        }
+    }
+
+    /// Releases everything, sub-buffers before their pools, queues before contexts.
+    pub fn release_all(&mut self) -> LeakCheck {
+        self.tracker.enter(Call::ReleaseMemObject);
+        for mem in std::mem::take(&mut self.live) {
+            self.release(mem);
+        }
+        self.host_blocks.clear();
+        for pools in &mut self.pools {
+            let (released, errors) = pools.release();
+            self.leak.pools_released += released;
+            self.leak.release_errors.extend(errors);
+        }
+        self.leak.queues_released += self.queues.len() as u64;
+        self.queues.clear();
+        self.leak.contexts_released += self.contexts.len() as u64;
+        self.contexts.clear();
+        let mut leak = std::mem::take(&mut self.leak);
+        leak.clean = leak.release_errors.is_empty()
+            && leak.buffers_created == leak.buffers_released
+            && leak.pools_created == leak.pools_released
+            && leak.queues_created == leak.queues_released
+            && leak.contexts_created == leak.contexts_released;
+        leak
+    }
+}
+
+impl Drop for OpenClBackend {
+    fn drop(&mut self) {
+        // Only does work if the run unwound before `release_all`.
+        if !self.live.is_empty() || !self.contexts.is_empty() {
+            self.release_all();
+        }
+    }
+}
+
+impl Backend for OpenClBackend {
+    fn allocate(&mut self, _index: u64, device: usize) -> Result<(), (ClCode, Call)> {
+        if self.plain_create {
+            // The seed's case, kept lean: a lazy runtime's clCreateBuffer takes ~1600
+            // instructions (PoCL), so every instruction here shows in the rate.
+            // SAFETY: a live context of this backend, no host pointer.
+            let mem = unsafe {
+                opencl3::memory::create_buffer(
+                    self.context_of[device],
+                    self.flags,
+                    self.size as usize,
+                    ptr::null_mut(),
+                )
+            }
+            .map_err(|e| (ClCode(e), Call::CreateBuffer))?;
+            self.leak.buffers_created += 1;
+            self.live.push(mem);
+            return Ok(());
+        }
+        let (mem, block) = self.create(device)?;
+        self.leak.buffers_created += 1;
+        if let Err(e) = self.touch(mem, device) {
+            self.release(mem);
+            return Err(e);
+        }
+        if self.keep {
+            self.live.push(mem);
+            self.host_blocks.extend(block);
+        } else {
+            self.release(mem);
+        }
+        Ok(())
+    }
+
+    fn device_count(&self) -> usize {
+        self.devices.len()
+    }
+}

@@ -1,0 +1,94 @@
+//! Strategy `pool`: one large buffer per device at a time, carved into sub-buffers at
+//! the device's `CL_DEVICE_MEM_BASE_ADDR_ALIGN`; a new pool when one is full.
+
+use crate::report::Call;
+use clmulti_probe::ClCode;
+use opencl3::types::{cl_context, cl_mem};
+use std::ptr;
+
+struct Pool {
+    mem: cl_mem,
+    used: u64,
+}
+
+/// The pools of one device.
+pub(crate) struct Pools {
+    pools: Vec<Pool>,
+    pool_size: u64,
+    align: u64,
+}
+
+impl Pools {
+    pub fn new(pool_size: u64, align: u64) -> Self {
+        Pools {
+            pools: Vec::new(),
+            pool_size,
+            align: align.max(1),
+        }
+    }
+
+    /// A sub-buffer of `size` bytes, from the current pool or a new one; the flag
+    /// says whether a pool was created.
+    pub fn carve(
+        &mut self,
+        context: cl_context,
+        flags: u64,
+        size: u64,
+    ) -> Result<(cl_mem, bool), (ClCode, Call)> {
+        let align = self.align;
+        let needs_new = self
+            .pools
+            .last()
+            .is_none_or(|p| p.used.div_ceil(align) * align + size > self.pool_size);
+        if needs_new {
+            // SAFETY: a live context, no host pointer (validation forbids host flags
+            // with pools).
+            let mem = unsafe {
+                opencl3::memory::create_buffer(
+                    context,
+                    flags,
+                    self.pool_size as usize,
+                    ptr::null_mut(),
+                )
+            }
+            .map_err(|e| (ClCode(e), Call::CreateBuffer))?;
+            self.pools.push(Pool { mem, used: 0 });
+        }
+        let pool = self
+            .pools
+            .last_mut()
+            .ok_or((ClCode::INVALID_MEM_OBJECT, Call::CreateSubBuffer))?;
+        let origin = pool.used.div_ceil(align) * align;
+        let region = opencl3::types::cl_buffer_region {
+            origin: origin as usize,
+            size: size as usize,
+        };
+        // SAFETY: `pool.mem` is live; the region lies inside it and its origin is
+        // aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN.
+        let mem = unsafe {
+            opencl3::memory::create_sub_buffer(
+                pool.mem,
+                0,
+                opencl3::memory::CL_BUFFER_CREATE_TYPE_REGION,
+                (&region as *const opencl3::types::cl_buffer_region).cast(),
+            )
+        }
+        .map_err(|e| (ClCode(e), Call::CreateSubBuffer))?;
+        pool.used = origin + size;
+        Ok((mem, needs_new))
+    }
+
+    /// Releases every pool buffer (after their sub-buffers); the errors, by name.
+    pub fn release(&mut self) -> (u64, Vec<String>) {
+        let mut released = 0;
+        let mut errors = Vec::new();
+        for pool in self.pools.drain(..) {
+            // SAFETY: created by `carve`, released once.
+            match unsafe { opencl3::memory::release_mem_object(pool.mem) } {
+                Ok(()) => released += 1,
+                Err(e) => errors.push(format!("clReleaseMemObject (pool): {}", ClCode(e))),
+            }
+        }
+        (released, errors)
+    }
+}

@@ -1,0 +1,271 @@
+//! The resources a run measures: what each reading is, its unit, and its limit.
+
+use crate::costs::Facts;
+use crate::report::Sample;
+use clmulti_probe::{DeviceInfo, DrmMemoryKind, HostLimits};
+use clmulti_scenario::format_bytes;
+use clmulti_scenario::layer::{LayerSettings, Policy};
+use serde::{Deserialize, Serialize};
+
+/// A resource whose growth per buffer is measured.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "resource")]
+pub enum Resource {
+    /// Resident set size, bytes; limit: the memory ceiling (RAM, cgroup, Slurm job).
+    HostRss,
+    /// Virtual size, bytes; limit: `RLIMIT_AS`.
+    VirtualSize,
+    /// Open file descriptors; limit: `RLIMIT_NOFILE` (soft).
+    OpenFds,
+    /// Of the open fds, dma-bufs: buffers exported for sharing between devices.
+    DmabufFds,
+    /// Bytes behind those dma-bufs.
+    DmabufBytes,
+    /// Memory mappings; limit: `vm.max_map_count`.
+    MemoryMaps,
+    /// System memory in use (`MemTotal - MemAvailable`), bytes: includes what the
+    /// kernel accounts outside every RSS (GPU drivers' GTT, memfds).
+    SystemMemoryUsed,
+    /// The system's `Shmem`, bytes: memfds, tmpfs, and host mirrors kept there.
+    SystemShmem,
+    /// Used memory of one selected device (NVML, AMD query), bytes; limit: its
+    /// global memory.
+    DeviceMemory {
+        /// Index among the run's devices.
+        device: usize,
+    },
+    /// A DRM memory figure this process's GPU clients hold (kernel fdinfo), bytes.
+    Drm {
+        /// The device's PCI address, from `drm-pdev`.
+        pdev: Option<String>,
+        /// The run's device at that address, when one matches.
+        device: Option<usize>,
+        /// The kernel driver.
+        driver: String,
+        /// The driver's region name (`gtt`, `vram0`, `system0`).
+        region: String,
+        /// Which figure.
+        kind: DrmMemoryKind,
+    },
+}
+
+/// How a resource's values read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Bytes.
+    Bytes,
+    /// A count (descriptors, mappings).
+    Count,
+}
+
+impl Unit {
+    /// A value in this unit: `1.00 MiB`, `1024`.
+    pub fn format(self, value: f64) -> String {
+        match self {
+            Unit::Bytes => format_bytes(value),
+            Unit::Count if value.fract() == 0.0 => format!("{value:.0}"),
+            Unit::Count => format!("{value:.2}"),
+        }
+    }
+}
+
+/// A ceiling a resource meets, and what it is called.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Limit {
+    /// The value, in the resource's unit.
+    pub value: f64,
+    /// Its name: `RLIMIT_NOFILE (soft)`, `physical RAM`, `device global memory`.
+    pub name: String,
+    /// Whether it caps the growth during the run rather than the reading (a cap on
+    /// what the run adds to a system-wide figure).
+    #[serde(default)]
+    pub of_growth: bool,
+}
+
+impl Resource {
+    /// A short human name.
+    pub fn label(&self) -> String {
+        match self {
+            Resource::HostRss => "host RSS".into(),
+            Resource::VirtualSize => "virtual size".into(),
+            Resource::OpenFds => "open fds".into(),
+            Resource::DmabufFds => "dma-buf fds".into(),
+            Resource::DmabufBytes => "dma-buf bytes".into(),
+            Resource::MemoryMaps => "memory maps".into(),
+            Resource::SystemMemoryUsed => "system memory used".into(),
+            Resource::SystemShmem => "system Shmem".into(),
+            Resource::DeviceMemory { device } => format!("device {device} memory"),
+            Resource::Drm {
+                device,
+                pdev,
+                driver,
+                region,
+                kind,
+            } => {
+                let at = match (device, pdev) {
+                    (Some(d), _) => format!("device {d}"),
+                    (None, Some(p)) => p.clone(),
+                    (None, None) => "?".into(),
+                };
+                format!("DRM {driver} {at} {region} ({})", kind.word())
+            }
+        }
+    }
+
+    /// The unit of its readings.
+    pub fn unit(&self) -> Unit {
+        match self {
+            Resource::OpenFds | Resource::DmabufFds | Resource::MemoryMaps => Unit::Count,
+            _ => Unit::Bytes,
+        }
+    }
+
+    /// Whether it belongs to one device (plotted per device).
+    pub fn device(&self) -> Option<usize> {
+        match self {
+            Resource::DeviceMemory { device } => Some(*device),
+            Resource::Drm { device, .. } => *device,
+            _ => None,
+        }
+    }
+
+    /// The reading in a sample, if the sample has one.
+    pub fn reading(&self, sample: &Sample, host: &HostLimits) -> Option<f64> {
+        let p = &sample.host;
+        Some(match self {
+            Resource::HostRss => p.rss_bytes as f64,
+            Resource::VirtualSize => p.virtual_bytes as f64,
+            Resource::OpenFds => p.open_fds as f64,
+            Resource::DmabufFds => p.dmabuf_fds as f64,
+            Resource::DmabufBytes => p.dmabuf_bytes as f64,
+            Resource::MemoryMaps => p.memory_maps as f64,
+            Resource::SystemMemoryUsed => {
+                host.ram_bytes?
+                    .saturating_sub(sample.system?.available_bytes) as f64
+            }
+            Resource::SystemShmem => sample.system?.shmem_bytes as f64,
+            Resource::DeviceMemory { device } => (*sample.device_used_bytes.get(*device)?)? as f64,
+            Resource::Drm {
+                pdev,
+                driver,
+                region,
+                kind,
+                ..
+            } => sample
+                .drm
+                .iter()
+                .find(|u| {
+                    &u.pdev == pdev && &u.driver == driver && &u.region == region && u.kind == *kind
+                })
+                .map_or(0.0, |u| u.bytes as f64),
+        })
+    }
+
+    /// The limit this resource meets on this machine, where one is known.
+    pub fn limit(&self, facts: &Facts<'_>) -> Option<Limit> {
+        let (host, driver, devices) = (facts.host, facts.driver, facts.devices);
+        let limit = |value: u64, name: &str| {
+            Some(Limit {
+                value: value as f64,
+                name: name.to_owned(),
+                of_growth: false,
+            })
+        };
+        match self {
+            Resource::HostRss => {
+                let (bytes, ceiling) = host.memory_ceiling()?;
+                limit(bytes, ceiling.label())
+            }
+            Resource::VirtualSize => limit(host.address_space_soft?, "RLIMIT_AS (soft)"),
+            Resource::OpenFds => limit(host.nofile_soft?, "RLIMIT_NOFILE (soft)"),
+            Resource::MemoryMaps => limit(host.max_map_count?, "vm.max_map_count"),
+            Resource::SystemMemoryUsed => limit(host.ram_bytes?, "physical RAM (MemTotal)"),
+            Resource::DeviceMemory { device } => limit(
+                *devices.get(*device)?.global_mem_bytes.value()?,
+                "device global memory",
+            ),
+            Resource::Drm {
+                pdev,
+                device,
+                region,
+                driver: name,
+                ..
+            } => {
+                let amd = pdev
+                    .as_ref()
+                    .and_then(|p| driver.amdgpu.iter().find(|m| &m.pdev == p));
+                if region.starts_with("gtt") {
+                    if let Some(total) = amd.and_then(|m| m.gtt_total) {
+                        return limit(total, "amdgpu mem_info_gtt_total");
+                    }
+                    return limit(driver.ttm_pages_limit_bytes?, "TTM pages_limit (GTT cap)");
+                }
+                if region.starts_with("vram") || region.starts_with("local") {
+                    if let Some(total) = amd.and_then(|m| m.vram_total) {
+                        return limit(total, "amdgpu mem_info_vram_total");
+                    }
+                    let global = devices.get((*device)?)?.global_mem_bytes.value()?;
+                    return limit(*global, "device global memory");
+                }
+                let _ = name;
+                if region.starts_with("system") || region == "cpu" {
+                    let (bytes, ceiling) = host.memory_ceiling()?;
+                    return limit(bytes, ceiling.label());
+                }
+                None
+            }
+            Resource::SystemShmem => {
+                // The emulation layer's host mirror lives in Shmem, up to its cap.
+                let env = &facts.scenario.env;
+                let settings = LayerSettings::read(|k| env.get(k).cloned()).ok()??;
+                (settings.policy == Policy::HostMirror).then_some(())?;
+                Some(Limit {
+                    value: settings.mirror_limit.bytes(host.ram_bytes?) as f64,
+                    name: "the emulation layer's host-mirror cap (CLMULTI_LAYER_MIRROR_LIMIT)"
+                        .into(),
+                    of_growth: true,
+                })
+            }
+            Resource::DmabufFds | Resource::DmabufBytes => None,
+        }
+    }
+
+    /// Every resource a run's samples may hold readings of, in display order.
+    pub fn all_in(samples: &[Sample], devices: &[DeviceInfo]) -> Vec<Resource> {
+        let mut list = vec![
+            Resource::HostRss,
+            Resource::VirtualSize,
+            Resource::OpenFds,
+            Resource::DmabufFds,
+            Resource::DmabufBytes,
+            Resource::MemoryMaps,
+            Resource::SystemMemoryUsed,
+            Resource::SystemShmem,
+        ];
+        list.extend((0..devices.len()).map(|device| Resource::DeviceMemory { device }));
+        let mut drm: Vec<Resource> = Vec::new();
+        for usage in samples.iter().flat_map(|s| &s.drm) {
+            let device = usage.pdev.as_ref().and_then(|p| {
+                devices.iter().position(|d| {
+                    d.pci_bus
+                        .as_ref()
+                        .and_then(|b| b.value())
+                        .is_some_and(|b| b.to_string().eq_ignore_ascii_case(p))
+                })
+            });
+            let resource = Resource::Drm {
+                pdev: usage.pdev.clone(),
+                device,
+                driver: usage.driver.clone(),
+                region: usage.region.clone(),
+                kind: usage.kind,
+            };
+            if !drm.contains(&resource) {
+                drm.push(resource);
+            }
+        }
+        drm.sort();
+        list.extend(drm);
+        list
+    }
+}

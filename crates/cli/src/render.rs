@@ -1,0 +1,212 @@
+//! A report as text: the headline first, then the numbers behind it.
+
+use crate::format::table;
+use clmulti_alloc::{Report, StopReason};
+use clmulti_scenario::{format_bytes, format_size, Count};
+
+/// The full text of one report.
+pub fn report(r: &Report) -> String {
+    let mut s = String::new();
+    let line = |s: &mut String, k: &str, v: String| s.push_str(&format!("  {k:<16}{v}\n"));
+    s.push_str(&format!("run {}  ({})\n", r.run_name, r.scenario.file));
+    line(&mut s, "result", r.headline());
+    let devices: Vec<String> = r
+        .devices
+        .iter()
+        .map(|d| {
+            let mut name = format!("{} {}", d.selector, d.display_name());
+            if let (Some(parent), Some(partition)) = (&d.parent, &d.partition) {
+                name.push_str(&format!(
+                    " (sub-device of {}, {partition})",
+                    parent.selector
+                ));
+            }
+            name
+        })
+        .collect();
+    if !r.platform.is_empty() {
+        line(
+            &mut s,
+            "platform",
+            format!("{} {}", r.platform, r.platform_version)
+                .trim()
+                .to_owned(),
+        );
+    }
+    if !devices.is_empty() {
+        line(&mut s, "devices", devices.join(", "));
+    }
+    let alloc = &r.scenario.allocation;
+    line(
+        &mut s,
+        "experiment",
+        format!(
+            "context {}, strategy {}, {} x {}, flags {}",
+            r.scenario.context_mode.name(),
+            alloc.strategy.name(),
+            format_size(alloc.size_bytes),
+            match alloc.count {
+                Count::Fixed(n) => n.to_string(),
+                Count::UntilFailure => "until failure".into(),
+            },
+            alloc
+                .flags
+                .iter()
+                .map(|f| f.name())
+                .collect::<Vec<_>>()
+                .join("|"),
+        ),
+    );
+    line(
+        &mut s,
+        "reached",
+        format!(
+            "{} buffers ({} requested) in {:.3} s ({:.3} s of it sampling){}",
+            r.buffers,
+            format_bytes(r.bytes_requested as f64),
+            r.elapsed_seconds,
+            r.sampling_seconds,
+            r.allocations_per_second
+                .map_or(String::new(), |a| format!(", {a:.0} allocations/s"))
+        ),
+    );
+    line(&mut s, "stopped", r.stop.summary());
+    if let Some(g) = &r.effective_guards {
+        for c in &g.capped {
+            line(&mut s, "guard", c.clone());
+        }
+    }
+    if !r.costs.is_empty() {
+        s.push_str("  per-buffer cost and limits:\n");
+        let mut rows = vec![vec![
+            "resource".to_owned(),
+            "per buffer".into(),
+            "now".into(),
+            "limit".into(),
+            "reached at".into(),
+        ]];
+        // A resource that read zero throughout (no dma-bufs, say) says nothing.
+        for c in r
+            .costs
+            .iter()
+            .filter(|c| c.first != 0.0 || c.last != 0.0 || c.limit.is_some())
+        {
+            let unit = c.resource.unit();
+            rows.push(vec![
+                format!(
+                    "{}{}",
+                    c.resource.label(),
+                    if c.estimated { " (estimate)" } else { "" }
+                ),
+                unit.format(c.per_buffer),
+                unit.format(c.last),
+                c.limit.as_ref().map_or("-".into(), |l| {
+                    format!("{} ({})", unit.format(l.value), l.name)
+                }),
+                c.predicted_count
+                    .map_or("-".into(), |n| format!("~{n} buffers")),
+            ]);
+        }
+        for row in table(&rows).lines() {
+            s.push_str(&format!("  {row}\n"));
+        }
+    }
+    for statement in &r.analysis.statements {
+        line(&mut s, "finding", statement.to_string());
+    }
+    let l = &r.leak_check;
+    if l.contexts_created > 0 {
+        line(
+            &mut s,
+            "leak check",
+            format!(
+                "{}: buffers {}/{}, pools {}/{}, queues {}/{}, contexts {}/{} released; fds {} -> {}, RSS {} -> {}",
+                if l.clean { "clean" } else { "NOT CLEAN" },
+                l.buffers_released,
+                l.buffers_created,
+                l.pools_released,
+                l.pools_created,
+                l.queues_released,
+                l.queues_created,
+                l.contexts_released,
+                l.contexts_created,
+                l.before.open_fds,
+                l.after_release.open_fds,
+                format_bytes(l.before.rss_bytes as f64),
+                format_bytes(l.after_release.rss_bytes as f64),
+            ),
+        );
+        line(
+            &mut s,
+            "bookkeeping",
+            format!(
+                "{:.1} B and {:.1} ns per buffer (measured without OpenCL calls)",
+                r.bookkeeping.bytes_per_buffer, r.bookkeeping.ns_per_buffer
+            ),
+        );
+    }
+    if let Some(a) = &r.axpy_check {
+        line(
+            &mut s,
+            "dAxpy check",
+            format!(
+                "{}/{} pairs verified{}",
+                a.pairs_ok,
+                a.pairs_checked,
+                if a.failures.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", a.failures.join("; "))
+                }
+            ),
+        );
+    }
+    for m in &r.driver_messages {
+        line(&mut s, "driver", m.clone());
+    }
+    if !r.stderr_tail.is_empty()
+        && matches!(
+            r.stop,
+            StopReason::Crashed { .. } | StopReason::NoReport { .. } | StopReason::TimedOut { .. }
+        )
+    {
+        let tail: Vec<&str> = r.stderr_tail.lines().rev().take(3).collect();
+        for l in tail.into_iter().rev() {
+            line(&mut s, "stderr", l.to_owned());
+        }
+    }
+    for w in &r.warnings {
+        line(&mut s, "warning", format!("{} ({})", w.message, w.advice));
+    }
+    s.push('\n');
+    s
+}
+
+/// One row per run: what a reader compares when a file holds several runs.
+pub fn comparison(reports: &[Report]) -> String {
+    let mut rows = vec![vec![
+        "run".to_owned(),
+        "buffers".into(),
+        "outcome".into(),
+        "host RSS/buffer".into(),
+        "fds/buffer".into(),
+        "virtual/buffer".into(),
+    ]];
+    for r in reports {
+        let cost = |resource: clmulti_alloc::Resource| {
+            r.costs
+                .iter()
+                .find(|c| c.resource == resource)
+                .map_or("-".into(), |c| c.resource.unit().format(c.per_buffer))
+        };
+        rows.push(vec![
+            r.run_name.clone(),
+            r.buffers.to_string(),
+            r.stop.kind().to_owned(),
+            cost(clmulti_alloc::Resource::HostRss),
+            cost(clmulti_alloc::Resource::OpenFds),
+            cost(clmulti_alloc::Resource::VirtualSize),
+        ]);
+    }
+    format!("comparison\n{}", table(&rows))
+}

@@ -1,0 +1,165 @@
+//! Platforms as the ICD loader reports them, each with its devices.
+
+use crate::device::{to_text, Device, DeviceInfo, DeviceKind, DeviceTypeFilter, Queried};
+use crate::host::HostLimits;
+use crate::raw;
+use serde::{Deserialize, Serialize};
+
+/// Version of the shape [`DevicesReport`] serializes to; bumped when a field changes
+/// meaning or is removed.
+pub const DEVICES_SCHEMA_VERSION: u32 = 2;
+
+/// A platform this process can use, with its live devices.
+#[derive(Debug, Clone)]
+pub struct Platform {
+    /// Index in the loader's list. The order can change between boots: select by name.
+    pub index: usize,
+    /// `CL_PLATFORM_NAME`
+    pub name: Queried<String>,
+    /// `CL_PLATFORM_VENDOR`
+    pub vendor: Queried<String>,
+    /// `CL_PLATFORM_VERSION`
+    pub version: Queried<String>,
+    /// `CL_PLATFORM_PROFILE`
+    pub profile: Queried<String>,
+    /// The platform's devices of every type.
+    pub devices: Vec<Device>,
+    /// Set when listing the devices failed.
+    pub devices_error: Option<String>,
+}
+
+/// What clmulti reads about one platform, as plain data (what reports serialize).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlatformInfo {
+    /// Index in the loader's list. The order can change between boots: select by name.
+    pub index: usize,
+    /// `CL_PLATFORM_NAME`
+    pub name: Queried<String>,
+    /// `CL_PLATFORM_VENDOR`
+    pub vendor: Queried<String>,
+    /// `CL_PLATFORM_VERSION`
+    pub version: Queried<String>,
+    /// `CL_PLATFORM_PROFILE`
+    pub profile: Queried<String>,
+    /// The platform's devices of every type.
+    pub devices: Vec<DeviceInfo>,
+    /// Set when listing the devices failed.
+    pub devices_error: Option<String>,
+}
+
+impl PlatformInfo {
+    /// The platform name, or `?` when its query failed.
+    pub fn display_name(&self) -> &str {
+        self.name.value().map(String::as_str).unwrap_or("?")
+    }
+}
+
+/// Everything `clmulti devices --format json` prints: the platforms and the host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DevicesReport {
+    /// See [`DEVICES_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Every platform, with its devices.
+    pub platforms: Vec<PlatformInfo>,
+    /// The host limits that bound allocation.
+    pub host: HostLimits,
+}
+
+impl DevicesReport {
+    /// Reads the host limits and describes `platforms`.
+    pub fn new(platforms: &[Platform]) -> Self {
+        DevicesReport {
+            schema_version: DEVICES_SCHEMA_VERSION,
+            platforms: platforms.iter().map(Platform::info).collect(),
+            host: HostLimits::read(),
+        }
+    }
+}
+
+impl Platform {
+    /// The platform as plain data.
+    pub fn info(&self) -> PlatformInfo {
+        PlatformInfo {
+            index: self.index,
+            name: self.name.clone(),
+            vendor: self.vendor.clone(),
+            version: self.version.clone(),
+            profile: self.profile.clone(),
+            devices: self.devices.iter().map(|d| d.info().clone()).collect(),
+            devices_error: self.devices_error.clone(),
+        }
+    }
+
+    /// Whether `needle` (case-insensitive) occurs in the platform's name or vendor.
+    pub fn matches(&self, needle: &str) -> bool {
+        let needle = needle.to_lowercase();
+        [&self.name, &self.vendor].iter().any(|field| {
+            field
+                .value()
+                .is_some_and(|v| v.to_lowercase().contains(&needle))
+        })
+    }
+
+    /// The platform name, or `?` when its query failed.
+    pub fn display_name(&self) -> &str {
+        self.name.value().map(String::as_str).unwrap_or("?")
+    }
+
+    /// Devices of the given type, in the platform's order.
+    pub fn devices_of(&self, filter: DeviceTypeFilter) -> impl Iterator<Item = &Device> {
+        self.devices.iter().filter(move |d| {
+            let kind = d.info().kind.value();
+            match filter {
+                DeviceTypeFilter::All => true,
+                DeviceTypeFilter::Gpu => kind == Some(&DeviceKind::Gpu),
+                DeviceTypeFilter::Cpu => kind == Some(&DeviceKind::Cpu),
+                DeviceTypeFilter::Accelerator => kind == Some(&DeviceKind::Accelerator),
+            }
+        })
+    }
+}
+
+/// Enumerates every platform and device.
+///
+/// Errors only when the loader itself fails or reports no platform at all;
+/// a query that fails on one device is kept in that field.
+pub fn platforms() -> Result<Vec<Platform>, crate::ProbeError> {
+    let ids = raw::platform_ids().map_err(crate::ProbeError::Loader)?;
+    if ids.is_empty() {
+        return Err(crate::ProbeError::NoPlatform);
+    }
+    Ok(ids
+        .into_iter()
+        .enumerate()
+        .map(|(index, id)| read_platform(index, id))
+        .collect())
+}
+
+fn read_platform(index: usize, id: cl_sys::cl_platform_id) -> Platform {
+    let text = |param| {
+        // SAFETY: `id` came from `raw::platform_ids`.
+        Queried::from_result(unsafe { raw::platform_info(id, param) }.map(to_text))
+    };
+    // SAFETY: as above.
+    let (devices, devices_error) =
+        match unsafe { raw::device_ids(id, DeviceTypeFilter::All.bits()) } {
+            Ok(ids) => (
+                ids.into_iter()
+                    .enumerate()
+                    // SAFETY: each id came from `raw::device_ids`.
+                    .map(|(d, dev)| unsafe { Device::root(index, d, dev) })
+                    .collect(),
+                None,
+            ),
+            Err(code) => (Vec::new(), Some(code.to_string())),
+        };
+    Platform {
+        index,
+        name: text(cl_sys::CL_PLATFORM_NAME),
+        vendor: text(cl_sys::CL_PLATFORM_VENDOR),
+        version: text(cl_sys::CL_PLATFORM_VERSION),
+        profile: text(cl_sys::CL_PLATFORM_PROFILE),
+        devices,
+        devices_error,
+    }
+}

@@ -1,0 +1,352 @@
+//! This process's use of the resources allocation consumes, read from `/proc`.
+
+use crate::drm::{self, DrmClient, DrmUsage, FdInfo};
+use crate::host::parse_meminfo_kib;
+use serde::{Deserialize, Serialize};
+use std::ffi::CString;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+/// The process's own readings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ProcessUsage {
+    /// Resident set size (`VmRSS`), bytes.
+    pub rss_bytes: u64,
+    /// Virtual size (`VmSize`), bytes.
+    pub virtual_bytes: u64,
+    /// Open file descriptors (entries of `/proc/self/fd`).
+    pub open_fds: u64,
+    /// Memory mappings (lines of `/proc/self/maps`).
+    pub memory_maps: u64,
+    /// Of the open fds, dma-bufs (exported buffers shared across devices).
+    #[serde(default)]
+    pub dmabuf_fds: u64,
+    /// Their total size, bytes (`size:` of each one's fdinfo).
+    #[serde(default)]
+    pub dmabuf_bytes: u64,
+}
+
+/// System-wide memory (`/proc/meminfo`): where kernel-accounted memory shows that no
+/// process's RSS does (GPU drivers' GTT, memfds, tmpfs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SystemMemory {
+    /// `MemAvailable`, bytes.
+    pub available_bytes: u64,
+    /// `MemFree`, bytes.
+    pub free_bytes: u64,
+    /// `Shmem`, bytes.
+    pub shmem_bytes: u64,
+}
+
+/// One full reading.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Usage {
+    /// The process.
+    pub process: ProcessUsage,
+    /// The system, when `/proc/meminfo` could be read.
+    pub system: Option<SystemMemory>,
+    /// DRM memory of this process's GPU clients, per device, region and kind.
+    pub drm: Vec<DrmUsage>,
+}
+
+impl ProcessUsage {
+    /// Reads the process's figures once, opening `/proc` for this reading only. To
+    /// sample repeatedly, and at the descriptor limit, use a [`UsageReader`].
+    pub fn read() -> Self {
+        UsageReader::open().read().process
+    }
+}
+
+/// Reads [`Usage`] through `/proc` descriptors opened once.
+///
+/// Why: a process that has run out of file descriptors (the very limit clmulti looks
+/// for) can no longer open `/proc/self/fd` to count them. The reader opens its files
+/// up front and re-reads them from the start each time, counts itself out of the
+/// open-fd figure, and keeps one spare descriptor it gives up for a moment when it
+/// must open a DRM or dma-buf fd's fdinfo. Without DRM fds it allocates nothing on
+/// the heap, so sampling does not disturb the allocator of the runtime being measured.
+#[derive(Debug)]
+pub struct UsageReader {
+    statm: Option<File>,
+    maps: Option<File>,
+    meminfo: Option<File>,
+    fd_dir: Option<File>,
+    fdinfo_dir: Option<File>,
+    spare: std::cell::Cell<i32>,
+    /// Whether the files are this process's own (their fds appear in the fd listing).
+    own_proc: bool,
+}
+
+fn open_dir(path: &Path) -> Option<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(path)
+        .ok()
+}
+
+fn open_spare() -> i32 {
+    // SAFETY: a NUL-terminated path; the reader owns the descriptor.
+    unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }
+}
+
+impl UsageReader {
+    /// Opens this process's `/proc` files.
+    pub fn open() -> Self {
+        Self::open_at(Path::new("/proc"))
+    }
+
+    /// Opens `<proc_root>/self/{statm,maps,fd,fdinfo}` and `<proc_root>/meminfo`: a
+    /// test gives a fixture tree here.
+    pub fn open_at(proc_root: &Path) -> Self {
+        let this = proc_root.join("self");
+        UsageReader {
+            statm: File::open(this.join("statm")).ok(),
+            maps: File::open(this.join("maps")).ok(),
+            meminfo: File::open(proc_root.join("meminfo")).ok(),
+            fd_dir: open_dir(&this.join("fd")),
+            fdinfo_dir: open_dir(&this.join("fdinfo")),
+            spare: std::cell::Cell::new(open_spare()),
+            own_proc: proc_root == Path::new("/proc"),
+        }
+    }
+
+    /// Reads every figure; one whose file could not be opened is zero (or `None`).
+    pub fn read(&self) -> Usage {
+        let (virtual_bytes, rss_bytes) = self.statm();
+        let fds = self.scan_fds();
+        Usage {
+            process: ProcessUsage {
+                rss_bytes,
+                virtual_bytes,
+                open_fds: fds.open,
+                memory_maps: self.memory_maps(),
+                dmabuf_fds: fds.dmabuf_fds,
+                dmabuf_bytes: fds.dmabuf_bytes,
+            },
+            system: self.system_memory(),
+            drm: drm::summarize(&fds.drm_clients),
+        }
+    }
+
+    /// Resident set size in bytes: one read of `statm`, for guards between samples.
+    pub fn rss_bytes(&self) -> u64 {
+        self.statm().1
+    }
+
+    fn read_all(file: &Option<File>, mut each: impl FnMut(&[u8])) {
+        let Some(file) = file else { return };
+        let mut buf = [0u8; 16384];
+        let mut offset = 0u64;
+        while let Ok(n) = file.read_at(&mut buf, offset) {
+            if n == 0 {
+                break;
+            }
+            each(&buf[..n]);
+            offset += n as u64;
+        }
+    }
+
+    fn statm(&self) -> (u64, u64) {
+        let page = crate::host::page_size();
+        let mut text = [0u8; 256];
+        let mut len = 0;
+        Self::read_all(&self.statm, |chunk| {
+            let take = chunk.len().min(text.len() - len);
+            text[len..len + take].copy_from_slice(&chunk[..take]);
+            len += take;
+        });
+        let mut fields = text[..len]
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|f| !f.is_empty())
+            .map(|f| {
+                f.iter()
+                    .fold(0u64, |acc, d| acc * 10 + u64::from(d.wrapping_sub(b'0')))
+            });
+        let size = fields.next().unwrap_or(0);
+        let resident = fields.next().unwrap_or(0);
+        (size * page, resident * page)
+    }
+
+    fn memory_maps(&self) -> u64 {
+        let mut lines = 0u64;
+        Self::read_all(&self.maps, |chunk| {
+            lines += chunk.iter().filter(|&&c| c == b'\n').count() as u64;
+        });
+        lines
+    }
+
+    fn system_memory(&self) -> Option<SystemMemory> {
+        let mut text = [0u8; 8192];
+        let mut len = 0;
+        Self::read_all(&self.meminfo, |chunk| {
+            let take = chunk.len().min(text.len() - len);
+            text[len..len + take].copy_from_slice(&chunk[..take]);
+            len += take;
+        });
+        let text = std::str::from_utf8(&text[..len]).ok()?;
+        let kib = |key| parse_meminfo_kib(text, key).map(|k| k * 1024);
+        Some(SystemMemory {
+            available_bytes: kib("MemAvailable")?,
+            free_bytes: kib("MemFree")?,
+            shmem_bytes: kib("Shmem").unwrap_or(0),
+        })
+    }
+
+    fn own_fds(&self) -> [i32; 6] {
+        let raw = |f: &Option<File>| f.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+        [
+            raw(&self.statm),
+            raw(&self.maps),
+            raw(&self.meminfo),
+            raw(&self.fd_dir),
+            raw(&self.fdinfo_dir),
+            self.spare.get(),
+        ]
+    }
+
+    /// Lists the fd directory; reads the fdinfo of DRM and dma-buf fds only (found
+    /// by their link targets, which `readlinkat` gives without opening anything).
+    fn scan_fds(&self) -> FdScan {
+        let mut scan = FdScan::default();
+        let Some(dir) = &self.fd_dir else {
+            return scan;
+        };
+        let own = self.own_fds();
+        let mut interesting: Vec<i32> = Vec::new();
+        let dir_fd = dir.as_raw_fd();
+        // SAFETY: rewinding a directory descriptor this reader owns.
+        if unsafe { libc::lseek(dir_fd, 0, libc::SEEK_SET) } < 0 {
+            return scan;
+        }
+        let mut buf = [0u8; 8192];
+        loop {
+            // SAFETY: getdents64 writes at most `buf.len()` bytes into `buf`.
+            let n =
+                unsafe { libc::syscall(libc::SYS_getdents64, dir_fd, buf.as_mut_ptr(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            let mut offset = 0usize;
+            while offset < n as usize {
+                // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
+                let reclen = u16::from_ne_bytes([buf[offset + 16], buf[offset + 17]]) as usize;
+                let name = &buf[offset + 19..offset + reclen.max(20)];
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+                offset += reclen.max(1);
+                if name.first() == Some(&b'.') {
+                    continue;
+                }
+                let fd = name
+                    .iter()
+                    .try_fold(0i32, |acc, &d| {
+                        d.is_ascii_digit()
+                            .then(|| acc.saturating_mul(10).saturating_add(i32::from(d - b'0')))
+                    })
+                    .unwrap_or(-1);
+                if self.own_proc && own.contains(&fd) {
+                    continue;
+                }
+                scan.open += 1;
+                if fd >= 0 && is_gpu_fd(dir_fd, name) {
+                    interesting.push(fd);
+                }
+            }
+        }
+        if !interesting.is_empty() {
+            self.read_fdinfos(&interesting, &mut scan);
+        }
+        scan
+    }
+
+    fn read_fdinfos(&self, fds: &[i32], scan: &mut FdScan) {
+        let Some(dir) = &self.fdinfo_dir else { return };
+        // Free one descriptor slot for the fdinfo opens, and take it back after.
+        let spare = self.spare.replace(-1);
+        if spare >= 0 {
+            // SAFETY: the reader owns `spare` and closes it once.
+            unsafe { libc::close(spare) };
+        }
+        for &fd in fds {
+            let Ok(name) = CString::new(fd.to_string()) else {
+                continue;
+            };
+            // SAFETY: `dir` is an open directory; `name` is NUL-terminated.
+            let info = unsafe {
+                libc::openat(
+                    dir.as_raw_fd(),
+                    name.as_ptr(),
+                    libc::O_RDONLY | libc::O_CLOEXEC,
+                )
+            };
+            if info < 0 {
+                continue;
+            }
+            let mut text = Vec::with_capacity(2048);
+            let mut buf = [0u8; 4096];
+            loop {
+                // SAFETY: `buf` is writable for its length; `info` is open.
+                let n = unsafe { libc::read(info, buf.as_mut_ptr().cast(), buf.len()) };
+                if n <= 0 {
+                    break;
+                }
+                text.extend_from_slice(&buf[..n as usize]);
+            }
+            // SAFETY: opened above, closed once.
+            unsafe { libc::close(info) };
+            match drm::parse_fdinfo(&String::from_utf8_lossy(&text)) {
+                FdInfo::Drm(client) => scan.drm_clients.push(client),
+                FdInfo::DmaBuf { size, .. } => {
+                    scan.dmabuf_fds += 1;
+                    scan.dmabuf_bytes += size;
+                }
+                FdInfo::Other => {}
+            }
+        }
+        self.spare.set(open_spare());
+    }
+}
+
+/// Whether an fd links to a DRM device or a dma-buf.
+fn is_gpu_fd(dir_fd: i32, name: &[u8]) -> bool {
+    let mut path = [0u8; 32];
+    if name.len() >= path.len() {
+        return false;
+    }
+    path[..name.len()].copy_from_slice(name);
+    let mut target = [0u8; 64];
+    // SAFETY: `path` is NUL-terminated; readlinkat writes at most `target.len()` bytes.
+    let n = unsafe {
+        libc::readlinkat(
+            dir_fd,
+            path.as_ptr().cast(),
+            target.as_mut_ptr().cast(),
+            target.len(),
+        )
+    };
+    if n <= 0 {
+        return false;
+    }
+    let target = &target[..n as usize];
+    target.starts_with(b"/dev/dri/") || target.windows(6).any(|w| w == b"dmabuf")
+}
+
+#[derive(Default)]
+struct FdScan {
+    open: u64,
+    dmabuf_fds: u64,
+    dmabuf_bytes: u64,
+    drm_clients: Vec<DrmClient>,
+}
+
+impl Drop for UsageReader {
+    fn drop(&mut self) {
+        let spare = self.spare.get();
+        if spare >= 0 {
+            // SAFETY: the reader owns `spare` and closes it once.
+            unsafe { libc::close(spare) };
+        }
+    }
+}

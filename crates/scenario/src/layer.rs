@@ -1,0 +1,211 @@
+//! The knobs of clmulti's emulation layer (crate `clmulti-layer`), read from a
+//! scenario's `[env]`: one place parses them, for the layer itself, for validation
+//! and for the engine that sets its readings against the layer's limits.
+
+use crate::size::parse_size;
+
+/// Which candidate explanation of the seed's failure the layer models.
+pub const POLICY: &str = "CLMULTI_LAYER_POLICY";
+/// host-mirror: the most mirror bytes before creation fails (a size, or `N%` of RAM).
+pub const MIRROR_LIMIT: &str = "CLMULTI_LAYER_MIRROR_LIMIT";
+/// Any policy: each device's memory as the layer reports and enforces it (a size).
+pub const DEVICE_MEMORY: &str = "CLMULTI_LAYER_DEVICE_MEMORY";
+/// fail-after: multi-device buffers created before creation fails.
+pub const FAIL_AFTER: &str = "CLMULTI_LAYER_FAIL_AFTER";
+/// fail-after: the error creation fails with (an OpenCL status, default -6).
+pub const FAIL_ERROR: &str = "CLMULTI_LAYER_FAIL_ERROR";
+/// Every knob, for validation.
+pub const KNOBS: [&str; 5] = [POLICY, MIRROR_LIMIT, DEVICE_MEMORY, FAIL_AFTER, FAIL_ERROR];
+/// The mirror limit when none is given: a quarter of RAM.
+pub const DEFAULT_MIRROR_FRACTION: f64 = 0.25;
+/// fail-after's count when none is given: about where the seed failed.
+pub const DEFAULT_FAIL_AFTER: u64 = 1000;
+
+/// A candidate explanation of the seed's failure, as the layer models it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Each buffer of a multi-device context holds one exported file descriptor per
+    /// peer device; CL_OUT_OF_HOST_MEMORY (-6) when none is left.
+    FdPerPeer,
+    /// Each buffer of a multi-device context gets a host copy of its size that the
+    /// kernel accounts (Shmem, MemAvailable) but the process's RSS does not show.
+    HostMirror,
+    /// Each buffer is made resident on every device of its context at creation;
+    /// -6 when a device is full.
+    Eager,
+    /// Creation fails after N buffers of multi-device contexts, consuming nothing.
+    FailAfter,
+}
+
+impl Policy {
+    /// Every policy with its name.
+    pub const ALL: [(&'static str, Policy); 4] = [
+        ("fd-per-peer", Policy::FdPerPeer),
+        ("host-mirror", Policy::HostMirror),
+        ("eager", Policy::Eager),
+        ("fail-after", Policy::FailAfter),
+    ];
+
+    /// Its name in `CLMULTI_LAYER_POLICY`.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, p)| *p == self)
+            .map_or("?", |(n, _)| n)
+    }
+}
+
+/// How large the host mirror may grow.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MirrorLimit {
+    /// Bytes.
+    Bytes(u64),
+    /// A fraction of physical RAM.
+    FractionOfRam(f64),
+}
+
+impl MirrorLimit {
+    /// The limit in bytes on a machine with `ram` bytes of RAM.
+    pub fn bytes(self, ram: u64) -> u64 {
+        match self {
+            MirrorLimit::Bytes(b) => b,
+            MirrorLimit::FractionOfRam(f) => (ram as f64 * f) as u64,
+        }
+    }
+}
+
+/// The layer's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerSettings {
+    /// The policy.
+    pub policy: Policy,
+    /// host-mirror's limit.
+    pub mirror_limit: MirrorLimit,
+    /// Each device's memory, when the layer overrides it.
+    pub device_memory: Option<u64>,
+    /// fail-after's count.
+    pub fail_after: u64,
+    /// fail-after's error.
+    pub fail_error: i32,
+}
+
+impl LayerSettings {
+    /// Reads the knobs through `lookup` (the process environment, or a scenario's
+    /// `[env]`): `Ok(None)` when no policy is set; errors name the knob.
+    pub fn read(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, (String, String)> {
+        let Some(name) = lookup(POLICY) else {
+            if let Some(knob) = KNOBS.iter().find(|k| lookup(k).is_some()) {
+                return Err((knob.to_string(), format!("only applies with {POLICY} set")));
+            }
+            return Ok(None);
+        };
+        let policy = Policy::ALL
+            .iter()
+            .find(|(n, _)| *n == name.trim())
+            .map(|(_, p)| *p)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Policy::ALL.iter().map(|(n, _)| *n).collect();
+                (
+                    POLICY.to_owned(),
+                    format!(
+                        "unknown policy {name:?}; expected one of: {}",
+                        names.join(", ")
+                    ),
+                )
+            })?;
+        let size = |key: &str| -> Result<Option<u64>, (String, String)> {
+            lookup(key)
+                .map(|v| parse_size(&v).map_err(|e| (key.to_owned(), e.to_string())))
+                .transpose()
+        };
+        let mirror_limit = match lookup(MIRROR_LIMIT) {
+            None => MirrorLimit::FractionOfRam(DEFAULT_MIRROR_FRACTION),
+            Some(v) if v.trim().ends_with('%') => {
+                let pct: f64 = v.trim().trim_end_matches('%').trim().parse().map_err(|_| {
+                    (
+                        MIRROR_LIMIT.to_owned(),
+                        format!("{v:?} is not a percentage like \"25%\""),
+                    )
+                })?;
+                if !(pct > 0.0 && pct <= 100.0) {
+                    return Err((
+                        MIRROR_LIMIT.to_owned(),
+                        "a percentage of RAM must be in (0, 100]".into(),
+                    ));
+                }
+                MirrorLimit::FractionOfRam(pct / 100.0)
+            }
+            Some(_) => MirrorLimit::Bytes(size(MIRROR_LIMIT)?.unwrap_or(0)),
+        };
+        let fail_after = match lookup(FAIL_AFTER) {
+            None => DEFAULT_FAIL_AFTER,
+            Some(v) => v.trim().parse().map_err(|_| {
+                (
+                    FAIL_AFTER.to_owned(),
+                    format!("{v:?} is not a count of buffers"),
+                )
+            })?,
+        };
+        let fail_error = match lookup(FAIL_ERROR) {
+            None => -6,
+            Some(v) => v
+                .trim()
+                .parse::<i32>()
+                .ok()
+                .filter(|c| *c < 0)
+                .ok_or_else(|| {
+                    (
+                        FAIL_ERROR.to_owned(),
+                        format!("{v:?} is not an OpenCL error code (a negative integer)"),
+                    )
+                })?,
+        };
+        Ok(Some(LayerSettings {
+            policy,
+            mirror_limit,
+            device_memory: size(DEVICE_MEMORY)?.filter(|b| *b > 0),
+            fail_after,
+            fail_error,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(pairs: &[(&str, &str)]) -> Result<Option<LayerSettings>, (String, String)> {
+        LayerSettings::read(|k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn knobs_parse_and_errors_name_the_knob() {
+        assert_eq!(read(&[]).unwrap(), None);
+        let s = read(&[(POLICY, "host-mirror"), (MIRROR_LIMIT, "256MiB")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.policy, Policy::HostMirror);
+        assert_eq!(s.mirror_limit.bytes(1 << 40), 256 << 20);
+        let s = read(&[(POLICY, "eager")]).unwrap().unwrap();
+        assert_eq!(s.mirror_limit.bytes(1000), 250);
+        assert_eq!(read(&[(POLICY, "magic")]).unwrap_err().0, POLICY);
+        assert_eq!(read(&[(FAIL_AFTER, "5")]).unwrap_err().0, FAIL_AFTER);
+        assert_eq!(
+            read(&[(POLICY, "fail-after"), (FAIL_ERROR, "6")])
+                .unwrap_err()
+                .0,
+            FAIL_ERROR
+        );
+        assert_eq!(
+            read(&[(POLICY, "eager"), (DEVICE_MEMORY, "lots")])
+                .unwrap_err()
+                .0,
+            DEVICE_MEMORY
+        );
+    }
+}

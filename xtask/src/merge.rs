@@ -1,0 +1,99 @@
+//! `cargo xtask merge`: combine shards' results into one folder and summary.
+
+use crate::records::{self, SweepRecord};
+use crate::summary::Summary;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::PathBuf;
+
+/// Arguments of `cargo xtask merge`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Shards' result folders (or their results.jsonl files).
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// The merged folder.
+    #[arg(long, default_value = "sweep-results")]
+    out: PathBuf,
+    /// How many shards were planned (to report the missing ones).
+    #[arg(long)]
+    expect: Option<usize>,
+}
+
+pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let _lock = crate::lock::lock(&args.out)?;
+    let merged = args.out.join("results.jsonl");
+    let tmp = args.out.join(".results.merging.jsonl");
+    let _ = std::fs::remove_file(&tmp);
+    let mut seen = HashSet::new();
+    let mut summary = Summary::new(&args.out);
+    let mut hosts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut found = 0;
+    let mut missing = Vec::new();
+    let mut duplicates = 0usize;
+    for input in &args.inputs {
+        let file = if input.is_dir() {
+            input.join("results.jsonl")
+        } else {
+            input.clone()
+        };
+        if !file.exists() {
+            missing.push(file.display().to_string());
+            continue;
+        }
+        found += 1;
+        let mut append_error = None;
+        records::for_each(&file, |r: SweepRecord| {
+            // Later shards win nothing: a run (key) is taken once, from its first shard.
+            if !seen.insert(r.key.clone()) {
+                duplicates += 1;
+                return;
+            }
+            *hosts.entry(r.host.clone()).or_default() += 1;
+            if let Err(e) = records::append(&tmp, &r) {
+                append_error = Some(e);
+            }
+            summary.add(r);
+        })
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+        if let Some(e) = append_error {
+            return Err(format!("{}: {e}", tmp.display()));
+        }
+    }
+    if found == 0 {
+        return Err("no shard has a results.jsonl".into());
+    }
+    if tmp.exists() {
+        std::fs::rename(&tmp, &merged).map_err(|e| format!("{}: {e}", merged.display()))?;
+    }
+    summary.write()?;
+    eprintln!(
+        "merge: {} run(s) from {found} shard(s) into {}",
+        summary.len(),
+        args.out.display()
+    );
+    for (host, n) in &hosts {
+        eprintln!("merge:   {n} run(s) on {host}");
+    }
+    if duplicates > 0 {
+        eprintln!(
+            "merge: {duplicates} run(s) appeared in more than one shard; each was taken once"
+        );
+    }
+    let expected: BTreeSet<usize> = args
+        .expect
+        .map_or_else(BTreeSet::new, |n| (1..=n).collect());
+    if !missing.is_empty() || args.expect.is_some_and(|n| found < n) {
+        eprintln!(
+            "merge: missing shard(s): {}{}",
+            missing.join(", "),
+            if expected.is_empty() {
+                String::new()
+            } else {
+                format!(" ({found} of {} found)", expected.len())
+            }
+        );
+        return Ok(std::process::ExitCode::from(1));
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
