@@ -379,6 +379,8 @@ pub enum WarningKind {
     /// An OpenCL layer (`OPENCL_LAYERS`) was loaded: the runtime's behaviour is
     /// partly the layer's.
     EmulationLayer,
+    /// DRM memory of a device the run did not select, or whose PCI address is unknown.
+    DrmDeviceUnmatched,
 }
 
 /// The guards a run enforced.

@@ -269,3 +269,67 @@ impl Resource {
         list
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clmulti_probe::{DrmUsage, ProcessUsage};
+
+    fn device(pci: &str) -> DeviceInfo {
+        let (domain, rest) = pci.split_once(':').unwrap();
+        let bus = &rest[..2];
+        serde_json::from_value(serde_json::json!({
+            "index": 0, "selector": "0:0", "name": "GPU", "vendor": "v", "vendor_id": 1,
+            "device_version": "v", "driver_version": "d", "opencl_c_version": "c", "kind": "gpu",
+            "compute_units": 1, "global_mem_bytes": 16u64 << 30, "max_alloc_bytes": 4u64 << 30,
+            "host_unified_memory": false, "global_mem_cache_bytes": 0, "mem_base_addr_align_bits": 1024,
+            "max_work_group_size": 256, "extensions": [],
+            "pci_bus": { "domain": u32::from_str_radix(domain, 16).unwrap(), "bus": u32::from_str_radix(bus, 16).unwrap(), "device": 0, "function": 0 },
+            "uuid": null
+        }))
+        .unwrap()
+    }
+
+    fn sample(gtt: u64) -> Sample {
+        Sample {
+            allocations: 0,
+            bytes_requested: 0,
+            elapsed_seconds: 0.0,
+            host: ProcessUsage::default(),
+            system: None,
+            drm: vec![DrmUsage {
+                pdev: Some("0000:83:00.0".into()),
+                driver: "xe".into(),
+                region: "gtt".into(),
+                kind: DrmMemoryKind::Total,
+                bytes: gtt,
+            }],
+            device_used_bytes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn drm_figures_are_matched_to_devices_by_pci_address() {
+        let devices = [device("0000:03:00.0"), device("0000:83:00.0")];
+        let resources = Resource::all_in(&[sample(1 << 20)], &devices);
+        let drm: Vec<&Resource> = resources
+            .iter()
+            .filter(|r| matches!(r, Resource::Drm { .. }))
+            .collect();
+        assert_eq!(drm.len(), 1);
+        assert_eq!(drm[0].device(), Some(1));
+        assert_eq!(drm[0].label(), "DRM xe device 1 gtt (total)");
+        assert_eq!(
+            drm[0].reading(&sample(5 << 20), &HostLimits::read()),
+            Some((5 << 20) as f64)
+        );
+        // No device at that address: the label names the address instead.
+        let unmatched = Resource::all_in(&[sample(1)], &devices[..1]);
+        let drm = unmatched
+            .iter()
+            .find(|r| matches!(r, Resource::Drm { .. }))
+            .unwrap();
+        assert_eq!(drm.device(), None);
+        assert!(drm.label().contains("0000:83:00.0"));
+    }
+}

@@ -1,34 +1,38 @@
 mod common;
+use clmulti_probe::{DeviceKind, DevicesReport};
 use common::*;
 
 #[test]
 fn lists_two_pocl_devices_with_distinct_ids_and_memory() {
     let out = run(clmulti(2).args(["devices", "--format", "json"]));
     assert!(out.status.success(), "{}", stderr(&out));
-    let json = json(&out);
-    let platforms = json["platforms"].as_array().unwrap();
-    assert_eq!(platforms.len(), 1, "pinned to PoCL");
-    assert!(platforms[0]["name"].as_str().unwrap().contains("Portable"));
-    let devices = platforms[0]["devices"].as_array().unwrap();
+    let report: DevicesReport = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report.schema_version, clmulti_probe::DEVICES_SCHEMA_VERSION);
+    assert_eq!(report.platforms.len(), 1, "pinned to PoCL");
+    let platform = &report.platforms[0];
+    assert!(platform.display_name().contains("Portable"));
+    let devices = &platform.devices;
     assert_eq!(devices.len(), 2);
-    assert_ne!(devices[0]["selector"], devices[1]["selector"]);
+    assert_ne!(devices[0].selector, devices[1].selector);
     assert_ne!(
-        devices[0]["vendor_id"], devices[1]["vendor_id"],
+        devices[0].vendor_id, devices[1].vendor_id,
         "PoCL gives each device its own id"
     );
     for d in devices {
-        assert!(d["global_mem_bytes"].as_u64().unwrap() > 0);
-        assert!(d["max_alloc_bytes"].as_u64().unwrap() > 0);
-        assert!(d["global_mem_bytes"].as_u64() >= d["max_alloc_bytes"].as_u64());
-        assert_eq!(d["kind"], "cpu");
-        assert!(!d["extensions"].as_array().unwrap().is_empty());
+        let global = *d.global_mem_bytes.value().unwrap();
+        let max_alloc = *d.max_alloc_bytes.value().unwrap();
+        assert!(
+            max_alloc > 0 && global >= max_alloc,
+            "{global} / {max_alloc}"
+        );
+        assert_eq!(d.kind.value(), Some(&DeviceKind::Cpu));
+        assert!(!d.extensions.value().unwrap().is_empty());
     }
     // POCL_MEMORY_LIMIT=2 pins the size: 2 GiB global memory, a quarter of it per allocation.
-    assert_eq!(devices[0]["global_mem_bytes"].as_u64().unwrap(), 2 << 30);
-    assert_eq!(devices[0]["max_alloc_bytes"].as_u64().unwrap(), 512 << 20);
-    let host = &json["host"];
-    assert!(host["ram_bytes"].as_u64().unwrap() > 0);
-    assert!(host["max_map_count"].as_u64().unwrap() > 0);
+    assert_eq!(devices[0].global_mem_bytes.value(), Some(&(2 << 30)));
+    assert_eq!(devices[0].max_alloc_bytes.value(), Some(&(512 << 20)));
+    assert!(report.host.ram_bytes.unwrap() > 0);
+    assert!(report.host.max_map_count.unwrap() > 0);
 }
 
 #[test]

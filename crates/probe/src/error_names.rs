@@ -39,6 +39,8 @@ impl ClCode {
     pub const INVALID_PROPERTY: ClCode = ClCode(-64);
     /// `CL_INVALID_DEVICE_PARTITION_COUNT (-68)`
     pub const INVALID_DEVICE_PARTITION_COUNT: ClCode = ClCode(-68);
+    /// `CL_PLATFORM_NOT_FOUND_KHR (-1001)`: the ICD loader found no runtime it could load.
+    pub const PLATFORM_NOT_FOUND_KHR: ClCode = ClCode(-1001);
 
     /// The symbolic name, or `UNKNOWN_OPENCL_ERROR` for codes not in the table.
     pub fn name(self) -> &'static str {

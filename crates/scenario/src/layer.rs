@@ -14,8 +14,18 @@ pub const DEVICE_MEMORY: &str = "CLMULTI_LAYER_DEVICE_MEMORY";
 pub const FAIL_AFTER: &str = "CLMULTI_LAYER_FAIL_AFTER";
 /// fail-after: the error creation fails with (an OpenCL status, default -6).
 pub const FAIL_ERROR: &str = "CLMULTI_LAYER_FAIL_ERROR";
+/// Any policy: `create-queue` makes clCreateCommandQueueWithProperties never return,
+/// as oclgrind's does through the ICD loader (for testing that a hung run still ends).
+pub const HANG: &str = "CLMULTI_LAYER_HANG";
 /// Every knob, for validation.
-pub const KNOBS: [&str; 5] = [POLICY, MIRROR_LIMIT, DEVICE_MEMORY, FAIL_AFTER, FAIL_ERROR];
+pub const KNOBS: [&str; 6] = [
+    POLICY,
+    MIRROR_LIMIT,
+    DEVICE_MEMORY,
+    FAIL_AFTER,
+    FAIL_ERROR,
+    HANG,
+];
 /// The mirror limit when none is given: a quarter of RAM.
 pub const DEFAULT_MIRROR_FRACTION: f64 = 0.25;
 /// fail-after's count when none is given: about where the seed failed.
@@ -87,6 +97,8 @@ pub struct LayerSettings {
     pub fail_after: u64,
     /// fail-after's error.
     pub fail_error: i32,
+    /// Whether clCreateCommandQueueWithProperties hangs.
+    pub hang_in_create_queue: bool,
 }
 
 impl LayerSettings {
@@ -160,7 +172,18 @@ impl LayerSettings {
                     )
                 })?,
         };
+        let hang_in_create_queue = match lookup(HANG).as_deref().map(str::trim) {
+            None => false,
+            Some("create-queue") => true,
+            Some(other) => {
+                return Err((
+                    HANG.to_owned(),
+                    format!("unknown value {other:?}; expected \"create-queue\""),
+                ))
+            }
+        };
         Ok(Some(LayerSettings {
+            hang_in_create_queue,
             policy,
             mirror_limit,
             device_memory: size(DEVICE_MEMORY)?.filter(|b| *b > 0),

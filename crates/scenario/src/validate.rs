@@ -55,6 +55,8 @@ fn one_of<T: Copy>(key: &str, value: &str, choices: &[(&str, T)]) -> Result<T, P
 
 /// Default wall-clock guard for the allocation loop, seconds.
 pub const DEFAULT_MAX_SECONDS: f64 = 300.0;
+/// The longest time guard: a week.
+pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
 /// Default sampling interval.
 pub const DEFAULT_SAMPLE_EVERY: u64 = 1000;
 /// At most this many `[env]` variables (setting each one scans the environment).
@@ -596,6 +598,12 @@ fn guards(raw: &RawGuards) -> Result<Guards, Problem> {
     };
     let max_seconds = match raw.max_seconds {
         None => DEFAULT_MAX_SECONDS,
+        Some(s) if s > MAX_SECONDS => {
+            return Err(problem(
+                "guards.max_seconds",
+                format!("must be at most {MAX_SECONDS} (a week), got {s}"),
+            ))
+        }
         Some(s) if s.is_finite() && s > 0.0 => s,
         Some(s) => {
             return Err(problem(

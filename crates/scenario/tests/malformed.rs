@@ -1,6 +1,6 @@
 //! Malformed scenarios: each gets one precise message with file, line, column and key.
 
-use clmulti_scenario::load_str;
+use clmulti_scenario::{load_str, ScenarioFile, MAX_ENV_VARS, MAX_FILE_BYTES, MAX_RUNS};
 
 /// (what, text, line, key, message fragment)
 const CASES: &[(&str, &str, usize, &str, &str)] = &[
@@ -249,6 +249,83 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         "axpy.samples",
         "only applies",
     ),
+    (
+        "NUL in an env value",
+        "[env]\nPOCL_DEBUG = \"a\\u0000b\"\n",
+        2,
+        "env.POCL_DEBUG",
+        "cannot contain NUL",
+    ),
+    (
+        "NUL in an env value set by the grid",
+        "[env]\nX = \"1\"\n[grid]\n\"env.X\" = [\"ok\", \"a\\u0000b\"]\n",
+        4,
+        "env.X",
+        "cannot contain NUL",
+    ),
+    (
+        "an array where a table is meant",
+        "context = [\"per-device\"]\n",
+        1,
+        "context",
+        "must be a table",
+    ),
+    (
+        "a grid replacing a table",
+        "[grid]\n\"context\" = [[\"per-device\"]]\n",
+        2,
+        "grid.context.0",
+        "must be a table",
+    ),
+    (
+        "control characters in a name",
+        "name = \"two\\nlines\"\n",
+        1,
+        "name",
+        "control characters",
+    ),
+    (
+        "unknown layer policy",
+        "[env]\nCLMULTI_LAYER_POLICY = \"magic\"\n",
+        2,
+        "env.CLMULTI_LAYER_POLICY",
+        "fd-per-peer, host-mirror, eager, fail-after",
+    ),
+    (
+        "a layer knob without a policy",
+        "[env]\nCLMULTI_LAYER_FAIL_AFTER = \"3\"\n",
+        2,
+        "env.CLMULTI_LAYER_FAIL_AFTER",
+        "only applies with CLMULTI_LAYER_POLICY",
+    ),
+    (
+        "a missing ICD file",
+        "[env]\nOCL_ICD_VENDORS = \"/no/such/vendors\"\n",
+        2,
+        "env.OCL_ICD_VENDORS",
+        "/no/such/vendors does not exist",
+    ),
+    (
+        "an absurd time guard",
+        "[guards]\nmax_seconds = 1e300\n",
+        2,
+        "guards.max_seconds",
+        "at most",
+    ),
+    (
+        "a partition word",
+        "[devices]\npartition = \"halves\"\n",
+        2,
+        "devices.partition",
+        "equally",
+    ),
+    (
+        "a zero partition count",
+        "[devices]\npartition = [1, 0]\n",
+        2,
+        "devices.partition[1]",
+        "positive integer",
+    ),
 ];
 
 #[test]
@@ -304,4 +381,154 @@ fn grid_expands_every_combination_in_order() {
         .iter()
         .any(|r| r.devices.set.len() == 2
             && r.allocation.strategy == clmulti_scenario::Strategy::Pool));
+}
+
+#[test]
+fn a_huge_grid_is_refused_before_expanding() {
+    // Nine axes of ten values: 10^9 runs, from a few hundred bytes.
+    let mut text = String::from("[grid]\n");
+    for key in [
+        "allocation.count",
+        "allocation.size",
+        "sampling.every",
+        "guards.max_seconds",
+        "guards.max_total",
+        "devices.count",
+        "limits.nofile",
+        "axpy.samples",
+        "name",
+    ] {
+        let values: Vec<String> = (1..=10)
+            .map(|v| {
+                if key == "allocation.size" || key == "guards.max_total" || key == "name" {
+                    format!("\"{v}KiB\"")
+                } else {
+                    v.to_string()
+                }
+            })
+            .collect();
+        text.push_str(&format!("\"{key}\" = [{}]\n", values.join(", ")));
+    }
+    let start = std::time::Instant::now();
+    let err = ScenarioFile::parse(&text, "huge.toml").unwrap_err();
+    assert!(
+        start.elapsed().as_secs_f64() < 1.0,
+        "took {:?}",
+        start.elapsed()
+    );
+    assert_eq!(err.line, Some(1), "{err}");
+    assert!(
+        err.message
+            .contains("10 x 10 x 10 x 10 x 10 x 10 x 10 x 10 x 10 runs"),
+        "{err}"
+    );
+    assert!(
+        err.message.contains(&format!("at most {MAX_RUNS}")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_large_grid_expands_one_run_at_a_time() {
+    let text = "[grid]\n\"allocation.count\" = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n\"sampling.every\" = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n\"guards.max_seconds\" = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n\"devices.count\" = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n";
+    let file = ScenarioFile::parse(text, "big.toml").unwrap();
+    assert_eq!(file.len(), 10_000);
+    let last = file.run(9_999).unwrap();
+    assert_eq!(last.devices.set.len(), 10);
+    assert_eq!(last.sample_every, 10);
+    assert!(file
+        .run(10_000)
+        .unwrap_err()
+        .message
+        .contains("out of range"));
+}
+
+#[test]
+fn env_tables_are_bounded() {
+    let mut text = String::from("[env]\n");
+    for i in 0..=MAX_ENV_VARS {
+        text.push_str(&format!("K{i} = \"v\"\n"));
+    }
+    let err = load_str(&text, "env.toml").unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("env"), "{err}");
+    assert!(
+        err.message.contains(&format!("at most {MAX_ENV_VARS}")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_huge_unknown_key_gives_a_short_message() {
+    let key = "k".repeat(1 << 20);
+    let err = load_str(&format!("{key} = 1\n"), "long.toml").unwrap_err();
+    assert!(
+        err.to_string().len() < 2000,
+        "{} bytes",
+        err.to_string().len()
+    );
+    assert!(err.to_string().contains("bytes)"), "{err}");
+}
+
+#[test]
+fn files_that_are_not_scenarios_are_refused_with_their_reason() {
+    let dir = std::env::temp_dir().join(format!("clmulti-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Not UTF-8: the byte's line and column.
+    let latin1 = dir.join("latin1.toml");
+    std::fs::write(&latin1, b"name = \"ok\"\ndescription = \"caf\xe9\"\n").unwrap();
+    let err = ScenarioFile::load(&latin1).unwrap_err();
+    assert_eq!((err.line, err.column), (Some(2), Some(19)), "{err}");
+    assert!(err.message.contains("not UTF-8"), "{err}");
+    // Too large.
+    let big = dir.join("big.toml");
+    std::fs::write(&big, vec![b'#'; (MAX_FILE_BYTES + 1) as usize]).unwrap();
+    assert!(ScenarioFile::load(&big)
+        .unwrap_err()
+        .message
+        .contains("larger than"));
+    // A device that never ends and a FIFO that never writes: refused, not read.
+    let zero = ScenarioFile::load(std::path::Path::new("/dev/zero")).unwrap_err();
+    assert!(zero.message.contains("not a regular file"), "{zero}");
+    let fifo = dir.join("fifo.toml");
+    let _ = std::fs::remove_file(&fifo);
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc_mkfifo(c.as_ptr(), 0o600) }, 0);
+    let err = ScenarioFile::load(&fifo).unwrap_err();
+    assert!(err.message.contains("not a regular file"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+extern "C" {
+    #[link_name = "mkfifo"]
+    fn libc_mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
+}
+
+#[test]
+fn relative_paths_in_env_start_at_the_scenario_file() {
+    let dir = std::env::temp_dir().join(format!("clmulti-rel-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("icd")).unwrap();
+    std::fs::write(dir.join("icd/x.icd"), "/x.so\n").unwrap();
+    let file = dir.join("s.toml");
+    std::fs::write(&file, "[env]\nOCL_ICD_VENDORS = \"icd/x.icd\"\n").unwrap();
+    let run = ScenarioFile::load(&file).unwrap().run(0).unwrap();
+    assert_eq!(
+        run.env["OCL_ICD_VENDORS"],
+        dir.join("icd/x.icd").display().to_string()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn hard_limits_are_checked_from_the_file() {
+    let file = ScenarioFile::parse("[limits]\nnofile = 5000\n", "nofile.toml")
+        .unwrap()
+        .with_hard_limits(Some(4096), None);
+    let err = file.run(0).unwrap_err();
+    assert_eq!(
+        (err.line, err.key.as_deref()),
+        (Some(2), Some("limits.nofile")),
+        "{err}"
+    );
+    assert!(err.message.contains("hard RLIMIT_NOFILE (4096)"), "{err}");
 }

@@ -128,7 +128,7 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
             // not load it.
             let code = match e {
                 clmulti_probe::ProbeError::Loader(code) => code,
-                clmulti_probe::ProbeError::NoPlatform => ClCode(-1001),
+                clmulti_probe::ProbeError::NoPlatform => ClCode::PLATFORM_NOT_FOUND_KHR,
             };
             report.stop = StopReason::Failed {
                 error: code.into(),
@@ -407,6 +407,45 @@ fn add_warnings(scenario: &Scenario, report: &mut Report) {
             advice: "run it alone, or with `clmulti run --isolate`".into(),
         });
     }
+    let unmatched: Vec<String> = report
+        .costs
+        .iter()
+        .filter_map(|c| match &c.resource {
+            crate::resource::Resource::Drm {
+                device: None,
+                pdev,
+                driver,
+                ..
+            } => Some(format!(
+                "{driver} at {}",
+                pdev.as_deref().unwrap_or("no drm-pdev")
+            )),
+            _ => None,
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !unmatched.is_empty() {
+        let addresses: Vec<String> = report
+            .devices
+            .iter()
+            .map(|d| {
+                d.pci_bus
+                    .as_ref()
+                    .and_then(|b| b.value())
+                    .map_or("unknown".into(), |b| b.to_string())
+            })
+            .collect();
+        report.warnings.push(Warning {
+            kind: WarningKind::DrmDeviceUnmatched,
+            message: format!(
+                "DRM memory of {} matches none of the run's devices (PCI addresses: {})",
+                unmatched.join(", "),
+                addresses.join(", ")
+            ),
+            advice: "a device without cl_khr_pci_bus_info cannot be matched; the figures are still shown by PCI address".into(),
+        });
+    }
     if let Some(layers) = scenario.env.get("OPENCL_LAYERS") {
         report.warnings.push(Warning {
             kind: WarningKind::EmulationLayer,
@@ -446,5 +485,54 @@ pub fn device_request(scenario: &Scenario) -> DeviceRequest {
             Partition::Equally(n) => clmulti_probe::Partition::Equally(*n),
             Partition::ByCounts(c) => clmulti_probe::Partition::ByCounts(c.clone()),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(ram: u64, cgroup: Option<u64>) -> HostLimits {
+        let mut host = HostLimits::read();
+        host.ram_bytes = Some(ram);
+        host.cgroup_memory_bytes = cgroup;
+        host.slurm_memory_bytes = None;
+        host
+    }
+
+    fn scenario(guards: &str) -> Scenario {
+        clmulti_scenario::load_str(&format!("[guards]\n{guards}\n"), "g.toml")
+            .unwrap()
+            .remove(0)
+    }
+
+    #[test]
+    fn byte_guards_are_capped_by_the_machine_and_the_cgroup() {
+        // A 4 GiB guard on a 4 GiB machine is no guard: capped at 90% of RAM.
+        let (plan, guards) = loop_plan(&scenario("max_rss = \"4GiB\""), &host(4 << 30, None), &[]);
+        assert_eq!(plan.max_rss, ((4u64 << 30) as f64 * 0.9) as u64);
+        assert!(
+            guards.capped[0].contains("physical RAM"),
+            "{:?}",
+            guards.capped
+        );
+        // A job's cgroup limit wins over RAM, and the default guard is half of it.
+        let (plan, guards) = loop_plan(&scenario(""), &host(64 << 30, Some(8 << 30)), &[]);
+        assert_eq!(plan.max_rss, 4 << 30);
+        assert!(guards.capped.is_empty());
+        let (plan, _) = loop_plan(
+            &scenario("max_total = \"1TiB\""),
+            &host(64 << 30, Some(8 << 30)),
+            &[],
+        );
+        assert_eq!(
+            plan.max_total,
+            8 << 30,
+            "CPU devices have no memory of their own"
+        );
+        // A guard within the machine stays as asked.
+        let (plan, guards) = loop_plan(&scenario("max_rss = \"1GiB\""), &host(64 << 30, None), &[]);
+        assert_eq!(plan.max_rss, 1 << 30);
+        assert!(guards.capped.is_empty());
     }
 }

@@ -1,0 +1,145 @@
+//! Faults reported as what they are: crashes, hangs, limits that stop the runtime
+//! from loading, runs the machine cannot do, and bad arguments.
+
+mod common;
+use clmulti_alloc::{Call, StopReason};
+use common::*;
+
+#[test]
+fn a_single_run_that_aborts_under_its_limits_is_reported_as_a_crash() {
+    // PoCL aborts (SIGABRT) when RLIMIT_AS leaves it no memory; the run is alone in
+    // the invocation, and still gets a report.
+    let path = scenario_file(
+        "abort.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64MiB\"\ncount = 100\nstrategy = \"fill\"\n[limits]\nas = \"1GiB\"\n[sampling]\nevery = 1\n",
+    );
+    let out = run(clmulti(1).arg("run").arg(&path).args(["--format", "json"]));
+    assert!(
+        out.status.success(),
+        "a crash is a measurement: {}",
+        stderr(&out)
+    );
+    let r = &reports(&out)[0];
+    match &r.stop {
+        StopReason::Crashed { signal_name, .. } => assert_eq!(signal_name, "SIGABRT"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        r.buffers > 0 && r.samples.len() > 1,
+        "progress kept: {} buffers",
+        r.buffers
+    );
+    assert_eq!(r.host_limits.address_space_soft, Some(1 << 30));
+    assert!(!r.stderr_tail.is_empty());
+    assert!(
+        !r.devices.is_empty(),
+        "the setup the child reported is kept"
+    );
+}
+
+#[test]
+fn a_limit_too_low_for_the_runtime_to_load_is_named() {
+    let path = scenario_file(
+        "nofile.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\ncount = 10\n[limits]\nnofile = 3\n",
+    );
+    let out = run(clmulti(1).arg("run").arg(&path).args(["--format", "json"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = &reports(&out)[0];
+    match &r.stop {
+        StopReason::Failed { error, call, .. } => {
+            assert_eq!(*call, Call::GetPlatformIds);
+            assert_eq!(error.name, "CL_PLATFORM_NOT_FOUND_KHR");
+        }
+        other => panic!("{other:?}"),
+    }
+    let text = r
+        .analysis
+        .statements
+        .iter()
+        .map(|s| s.to_string())
+        .collect::<String>();
+    assert!(
+        text.contains("did not load under [limits] nofile = 3 (RLIMIT_NOFILE)"),
+        "{text}"
+    );
+    assert!(!text.contains("install an OpenCL runtime"), "{text}");
+}
+
+#[test]
+fn a_hung_runtime_call_ends_by_the_time_limit_and_is_named() {
+    let layer = layer();
+    assert!(layer.exists());
+    let path = scenario_file(
+        "hang.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\ncount = 10\nstrategy = \"fill\"\n[guards]\nmax_seconds = 1\n\
+         [env]\nOPENCL_LAYERS = \"{clmulti-layer}\"\nCLMULTI_LAYER_POLICY = \"fail-after\"\nCLMULTI_LAYER_HANG = \"create-queue\"\n",
+    );
+    let start = std::time::Instant::now();
+    let out = run(clmulti(1).arg("run").arg(&path).args(["--format", "json"]));
+    let took = start.elapsed().as_secs_f64();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = &reports(&out)[0];
+    assert_eq!(
+        r.stop,
+        StopReason::TimedOut {
+            seconds: 1.0 + clmulti_alloc::hang_margin(1.0).as_secs_f64(),
+            call: Some(Call::CreateCommandQueue)
+        }
+    );
+    assert!(!r.devices.is_empty());
+    assert!(took < 30.0, "took {took:.1} s");
+}
+
+#[test]
+fn a_run_asking_for_more_devices_than_exist_is_skipped() {
+    let path = scenario_file(
+        "four.toml",
+        "[devices]\ntype = \"gpu\"\ncount = 4\n[allocation]\ncount = 10\n",
+    );
+    let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    match &reports(&out)[0].stop {
+        StopReason::Skipped { reason } => assert!(
+            reason.contains("asked for 4 devices of type gpu on platform 0 (Portable Computing Language), found 2"),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let table = run(clmulti(2).arg("run").arg(&path));
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("skipped: asked for 4 devices"), "{text}");
+}
+
+#[test]
+fn bad_arguments_are_refused_not_panicked() {
+    for args in [
+        vec!["bench", "--rounds", "0"],
+        vec!["bench", "--count", "0"],
+        vec!["axpy", "--repeat", "0"],
+        vec!["run", "--timeout", "-3", "x.toml"],
+    ] {
+        let out = run(clmulti(1).args(&args));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{args:?}");
+    }
+}
+
+#[test]
+fn several_runs_each_get_a_fresh_process() {
+    let path = scenario_file(
+        "two.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64KiB\"\ncount = 200\nstrategy = \"fill\"\n[sampling]\nevery = 50\n[grid]\n\"allocation.keep\" = [true, true]\n",
+    );
+    let out = run(clmulti(1).arg("run").arg(&path).args(["--format", "json"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = reports(&out);
+    assert_eq!(runs.len(), 2);
+    // In one process the second run would reuse the first's freed memory and read
+    // near 0 per buffer; in its own it pays the full 64 KiB again.
+    for r in &runs {
+        assert!(r.fresh_process);
+        let rss = cost(r, clmulti_alloc::Resource::HostRss).per_buffer;
+        assert!(rss > 48.0 * 1024.0, "{}: {rss} B per buffer", r.run_name);
+    }
+}
