@@ -186,8 +186,8 @@ pub fn unmeasured(report: &Report) -> Vec<String> {
         "the runtime's own internal limits (handle tables, GPU virtual address space, pools)"
             .to_owned(),
     );
-    if report.scenario.env.contains_key("OPENCL_LAYERS") {
-        list.push("the state of the OpenCL layer named in [env] OPENCL_LAYERS".to_owned());
+    if report.layers.is_some() {
+        list.push("the state of the OpenCL layers named in OPENCL_LAYERS".to_owned());
     }
     list
 }
@@ -195,10 +195,20 @@ pub fn unmeasured(report: &Report) -> Vec<String> {
 /// Analyses one run's report.
 pub fn analyze(report: &Report) -> RunAnalysis {
     let mut statements = Vec::new();
+    let rss = report
+        .costs
+        .iter()
+        .find(|c| c.resource == Resource::HostRss)
+        .map_or(0.0, |c| c.per_buffer);
     let first_limit = report
         .costs
         .iter()
         .filter(|c| growing(c))
+        // System memory in use grows with RSS and with every other process: it is a
+        // limit of its own only when it grows well beyond RSS (memory outside RSS).
+        .filter(|c| {
+            c.resource != Resource::SystemMemoryUsed || c.per_buffer > (2.0 * rss).max(4096.0)
+        })
         .filter_map(|c| Some((c, c.limit.clone()?, c.predicted_count?)))
         .min_by_key(|(_, _, n)| *n)
         .map(|(c, limit, count)| LimitAhead {

@@ -266,6 +266,7 @@ impl Report {
                 host: &report.host_limits,
                 driver: &report.driver_limits,
                 buffers: report.buffers,
+                layers: report.layers.as_ref(),
             },
         );
         report.analysis = crate::analysis::analyze(&report);

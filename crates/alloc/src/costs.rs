@@ -49,6 +49,8 @@ pub struct Facts<'a> {
     pub driver: &'a DriverLimits,
     /// Buffers the run allocated.
     pub buffers: u64,
+    /// The OpenCL layers it ran under.
+    pub layers: Option<&'a crate::report::Layers>,
 }
 
 /// Growth below this per buffer is noise (a page or a descriptor now and then).

@@ -52,6 +52,7 @@
 pub mod analysis;
 pub mod child;
 mod costs;
+pub mod diagnosis;
 mod engine;
 pub mod knowledge;
 mod report;

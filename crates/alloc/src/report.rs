@@ -383,6 +383,41 @@ pub enum WarningKind {
     DrmDeviceUnmatched,
 }
 
+/// The OpenCL layers a run ran under.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Layers {
+    /// `OPENCL_LAYERS`.
+    pub opencl_layers: String,
+    /// clmulti's emulation layer's knobs (`CLMULTI_LAYER_*`), when set.
+    pub emulation: Vec<(String, String)>,
+}
+
+impl Layers {
+    /// The layers named by an environment (`lookup` reads a variable).
+    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Option<Self> {
+        let opencl_layers = lookup("OPENCL_LAYERS").filter(|l| !l.is_empty())?;
+        let emulation = clmulti_scenario::layer::KNOBS
+            .iter()
+            .filter_map(|k| Some((k.to_string(), lookup(k)?)))
+            .collect();
+        Some(Layers {
+            opencl_layers,
+            emulation,
+        })
+    }
+
+    /// The emulation layer's settings, when its knobs are set.
+    pub fn settings(&self) -> Option<clmulti_scenario::layer::LayerSettings> {
+        clmulti_scenario::layer::LayerSettings::read(|k| {
+            self.emulation
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+        })
+        .ok()?
+    }
+}
+
 /// The guards a run enforced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EffectiveGuards {
@@ -444,6 +479,10 @@ pub struct Report {
     pub driver_limits: DriverLimits,
     /// Where device-memory readings came from.
     pub device_memory_source: DeviceMemorySource,
+    /// The OpenCL layers the ICD loader was told to load (`OPENCL_LAYERS` as the run
+    /// saw it), and the settings of clmulti's emulation layer among them.
+    #[serde(default)]
+    pub layers: Option<Layers>,
     /// Whether the run had its process to itself (a fresh process, or the first
     /// run in it): costs from a reused process can read low.
     #[serde(default = "yes")]
@@ -537,6 +576,13 @@ impl Report {
                 .with_soft_limits(scenario.limits.nofile, scenario.limits.address_space_bytes),
             driver_limits: DriverLimits::default(),
             device_memory_source: DeviceMemorySource::None,
+            layers: Layers::from_env(|k| {
+                scenario
+                    .env
+                    .get(k)
+                    .cloned()
+                    .or_else(|| std::env::var(k).ok())
+            }),
             fresh_process: true,
             buffers: 0,
             bytes_requested: 0,

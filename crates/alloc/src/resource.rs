@@ -4,7 +4,7 @@ use crate::costs::Facts;
 use crate::report::Sample;
 use clmulti_probe::{DeviceInfo, DrmMemoryKind, HostLimits};
 use clmulti_scenario::format_bytes;
-use clmulti_scenario::layer::{LayerSettings, Policy};
+use clmulti_scenario::layer::Policy;
 use serde::{Deserialize, Serialize};
 
 /// A resource whose growth per buffer is measured.
@@ -216,8 +216,7 @@ impl Resource {
             }
             Resource::SystemShmem => {
                 // The emulation layer's host mirror lives in Shmem, up to its cap.
-                let env = &facts.scenario.env;
-                let settings = LayerSettings::read(|k| env.get(k).cloned()).ok()??;
+                let settings = facts.layers?.settings()?;
                 (settings.policy == Policy::HostMirror).then_some(())?;
                 Some(Limit {
                     value: settings.mirror_limit.bytes(host.ram_bytes?) as f64,

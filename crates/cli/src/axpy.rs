@@ -54,6 +54,10 @@ pub struct Args {
     /// the first platform.
     #[arg(long = "device")]
     devices: Vec<String>,
+    /// Split each selected device into sub-devices first: `equally` (one compute unit
+    /// each) or compute-unit counts like `1,1`.
+    #[arg(long, value_parser = parse_partition)]
+    partition: Option<clmulti_probe::Partition>,
     /// Timed repetitions after the warm-up.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
@@ -117,8 +121,23 @@ fn verification_cases(n: u64) -> Vec<AxpyCase> {
     ]
 }
 
-/// The devices `--device` names (or the default set), all of one platform, none twice.
-pub fn devices_from_args(selectors: &[String]) -> Result<(String, Vec<Device>), Failure> {
+fn parse_partition(text: &str) -> Result<clmulti_probe::Partition, String> {
+    if text == "equally" {
+        return Ok(clmulti_probe::Partition::Equally(1));
+    }
+    text.split(',')
+        .map(|c| c.trim().parse::<u32>().ok().filter(|n| *n > 0))
+        .collect::<Option<Vec<u32>>>()
+        .map(clmulti_probe::Partition::ByCounts)
+        .ok_or_else(|| format!("{text}: expected \"equally\" or compute-unit counts like 1,1"))
+}
+
+/// The devices `--device` names (or the default set), all of one platform, none twice,
+/// each split into sub-devices when `partition` is given.
+pub fn devices_from_args(
+    selectors: &[String],
+    partition: Option<&clmulti_probe::Partition>,
+) -> Result<(String, Vec<Device>), Failure> {
     let platforms = clmulti_probe::platforms().map_err(|e| Failure::Tool(e.to_string()))?;
     let requests: Vec<DeviceRequest> = if selectors.is_empty() {
         vec![DeviceRequest {
@@ -146,7 +165,22 @@ pub fn devices_from_args(selectors: &[String]) -> Result<(String, Vec<Device>), 
             ));
         }
         name = selection.platform_name;
-        for device in selection.devices {
+        let mut selected = selection.devices;
+        if let Some(partition) = partition {
+            // Each named device is split; all of its sub-devices are used.
+            let mut subs = Vec::new();
+            for parent in &selected {
+                subs.extend(parent.partition(partition).map_err(|e| {
+                    Failure::Input(format!(
+                        "cannot partition device {} ({}) {partition}: {e}",
+                        parent.info().selector,
+                        parent.info().display_name()
+                    ))
+                })?);
+            }
+            selected = subs;
+        }
+        for device in selected {
             if devices.iter().any(|d| d.id() == device.id()) {
                 return Err(Failure::Input(format!(
                     "device {} ({}) is named twice; name each device once",
@@ -161,7 +195,7 @@ pub fn devices_from_args(selectors: &[String]) -> Result<(String, Vec<Device>), 
 }
 
 pub fn run(args: &Args) -> Result<(), Failure> {
-    let (platform, devices) = devices_from_args(&args.devices)?;
+    let (platform, devices) = devices_from_args(&args.devices, args.partition.as_ref())?;
     let kernels: &[KernelChoice] = match args.kernel {
         KernelArg::Seed => &[KernelChoice::Seed],
         KernelArg::Fast => &[KernelChoice::Fast],

@@ -212,7 +212,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             "--require {r}: expected a ratio > 0"
         )));
     }
-    let (_, devices) = crate::axpy::devices_from_args(std::slice::from_ref(&args.device))?;
+    let (_, devices) = crate::axpy::devices_from_args(std::slice::from_ref(&args.device), None)?;
     let device = format!(
         "{} {}",
         devices[0].info().selector,

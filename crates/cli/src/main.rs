@@ -9,6 +9,7 @@ mod axpy;
 mod bench;
 mod check;
 mod devices;
+mod diagnose;
 mod format;
 mod render;
 mod run;
@@ -53,6 +54,9 @@ enum Command {
     Axpy(axpy::Args),
     /// Compare the engine's allocation rate with a plain clCreateBuffer loop.
     Bench(bench::Args),
+    /// Answer the seed's question on this machine: one device, one shared context,
+    /// one context per device; what sharing costs, what fails, which fix works.
+    Diagnose(diagnose::Args),
 }
 
 /// How a subcommand failed, mapped to the exit code.
@@ -85,6 +89,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Axpy(args) => axpy::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Diagnose(args) => diagnose::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,6 +4,12 @@ use crate::format::table;
 use clmulti_alloc::{Report, StopReason};
 use clmulti_scenario::{format_bytes, format_size, Count};
 
+/// The style of the HTML pages clmulti writes.
+pub const PAGE_STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;line-height:1.4}\
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #bbb;padding:3px 6px;text-align:left}\
+th{background:#eee}.verdict li{margin:.3em 0}.tag{font-family:monospace;color:#555}\
+li.measured .tag{color:#05a}li.inferred .tag{color:#a50}li.known .tag{color:#070}";
+
 /// The full text of one report.
 pub fn report(r: &Report) -> String {
     let mut s = String::new();

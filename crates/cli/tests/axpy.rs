@@ -78,3 +78,35 @@ fn seed_kernel_only_is_selectable_by_device() {
         "{text}"
     );
 }
+
+#[test]
+fn broken_profiling_events_fall_back_to_the_host_clock() {
+    // Mesa rusticl's events read ~0 (timer resolution 0): bandwidth from them read
+    // 10^7 too high. The host clock is used instead, and the report says so.
+    let icd = "/etc/OpenCL/vendors/rusticl.icd";
+    assert!(
+        std::path::Path::new(icd).exists(),
+        "rusticl is not installed: run scripts/setup-tests.sh"
+    );
+    let out = run(std::process::Command::new(bin())
+        .args([
+            "axpy", "--n", "262144", "--repeat", "2", "--kernel", "fast", "--format", "json",
+        ])
+        .env("OCL_ICD_VENDORS", icd)
+        .env("RUSTICL_ENABLE", "llvmpipe"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json = json(&out);
+    let device = &json["devices"][0];
+    let bw = &device["bandwidth"][0];
+    assert_eq!(bw["axpy"]["clock"], "host", "{bw}");
+    let gbps = bw["axpy"]["gb_per_s_best"].as_f64().unwrap();
+    assert!(
+        gbps > 0.01 && gbps < 1000.0,
+        "a CPU's bandwidth, not 10^7 GB/s: {gbps}"
+    );
+    assert!(device["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n.as_str().unwrap().contains("disagree with the host clock")));
+}

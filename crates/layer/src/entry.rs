@@ -102,7 +102,6 @@ pub unsafe extern "C" fn clInitLayer(
         table.clReleaseMemObject = Some(release_mem_object);
         table.clReleaseContext = Some(release_context);
         table.clGetDeviceInfo = Some(get_device_info);
-        table.clCreateCommandQueueWithProperties = Some(create_command_queue_with_properties);
         table
     });
     *layer() = Some(Layer::new(next));
@@ -278,35 +277,4 @@ unsafe extern "C" fn get_device_info(
         }
     }
     status
-}
-
-unsafe extern "C" fn create_command_queue_with_properties(
-    context: cl_context,
-    device: cl_device_id,
-    properties: *const cl_queue_properties,
-    errcode_ret: *mut cl_int,
-) -> cl_command_queue {
-    let (next, hang) = {
-        let guard = layer();
-        match guard.as_ref() {
-            Some(l) => (
-                l.next,
-                l.settings.as_ref().is_some_and(|s| s.hang_in_create_queue),
-            ),
-            None => return std::ptr::null_mut(),
-        }
-    };
-    if hang {
-        // Emulates a runtime that never returns from this call.
-        loop {
-            std::thread::sleep(std::time::Duration::from_secs(3600));
-        }
-    }
-    // SAFETY: the application's arguments, forwarded unchanged.
-    unsafe {
-        next.clCreateCommandQueueWithProperties
-            .map_or(std::ptr::null_mut(), |f| {
-                f(context, device, properties, errcode_ret)
-            })
-    }
 }

@@ -5,8 +5,7 @@
 //! crate builds an OpenCL *layer*: a shared library the ICD loader (ocl-icd >= 2.3)
 //! loads through `OPENCL_LAYERS` and puts between the application and the real
 //! runtime. It intercepts `clCreateBuffer`, `clCreateBufferWithProperties`,
-//! `clReleaseMemObject`, `clReleaseContext`, `clGetDeviceInfo` and
-//! `clCreateCommandQueueWithProperties`, and adds one
+//! `clReleaseMemObject`, `clReleaseContext` and `clGetDeviceInfo`, and adds one
 //! candidate cause of the failure on top of the real runtime (PoCL in the tests),
 //! chosen by `CLMULTI_LAYER_POLICY` (see [`clmulti_scenario::layer`]):
 //!
@@ -20,9 +19,7 @@
 //! Every failure is returned as `CL_OUT_OF_HOST_MEMORY (-6)` (fail-after: the error
 //! in `CLMULTI_LAYER_FAIL_ERROR`), as Intel's runtime reports any failed allocation.
 //! With `CLMULTI_LAYER_DEVICE_MEMORY` set, `clGetDeviceInfo` reports that size as
-//! `CL_DEVICE_GLOBAL_MEM_SIZE`, so a tool sees the device the layer enforces. With
-//! `CLMULTI_LAYER_HANG=create-queue`, `clCreateCommandQueueWithProperties` never
-//! returns, as oclgrind's does through the ICD loader: a hung run for tests.
+//! `CL_DEVICE_GLOBAL_MEM_SIZE`, so a tool sees the device the layer enforces.
 //!
 //! ```sh
 //! cargo build -p clmulti-layer

@@ -97,8 +97,6 @@ pub struct LayerSettings {
     pub fail_after: u64,
     /// fail-after's error.
     pub fail_error: i32,
-    /// Whether clCreateCommandQueueWithProperties hangs.
-    pub hang_in_create_queue: bool,
 }
 
 impl LayerSettings {
@@ -172,18 +170,7 @@ impl LayerSettings {
                     )
                 })?,
         };
-        let hang_in_create_queue = match lookup(HANG).as_deref().map(str::trim) {
-            None => false,
-            Some("create-queue") => true,
-            Some(other) => {
-                return Err((
-                    HANG.to_owned(),
-                    format!("unknown value {other:?}; expected \"create-queue\""),
-                ))
-            }
-        };
         Ok(Some(LayerSettings {
-            hang_in_create_queue,
             policy,
             mirror_limit,
             device_memory: size(DEVICE_MEMORY)?.filter(|b| *b > 0),

@@ -265,6 +265,7 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
             host: &host,
             driver: &report.driver_limits,
             buffers: outcome.buffers,
+            layers: report.layers.as_ref(),
         },
     );
     report.samples = std::mem::take(&mut outcome.samples);

@@ -130,3 +130,22 @@ pub fn layer() -> PathBuf {
         })
         .clone()
 }
+
+/// The folder of ICD files that selects Intel's OpenCL CPU runtime, installed by
+/// `scripts/setup-intel-opencl.sh` (the README's test setup runs it).
+pub fn intel_vendors() -> PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.intel-opencl/vendors");
+    assert!(
+        dir.join("intel-cpu.icd").exists(),
+        "Intel's OpenCL CPU runtime is not installed: run scripts/setup-intel-opencl.sh"
+    );
+    dir.canonicalize().unwrap()
+}
+
+/// `clmulti` on Intel's OpenCL CPU runtime only.
+pub fn clmulti_intel() -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.env("OCL_ICD_VENDORS", intel_vendors())
+        .env_remove("POCL_DEVICES");
+    cmd
+}

@@ -1,0 +1,156 @@
+//! Intel's own OpenCL runtime (the CPU one, from PyPI): two sub-devices of its one
+//! device make a real multi-device context on Intel's code, and RLIMIT_AS gives a
+//! real CL_OUT_OF_HOST_MEMORY (-6) far below RAM.
+
+mod common;
+use clmulti_alloc::analysis::Cause;
+use clmulti_alloc::{Call, Resource, StopReason};
+use clmulti_scenario::ContextMode;
+use common::*;
+
+const SUB_DEVICES: &str = "[devices]\nplatform = \"Intel(R) OpenCL\"\ntype = \"cpu\"\npartition = \"equally\"\nfallback = \"none\"\n";
+
+#[test]
+fn the_seed_runs_on_two_intel_sub_devices() {
+    let path = scenario_file(
+        "intel-seed.toml",
+        &format!(
+            "{SUB_DEVICES}[allocation]\nsize = \"1MiB\"\ncount = 1000\n[sampling]\nevery = 100\n\
+             [grid]\n\"devices.count\" = [1, 2]\n\"context.mode\" = [\"shared\", \"per-device\"]\n"
+        ),
+    );
+    let out = run(clmulti_intel()
+        .arg("run")
+        .arg(&path)
+        .args(["--format", "json"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let runs = reports(&out);
+    assert_eq!(runs.len(), 4);
+    for r in &runs {
+        assert_eq!(
+            (r.stop.clone(), r.buffers),
+            (StopReason::Completed, 1000),
+            "{}",
+            r.run_name
+        );
+        assert_eq!(r.platform, "Intel(R) OpenCL");
+        for d in &r.devices {
+            assert!(d.parent.is_some() && d.partition.is_some(), "{d:?}");
+            assert!(d.selector.starts_with("0:0."), "{}", d.selector);
+        }
+        // Intel reserves each buffer's size of address space at creation.
+        let virt = cost(r, Resource::VirtualSize).per_buffer;
+        assert!(
+            (virt / 1048576.0 - 1.0).abs() < 0.05,
+            "{}: {virt} B",
+            r.run_name
+        );
+        assert!(r.leak_check.clean);
+    }
+    let shared = runs
+        .iter()
+        .find(|r| r.devices.len() == 2 && r.scenario.context_mode == ContextMode::Shared)
+        .unwrap();
+    assert_ne!(shared.devices[0].selector, shared.devices[1].selector);
+}
+
+#[test]
+fn intel_returns_minus_6_at_the_address_space_limit_and_clmulti_names_it() {
+    let path = scenario_file(
+        "intel-as.toml",
+        &format!(
+            "{SUB_DEVICES}count = 2\n[allocation]\nsize = \"1MiB\"\ncount = \"until-failure\"\n[limits]\nas = \"1GB\"\n[sampling]\nevery = 50\n"
+        ),
+    );
+    let out = run(clmulti_intel()
+        .arg("run")
+        .arg(&path)
+        .args(["--format", "json"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = &reports(&out)[0];
+    match &r.stop {
+        StopReason::Failed { error, call, .. } => {
+            assert_eq!(
+                (error.name.as_str(), *call),
+                ("CL_OUT_OF_HOST_MEMORY", Call::CreateBuffer)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(r.buffers > 100, "{} buffers", r.buffers);
+    match &r.analysis.cause {
+        Some(
+            c @ Cause::Resource {
+                resource, limit, ..
+            },
+        ) => {
+            assert_eq!(*resource, Resource::VirtualSize);
+            assert!(limit.name.contains("RLIMIT_AS"));
+            assert!(c.prediction_error().unwrap() <= 0.05, "{c:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn daxpy_verifies_on_intel_sub_devices_and_across_two() {
+    let out = run(clmulti_intel().args([
+        "axpy",
+        "--partition",
+        "equally",
+        "--n",
+        "65539",
+        "--repeat",
+        "2",
+        "--format",
+        "json",
+    ]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json = json(&out);
+    let devices = json["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 2);
+    for d in devices {
+        assert!(
+            d["errors"].as_array().unwrap().is_empty(),
+            "{}",
+            d["errors"]
+        );
+        let kernels: Vec<&str> = d["verified"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["kernel"].as_str().unwrap())
+            .collect();
+        assert!(
+            kernels.contains(&"seed") && kernels.contains(&"fast"),
+            "{kernels:?}"
+        );
+    }
+    assert!(
+        json["cross_device"]["Ok"]["max_error_ulps"]
+            .as_f64()
+            .unwrap()
+            <= 2.0,
+        "{}",
+        json["cross_device"]
+    );
+}
+
+#[test]
+fn a_partition_the_runtime_refuses_is_unsupported_not_a_crash() {
+    let path = scenario_file(
+        "three.toml",
+        "[devices]\ntype = \"cpu\"\npartition = [1, 1, 1]\n[allocation]\ncount = 10\n",
+    );
+    let out = run(clmulti(1).arg("run").arg(&path).args(["--format", "json"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    match &reports(&out)[0].stop {
+        StopReason::Unsupported { reason } => {
+            assert!(
+                reason.contains("by counts [1, 1, 1]") && reason.contains("CL_"),
+                "{reason}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}

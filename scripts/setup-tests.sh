@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs everything the test suite runs against, on Debian/Ubuntu: the OpenCL
+# loader and PoCL (setup-opencl.sh), Mesa's rusticl (broken profiling events) and
+# oclgrind (hangs through the loader), Intel's OpenCL CPU runtime into .intel-opencl/
+# (setup-intel-opencl.sh), Debian's chromium for the report's browser test, and
+# Slurm with munge for the one-node cluster the Slurm test starts
+# (scripts/slurm/local-cluster.sh). Idempotent; sudo only when not root.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+"$here/setup-opencl.sh"
+
+packages=(mesa-opencl-icd oclgrind chromium fonts-dejavu-core slurmd slurmctld slurm-client munge python3-pip)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} > 0)); then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  echo "setup-tests: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  # Debian starts daemons on install where it can; the tests start their own.
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+"$here/setup-intel-opencl.sh" >&2
