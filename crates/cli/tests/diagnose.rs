@@ -38,7 +38,7 @@ fn says(d: &Diagnosis, tag: &str, fragment: &str) -> bool {
         .any(|s| s.tag() == tag && s.text.contains(fragment))
 }
 
-fn outcome<'a>(d: &'a Diagnosis, fix: impl Fn(&Fix) -> bool) -> &'a Outcome {
+fn outcome(d: &Diagnosis, fix: impl Fn(&Fix) -> bool) -> &Outcome {
     &d.fixes
         .iter()
         .find(|f| fix(&f.fix))
