@@ -3,6 +3,7 @@
 //! them. Kept lean: the measuring is clmulti's; this orchestrates and renders.
 
 mod compare;
+mod docs;
 mod lock;
 mod merge;
 mod progress;
@@ -39,6 +40,9 @@ enum Command {
     Compare(compare::Args),
     /// Build the OpenCL layer behind configs/emulation/ (cargo build -p clmulti-layer).
     Layer,
+    /// Generate shell completions and man pages (docs/) and the scenario JSON Schema
+    /// (configs/scenario.schema.json) from their sources.
+    Docs(docs::Args),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
         }),
         Command::Compare(args) => compare::compare(&args),
         Command::Layer => build_layer(),
+        Command::Docs(args) => docs::docs(&args),
     };
     match result {
         Ok(code) => code,

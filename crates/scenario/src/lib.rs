@@ -59,6 +59,8 @@ pub use model::{
     Allocation, Axpy, AxpyCheck, ContextMode, Count, DeviceSet, DeviceType, Devices, Guards,
     Limits, MemFlag, Partition, Placement, Platform, RssLimit, Scenario, Strategy,
 };
+#[cfg(feature = "schema")]
+pub use raw::schema;
 pub use size::{format_bytes, format_size, parse_size, Bytes, SizeError};
 pub use validate::{
     DEFAULT_MAX_SECONDS, DEFAULT_SAMPLE_EVERY, LAYER_FILE_NAME, LAYER_TOKEN, MAX_ENV_VARS,

@@ -1,0 +1,99 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_clmulti_global_optspecs
+    string join \n q/quiet v/verbose h/help V/version
+end
+
+function __fish_clmulti_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_clmulti_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_clmulti_using_subcommand
+    set -l cmd (__fish_clmulti_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c clmulti -n "__fish_clmulti_needs_command" -s q -l quiet -d 'Say nothing on stderr but errors'
+complete -c clmulti -n "__fish_clmulti_needs_command" -s v -l verbose -d 'Say more on stderr'
+complete -c clmulti -n "__fish_clmulti_needs_command" -s h -l help -d 'Print help'
+complete -c clmulti -n "__fish_clmulti_needs_command" -s V -l version -d 'Print version'
+complete -c clmulti -n "__fish_clmulti_needs_command" -f -a "devices" -d 'List every OpenCL platform and device with the facts that bound allocation, and the host limits'
+complete -c clmulti -n "__fish_clmulti_needs_command" -f -a "check" -d 'Validate scenario files without running them'
+complete -c clmulti -n "__fish_clmulti_needs_command" -f -a "run" -d 'Run scenario files and report how far allocation went and why it stopped'
+complete -c clmulti -n "__fish_clmulti_needs_command" -f -a "axpy" -d 'Run dAxpy (the seed\'s kernel and the fast one), verify it and measure bandwidth'
+complete -c clmulti -n "__fish_clmulti_needs_command" -f -a "bench" -d 'Compare the engine\'s allocation rate with a plain clCreateBuffer loop'
+complete -c clmulti -n "__fish_clmulti_needs_command" -f -a "diagnose" -d 'Answer the seed\'s question on this machine: one device, one shared context, one context per device; what sharing costs, what fails, which fix works'
+complete -c clmulti -n "__fish_clmulti_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c clmulti -n "__fish_clmulti_using_subcommand devices" -l format -d 'Output format' -r -f -a "table\t'Human-readable text'
+json\t'JSON with a `schema_version` (field names in docs/json.md)'"
+complete -c clmulti -n "__fish_clmulti_using_subcommand devices" -s q -l quiet -d 'Say nothing on stderr but errors'
+complete -c clmulti -n "__fish_clmulti_using_subcommand devices" -s v -l verbose -d 'Say more on stderr'
+complete -c clmulti -n "__fish_clmulti_using_subcommand devices" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c clmulti -n "__fish_clmulti_using_subcommand check" -l format -d 'Output format' -r -f -a "table\t'Human-readable text'
+json\t'JSON with a `schema_version` (field names in docs/json.md)'"
+complete -c clmulti -n "__fish_clmulti_using_subcommand check" -s q -l quiet -d 'Say nothing on stderr but errors'
+complete -c clmulti -n "__fish_clmulti_using_subcommand check" -s v -l verbose -d 'Say more on stderr'
+complete -c clmulti -n "__fish_clmulti_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l format -d 'Output format; `json` prints one report per line (JSON Lines)' -r -f -a "table\t'Human-readable text'
+json\t'JSON with a `schema_version` (field names in docs/json.md)'"
+complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l index -d 'Run only the N-th run (0-based) of each file\'s grid (`--list` shows them)' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l timeout -d 'Kill a child run after this many seconds (default: its max_seconds guard plus a margin for setup and release)' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l isolate -d 'Run every run in its own child process (always done when several runs share the invocation, or a run sets `[env]` or `[limits]`)'
+complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l list -d 'Print each file\'s runs with their `--index`, and run nothing'
+complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l child -d 'Internal: this process is the child that runs the run'
+complete -c clmulti -n "__fish_clmulti_using_subcommand run" -s q -l quiet -d 'Say nothing on stderr but errors'
+complete -c clmulti -n "__fish_clmulti_using_subcommand run" -s v -l verbose -d 'Say more on stderr'
+complete -c clmulti -n "__fish_clmulti_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l n -d 'Elements (floats) for the bandwidth runs' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l device -d 'Device selector `PLATFORM[:DEVICE]` (name, vendor substring or index); repeat for several. Default: every device of the first platform with GPUs, else of the first platform' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l partition -d 'Split each selected device into sub-devices first: `equally` (one compute unit each) or compute-unit counts like `1,1`' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l repeat -d 'Timed repetitions after the warm-up' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l kernel -d 'Which kernel(s)' -r -f -a "seed\t'The seed\'s dAxpy'
+fast\t'The fast float4 kernel'
+both\t'Both, side by side'"
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l format -d 'Output format' -r -f -a "table\t'Human-readable text'
+json\t'JSON with a `schema_version` (field names in docs/json.md)'"
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -s q -l quiet -d 'Say nothing on stderr but errors'
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -s v -l verbose -d 'Say more on stderr'
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l device -d 'Device selector `PLATFORM[:DEVICE]`' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l count -d 'Buffers per arm' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l size -d 'Buffer size' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l rounds -d 'Rounds (each runs both arms, in fresh processes)' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l sample-every -d 'The engine\'s sampling interval' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l require -d 'Fail (exit 1) when the median ratio is below this' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l format -d 'Output format' -r -f -a "table\t'Human-readable text'
+json\t'JSON with a `schema_version` (field names in docs/json.md)'"
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l arm -d 'Internal: run one arm in this process and print its rate' -r -f -a "plain\t'A plain loop calling clCreateBuffer'
+engine\t'clmulti\'s engine on the same scenario'"
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -s q -l quiet -d 'Say nothing on stderr but errors'
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -s v -l verbose -d 'Say more on stderr'
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l device -d 'Devices to diagnose (`PLATFORM[:DEVICE]`, repeat); default: every GPU of the first platform with two, else the first platform with two devices' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l count -d 'Buffers in the `create` runs (the `fill` runs make a tenth as many). The seed failed at ~1000; for the long version use --count 100000' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l size -d 'Bytes per buffer (the seed\'s 1 MiB by default)' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l format -d 'Output format' -r -f -a "text\t'Terminal text'
+json\t'The versioned JSON shape (docs/json.md)'
+markdown\t'Markdown, as diagnose.md'"
+complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l out -d 'Also write diagnose.md, diagnose.json, runs.jsonl and index.html here' -r -F
+complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -s q -l quiet -d 'Say nothing on stderr but errors'
+complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -s v -l verbose -d 'Say more on stderr'
+complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c clmulti -n "__fish_clmulti_using_subcommand help; and not __fish_seen_subcommand_from devices check run axpy bench diagnose help" -f -a "devices" -d 'List every OpenCL platform and device with the facts that bound allocation, and the host limits'
+complete -c clmulti -n "__fish_clmulti_using_subcommand help; and not __fish_seen_subcommand_from devices check run axpy bench diagnose help" -f -a "check" -d 'Validate scenario files without running them'
+complete -c clmulti -n "__fish_clmulti_using_subcommand help; and not __fish_seen_subcommand_from devices check run axpy bench diagnose help" -f -a "run" -d 'Run scenario files and report how far allocation went and why it stopped'
+complete -c clmulti -n "__fish_clmulti_using_subcommand help; and not __fish_seen_subcommand_from devices check run axpy bench diagnose help" -f -a "axpy" -d 'Run dAxpy (the seed\'s kernel and the fast one), verify it and measure bandwidth'
+complete -c clmulti -n "__fish_clmulti_using_subcommand help; and not __fish_seen_subcommand_from devices check run axpy bench diagnose help" -f -a "bench" -d 'Compare the engine\'s allocation rate with a plain clCreateBuffer loop'
+complete -c clmulti -n "__fish_clmulti_using_subcommand help; and not __fish_seen_subcommand_from devices check run axpy bench diagnose help" -f -a "diagnose" -d 'Answer the seed\'s question on this machine: one device, one shared context, one context per device; what sharing costs, what fails, which fix works'
+complete -c clmulti -n "__fish_clmulti_using_subcommand help; and not __fish_seen_subcommand_from devices check run axpy bench diagnose help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
