@@ -2,6 +2,7 @@
 //! results that survive a crash, and the summaries, merges and comparisons around
 //! them. Kept lean: the measuring is clmulti's; this orchestrates and renders.
 
+mod bench_sweep;
 mod compare;
 mod docs;
 mod lock;
@@ -40,6 +41,8 @@ enum Command {
     Compare(compare::Args),
     /// Build the OpenCL layer behind configs/emulation/ (cargo build -p clmulti-layer).
     Layer,
+    /// Measure what a sweep of N tiny runs costs the sweep itself per run.
+    BenchSweep(bench_sweep::Args),
     /// Generate shell completions and man pages (docs/) and the scenario JSON Schema
     /// (configs/scenario.schema.json) from their sources.
     Docs(docs::Args),
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::compare(&args),
         Command::Layer => build_layer(),
         Command::Docs(args) => docs::docs(&args),
+        Command::BenchSweep(args) => bench_sweep::bench(&args),
     };
     match result {
         Ok(code) => code,

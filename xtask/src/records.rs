@@ -24,6 +24,15 @@ pub struct SweepRecord {
     /// The machine's name, and its devices, in words.
     #[serde(default)]
     pub host: String,
+    /// The operating system and kernel.
+    #[serde(default)]
+    pub os: String,
+    /// `clmulti --version` of the binary that ran it.
+    #[serde(default)]
+    pub tool: String,
+    /// When the run ended, seconds since the Unix epoch.
+    #[serde(default)]
+    pub finished_at: u64,
     /// Wall time of the child process.
     pub wall_seconds: f64,
     /// The child's exit code, if it exited.
@@ -51,6 +60,12 @@ pub fn parse(line: &str) -> Result<SweepRecord, String> {
         machine: String,
         #[serde(default)]
         host: String,
+        #[serde(default)]
+        os: String,
+        #[serde(default)]
+        tool: String,
+        #[serde(default)]
+        finished_at: u64,
         wall_seconds: f64,
         exit_code: Option<i32>,
         signal: Option<i32>,
@@ -62,6 +77,9 @@ pub fn parse(line: &str) -> Result<SweepRecord, String> {
         index: head.index,
         machine: head.machine,
         host: head.host,
+        os: head.os,
+        tool: head.tool,
+        finished_at: head.finished_at,
         wall_seconds: head.wall_seconds,
         exit_code: head.exit_code,
         signal: head.signal,

@@ -173,6 +173,36 @@ pub fn machine(report: &DevicesReport) -> (String, String) {
     )
 }
 
+/// The operating system and kernel, in words.
+fn os() -> String {
+    let pretty = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_owned())
+        })
+        .unwrap_or_else(|| "Linux".into());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!("{pretty}, kernel {}", kernel.trim())
+}
+
+/// `clmulti --version` of the binary the sweep runs.
+fn tool_version(bin: &Path) -> String {
+    Command::new(bin)
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 fn run_key(scenario: &Scenario, machine: &str) -> String {
     let json = serde_json::to_string(scenario).unwrap_or_default();
     fnv64(&format!("{json}\n{machine}"))
@@ -212,7 +242,20 @@ fn prepare_out(args: &Args) -> Result<(lock::FolderLock, PathBuf), String> {
     Ok((held, results))
 }
 
+/// What a sweep measured of itself: per run, the child's wall time and the sweep's
+/// own time around it (planning, recording, rendering).
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub child_seconds: Vec<f64>,
+    pub own_seconds: Vec<f64>,
+}
+
 pub fn sweep(args: &Args) -> Result<ExitCode, String> {
+    sweep_with_stats(args).map(|(code, _)| code)
+}
+
+pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
+    let mut stats = Stats::default();
     catch_interrupts();
     let root = workspace::root()?;
     let files = scenario_files(&args.paths)?;
@@ -248,6 +291,7 @@ pub fn sweep(args: &Args) -> Result<ExitCode, String> {
     let env = child_env(&bin);
     let devices = devices_report(&bin, &env)?;
     let (machine, host) = machine(&devices);
+    let (os, tool) = (os(), tool_version(&bin));
     let (_lock, results) = prepare_out(args)?;
 
     let mut summary = Summary::new(&args.out);
@@ -311,6 +355,7 @@ pub fn sweep(args: &Args) -> Result<ExitCode, String> {
         if INTERRUPTED.load(Ordering::Relaxed) {
             break;
         }
+        let iteration = Instant::now();
         let file = &scenario_files[*f];
         // Validated above; validating again costs microseconds and keeps no list.
         let Ok(scenario) = file.run(*i) else { continue };
@@ -354,6 +399,9 @@ pub fn sweep(args: &Args) -> Result<ExitCode, String> {
             index: *i,
             machine: machine.clone(),
             host: host.clone(),
+            os: os.clone(),
+            tool: tool.clone(),
+            finished_at: unix_now(),
             wall_seconds: outcome.wall_seconds,
             exit_code: outcome.status.code(),
             signal: outcome.status.signal(),
@@ -376,6 +424,10 @@ pub fn sweep(args: &Args) -> Result<ExitCode, String> {
                 .map_err(|e| format!("writing the summary: {e}"))?;
             last_render = Instant::now();
         }
+        stats.child_seconds.push(outcome.wall_seconds);
+        stats
+            .own_seconds
+            .push(iteration.elapsed().as_secs_f64() - outcome.wall_seconds);
     }
     progress.finish();
     summary
@@ -404,17 +456,14 @@ pub fn sweep(args: &Args) -> Result<ExitCode, String> {
             "sweep: interrupted; every finished run is in {}; --resume continues",
             results.display()
         );
-        return Ok(ExitCode::from(130));
+        return Ok((ExitCode::from(130), stats));
     }
     if bad_files > 0 || invalid_runs > 0 || without_report > 0 {
         eprintln!(
             "sweep: {bad_files} invalid scenario file(s), {invalid_runs} invalid run(s), {without_report} run(s) without a report"
         );
-        return Ok(ExitCode::from(if bad_files + invalid_runs > 0 {
-            2
-        } else {
-            1
-        }));
+        let code = if bad_files + invalid_runs > 0 { 2 } else { 1 };
+        return Ok((ExitCode::from(code), stats));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok((ExitCode::SUCCESS, stats))
 }

@@ -488,3 +488,131 @@ fn summary_files_are_valid_and_shards_merge() {
     assert!(text.contains("Only in old (3)"), "{text}");
     assert!(!text.contains("**changed**"), "{text}");
 }
+
+/// Loads a page in Debian's headless chromium and returns the DOM after load.
+fn browser_dom(page: &Path) -> String {
+    let chromium = Path::new("/usr/bin/chromium");
+    assert!(
+        chromium.exists(),
+        "chromium is not installed: run scripts/setup-tests.sh"
+    );
+    let profile = temp_dir(&format!("chromium-{}", page.display().to_string().len()));
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "chromium: {}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn body_count(dom: &str, attribute: &str) -> usize {
+    let start = dom
+        .find(&format!("{attribute}=\""))
+        .unwrap_or_else(|| panic!("no {attribute} in {dom:.300}"));
+    dom[start + attribute.len() + 2..]
+        .split('"')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn the_report_opens_in_a_browser_verdict_first_with_every_plot() {
+    let dir = temp_dir("browser");
+    std::fs::write(dir.join("seed-2gpu-shared.toml"), "[devices]\ntype = \"gpu\"\ncount = 2\n[allocation]\nsize = \"1MiB\"\ncount = 2000\n[sampling]\nevery = 200\n").unwrap();
+    std::fs::write(dir.join("seed-2gpu-per-device.toml"), "[devices]\ntype = \"gpu\"\ncount = 2\n[context]\nmode = \"per-device\"\n[allocation]\nsize = \"1MiB\"\ncount = 2000\n[sampling]\nevery = 200\n").unwrap();
+    std::fs::write(dir.join("seed-1gpu.toml"), "[devices]\ntype = \"gpu\"\n[allocation]\nsize = \"1MiB\"\ncount = 2000\n[sampling]\nevery = 200\n").unwrap();
+    std::fs::write(
+        dir.join("too-many.toml"),
+        "[devices]\ntype = \"gpu\"\ncount = 8\n[allocation]\ncount = 10\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = xtask(&[dir.to_str().unwrap(), "--out", out_dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = out_dir.join("index.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    // The verdict comes first, then the buffers plot; the seed's runs before the rest.
+    let at = |needle: &str| {
+        html.find(needle)
+            .unwrap_or_else(|| panic!("{needle} missing"))
+    };
+    assert!(at("id=\"machine\"") < at("<h2>Verdict"));
+    assert!(at("<h2>Verdict") < at("<h2>Buffers reached</h2>"));
+    assert!(at(">seed-1gpu</h2>") < at(">seed-2gpu-shared</h2>"));
+    assert!(at(">seed-2gpu-per-device</h2>") < at(">too-many</h2>"));
+    assert!(html.contains("id=\"fallback\""), "CPU fallback banner");
+    assert!(html.contains("[measured]") && html.contains("sharing one context over 2 devices"));
+    assert!(
+        html.contains("skipped: asked for 8 devices"),
+        "a skipped run says why"
+    );
+    let images = html.matches("<img ").count();
+    assert!(images >= 4, "{images} plots");
+    let dom = browser_dom(&page);
+    assert_eq!(
+        body_count(&dom, "data-images-broken"),
+        0,
+        "a plot failed to load"
+    );
+    assert_eq!(body_count(&dom, "data-images-loaded"), images);
+    // A missing plot is caught.
+    std::fs::remove_file(out_dir.join("buffers.svg")).unwrap();
+    assert_eq!(body_count(&browser_dom(&page), "data-images-broken"), 1);
+}
+
+#[test]
+fn a_sweep_of_300_runs_renders_complete_and_small() {
+    let out_dir = temp_dir("bench").join("out");
+    let out = xtask_bare()
+        .args([
+            "bench-sweep",
+            "300",
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--bin",
+        ])
+        .arg(clmulti_bin())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("sweep's own time per run: first tenth"),
+        "{text}"
+    );
+    assert_eq!(results(&out_dir).len(), 300);
+    let csv = std::fs::read_to_string(out_dir.join("summary.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 301);
+    let html = std::fs::metadata(out_dir.join("index.html")).unwrap().len();
+    assert!(html < 2 << 20, "index.html is {html} bytes");
+    let page = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
+    assert!(
+        page.contains("more run(s) of this group are in"),
+        "tables are cut, not endless"
+    );
+    assert!(std::fs::read_to_string(out_dir.join("buffers.svg"))
+        .unwrap()
+        .contains("runs per outcome"));
+    let group = std::fs::read_to_string(out_dir.join("group-tiny.svg")).unwrap();
+    assert!(
+        group.contains("median (line) and range (band)"),
+        "300 runs are aggregated"
+    );
+}

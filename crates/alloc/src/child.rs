@@ -267,6 +267,7 @@ impl Report {
                 driver: &report.driver_limits,
                 buffers: report.buffers,
                 layers: report.layers.as_ref(),
+                failed: !matches!(report.stop, StopReason::Completed),
             },
         );
         report.analysis = crate::analysis::analyze(&report);

@@ -51,6 +51,8 @@ pub struct Facts<'a> {
     pub buffers: u64,
     /// The OpenCL layers it ran under.
     pub layers: Option<&'a crate::report::Layers>,
+    /// Whether the run ended in a failure.
+    pub failed: bool,
 }
 
 /// Growth below this per buffer is noise (a page or a descriptor now and then).
@@ -163,8 +165,14 @@ fn device_memory_estimates(measured: &[Cost], facts: Facts<'_>) -> Vec<Cost> {
                 slope: per_buffer,
                 intercept: 0.0,
             };
+            let predicted_count = predict(line, global, &resource);
+            // An estimate the run itself disproves (more buffers reached than it
+            // allows, without failing) is wrong: dropped.
+            if predicted_count.is_some_and(|n| n < facts.buffers) && !facts.failed {
+                return None;
+            }
             Some(Cost {
-                predicted_count: predict(line, global, &resource),
+                predicted_count,
                 resource,
                 per_buffer,
                 first: 0.0,

@@ -295,10 +295,12 @@ impl Diagnosis {
                 .find(|p| p.role == role && p.report.scenario.allocation.strategy == strategy)
                 .map(|p| p.report)
         };
-        let shared_any = runs
-            .iter()
-            .find(|p| p.role == Role::Shared)
-            .map(|p| p.report);
+        // The seed's own case (create) speaks for the shared context when it ran.
+        let shared_any = pick(Role::Shared, Strategy::Create).or_else(|| {
+            runs.iter()
+                .find(|p| p.role == Role::Shared)
+                .map(|p| p.report)
+        });
         let first = shared_any.or_else(|| runs.first().map(|p| p.report));
         let platform = first.map_or_else(String::new, |r| r.platform.clone());
         let devices = shared_any.map_or_else(Vec::new, |r| r.devices.clone());
@@ -518,7 +520,10 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
             predicted_count,
             observed_count,
         }) => {
-            let elsewhere = per.and_then(|p| cost_of(p, resource)).unwrap_or(0.0);
+            // Compared like with like: an estimate with the other run's estimate.
+            let elsewhere = per
+                .and_then(|p| p.costs.iter().find(|c| &c.resource == resource))
+                .map_or(0.0, |c| c.per_buffer);
             let grew_more = differs(resource, *per_buffer, elsewhere) && *per_buffer > elsewhere;
             if per.is_none() || grew_more {
                 let unit = resource.unit();

@@ -10,8 +10,9 @@ table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #bbb;paddin
 th{background:#eee}.verdict li{margin:.3em 0}.tag{font-family:monospace;color:#555}\
 li.measured .tag{color:#05a}li.inferred .tag{color:#a50}li.known .tag{color:#070}";
 
-/// The full text of one report.
-pub fn report(r: &Report) -> String {
+/// The full text of one report; warnings already in `shown` are left out (each is
+/// said once per invocation), new ones are added to it.
+pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> String {
     let mut s = String::new();
     let line = |s: &mut String, k: &str, v: String| s.push_str(&format!("  {k:<16}{v}\n"));
     s.push_str(&format!("run {}  ({})\n", r.run_name, r.scenario.file));
@@ -182,7 +183,10 @@ pub fn report(r: &Report) -> String {
         }
     }
     for w in &r.warnings {
-        line(&mut s, "warning", format!("{} ({})", w.message, w.advice));
+        let text = format!("{} ({})", w.message, w.advice);
+        if shown.insert(text.clone()) {
+            line(&mut s, "warning", text);
+        }
     }
     s.push('\n');
     s

@@ -74,6 +74,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         .sum();
     let several = total > 1;
     let mut reports = Vec::new();
+    let mut shown = std::collections::HashSet::new();
     let mut tool_failure = None;
     for (path, file) in &files {
         let indices: Box<dyn Iterator<Item = usize>> = match args.index {
@@ -97,7 +98,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             };
             match result {
                 Ok(report) => {
-                    print_report(&report, args.format)?;
+                    print_report(&report, args.format, &mut shown)?;
                     if args.format == Format::Table && several {
                         reports.push(report);
                     }
@@ -150,13 +151,17 @@ fn list(files: &[(PathBuf, ScenarioFile)], problems: usize) -> Result<(), Failur
     Ok(())
 }
 
-fn print_report(report: &Report, format: Format) -> Result<(), Failure> {
+fn print_report(
+    report: &Report,
+    format: Format,
+    shown: &mut std::collections::HashSet<String>,
+) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     let written = match format {
         Format::Json => serde_json::to_writer(&mut out, report)
             .map_err(std::io::Error::other)
             .and_then(|()| writeln!(out)),
-        Format::Table => write!(out, "{}", render::report(report)),
+        Format::Table => write!(out, "{}", render::report(report, shown)),
     };
     written
         .and_then(|()| out.flush())
@@ -234,7 +239,7 @@ fn run_here(scenario: &Scenario, format: Format, is_child: bool) -> Result<Repor
             report.buffers = last.allocations;
             report.bytes_requested = last.bytes_requested;
         }
-        let _ = print_report(&report, format);
+        let _ = print_report(&report, format, &mut std::collections::HashSet::new());
         // The hung call never returns: leave without running destructors that would
         // wait on the runtime.
         // SAFETY: _exit ends the process at once; nothing after it runs.

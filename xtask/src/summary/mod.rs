@@ -1,126 +1,233 @@
-//! Summaries of a sweep, rebuilt from the records: Markdown, CSV and an `index.html`.
-//! Each format is an [`Exporter`]; the sweep keeps the rows in memory and re-renders
-//! at most every few seconds, so its cost per run does not grow with the sweep.
+//! Summaries of a sweep: `index.html` (verdict first), `summary.md`, `summary.csv`
+//! and SVG plots. The sweep keeps a slim view of each run as it ends ([`RunView`])
+//! and re-renders at most every few seconds, so its cost per run stays flat; every
+//! file can be rebuilt from `results.jsonl` alone (`cargo xtask summary DIR`).
 
+mod html;
+mod model;
+pub mod plots;
 pub mod tables;
 
 use crate::records::SweepRecord;
-use clmulti_alloc::{Resource, StopReason};
+use clmulti_alloc::diagnosis::{Diagnosis, Fix, Placed, Role};
+use clmulti_scenario::Strategy;
+use model::{group_rank, Candidates, RunView};
 use std::path::{Path, PathBuf};
 
-pub use tables::{Csv, Html, Markdown};
-
-/// One table row: what a reader compares across runs.
-#[derive(Debug, Clone)]
-pub struct Row {
-    pub run: String,
-    pub group: String,
-    pub devices: String,
-    pub device_count: usize,
-    pub context_mode: String,
-    pub strategy: String,
-    pub buffers: u64,
-    pub bytes_requested: u64,
-    pub outcome: String,
-    pub stop: String,
-    pub headline: String,
-    pub rss_per_buffer: Option<f64>,
-    pub fds_per_buffer: Option<f64>,
-    pub maps_per_buffer: Option<f64>,
-    pub device_mem_per_buffer: Option<f64>,
-    pub host: String,
-}
-
-/// The group a run belongs to: its scenario file's stem.
-pub fn group_of(record: &SweepRecord) -> String {
-    Path::new(&record.file)
-        .file_stem()
-        .map_or_else(|| record.file.clone(), |s| s.to_string_lossy().into_owned())
-}
-
-impl Row {
-    pub fn from(record: &SweepRecord) -> Self {
-        let r = &record.report;
-        let cost = |wanted: &dyn Fn(&Resource) -> bool| {
-            let matching: Vec<f64> = r
-                .costs
-                .iter()
-                .filter(|c| !c.estimated && wanted(&c.resource))
-                .map(|c| c.per_buffer)
-                .collect();
-            (!matching.is_empty()).then(|| matching.iter().sum())
-        };
-        let mut names: Vec<&str> = r.devices.iter().map(|d| d.display_name()).collect();
-        let count = names.len();
-        names.dedup();
-        let stop = match &r.stop {
-            StopReason::Failed { error, call, .. } => {
-                format!("failed: {error} in {}", call.c_name())
-            }
-            other => other.summary(),
-        };
-        Row {
-            run: r.run_name.clone(),
-            group: group_of(record),
-            devices: if count == 0 {
-                "-".into()
-            } else {
-                format!("{count} x {}", names.join(" + "))
-            },
-            device_count: count,
-            context_mode: r.scenario.context_mode.name().to_owned(),
-            strategy: r.scenario.allocation.strategy.name().to_owned(),
-            buffers: r.buffers,
-            bytes_requested: r.bytes_requested,
-            outcome: r.stop.kind().to_owned(),
-            stop,
-            headline: r.headline(),
-            rss_per_buffer: cost(&|c| *c == Resource::HostRss),
-            fds_per_buffer: cost(&|c| *c == Resource::OpenFds),
-            maps_per_buffer: cost(&|c| *c == Resource::MemoryMaps),
-            device_mem_per_buffer: cost(&|c| matches!(c, Resource::DeviceMemory { .. })),
-            host: record.host.clone(),
-        }
-    }
-}
-
-/// One output format of the summary.
+/// One output of the summary.
 pub trait Exporter {
     /// The file it writes, relative to the results folder.
     fn file_name(&self) -> String;
     /// Its content.
-    fn render(&self, rows: &[Row]) -> Result<String, String>;
+    fn render(&self, view: &View<'_>) -> Result<String, String>;
 }
 
-/// The sweep's view of its results: rows kept as runs end, files written on demand.
+/// What every exporter renders: runs in report order, grouped, with the verdict.
+#[derive(Debug)]
+pub struct View<'a> {
+    /// Runs: the seed's groups first, then mitigations, then the rest.
+    pub runs: Vec<&'a RunView>,
+    /// Groups in order, with their plot's file name.
+    pub groups: Vec<Group<'a>>,
+    /// The verdicts: one per scenario file that holds the seed's cases itself, else
+    /// one over the sweep's runs; each with its title.
+    pub verdicts: Vec<(String, Diagnosis)>,
+    /// The buffers-reached plot's file name.
+    pub buffers_plot: String,
+    /// The scaling plot's file name, when there is one.
+    pub scaling_plot: Option<String>,
+}
+
+/// A scenario file's runs.
+#[derive(Debug)]
+pub struct Group<'a> {
+    pub name: String,
+    pub file: String,
+    pub runs: Vec<&'a RunView>,
+    pub plot: Option<String>,
+    pub plot_notes: Vec<String>,
+}
+
+/// The sweep's view of its results: slim runs kept as they end, files on demand.
 #[derive(Debug)]
 pub struct Summary {
     dir: PathBuf,
-    rows: Vec<Row>,
+    runs: Vec<RunView>,
+    /// Across every run.
+    candidates: Candidates,
+    /// Per scenario file.
+    by_file: std::collections::BTreeMap<String, Candidates>,
+}
+
+/// A file-name-safe version of a name.
+pub fn slug(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 impl Summary {
     pub fn new(dir: &Path) -> Self {
         Summary {
             dir: dir.to_path_buf(),
-            rows: Vec::new(),
+            runs: Vec::new(),
+            candidates: Candidates::default(),
+            by_file: std::collections::BTreeMap::new(),
         }
     }
 
     pub fn add(&mut self, record: SweepRecord) {
-        self.rows.push(Row::from(&record));
+        self.candidates.offer(&record);
+        self.by_file
+            .entry(record.file.clone())
+            .or_default()
+            .offer(&record);
+        self.runs.push(RunView::from(&record));
     }
 
     pub fn len(&self) -> usize {
-        self.rows.len()
+        self.runs.len()
+    }
+
+    /// The verdicts: a scenario file that holds a shared case and one it compares
+    /// with (one device, or per-device contexts) gets its own; otherwise one over
+    /// every run (the seed's cases come from three files).
+    fn verdicts(&self) -> Vec<(String, Diagnosis)> {
+        let mut own: Vec<(String, Diagnosis)> = self
+            .by_file
+            .iter()
+            .filter(|(_, c)| {
+                let has = |role| c.runs.iter().any(|(r, _, _)| *r == role);
+                has(Role::Shared) && (has(Role::OneDevice) || has(Role::PerDevice))
+            })
+            .filter_map(|(file, c)| Some((model::group_of(file), diagnosis(c)?)))
+            .collect();
+        own.sort_by_key(|(name, _)| group_rank(name));
+        if own.is_empty() {
+            own.extend(diagnosis(&self.candidates).map(|d| ("the sweep's runs".to_owned(), d)));
+        }
+        own
+    }
+}
+
+/// The verdict over candidates, from the diagnose logic: the seed-like runs as the
+/// matrix, shared pools and pins as fixes.
+fn diagnosis(candidates: &Candidates) -> Option<Diagnosis> {
+    {
+        let matrix: Vec<Placed<'_>> = candidates
+            .runs
+            .iter()
+            .filter(|(_, _, r)| {
+                !matches!(
+                    r.scenario.allocation.strategy,
+                    Strategy::Pool | Strategy::Pin
+                )
+            })
+            .map(|(role, _, report)| Placed {
+                role: *role,
+                report,
+            })
+            .collect();
+        if !matrix.iter().any(|p| p.role == Role::Shared) {
+            return None;
+        }
+        let shared_failed = matrix.iter().any(|p| {
+            p.role == Role::Shared
+                && matches!(p.report.stop, clmulti_alloc::StopReason::Failed { .. })
+        });
+        let mut fixes = Vec::new();
+        if shared_failed {
+            if let Some(per) = matrix.iter().find(|p| p.role == Role::PerDevice) {
+                fixes.push((Fix::PerDeviceContexts, Ok(per.report)));
+            }
+            for (_, _, r) in &candidates.runs {
+                match r.scenario.allocation.strategy {
+                    Strategy::Pool => fixes.push((Fix::Pool, Ok(r))),
+                    Strategy::Pin
+                        if !matches!(r.stop, clmulti_alloc::StopReason::Unsupported { .. }) =>
+                    {
+                        fixes.push((Fix::Pin, Ok(r)))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Some(Diagnosis::new(&matrix, &fixes))
+    }
+}
+
+impl Summary {
+    fn view(&self) -> Result<(View<'_>, Vec<(String, String)>), String> {
+        let mut order: Vec<&RunView> = self.runs.iter().collect();
+        order.sort_by_key(|r| group_rank(&r.row.group));
+        let mut groups: Vec<Group<'_>> = Vec::new();
+        for run in &order {
+            match groups.iter_mut().find(|g| g.file == run.file) {
+                Some(g) => g.runs.push(run),
+                None => groups.push(Group {
+                    name: run.row.group.clone(),
+                    file: run.file.clone(),
+                    runs: vec![run],
+                    plot: None,
+                    plot_notes: Vec::new(),
+                }),
+            }
+        }
+        // Plot files: one per group, unique even when two names reduce alike.
+        let mut used = std::collections::HashSet::new();
+        let mut plots = Vec::new();
+        for group in &mut groups {
+            let base = format!("group-{}", slug(&group.name));
+            let name = (1..)
+                .map(|n| {
+                    if n == 1 {
+                        format!("{base}.svg")
+                    } else {
+                        format!("{base}-{n}.svg")
+                    }
+                })
+                .find(|n| used.insert(n.clone()))
+                .expect("a free name");
+            let (svg, notes) = plots::group(&group.name, &group.runs)?;
+            group.plot_notes = notes;
+            if let Some(svg) = svg {
+                plots.push((name.clone(), svg));
+                group.plot = Some(name);
+            }
+        }
+        plots.push(("buffers.svg".into(), plots::buffers(&order)?));
+        let scaling = plots::scaling(&order)?;
+        let scaling_plot = scaling.is_some().then(|| "scaling.svg".to_owned());
+        if let Some(svg) = scaling {
+            plots.push(("scaling.svg".into(), svg));
+        }
+        Ok((
+            View {
+                runs: order,
+                groups,
+                verdicts: self.verdicts(),
+                buffers_plot: "buffers.svg".into(),
+                scaling_plot,
+            },
+            plots,
+        ))
     }
 
     /// Writes every summary file, each through a temporary file and a rename.
     pub fn write(&self) -> Result<(), String> {
-        let exporters: [&dyn Exporter; 3] = [&Markdown, &Csv, &Html];
+        let (view, plots) = self.view()?;
+        let exporters: [&dyn Exporter; 3] = [&tables::Markdown, &tables::Csv, &html::Html];
+        let mut files: Vec<(String, String)> = plots;
         for exporter in exporters {
-            let name = exporter.file_name();
-            let text = exporter.render(&self.rows)?;
+            files.push((exporter.file_name(), exporter.render(&view)?));
+        }
+        for (name, text) in files {
             let tmp = self.dir.join(format!(".{name}.tmp"));
             std::fs::write(&tmp, &text).map_err(|e| format!("{}: {e}", tmp.display()))?;
             std::fs::rename(&tmp, self.dir.join(&name)).map_err(|e| format!("{name}: {e}"))?;

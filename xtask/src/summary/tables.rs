@@ -1,6 +1,64 @@
-//! The tables: Markdown, CSV and HTML.
+//! The tables: Markdown (a person's), CSV (raw numbers for tools).
 
-use super::{Exporter, Row};
+use super::model::{human, Row};
+use super::{Exporter, View};
+use clmulti_alloc::Unit;
+
+/// A Markdown table cell: pipes escaped, line breaks as `<br>`.
+pub fn markdown_cell(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace('\n', "<br>")
+}
+
+/// `summary.md`: the verdict, then one table per group.
+#[derive(Debug)]
+pub struct Markdown;
+
+impl Exporter for Markdown {
+    fn file_name(&self) -> String {
+        "summary.md".into()
+    }
+
+    fn render(&self, view: &View<'_>) -> Result<String, String> {
+        let mut out = String::from("# clmulti sweep\n\n");
+        out.push_str(&super::html::header_lines(view).join("\n\n"));
+        out.push_str("\n\n");
+        for (title, d) in &view.verdicts {
+            out.push_str(&format!("## Verdict: {}\n\n", markdown_cell(title)));
+            for s in d.headline() {
+                out.push_str(&format!("- {}\n", markdown_cell(&s.to_string())));
+            }
+            for line in d.fix_lines() {
+                out.push_str(&format!("- fix {}\n", markdown_cell(&line)));
+            }
+            out.push('\n');
+        }
+        for group in &view.groups {
+            out.push_str(&format!(
+                "## {}\n\n| run | result | devices | context | strategy | buffers | RSS/buffer | fds/buffer | device memory/buffer |\n|---|---|---|---|---|---|---|---|---|\n",
+                markdown_cell(&group.name)
+            ));
+            for run in &group.runs {
+                let r = &run.row;
+                out.push_str(&format!(
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                    markdown_cell(&r.run),
+                    markdown_cell(&r.headline),
+                    markdown_cell(&r.devices),
+                    r.context_mode,
+                    r.strategy,
+                    r.buffers,
+                    human(Unit::Bytes, r.rss_per_buffer),
+                    human(Unit::Count, r.fds_per_buffer),
+                    human(Unit::Bytes, r.device_mem_per_buffer),
+                ));
+            }
+            out.push('\n');
+        }
+        Ok(out)
+    }
+}
 
 const HEADERS: [&str; 16] = [
     "run",
@@ -21,11 +79,9 @@ const HEADERS: [&str; 16] = [
     "host",
 ];
 
-fn opt(v: Option<f64>, digits: usize) -> String {
-    v.map_or_else(|| "-".into(), |v| format!("{v:.digits$}"))
-}
-
 fn cells(row: &Row) -> [String; 16] {
+    let opt =
+        |v: Option<f64>, digits: usize| v.map_or_else(|| "-".into(), |v| format!("{v:.digits$}"));
     [
         row.run.clone(),
         row.group.clone(),
@@ -46,37 +102,7 @@ fn cells(row: &Row) -> [String; 16] {
     ]
 }
 
-/// `summary.md`
-#[derive(Debug)]
-pub struct Markdown;
-
-/// A Markdown table cell: pipes escaped, line breaks as `<br>`.
-pub fn markdown_cell(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace('\n', "<br>")
-}
-
-impl Exporter for Markdown {
-    fn file_name(&self) -> String {
-        "summary.md".into()
-    }
-
-    fn render(&self, rows: &[Row]) -> Result<String, String> {
-        let mut out = format!(
-            "| {} |\n|{}\n",
-            HEADERS.join(" | "),
-            "---|".repeat(HEADERS.len())
-        );
-        for row in rows {
-            let cells: Vec<String> = cells(row).iter().map(|c| markdown_cell(c)).collect();
-            out.push_str(&format!("| {} |\n", cells.join(" | ")));
-        }
-        Ok(out)
-    }
-}
-
-/// `summary.csv`
+/// `summary.csv`: one row per run, raw numbers.
 #[derive(Debug)]
 pub struct Csv;
 
@@ -85,49 +111,15 @@ impl Exporter for Csv {
         "summary.csv".into()
     }
 
-    fn render(&self, rows: &[Row]) -> Result<String, String> {
+    fn render(&self, view: &View<'_>) -> Result<String, String> {
         let mut writer = csv::Writer::from_writer(Vec::new());
         writer.write_record(HEADERS).map_err(|e| e.to_string())?;
-        for row in rows {
-            writer.write_record(cells(row)).map_err(|e| e.to_string())?;
+        for run in &view.runs {
+            writer
+                .write_record(cells(&run.row))
+                .map_err(|e| e.to_string())?;
         }
         let bytes = writer.into_inner().map_err(|e| e.to_string())?;
         String::from_utf8(bytes).map_err(|e| e.to_string())
-    }
-}
-
-/// `index.html`
-#[derive(Debug)]
-pub struct Html;
-
-pub fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-impl Exporter for Html {
-    fn file_name(&self) -> String {
-        "index.html".into()
-    }
-
-    fn render(&self, rows: &[Row]) -> Result<String, String> {
-        let mut out = String::from(
-            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>clmulti sweep</title></head><body>\n<h1>clmulti sweep</h1>\n<table>\n<tr>",
-        );
-        for h in HEADERS {
-            out.push_str(&format!("<th>{}</th>", html_escape(h)));
-        }
-        out.push_str("</tr>\n");
-        for row in rows {
-            out.push_str("<tr>");
-            for c in cells(row) {
-                out.push_str(&format!("<td>{}</td>", html_escape(&c)));
-            }
-            out.push_str("</tr>\n");
-        }
-        out.push_str("</table>\n</body></html>\n");
-        Ok(out)
     }
 }

@@ -1,0 +1,204 @@
+//! `index.html`: the verdict and the machine first, then the buffers each run
+//! reached, then each group's runs and plots. Opens from disk (relative links), stays
+//! small (at most [`ROWS_PER_GROUP`] rows per group; the CSV has every run).
+
+use super::model::human;
+use super::plots::outcome_css;
+use super::{Exporter, View};
+use clmulti_alloc::Unit;
+use std::collections::BTreeSet;
+
+/// Rows shown per group; the rest are in summary.csv.
+pub const ROWS_PER_GROUP: usize = 50;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn date(unix: u64) -> String {
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let days = (unix / 86400) as i64;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        unix % 86400 / 3600,
+        unix % 3600 / 60
+    )
+}
+
+/// The machine the runs ran on, in a few lines: hosts, OS, platforms and drivers,
+/// devices, clmulti's version, dates, counts.
+pub fn header_lines(view: &View<'_>) -> Vec<String> {
+    let set = |f: &dyn Fn(&super::model::RunView) -> Vec<String>| -> String {
+        let all: BTreeSet<String> = view
+            .runs
+            .iter()
+            .flat_map(|r| f(r))
+            .filter(|s| !s.is_empty())
+            .collect();
+        if all.is_empty() {
+            "-".into()
+        } else {
+            all.into_iter().collect::<Vec<_>>().join("; ")
+        }
+    };
+    let first = view
+        .runs
+        .iter()
+        .map(|r| r.finished_at)
+        .filter(|t| *t > 0)
+        .min();
+    let last = view.runs.iter().map(|r| r.finished_at).max();
+    vec![
+        format!("**Machine:** {}", set(&|r| vec![r.row.host.clone()])),
+        format!("**OS:** {}", set(&|r| vec![r.os.clone()])),
+        format!(
+            "**OpenCL:** {} (drivers {})",
+            set(&|r| vec![r.platform.clone()]),
+            set(&|r| r.drivers.clone())
+        ),
+        format!("**Devices:** {}", set(&|r| r.device_names.clone())),
+        format!("**clmulti:** {}", set(&|r| vec![r.tool.clone()])),
+        format!(
+            "**Runs:** {} ({})",
+            view.runs.len(),
+            match (first, last) {
+                (Some(a), Some(b)) if b > a => format!("{} to {}", date(a), date(b)),
+                (Some(a), _) => date(a),
+                _ => "dates not recorded".into(),
+            }
+        ),
+    ]
+}
+
+fn markdown_bold_to_html(line: &str) -> String {
+    let escaped = esc(line);
+    match escaped.strip_prefix("**").and_then(|s| s.split_once("**")) {
+        Some((label, rest)) => format!("<b>{label}</b>{rest}"),
+        None => escaped,
+    }
+}
+
+/// `index.html`
+#[derive(Debug)]
+pub struct Html;
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em 2em;max-width:90em;line-height:1.4}\
+table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}\
+th{background:#eee}.banner{background:#fff3cd;border:1px solid #e0c36a;padding:.6em 1em;margin:1em 0}\
+.machine p{margin:.1em 0}.outcome{color:#fff;font-weight:bold;padding:1px 5px;border-radius:3px}\
+.verdict{border-left:5px solid #1565c0;padding-left:1em}.verdict li{margin:.3em 0}.tag{font-family:monospace;color:#555}\
+li.measured .tag{color:#05a}li.inferred .tag{color:#a50}li.known .tag{color:#070}.notes{color:#555;font-size:12px}\
+img{max-width:100%;border:1px solid #ddd;margin:.5em 0}";
+
+impl Exporter for Html {
+    fn file_name(&self) -> String {
+        "index.html".into()
+    }
+
+    fn render(&self, view: &View<'_>) -> Result<String, String> {
+        let mut out = format!(
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>clmulti sweep</title><style>{STYLE}</style></head><body>\n<h1>clmulti sweep</h1>\n<div class=\"machine\" id=\"machine\">"
+        );
+        for line in header_lines(view) {
+            out.push_str(&format!("<p>{}</p>", markdown_bold_to_html(&line)));
+        }
+        out.push_str("</div>\n");
+        let fell_back = view.runs.iter().filter(|r| r.fell_back).count();
+        if fell_back > 0 {
+            out.push_str(&format!(
+                "<div class=\"banner\" id=\"fallback\"><b>No GPU here:</b> {fell_back} run(s) asked for GPUs and ran on CPU devices instead (see each run's warning). Their costs are those of the CPU runtime, not of a GPU.</div>\n"
+            ));
+        }
+        let layers: BTreeSet<&str> = view
+            .runs
+            .iter()
+            .filter_map(|r| r.layers.as_deref())
+            .collect();
+        if !layers.is_empty() {
+            out.push_str(&format!(
+                "<div class=\"banner\" id=\"emulation\"><b>Emulation:</b> runs under the OpenCL layer(s) {}: what the layer models is part of what was measured.</div>\n",
+                esc(&layers.into_iter().collect::<Vec<_>>().join("; "))
+            ));
+        }
+        if view.verdicts.is_empty() {
+            out.push_str("<section class=\"verdict\"><h2>Verdict</h2><p>No run here puts several devices in one shared context, so there is nothing to compare: sweep configs/ (the seed's runs) for a verdict.</p></section>\n");
+        }
+        for (title, d) in &view.verdicts {
+            out.push_str(&d.html().replacen(
+                "<h2>Verdict</h2>",
+                &format!("<h2>Verdict: {}</h2>", esc(title)),
+                1,
+            ));
+        }
+        out.push_str(&format!(
+            "<h2>Buffers reached</h2><img src=\"{}\" alt=\"buffers reached per run, coloured by outcome\">\n",
+            esc(&view.buffers_plot)
+        ));
+        for group in &view.groups {
+            out.push_str(&format!("<h2 id=\"{}\">{}</h2>\n<p class=\"notes\">{}</p>\n<table><tr><th>run</th><th>result</th><th>devices</th><th>context</th><th>strategy</th><th>buffers</th><th>RSS/buffer</th><th>fds/buffer</th><th>device memory/buffer</th></tr>\n",
+                esc(&super::slug(&group.file)), esc(&group.name), esc(&group.file)));
+            for run in group.runs.iter().take(ROWS_PER_GROUP) {
+                let r = &run.row;
+                out.push_str(&format!(
+                    "<tr><td>{}</td><td><span class=\"outcome\" style=\"background:{}\">{}</span> {}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                    esc(&r.run),
+                    outcome_css(&r.outcome),
+                    esc(&r.outcome),
+                    esc(&r.headline),
+                    if run.notes.is_empty() {
+                        String::new()
+                    } else {
+                        format!("<div class=\"notes\">{}</div>", run.notes.iter().map(|n| esc(n)).collect::<Vec<_>>().join("<br>"))
+                    },
+                    esc(&r.devices),
+                    esc(&r.context_mode),
+                    esc(&r.strategy),
+                    r.buffers,
+                    human(Unit::Bytes, r.rss_per_buffer),
+                    human(Unit::Count, r.fds_per_buffer),
+                    human(Unit::Bytes, r.device_mem_per_buffer),
+                ));
+            }
+            out.push_str("</table>\n");
+            if group.runs.len() > ROWS_PER_GROUP {
+                out.push_str(&format!(
+                    "<p class=\"notes\">{} more run(s) of this group are in <a href=\"summary.csv\">summary.csv</a>.</p>\n",
+                    group.runs.len() - ROWS_PER_GROUP
+                ));
+            }
+            for note in &group.plot_notes {
+                out.push_str(&format!("<p class=\"notes\">{}</p>\n", esc(note)));
+            }
+            if let Some(plot) = &group.plot {
+                out.push_str(&format!(
+                    "<img src=\"{}\" alt=\"{}: resources against allocations\">\n",
+                    esc(plot),
+                    esc(&group.name)
+                ));
+            }
+        }
+        if let Some(plot) = &view.scaling_plot {
+            out.push_str(&format!(
+                "<h2>Cost per buffer against device count</h2><img src=\"{}\" alt=\"host RSS per buffer against device count\">\n",
+                esc(plot)
+            ));
+        }
+        out.push_str("<p>Files: <a href=\"results.jsonl\">results.jsonl</a> (every report), <a href=\"summary.csv\">summary.csv</a>, <a href=\"summary.md\">summary.md</a>.</p>\n");
+        // Records, for tests and readers, how many plots loaded and how many did not.
+        out.push_str("<script>window.addEventListener('load',()=>{const i=[...document.images];document.body.dataset.imagesLoaded=i.filter(x=>x.complete&&x.naturalWidth>0).length;document.body.dataset.imagesBroken=i.filter(x=>!x.complete||x.naturalWidth===0).length;});</script>\n");
+        out.push_str("</body></html>\n");
+        Ok(out)
+    }
+}

@@ -1,0 +1,587 @@
+//! The plots: buffers reached per run (coloured by outcome), each group's resources
+//! against allocations (a line per run, or median and range when a group has many),
+//! and per-buffer cost against device count for grids over `devices.count`.
+
+use super::model::RunView;
+use clmulti_alloc::{Resource, Unit};
+use clmulti_scenario::format_bytes;
+use plotters::prelude::*;
+use std::collections::BTreeMap;
+
+/// Beyond this many runs a group's plot shows median and range per context mode.
+pub const LINES_PER_PLOT: usize = 12;
+/// Beyond this many runs the buffers plot counts outcomes per group.
+pub const BARS_PER_PLOT: usize = 60;
+
+fn plot_err<E: std::fmt::Debug>(e: E) -> String {
+    format!("plotting: {e:?}")
+}
+
+/// The colour of an outcome, the same in every plot and table.
+pub fn outcome_color(outcome: &str) -> RGBColor {
+    match outcome {
+        "completed" => RGBColor(46, 125, 50),
+        "failed" => RGBColor(198, 40, 40),
+        "guard" => RGBColor(239, 108, 0),
+        "crashed" => RGBColor(106, 27, 154),
+        "timed_out" => RGBColor(121, 85, 72),
+        "skipped" | "unsupported" => RGBColor(144, 144, 144),
+        _ => RGBColor(33, 33, 33),
+    }
+}
+
+/// CSS hex of an outcome's colour.
+pub fn outcome_css(outcome: &str) -> String {
+    let RGBColor(r, g, b) = outcome_color(outcome);
+    format!("#{r:02x}{g:02x}{b:02x}")
+}
+
+fn series_color(i: usize) -> RGBColor {
+    const COLORS: [RGBColor; 8] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(23, 190, 207),
+    ];
+    COLORS[i % COLORS.len()]
+}
+
+/// The buffers each run reached, on a log scale so a failure at 278 shows beside a
+/// run of 100000; the count and why it stopped written on each bar, a run that
+/// reached none marked at the axis.
+pub fn buffers(runs: &[&RunView]) -> Result<String, String> {
+    if runs.len() > BARS_PER_PLOT {
+        return outcomes_by_group(runs);
+    }
+    let mut svg = String::new();
+    {
+        let n = runs.len().max(1) as i32;
+        let height = 110 + 30 * n as u32;
+        let root = SVGBackend::with_string(&mut svg, (1300, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let max = runs
+            .iter()
+            .map(|r| r.row.buffers)
+            .max()
+            .unwrap_or(1)
+            .max(10) as f64
+            * 6.0;
+        let names: Vec<String> = runs
+            .iter()
+            .map(|r| r.row.run.chars().take(56).collect())
+            .collect();
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "buffers reached (log scale), coloured by outcome",
+                ("sans-serif", 18),
+            )
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(400)
+            .build_cartesian_2d((1f64..max).log_scale(), (0..n).into_segmented())
+            .map_err(plot_err)?;
+        // Row 0 at the top: segment n-1-i holds run i.
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n as usize)
+            .y_label_formatter(&|y| match y {
+                SegmentValue::CenterOf(i) | SegmentValue::Exact(i) if (0..n).contains(i) => names
+                    .get((n - 1 - *i) as usize)
+                    .cloned()
+                    .unwrap_or_default(),
+                _ => String::new(),
+            })
+            .x_desc("buffers")
+            .x_label_formatter(&|x| format!("{}", *x as u64))
+            .draw()
+            .map_err(plot_err)?;
+        for (i, run) in runs.iter().enumerate() {
+            let segment = n - 1 - i as i32;
+            let color = outcome_color(&run.row.outcome);
+            let label = match run.row.outcome.as_str() {
+                "completed" => format!("{}", run.row.buffers),
+                _ => format!("{}: {}", run.row.buffers, run.row.stop),
+            };
+            if run.row.buffers == 0 {
+                chart
+                    .draw_series([TriangleMarker::new(
+                        (1.0, SegmentValue::CenterOf(segment)),
+                        7,
+                        color.filled(),
+                    )])
+                    .map_err(plot_err)?;
+            } else {
+                let mut bar = Rectangle::new(
+                    [
+                        (1.0, SegmentValue::Exact(segment)),
+                        (run.row.buffers as f64, SegmentValue::Exact(segment + 1)),
+                    ],
+                    color.filled(),
+                );
+                bar.set_margin(4, 4, 0, 0);
+                chart.draw_series([bar]).map_err(plot_err)?;
+            }
+            chart
+                .draw_series([Text::new(
+                    label.chars().take(80).collect::<String>(),
+                    (
+                        (run.row.buffers.max(1) as f64) * 1.2,
+                        SegmentValue::CenterOf(segment),
+                    ),
+                    ("sans-serif", 12).into_font().color(&BLACK).pos(
+                        plotters::style::text_anchor::Pos::new(
+                            plotters::style::text_anchor::HPos::Left,
+                            plotters::style::text_anchor::VPos::Center,
+                        ),
+                    ),
+                )])
+                .map_err(plot_err)?;
+        }
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
+/// For large sweeps: runs per outcome, per group, as stacked bars.
+fn outcomes_by_group(runs: &[&RunView]) -> Result<String, String> {
+    let mut counts: BTreeMap<(u8, String), BTreeMap<String, usize>> = BTreeMap::new();
+    for run in runs {
+        *counts
+            .entry(super::model::group_rank(&run.row.group))
+            .or_default()
+            .entry(run.row.outcome.clone())
+            .or_default() += 1;
+    }
+    let mut svg = String::new();
+    {
+        let height = 120 + 30 * counts.len() as u32;
+        let root = SVGBackend::with_string(&mut svg, (1200, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let max = counts
+            .values()
+            .map(|c| c.values().sum::<usize>())
+            .max()
+            .unwrap_or(1) as f64;
+        let n = counts.len().max(1) as f64;
+        let (labels_area, plot_area) = root.split_horizontally(300);
+        let mut chart = ChartBuilder::on(&plot_area)
+            .caption(
+                format!(
+                    "{} runs: runs per outcome in each group (too many for a bar each)",
+                    runs.len()
+                ),
+                ("sans-serif", 18),
+            )
+            .margin(10)
+            .x_label_area_size(36)
+            .build_cartesian_2d(0f64..max * 1.05, 0f64..n)
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .disable_y_axis()
+            .x_desc("runs")
+            .x_label_formatter(&|x| format!("{}", *x as u64))
+            .draw()
+            .map_err(plot_err)?;
+        for (i, ((_, group), outcomes)) in counts.iter().enumerate() {
+            let y = n - i as f64 - 0.5;
+            let mut start = 0.0;
+            for (outcome, count) in outcomes {
+                let end = start + *count as f64;
+                chart
+                    .draw_series([Rectangle::new(
+                        [(start, y - 0.35), (end, y + 0.35)],
+                        outcome_color(outcome).filled(),
+                    )])
+                    .map_err(plot_err)?;
+                chart
+                    .draw_series([Text::new(
+                        format!("{count} {outcome}"),
+                        (start + 0.5, y + 0.1),
+                        ("sans-serif", 11).into_font().color(&WHITE),
+                    )])
+                    .map_err(plot_err)?;
+                start = end;
+            }
+            labels_area
+                .draw(&Text::new(
+                    group.clone(),
+                    (
+                        6,
+                        48 + (i as i32) * ((height as i32 - 84) / counts.len().max(1) as i32),
+                    ),
+                    ("sans-serif", 12).into_font(),
+                ))
+                .map_err(plot_err)?;
+        }
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
+fn scale(unit: Unit, max: f64) -> (f64, &'static str) {
+    match unit {
+        Unit::Count => (1.0, "count"),
+        Unit::Bytes if max >= (1u64 << 30) as f64 => ((1u64 << 30) as f64, "GiB"),
+        Unit::Bytes if max >= (1u64 << 20) as f64 => ((1u64 << 20) as f64, "MiB"),
+        Unit::Bytes => (1024.0, "KiB"),
+    }
+}
+
+/// A group's resources against allocations: one panel per resource with readings,
+/// each limit as a labelled line where it fits, failures marked. `None` when no
+/// resource has readings; the second value names the resources left out.
+pub fn group(name: &str, runs: &[&RunView]) -> Result<(Option<String>, Vec<String>), String> {
+    let mut resources: Vec<Resource> = Vec::new();
+    for run in runs {
+        for s in &run.series {
+            if !resources.contains(&s.resource) {
+                resources.push(s.resource.clone());
+            }
+        }
+    }
+    // System-wide figures move with every other process: shown only when they grow
+    // beyond RSS in some run (memory outside the process).
+    resources.retain(|r| {
+        !matches!(r, Resource::SystemMemoryUsed | Resource::SystemShmem)
+            || runs.iter().any(|run| {
+                run.cost(r).unwrap_or(0.0)
+                    > 2.0 * run.cost(&Resource::HostRss).unwrap_or(0.0).max(2048.0)
+            })
+    });
+    // A resource that stays put in every run gets a note, not a panel.
+    let mut notes = Vec::new();
+    let (moving, flat): (Vec<Resource>, Vec<Resource>) = resources.into_iter().partition(|r| {
+        runs.iter().any(|run| {
+            run.series.iter().filter(|s| &s.resource == r).any(|s| {
+                let (lo, hi) = s.points.iter().fold((f64::MAX, f64::MIN), |(lo, hi), p| {
+                    (lo.min(p.1), hi.max(p.1))
+                });
+                match r.unit() {
+                    Unit::Count => hi - lo >= 1.0,
+                    Unit::Bytes => hi - lo >= 4096.0,
+                }
+            })
+        })
+    });
+    let resources = moving;
+    if !flat.is_empty() {
+        notes.push(format!(
+            "flat in every run: {}",
+            flat.iter()
+                .map(|r| r.label())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !resources
+        .iter()
+        .any(|r| matches!(r, Resource::DeviceMemory { .. } | Resource::Drm { .. }))
+    {
+        notes.push(
+            "no device-memory or DRM readings in this group (see each run's warnings)".to_owned(),
+        );
+    }
+    if resources.is_empty() {
+        return Ok((None, notes));
+    }
+    let aggregate = runs.len() > LINES_PER_PLOT;
+    let columns = 3usize.min(resources.len());
+    let rows = resources.len().div_ceil(columns);
+    let legend_width = if aggregate { 220 } else { 360 };
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (1500, 60 + 320 * rows as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let title = if aggregate {
+            format!("{name}: resources against allocations, {} runs shown as median (line) and range (band) per context mode", runs.len())
+        } else {
+            format!("{name}: resources against allocations")
+        };
+        let root = root.titled(&title, ("sans-serif", 20)).map_err(plot_err)?;
+        let (panels, legend) = root.split_horizontally(1500 - legend_width);
+        let areas = panels.split_evenly((rows, columns));
+        for (area, resource) in areas.iter().zip(&resources) {
+            panel(area, resource, runs, aggregate)?;
+        }
+        // The legend sits beside the panels, never over data.
+        let entries: Vec<(String, RGBColor)> = if aggregate {
+            vec![
+                ("shared".to_owned(), series_color(0)),
+                ("per-device".to_owned(), series_color(1)),
+                ("failed (x)".to_owned(), outcome_color("failed")),
+            ]
+        } else {
+            let mut e: Vec<(String, RGBColor)> = runs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.row.run.chars().take(48).collect(), series_color(i)))
+                .collect();
+            e.push(("failed here (x)".into(), outcome_color("failed")));
+            e.push(("limit (dashed)".into(), RGBColor(120, 120, 120)));
+            e
+        };
+        for (i, (label, color)) in entries.iter().enumerate() {
+            let y = 30 + 20 * i as i32;
+            legend
+                .draw(&Rectangle::new([(8, y - 5), (24, y + 5)], color.filled()))
+                .map_err(plot_err)?;
+            legend
+                .draw(&Text::new(
+                    label.clone(),
+                    (30, y - 6),
+                    ("sans-serif", 12).into_font(),
+                ))
+                .map_err(plot_err)?;
+        }
+        root.present().map_err(plot_err)?;
+    }
+    Ok((Some(svg), notes))
+}
+
+fn panel(
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    resource: &Resource,
+    runs: &[&RunView],
+    aggregate: bool,
+) -> Result<(), String> {
+    let unit = resource.unit();
+    let series: Vec<(usize, &RunView, &super::model::Series)> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, run)| {
+            Some((
+                i,
+                *run,
+                run.series.iter().find(|s| &s.resource == resource)?,
+            ))
+        })
+        .collect();
+    let x_max = series
+        .iter()
+        .flat_map(|(_, _, s)| s.points.iter().map(|p| p.0))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let y_max_data = series
+        .iter()
+        .flat_map(|(_, _, s)| s.points.iter().map(|p| p.1))
+        .fold(0f64, f64::max);
+    let y_min_data = series
+        .iter()
+        .flat_map(|(_, _, s)| s.points.iter().map(|p| p.1))
+        .fold(f64::MAX, f64::min);
+    // A limit far above the data would flatten it: drawn only within 4x of the data.
+    let limit = series.iter().find_map(|(_, _, s)| s.limit.clone());
+    let shown_limit = limit
+        .as_ref()
+        .filter(|l| l.value <= 4.0 * y_max_data.max(1.0));
+    let top = shown_limit.map_or(y_max_data, |l| l.value.max(y_max_data));
+    let (div, unit_name) = scale(unit, top);
+    let (y_lo, y_hi) = {
+        let lo = (y_min_data / div).min(top / div);
+        let hi = top / div;
+        let pad = ((hi - lo) * 0.08)
+            .max(hi.abs() * 0.01)
+            .max(if unit == Unit::Count { 1.0 } else { 1e-3 });
+        ((lo - pad).max(0.0f64.min(lo)), hi + pad)
+    };
+    let caption = match (&limit, shown_limit) {
+        (Some(l), None) => format!(
+            "{} ({unit_name}); {} {} is far above",
+            resource.label(),
+            l.name,
+            match unit {
+                Unit::Bytes => format_bytes(l.value),
+                Unit::Count => format!("{:.0}", l.value),
+            }
+        ),
+        _ => format!("{} ({unit_name})", resource.label()),
+    };
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 14))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..x_max * 1.02, y_lo..y_hi)
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .x_desc("buffers allocated")
+        .x_labels(5)
+        .x_label_formatter(&|x| format!("{}", *x as u64))
+        .y_labels(if unit == Unit::Count {
+            ((y_hi - y_lo).floor() as usize + 1).clamp(2, 6)
+        } else {
+            6
+        })
+        .y_label_formatter(&|y| {
+            if unit == Unit::Count {
+                format!("{}", y.round() as i64)
+            } else {
+                format!("{y:.1}")
+            }
+        })
+        .draw()
+        .map_err(plot_err)?;
+    if let Some(l) = shown_limit {
+        let y = l.value / div;
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(0.0, y), (x_max * 1.02, y)],
+                6,
+                4,
+                RGBColor(120, 120, 120).stroke_width(2),
+            ))
+            .map_err(plot_err)?;
+        chart
+            .draw_series([Text::new(
+                l.name.clone(),
+                (x_max * 0.02, y),
+                ("sans-serif", 11).into_font().color(&RGBColor(90, 90, 90)),
+            )])
+            .map_err(plot_err)?;
+    }
+    if aggregate {
+        for (m, mode) in ["shared", "per-device"].iter().enumerate() {
+            let points: Vec<(u64, f64)> = series
+                .iter()
+                .filter(|(_, run, _)| run.row.context_mode == *mode)
+                .flat_map(|(_, _, s)| s.points.iter().copied())
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
+            // 16 buckets of allocations: median, min, max of the readings in each.
+            let mut buckets: Vec<Vec<f64>> = vec![Vec::new(); 16];
+            for (x, y) in points {
+                let b = ((x as f64 / x_max * 15.0).round() as usize).min(15);
+                buckets[b].push(y / div);
+            }
+            let color = series_color(m);
+            let mut line = Vec::new();
+            let mut band_low = Vec::new();
+            let mut band_high = Vec::new();
+            for (b, mut values) in buckets.into_iter().enumerate() {
+                if values.is_empty() {
+                    continue;
+                }
+                values.sort_by(f64::total_cmp);
+                let x = b as f64 / 15.0 * x_max;
+                line.push((x, values[values.len() / 2]));
+                band_low.push((x, values[0]));
+                band_high.push((x, values[values.len() - 1]));
+            }
+            band_high.reverse();
+            band_low.extend(band_high);
+            chart
+                .draw_series([Polygon::new(band_low, color.mix(0.2).filled())])
+                .map_err(plot_err)?;
+            chart
+                .draw_series(LineSeries::new(line, color.stroke_width(2)))
+                .map_err(plot_err)?;
+        }
+    } else {
+        for (i, _, s) in &series {
+            let color = series_color(*i);
+            chart
+                .draw_series(LineSeries::new(
+                    s.points.iter().map(|&(x, y)| (x as f64, y / div)),
+                    color.stroke_width(2),
+                ))
+                .map_err(plot_err)?;
+        }
+    }
+    for (_, run, s) in &series {
+        if let (Some(at), Some(last)) = (run.failed_at, s.points.last()) {
+            chart
+                .draw_series([Cross::new(
+                    (at as f64, last.1 / div),
+                    7,
+                    outcome_color("failed").stroke_width(3),
+                )])
+                .map_err(plot_err)?;
+        }
+    }
+    Ok(())
+}
+
+/// Per-buffer cost against device count, one line per context mode and strategy:
+/// for groups whose runs differ in device count. `None` when no group does.
+pub fn scaling(runs: &[&RunView]) -> Result<Option<String>, String> {
+    let mut lines: BTreeMap<String, Vec<(usize, f64)>> = BTreeMap::new();
+    for run in runs {
+        if run.row.device_count == 0 {
+            continue;
+        }
+        let Some(rss) = run.cost(&Resource::HostRss) else {
+            continue;
+        };
+        lines
+            .entry(format!("{} {}", run.row.context_mode, run.row.strategy))
+            .or_default()
+            .push((run.row.device_count, rss));
+    }
+    let counts: std::collections::BTreeSet<usize> = lines.values().flatten().map(|p| p.0).collect();
+    if counts.len() < 2 {
+        return Ok(None);
+    }
+    let max_n = *counts.iter().max().unwrap_or(&1) as f64;
+    let y_max = lines.values().flatten().map(|p| p.1).fold(1.0, f64::max);
+    let (div, unit) = scale(Unit::Bytes, y_max);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1100, 520)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let (plot_area, legend) = root.split_horizontally(820);
+        let mut chart = ChartBuilder::on(&plot_area)
+            .caption(
+                format!("host RSS per buffer ({unit}) against device count"),
+                ("sans-serif", 18),
+            )
+            .margin(12)
+            .x_label_area_size(34)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.5f64..max_n + 0.5, 0f64..y_max / div * 1.15)
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("devices")
+            .x_labels(counts.len())
+            .x_label_formatter(&|x| format!("{}", x.round() as u64))
+            .y_label_formatter(&|y| format!("{y:.2}"))
+            .draw()
+            .map_err(plot_err)?;
+        for (i, (name, mut points)) in lines.into_iter().enumerate() {
+            points.sort_by_key(|p| p.0);
+            let color = series_color(i);
+            let pts: Vec<(f64, f64)> = points.iter().map(|&(n, v)| (n as f64, v / div)).collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(plot_err)?;
+            chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                .map_err(plot_err)?;
+            let y = 30 + 20 * i as i32;
+            legend
+                .draw(&Rectangle::new([(8, y - 5), (24, y + 5)], color.filled()))
+                .map_err(plot_err)?;
+            legend
+                .draw(&Text::new(
+                    name,
+                    (30, y - 6),
+                    ("sans-serif", 12).into_font(),
+                ))
+                .map_err(plot_err)?;
+        }
+        root.present().map_err(plot_err)?;
+    }
+    Ok(Some(svg))
+}
