@@ -15,6 +15,8 @@
 //!   against the host clock, runs across two devices of one shared context
 //!   ([`cross_device`](Runner::cross_device)), and checks buffers someone else
 //!   allocated ([`check_buffers`](Runner::check_buffers)).
+//! - [`split`]: one dAxpy split over several devices at once, in a shared context and
+//!   in per-device contexts, against the same kernel on one device.
 //!
 //! Everything takes opencl3 types, and checks that devices and buffers belong to the
 //! runner's context: a mistake is an [`AxpyError`], not undefined behaviour.
@@ -49,12 +51,16 @@ mod case;
 mod cross;
 mod error;
 mod runner;
+mod split;
 
 pub use bandwidth::{Bandwidth, Clock, Timing};
 pub use case::{test_data, tolerance, AxpyCase};
 pub use cross::CrossDevice;
 pub use error::AxpyError;
 pub use runner::{KernelChoice, KernelRan, Runner, Verified};
+pub use split::{
+    parts, split, ContextMode, Layout, PartFigures, SplitOptions, SplitReport, SplitRun, Transfers,
+};
 
 /// The kernels' source (`kernels/axpy.cl` of the workspace).
 pub const KERNELS: &str = include_str!("../kernels/axpy.cl");

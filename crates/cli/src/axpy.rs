@@ -4,7 +4,10 @@
 use crate::format::{self, table, Format};
 use crate::{note, Failure};
 use clmulti_alloc::{BufferCheck, BufferPair};
-use clmulti_axpy::{AxpyCase, Bandwidth, CrossDevice, KernelChoice, Runner, Verified};
+use clmulti_axpy::{
+    AxpyCase, Bandwidth, ContextMode, CrossDevice, KernelChoice, Runner, SplitOptions, SplitReport,
+    Verified,
+};
 use clmulti_probe::{Device, DeviceChoice, DeviceRequest, DeviceTypeFilter, PlatformSelector};
 use clmulti_scenario::format_bytes;
 use opencl3::context::Context;
@@ -67,6 +70,30 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     format: Format,
+    /// Split one dAxpy over all selected devices at once, in one shared context and
+    /// in per-device contexts, against one device.
+    #[arg(long)]
+    split: bool,
+    /// With --split: which context modes.
+    #[arg(long, value_enum, default_value_t = ContextArg::Both, requires = "split")]
+    context: ContextArg,
+    /// With --split: each device's share, e.g. 1,3 (default equal).
+    #[arg(long, value_delimiter = ',', requires = "split")]
+    weights: Option<Vec<f64>>,
+    /// With --split: also time moving the data (host to devices, back, between devices).
+    #[arg(long, requires = "split")]
+    include_transfers: bool,
+}
+
+/// The context modes of `--split`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ContextArg {
+    /// One context over every device.
+    Shared,
+    /// One context per device.
+    PerDevice,
+    /// Both, in one invocation.
+    Both,
 }
 
 /// Version of `clmulti axpy --format json`.
@@ -92,6 +119,7 @@ struct AxpyReport {
     platform: String,
     devices: Vec<DeviceResult>,
     cross_device: Option<Result<CrossDevice, String>>,
+    split: Option<SplitReport>,
 }
 
 /// Cases every device must pass: offsets, increments, n not a multiple of the
@@ -194,6 +222,16 @@ pub fn devices_from_args(
     Ok((name, devices))
 }
 
+/// Runs dAxpy split over `devices`, as `clmulti axpy --split` and a scenario's
+/// `[axpy] split` do.
+pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, String> {
+    let cl: Vec<opencl3::device::Device> = devices
+        .iter()
+        .map(|d| opencl3::device::Device::new(d.id()))
+        .collect();
+    clmulti_axpy::split(&cl, options).map_err(|e| e.to_string())
+}
+
 pub fn run(args: &Args) -> Result<(), Failure> {
     let (platform, devices) = devices_from_args(&args.devices, args.partition.as_ref())?;
     let kernels: &[KernelChoice] = match args.kernel {
@@ -201,6 +239,42 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         KernelArg::Fast => &[KernelChoice::Fast],
         KernelArg::Both => &[KernelChoice::Seed, KernelChoice::Fast],
     };
+    if args.split {
+        let options = SplitOptions {
+            n: args.n,
+            weights: args.weights.clone(),
+            repeat: args.repeat as usize,
+            modes: match args.context {
+                ContextArg::Shared => vec![ContextMode::Shared],
+                ContextArg::PerDevice => vec![ContextMode::PerDevice],
+                ContextArg::Both => vec![ContextMode::Shared, ContextMode::PerDevice],
+            },
+            kernels: kernels.to_vec(),
+            include_transfers: args.include_transfers,
+        };
+        note!("axpy --split over {} device(s)", devices.len());
+        let report = split(&devices, &options).map_err(|e| {
+            if e.contains("named twice") || e.contains("weights") {
+                Failure::Input(e)
+            } else {
+                Failure::Tool(e)
+            }
+        })?;
+        let report = AxpyReport {
+            schema_version: AXPY_SCHEMA_VERSION,
+            platform,
+            devices: Vec::new(),
+            cross_device: None,
+            split: Some(report),
+        };
+        return match args.format {
+            Format::Json => format::print_json(&report),
+            Format::Table => {
+                print_split(&report, &devices);
+                Ok(())
+            }
+        };
+    }
     let mut results = Vec::new();
     for device in &devices {
         note!(
@@ -216,6 +290,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         platform,
         devices: results,
         cross_device,
+        split: None,
     };
     match args.format {
         Format::Json => format::print_json(&report)?,
@@ -384,5 +459,86 @@ fn print_table(report: &AxpyReport) {
         ),
         Some(Err(e)) => println!("cross-device: error: {e}"),
         None => println!("cross-device: needs two devices of one platform"),
+    }
+}
+
+fn mode_name(mode: ContextMode) -> &'static str {
+    match mode {
+        ContextMode::Shared => "shared",
+        ContextMode::PerDevice => "per-device",
+    }
+}
+
+fn print_split(report: &AxpyReport, devices: &[Device]) {
+    let Some(s) = &report.split else { return };
+    println!("platform {}", report.platform);
+    println!(
+        "split dAxpy over {} device(s): {}; n = {} in parts of {}; best and median of {} after a warm-up",
+        devices.len(),
+        devices.iter().map(|d| format!("{} {}", d.info().selector, d.info().display_name())).collect::<Vec<_>>().join(", "),
+        s.n,
+        s.parts.iter().map(u64::to_string).collect::<Vec<_>>().join(" + "),
+        s.repeat
+    );
+    let mut header = vec![
+        "context".to_owned(),
+        "layout".into(),
+        "kernel".into(),
+        "aggregate GB/s".into(),
+        "median".into(),
+        "1 device".into(),
+        "efficiency".into(),
+    ];
+    header.extend((0..devices.len()).map(|d| format!("device {d} GB/s")));
+    let mut rows = vec![header];
+    for r in &s.runs {
+        let mut row = vec![
+            mode_name(r.context).to_owned(),
+            match r.layout {
+                clmulti_axpy::Layout::Buffers => "buffers",
+                clmulti_axpy::Layout::SubBuffers => "sub-buffers",
+            }
+            .to_owned(),
+            r.kernel.name().to_owned(),
+            format!("{:.1}", r.aggregate_gb_per_s_best),
+            format!("{:.1}", r.aggregate_gb_per_s_median),
+            format!("{:.1}", r.one_device_gb_per_s),
+            format!("{:.3}", r.scaling_efficiency),
+        ];
+        row.extend(r.parts.iter().map(|p| {
+            format!(
+                "{:.1}{}",
+                p.gb_per_s_best,
+                if p.clock == clmulti_axpy::Clock::Host {
+                    " (host)"
+                } else {
+                    ""
+                }
+            )
+        }));
+        rows.push(row);
+    }
+    print!("{}", table(&rows));
+    println!(
+        "  every part verified against the CPU reference (largest error {:.2} of the tolerance)",
+        s.runs
+            .iter()
+            .map(|r| r.max_error_ulps / 2.0)
+            .fold(0.0, f64::max)
+    );
+    for t in &s.transfers {
+        println!(
+            "  transfers ({}): host to devices {:.3} ms, devices to host {:.3} ms{}",
+            mode_name(t.context),
+            t.host_to_devices_s * 1e3,
+            t.devices_to_host_s * 1e3,
+            t.device_to_device_s.map_or(String::new(), |d| format!(
+                ", device 0 to device 1 {:.3} ms",
+                d * 1e3
+            ))
+        );
+    }
+    for n in &s.notes {
+        println!("  note: {n}");
     }
 }

@@ -246,10 +246,32 @@ fn run_here(scenario: &Scenario, format: Format, is_child: bool) -> Result<Repor
         unsafe { libc::_exit(0) };
     });
     let mut check = crate::axpy::BufferCheckAxpy;
+    // The scenario's `[axpy] split`: a short split in the run's own context mode.
+    let mut split = |devices: &[clmulti_probe::Device], scenario: &Scenario| {
+        let options = clmulti_axpy::SplitOptions {
+            n: 1 << 22,
+            weights: None,
+            repeat: 5,
+            modes: vec![match scenario.context_mode {
+                clmulti_scenario::ContextMode::Shared => clmulti_axpy::ContextMode::Shared,
+                clmulti_scenario::ContextMode::PerDevice => clmulti_axpy::ContextMode::PerDevice,
+            }],
+            kernels: vec![
+                clmulti_axpy::KernelChoice::Seed,
+                clmulti_axpy::KernelChoice::Fast,
+            ],
+            include_transfers: false,
+        };
+        match crate::axpy::split(devices, &options) {
+            Ok(report) => serde_json::to_value(report).unwrap_or_default(),
+            Err(e) => serde_json::json!({ "error": e }),
+        }
+    };
     let result = clmulti_alloc::run(
         scenario,
         RunOptions {
             check: Some(&mut check),
+            split: Some(&mut split),
             observer: Some(&mut observer),
             on_hang: Some(on_hang),
             ..RunOptions::default()

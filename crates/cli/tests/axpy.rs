@@ -110,3 +110,92 @@ fn broken_profiling_events_fall_back_to_the_host_clock() {
         .iter()
         .any(|n| n.as_str().unwrap().contains("disagree with the host clock")));
 }
+
+fn split_json(cmd: &mut std::process::Command) -> serde_json::Value {
+    let out = run(cmd);
+    assert!(out.status.success(), "{}", stderr(&out));
+    json(&out)["split"].clone()
+}
+
+#[test]
+fn a_split_verifies_in_both_context_modes_with_unequal_parts() {
+    // n divisible neither by the device count nor by 4; weights 1:3.
+    let split = split_json(clmulti(2).args([
+        "axpy",
+        "--split",
+        "--n",
+        "100003",
+        "--repeat",
+        "2",
+        "--weights",
+        "1,3",
+        "--include-transfers",
+        "--format",
+        "json",
+    ]));
+    let parts: Vec<u64> = split["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_u64().unwrap())
+        .collect();
+    assert_eq!(parts.iter().sum::<u64>(), 100_003);
+    assert!(parts[1] > 2 * parts[0], "{parts:?}");
+    let runs = split["runs"].as_array().unwrap();
+    // shared: buffers and sub-buffers; per-device: buffers; each with both kernels.
+    assert_eq!(runs.len(), 6, "{split}");
+    for r in runs {
+        assert!(r["max_error_ulps"].as_f64().unwrap() <= 2.0, "{r}");
+        assert!(r["aggregate_gb_per_s_best"].as_f64().unwrap() > 0.0);
+        assert!(r["one_device_gb_per_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["parts"].as_array().unwrap().len(), 2);
+    }
+    assert!(runs.iter().any(|r| r["layout"] == "sub-buffers"));
+    assert!(runs.iter().any(|r| r["context"] == "per-device"));
+    let transfers = split["transfers"].as_array().unwrap();
+    assert_eq!(transfers.len(), 2);
+    assert!(transfers
+        .iter()
+        .any(|t| t["device_to_device_s"].as_f64().is_some_and(|s| s > 0.0)));
+}
+
+#[test]
+fn one_device_is_a_split_of_one_part_and_a_device_twice_is_refused() {
+    let split = split_json(clmulti(2).args([
+        "axpy", "--split", "--device", "0:1", "--n", "4099", "--repeat", "2", "--kernel", "seed",
+        "--format", "json",
+    ]));
+    assert_eq!(split["parts"], serde_json::json!([4099]));
+    assert_eq!(
+        split["runs"].as_array().unwrap().len(),
+        2,
+        "shared and per-device, seed kernel"
+    );
+    let out = run(clmulti(2).args(["axpy", "--split", "--device", "0:0", "--device", "0:0"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("named twice"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_scenario_records_split_throughput_beside_its_allocations() {
+    let path = scenario_file(
+        "split.toml",
+        "[devices]\ntype = \"cpu\"\ncount = 2\n[allocation]\nsize = \"64KiB\"\ncount = 100\n[axpy]\nsplit = true\n[grid]\n\"context.mode\" = [\"shared\", \"per-device\"]\n",
+    );
+    let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    for r in reports(&out) {
+        let split = r
+            .axpy_split
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}: no split", r.run_name));
+        let runs = split["runs"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{split}"));
+        let mode = r.scenario.context_mode.name();
+        assert!(runs.iter().all(|run| run["context"] == mode), "{split}");
+        assert!(runs
+            .iter()
+            .all(|run| run["max_error_ulps"].as_f64().unwrap() <= 2.0));
+    }
+}

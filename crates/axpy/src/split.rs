@@ -1,0 +1,558 @@
+//! One dAxpy split over several devices at once: what a multi-device context is for.
+//!
+//! The vector is cut into one contiguous part per device (equal, or by weights),
+//! every part is enqueued on its device's queue before any is waited on, and the
+//! aggregate bandwidth is the bytes of the whole vector over the host time from the
+//! first enqueue to the last completion. The same split runs in one shared context
+//! (parts in buffers of their own, and as sub-buffers of one buffer) and in one
+//! context per device, against the same kernel on one device in the same run.
+
+use crate::bandwidth::{Clock, Launch};
+use crate::case::{check, test_data, AxpyCase};
+use crate::error::{cl, cl3, AxpyError};
+use crate::runner::{buffer, event_seconds, read, write, KernelChoice, KernelRan, Runner};
+use opencl3::command_queue::CommandQueue;
+use opencl3::context::Context;
+use opencl3::device::Device;
+use opencl3::memory::{Buffer, ClMem};
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// How the split is run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SplitOptions {
+    /// Elements of the whole vector.
+    pub n: u64,
+    /// Relative share of each device (`None`: equal).
+    pub weights: Option<Vec<f64>>,
+    /// Timed repetitions after one warm-up.
+    pub repeat: usize,
+    /// Which context modes.
+    pub modes: Vec<ContextMode>,
+    /// Which kernels.
+    pub kernels: Vec<KernelChoice>,
+    /// Also time moving the data: host to devices, back, and between devices.
+    pub include_transfers: bool,
+}
+
+/// One context over every device, or one per device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ContextMode {
+    /// One context over all devices.
+    Shared,
+    /// One context per device.
+    PerDevice,
+}
+
+/// Where the parts live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// A buffer per part, on its device.
+    Buffers,
+    /// Sub-buffers of one buffer (shared context only).
+    SubBuffers,
+}
+
+/// One part's device figures.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PartFigures {
+    /// The device's index in the split.
+    pub device: usize,
+    /// Elements of its part.
+    pub n: u64,
+    /// Its kernel's best bandwidth from its own events (or host time when events
+    /// disagree), GB/s.
+    pub gb_per_s_best: f64,
+    /// Which clock.
+    pub clock: Clock,
+}
+
+/// One split: mode, layout, kernel.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SplitRun {
+    /// Context mode.
+    pub context: ContextMode,
+    /// Where the parts live.
+    pub layout: Layout,
+    /// Which kernel.
+    pub kernel: KernelRan,
+    /// Whole-vector bytes over host time, first enqueue to last completion, best, GB/s.
+    pub aggregate_gb_per_s_best: f64,
+    /// The same, median.
+    pub aggregate_gb_per_s_median: f64,
+    /// Each device's part.
+    pub parts: Vec<PartFigures>,
+    /// The same kernel on device 0 alone, whole vector, host-timed, best, GB/s.
+    pub one_device_gb_per_s: f64,
+    /// aggregate / (one device x devices).
+    pub scaling_efficiency: f64,
+    /// Largest error after every application, in epsilons of the tolerance (<= 2 passes).
+    pub max_error_ulps: f64,
+}
+
+/// The cost of getting the data there and back, apart from the kernels.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Transfers {
+    /// Context mode.
+    pub context: ContextMode,
+    /// Writing every part's x and y, host to devices, seconds.
+    pub host_to_devices_s: f64,
+    /// Reading every part's y back, seconds.
+    pub devices_to_host_s: f64,
+    /// Moving part 0's x and y to device 1 (clEnqueueMigrateMemObjects, host clock;
+    /// shared context only), seconds.
+    pub device_to_device_s: Option<f64>,
+}
+
+/// Everything a split measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SplitReport {
+    /// Elements.
+    pub n: u64,
+    /// Each device's elements.
+    pub parts: Vec<u64>,
+    /// Timed repetitions.
+    pub repeat: usize,
+    /// Every split run.
+    pub runs: Vec<SplitRun>,
+    /// Data movement, when asked.
+    pub transfers: Vec<Transfers>,
+    /// What to know (which layout was faster, clocks used).
+    pub notes: Vec<String>,
+}
+
+/// Cuts `n` elements into one part per weight, each boundary a multiple of `align`
+/// elements (sub-buffer origins must be), the last part taking the rest.
+pub fn parts(n: u64, weights: &[f64], align: u64) -> Result<Vec<u64>, AxpyError> {
+    if weights.is_empty() || weights.iter().any(|w| !(w.is_finite() && *w > 0.0)) {
+        return Err(AxpyError::Split(
+            "weights must be positive numbers, one per device".into(),
+        ));
+    }
+    let total: f64 = weights.iter().sum();
+    let align = align.max(1);
+    let mut parts = Vec::with_capacity(weights.len());
+    let mut used = 0u64;
+    for (i, w) in weights.iter().enumerate() {
+        let part = if i + 1 == weights.len() {
+            n - used
+        } else {
+            let want = (n as f64 * w / total) as u64;
+            (want / align * align).min(n - used)
+        };
+        parts.push(part);
+        used += part;
+    }
+    if parts.contains(&0) && n >= align * weights.len() as u64 {
+        return Err(AxpyError::Split(format!(
+            "n = {n} leaves a device without elements at alignment {align}"
+        )));
+    }
+    Ok(parts)
+}
+
+/// One part's buffers and queue.
+struct Part<'r> {
+    runner: &'r Runner<'r>,
+    queue: CommandQueue,
+    x: Buffer<f32>,
+    y: Buffer<f32>,
+    case: AxpyCase,
+    per_item: u32,
+    x0: Vec<f32>,
+    y0: Vec<f32>,
+}
+
+fn sub_buffer(
+    parent: &Buffer<f32>,
+    origin_floats: u64,
+    floats: u64,
+) -> Result<Buffer<f32>, AxpyError> {
+    let region = opencl3::types::cl_buffer_region {
+        origin: (origin_floats * 4) as usize,
+        size: (floats.max(1) * 4) as usize,
+    };
+    // SAFETY: `parent` is live; the region lies inside it (the caller cuts it from
+    // the parent's length) and its origin is aligned to every device's base alignment.
+    let mem = unsafe {
+        opencl3::memory::create_sub_buffer(
+            parent.get(),
+            opencl3::memory::CL_MEM_READ_WRITE,
+            opencl3::memory::CL_BUFFER_CREATE_TYPE_REGION,
+            (&region as *const opencl3::types::cl_buffer_region).cast(),
+        )
+    }
+    .map_err(cl("clCreateSubBuffer"))?;
+    Ok(Buffer::new(mem))
+}
+
+/// Runs every part once, concurrently: enqueue all, flush all, then wait for all.
+fn run_all(parts: &[Part<'_>], kernel: KernelRan) -> Result<(f64, Vec<Launch>), AxpyError> {
+    let start = Instant::now();
+    let mut events = Vec::with_capacity(parts.len());
+    for p in parts {
+        events.push(
+            p.runner
+                .enqueue(&p.queue, kernel, &p.case, &p.x, &p.y, p.per_item)?,
+        );
+        // Some runtimes start a queue's work only when it is flushed.
+        p.queue.flush().map_err(cl3("clFlush"))?;
+    }
+    let mut launches = Vec::with_capacity(parts.len());
+    for (p, ev) in parts.iter().zip(&events) {
+        p.queue.finish().map_err(cl3("clFinish"))?;
+        launches.push(Launch {
+            event_s: match ev {
+                Some(e) => event_seconds(e)?,
+                None => 0.0,
+            },
+            host_s: start.elapsed().as_secs_f64(),
+        });
+    }
+    Ok((start.elapsed().as_secs_f64(), launches))
+}
+
+fn events_within_host(launches: &[Launch]) -> bool {
+    let mut events: Vec<f64> = launches.iter().map(|l| l.event_s).collect();
+    events.sort_by(f64::total_cmp);
+    let median = events[events.len() / 2];
+    median > 0.0 && launches.iter().all(|l| l.event_s <= l.host_s * 1.1 + 1e-5)
+}
+
+fn align_floats(devices: &[Device]) -> u64 {
+    let bits = devices
+        .iter()
+        .map(|d| u64::from(d.mem_base_addr_align().unwrap_or(1024)))
+        .max()
+        .unwrap_or(1024);
+    (bits / 8 / 4).max(4)
+}
+
+/// Runs the split over `devices` (distinct, of one platform).
+pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, AxpyError> {
+    for (i, d) in devices.iter().enumerate() {
+        if devices[..i].iter().any(|o| o.id() == d.id()) {
+            return Err(AxpyError::SameDevice(d.name().unwrap_or_default()));
+        }
+    }
+    let weights = options
+        .weights
+        .clone()
+        .unwrap_or_else(|| vec![1.0; devices.len()]);
+    if weights.len() != devices.len() {
+        return Err(AxpyError::Split(format!(
+            "{} weights for {} devices",
+            weights.len(),
+            devices.len()
+        )));
+    }
+    let align = align_floats(devices);
+    let parts = parts(options.n, &weights, align)?;
+    let mut report = SplitReport {
+        n: options.n,
+        parts: parts.clone(),
+        repeat: options.repeat.max(1),
+        runs: Vec::new(),
+        transfers: Vec::new(),
+        notes: Vec::new(),
+    };
+    let ids: Vec<_> = devices.iter().map(Device::id).collect();
+    for &mode in &options.modes {
+        let contexts: Vec<Context> = match mode {
+            ContextMode::Shared => {
+                vec![Context::from_devices(&ids, &[], None, std::ptr::null_mut())
+                    .map_err(cl3("clCreateContext"))?]
+            }
+            ContextMode::PerDevice => devices
+                .iter()
+                .map(Context::from_device)
+                .collect::<Result<_, _>>()
+                .map_err(cl3("clCreateContext"))?,
+        };
+        let runners: Vec<Runner<'_>> =
+            contexts.iter().map(Runner::new).collect::<Result<_, _>>()?;
+        let runner_of = |d: usize| &runners[if mode == ContextMode::Shared { 0 } else { d }];
+        let layouts: &[Layout] = match mode {
+            ContextMode::Shared if devices.len() > 1 => &[Layout::Buffers, Layout::SubBuffers],
+            _ => &[Layout::Buffers],
+        };
+        for &layout in layouts {
+            for (k, &choice) in options.kernels.iter().enumerate() {
+                // Data movement is timed once per mode: first kernel, own buffers.
+                let time_transfers =
+                    options.include_transfers && layout == Layout::Buffers && k == 0;
+                let (run, transfers) = run_split(
+                    devices,
+                    &parts,
+                    mode,
+                    layout,
+                    choice,
+                    &runner_of,
+                    options,
+                    time_transfers,
+                )?;
+                report.runs.push(run);
+                report.transfers.extend(transfers);
+            }
+        }
+    }
+    // Which layout of the shared context was faster, on this runtime.
+    for kernel in [KernelRan::Seed, KernelRan::Fast] {
+        let of = |layout| {
+            report
+                .runs
+                .iter()
+                .find(|r| {
+                    r.context == ContextMode::Shared && r.layout == layout && r.kernel == kernel
+                })
+                .map(|r| r.aggregate_gb_per_s_best)
+        };
+        if let (Some(b), Some(s)) = (of(Layout::Buffers), of(Layout::SubBuffers)) {
+            report.notes.push(format!(
+                "{} in the shared context: {} were faster ({:.1} vs {:.1} GB/s)",
+                kernel.name(),
+                if b >= s {
+                    "buffers per device"
+                } else {
+                    "sub-buffers of one buffer"
+                },
+                b.max(s),
+                b.min(s)
+            ));
+        }
+    }
+    Ok(report)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_split<'r>(
+    devices: &[Device],
+    parts: &[u64],
+    mode: ContextMode,
+    layout: Layout,
+    choice: KernelChoice,
+    runner_of: &dyn Fn(usize) -> &'r Runner<'r>,
+    options: &SplitOptions,
+    time_transfers: bool,
+) -> Result<(SplitRun, Option<Transfers>), AxpyError> {
+    let kernel = Runner::pick(
+        &AxpyCase::contiguous(*parts.iter().max().unwrap_or(&0), 1.0),
+        choice,
+    )?;
+    let alpha = 0.75f32;
+    let whole_x = test_data(options.n, 1);
+    let whole_y = test_data(options.n, 2);
+    // One buffer of the whole vector for the sub-buffer layout.
+    let parents = if layout == Layout::SubBuffers {
+        let r = runner_of(0);
+        Some((buffer(r.context, options.n)?, buffer(r.context, options.n)?))
+    } else {
+        None
+    };
+    let mut built = Vec::with_capacity(devices.len());
+    let mut offset = 0u64;
+    let write_start = Instant::now();
+    for (d, (&len, device)) in parts.iter().zip(devices).enumerate() {
+        let runner = runner_of(d);
+        let queue = runner.queue(device)?;
+        let (mut x, mut y) = match &parents {
+            Some((px, py)) => (sub_buffer(px, offset, len)?, sub_buffer(py, offset, len)?),
+            None => (buffer(runner.context, len)?, buffer(runner.context, len)?),
+        };
+        let x0 = whole_x[offset as usize..(offset + len) as usize].to_vec();
+        let y0 = whole_y[offset as usize..(offset + len) as usize].to_vec();
+        write(&queue, &mut x, &x0)?;
+        write(&queue, &mut y, &y0)?;
+        offset += len;
+        built.push(Part {
+            runner,
+            queue,
+            x,
+            y,
+            case: AxpyCase::contiguous(len, alpha),
+            per_item: 1,
+            x0,
+            y0,
+        });
+    }
+    let write_s = write_start.elapsed().as_secs_f64();
+    if kernel == KernelRan::Fast {
+        for p in &mut built {
+            if p.case.n >= 4 {
+                p.per_item = p.runner.tune(&p.queue, &p.case, &p.x, &p.y)?;
+            }
+        }
+    }
+    // Warm-up (also every tuning launch above added alpha * x to y).
+    let tuning_launches: u32 = if kernel == KernelRan::Fast { 12 } else { 0 };
+    run_all(&built, kernel)?;
+    let mut totals = Vec::with_capacity(options.repeat);
+    let mut per_part: Vec<Vec<Launch>> = vec![Vec::new(); built.len()];
+    for _ in 0..options.repeat.max(1) {
+        let (total, launches) = run_all(&built, kernel)?;
+        totals.push(total);
+        for (i, l) in launches.into_iter().enumerate() {
+            per_part[i].push(l);
+        }
+    }
+    let applications = tuning_launches + 1 + options.repeat.max(1) as u32;
+    let read_start = Instant::now();
+    let mut results = Vec::with_capacity(built.len());
+    for p in &built {
+        let mut got = vec![0f32; p.case.n as usize];
+        read(&p.queue, &p.y, &mut got)?;
+        results.push(got);
+    }
+    let read_s = read_start.elapsed().as_secs_f64();
+    let mut worst = 0f64;
+    for (p, got) in built.iter().zip(&results) {
+        let times = if p.case.n >= 4 {
+            applications
+        } else {
+            applications - tuning_launches
+        };
+        worst = worst.max(check(&p.case, &p.x0, &p.y0, got, times)?);
+    }
+    let mut transfers = None;
+    if time_transfers {
+        let device_to_device_s = if mode == ContextMode::Shared && built.len() > 1 {
+            let mems = [built[0].x.get(), built[0].y.get()];
+            let start = Instant::now();
+            // SAFETY: both buffers belong to this (shared) context; the list outlives
+            // the call, which is waited on below.
+            let ev = unsafe {
+                opencl3::command_queue::enqueue_migrate_mem_object(
+                    built[1].queue.get(),
+                    2,
+                    mems.as_ptr(),
+                    0,
+                    0,
+                    std::ptr::null(),
+                )
+            }
+            .map_err(cl("clEnqueueMigrateMemObjects"))?;
+            event_seconds(&opencl3::event::Event::new(ev))?;
+            Some(start.elapsed().as_secs_f64())
+        } else {
+            None
+        };
+        transfers = Some(Transfers {
+            context: mode,
+            host_to_devices_s: write_s,
+            devices_to_host_s: read_s,
+            device_to_device_s,
+        });
+    }
+    let bytes = 3 * options.n * 4;
+    let mut sorted = totals.clone();
+    sorted.sort_by(f64::total_cmp);
+    let parts_figures = built
+        .iter()
+        .zip(&per_part)
+        .enumerate()
+        .map(|(d, (p, launches))| {
+            // A part's host time includes waiting for the other parts: its events are
+            // believed when they are non-zero and within that time.
+            let clock = if events_within_host(launches) {
+                Clock::Events
+            } else {
+                Clock::Host
+            };
+            let best = launches
+                .iter()
+                .map(|l| {
+                    if clock == Clock::Events {
+                        l.event_s
+                    } else {
+                        l.host_s
+                    }
+                })
+                .fold(f64::MAX, f64::min);
+            PartFigures {
+                device: d,
+                n: p.case.n,
+                gb_per_s_best: 3.0 * p.case.n as f64 * 4.0 / best / 1e9,
+                clock,
+            }
+        })
+        .collect();
+    // The same kernel on device 0 alone, whole vector, host-timed the same way.
+    let one = single_device(runner_of(0), &devices[0], kernel, options)?;
+    let aggregate_best = bytes as f64 / sorted[0] / 1e9;
+    Ok((
+        SplitRun {
+            context: mode,
+            layout,
+            kernel,
+            aggregate_gb_per_s_best: aggregate_best,
+            aggregate_gb_per_s_median: bytes as f64 / sorted[sorted.len() / 2] / 1e9,
+            parts: parts_figures,
+            one_device_gb_per_s: one,
+            scaling_efficiency: aggregate_best / (one * devices.len() as f64),
+            max_error_ulps: worst,
+        },
+        transfers,
+    ))
+}
+
+/// Best host-timed bandwidth of the kernel over the whole vector on one device.
+fn single_device(
+    runner: &Runner<'_>,
+    device: &Device,
+    kernel: KernelRan,
+    options: &SplitOptions,
+) -> Result<f64, AxpyError> {
+    let case = AxpyCase::contiguous(options.n, 0.5);
+    let queue = runner.queue(device)?;
+    let mut x = buffer(runner.context, options.n)?;
+    let mut y = buffer(runner.context, options.n)?;
+    write(&queue, &mut x, &test_data(options.n, 1))?;
+    write(&queue, &mut y, &test_data(options.n, 2))?;
+    let per_item = if kernel == KernelRan::Fast && options.n >= 4 {
+        runner.tune(&queue, &case, &x, &y)?
+    } else {
+        1
+    };
+    let part = Part {
+        runner,
+        queue,
+        x,
+        y,
+        case,
+        per_item,
+        x0: Vec::new(),
+        y0: Vec::new(),
+    };
+    let parts = [part];
+    run_all(&parts, kernel)?;
+    let mut best = f64::MAX;
+    for _ in 0..options.repeat.max(1) {
+        best = best.min(run_all(&parts, kernel)?.0);
+    }
+    Ok(3.0 * options.n as f64 * 4.0 / best / 1e9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_follow_weights_at_the_alignment() {
+        assert_eq!(parts(1000, &[1.0, 1.0], 4).unwrap(), vec![500, 500]);
+        assert_eq!(parts(1003, &[1.0, 1.0], 4).unwrap(), vec![500, 503]);
+        assert_eq!(
+            parts(1003, &[1.0, 1.0, 1.0], 32).unwrap(),
+            vec![320, 320, 363]
+        );
+        assert_eq!(parts(1000, &[1.0, 3.0], 4).unwrap(), vec![248, 752]);
+        assert_eq!(parts(7, &[1.0], 4).unwrap(), vec![7]);
+        assert!(parts(1000, &[1.0, 0.0], 4).is_err());
+        assert!(parts(1000, &[], 4).is_err());
+        assert_eq!(
+            parts(1000, &[1.0, 1.0], 4).unwrap().iter().sum::<u64>(),
+            1000
+        );
+    }
+}
