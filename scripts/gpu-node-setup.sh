@@ -1,46 +1,87 @@
 #!/usr/bin/env bash
-# Prepares an NVIDIA GPU node for clmulti: registers the NVIDIA OpenCL ICD with the
-# loader when the driver is installed but its ICD file is missing (common in
-# containers), then checks that the expected number of GPUs is visible.
+# Prepares a GPU node for clmulti: registers the vendor's OpenCL ICD with the loader
+# when the driver is installed but its ICD file is missing (common in containers and
+# on cluster nodes), then checks that the expected number of devices is visible.
 #
-#   scripts/gpu-node-setup.sh [EXPECTED_GPUS] [CLMULTI_BINARY]
+#   scripts/gpu-node-setup.sh [options] [EXPECTED_DEVICES] [CLMULTI_BINARY]
+#     --env            print `export OCL_ICD_VENDORS=...` on stdout (for eval) when the
+#                      ICD had to go into a folder this job owns; all else goes to stderr
+#     --user           never write /etc/OpenCL/vendors, even when it is writable
+#     --icd LIB        the ICD library (default: the NVIDIA driver's libnvidia-opencl.so.1)
+#     --platform NAME  count devices on platforms whose name contains NAME (default NVIDIA)
 #
-# Exits non-zero, saying why, when fewer GPUs than expected are visible.
+# Without root (a Slurm job), /etc/OpenCL/vendors is read-only: the system's .icd files
+# and the new one are copied into $CLMULTI_ICD_DIR (default
+# ${TMPDIR:-/tmp}/clmulti-icd-$USER-${SLURM_JOB_ID:-$$}) and OCL_ICD_VENDORS points there,
+# so the platforms already registered stay visible. Typical uses:
+#   scripts/gpu-node-setup.sh 2                                  # root: writes /etc
+#   eval "$(scripts/gpu-node-setup.sh --env 2)"                  # in a job script
+# Exits non-zero, saying why, when fewer devices than expected are visible.
 set -euo pipefail
 
+env_mode=0 user_mode=0 lib="" platform=NVIDIA
+while (($#)); do
+  case $1 in
+    --env) env_mode=1; shift ;;
+    --user) user_mode=1; shift ;;
+    --icd) lib=$2; shift 2 ;;
+    --platform) platform=$2; shift 2 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -*) echo "gpu-node-setup: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
 expected=${1:-1}
 clmulti=${2:-target/release/clmulti}
-vendors=/etc/OpenCL/vendors
+vendors=${OCL_ICD_VENDORS:-/etc/OpenCL/vendors}
+say() { echo "gpu-node-setup: $*" >&2; }
 
-lib=""
-for candidate in /usr/lib/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 \
-                 /usr/lib64/libnvidia-opencl.so.1 /usr/local/nvidia/lib64/libnvidia-opencl.so.1; do
-  if [ -e "$candidate" ]; then lib=$candidate; break; fi
-done
 if [ -z "$lib" ]; then
-  lib=$(ldconfig -p 2>/dev/null | awk '/libnvidia-opencl.so.1/ {print $NF; exit}')
+  for candidate in /usr/lib/libnvidia-opencl.so.1 /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 \
+                   /usr/lib64/libnvidia-opencl.so.1 /usr/local/nvidia/lib64/libnvidia-opencl.so.1; do
+    if [ -e "$candidate" ]; then lib=$candidate; break; fi
+  done
+  [ -n "$lib" ] || lib=$(ldconfig -p 2>/dev/null | awk '/libnvidia-opencl.so.1/ {print $NF; exit}')
+  [ -n "$lib" ] || { say "libnvidia-opencl.so.1 not found: is the NVIDIA driver installed? (--icd LIB names another)"; exit 1; }
 fi
-if [ -z "$lib" ]; then
-  echo "gpu-node-setup: libnvidia-opencl.so.1 not found: is the NVIDIA driver installed?" >&2
-  exit 1
-fi
-if ! grep -qs libnvidia-opencl "$vendors"/*.icd 2>/dev/null; then
-  mkdir -p "$vendors"
-  echo "$lib" > "$vendors/nvidia.icd"
-  echo "gpu-node-setup: registered $lib in $vendors/nvidia.icd" >&2
-fi
-
+# A bare name is for the loader's dlopen to find; a path must exist.
+[[ $lib != */* || -e $lib ]] || { say "$lib does not exist"; exit 1; }
 if [ ! -x "$clmulti" ]; then
-  echo "gpu-node-setup: $clmulti not found; build it with: cargo build --release --features nvml" >&2
+  say "$clmulti not found; build it with: cargo build --release -p clmulti"
   exit 1
 fi
-# Platform order changes between boots: count GPUs on the platform named NVIDIA.
+
+icd_name=$(basename "$lib" | sed 's/\.so.*//').icd
+if grep -qsF "$lib" "$vendors"/*.icd 2>/dev/null; then
+  say "$lib is already registered in $vendors"
+elif ((!user_mode)) && [ "$vendors" = /etc/OpenCL/vendors ] && mkdir -p "$vendors" 2>/dev/null && [ -w "$vendors" ]; then
+  echo "$lib" > "$vendors/$icd_name"
+  say "registered $lib in $vendors/$icd_name"
+else
+  own=${CLMULTI_ICD_DIR:-${TMPDIR:-/tmp}/clmulti-icd-${USER:-$(id -un)}-${SLURM_JOB_ID:-$$}}
+  mkdir -p "$own"
+  # OCL_ICD_VENDORS replaces the system folder: keep the platforms it already lists.
+  for icd in "$vendors"/*.icd; do
+    [ -e "$icd" ] && [ "$(dirname "$icd")" != "$own" ] && cp "$icd" "$own/"
+  done
+  echo "$lib" > "$own/$icd_name"
+  export OCL_ICD_VENDORS=$own
+  say "registered $lib in $own/$icd_name (OCL_ICD_VENDORS=$own)"
+  if ((env_mode)); then
+    printf 'export OCL_ICD_VENDORS=%q\n' "$own"
+  else
+    say "for later commands: export OCL_ICD_VENDORS=$own"
+  fi
+fi
+
+# Platform order changes between boots: count devices on the platform by name.
 count=$("$clmulti" devices --format json | python3 -c '
 import json, sys
+name = sys.argv[1].lower()
 platforms = json.load(sys.stdin)["platforms"]
-print(sum(1 for p in platforms if "NVIDIA" in str(p["name"]) for d in p["devices"] if d["kind"] == "gpu"))')
-echo "gpu-node-setup: $count NVIDIA GPU(s) visible through OpenCL" >&2
+print(sum(len(p["devices"]) for p in platforms if name in str(p["name"]).lower()))' "$platform")
+say "$count device(s) visible on platforms named like '$platform'"
 if [ "$count" -lt "$expected" ]; then
-  echo "gpu-node-setup: expected $expected; check nvidia-smi and CUDA_VISIBLE_DEVICES" >&2
+  say "expected $expected; check the driver (nvidia-smi), CUDA_VISIBLE_DEVICES and the job's --gres"
   exit 1
 fi

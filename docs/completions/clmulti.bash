@@ -79,7 +79,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__axpy)
-            opts="-q -v -h --n --device --partition --repeat --kernel --format --quiet --verbose --help"
+            opts="-q -v -h --n --device --partition --repeat --kernel --format --split --context --weights --include-transfers --quiet --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -107,6 +107,14 @@ _clmulti() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -W "shared per-device both" -- "${cur}"))
+                    return 0
+                    ;;
+                --weights)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

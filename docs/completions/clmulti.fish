@@ -64,6 +64,12 @@ fast\t'The fast float4 kernel'
 both\t'Both, side by side'"
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l format -d 'Output format' -r -f -a "table\t'Human-readable text'
 json\t'JSON with a `schema_version` (field names in docs/json.md)'"
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l context -d 'With --split: which context modes' -r -f -a "shared\t'One context over every device'
+per-device\t'One context per device'
+both\t'Both, in one invocation'"
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l weights -d 'With --split: each device\'s share, e.g. 1,3 (default equal)' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l split -d 'Split one dAxpy over all selected devices at once, in one shared context and in per-device contexts, against one device'
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l include-transfers -d 'With --split: also time moving the data (host to devices, back, between devices)'
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -s q -l quiet -d 'Say nothing on stderr but errors'
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -s v -l verbose -d 'Say more on stderr'
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -s h -l help -d 'Print help (see more with \'--help\')'

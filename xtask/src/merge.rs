@@ -30,6 +30,7 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
     let mut hosts: BTreeMap<String, usize> = BTreeMap::new();
     let mut found = 0;
     let mut missing = Vec::new();
+    let mut incomplete = Vec::new();
     let mut duplicates = 0usize;
     for input in &args.inputs {
         let file = if input.is_dir() {
@@ -42,8 +43,11 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
             continue;
         }
         found += 1;
+        let plan = records::Plan::read(file.parent().unwrap_or(input))?;
+        let mut in_shard = HashSet::new();
         let mut append_error = None;
         records::for_each(&file, |r: SweepRecord| {
+            in_shard.insert(r.key.clone());
             // Later shards win nothing: a run (key) is taken once, from its first shard.
             if !seen.insert(r.key.clone()) {
                 duplicates += 1;
@@ -58,6 +62,19 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
         .map_err(|e| format!("{}: {e}", file.display()))?;
         if let Some(e) = append_error {
             return Err(format!("{}: {e}", tmp.display()));
+        }
+        if let Some(plan) = plan {
+            let done = plan.keys.iter().filter(|k| in_shard.contains(*k)).count();
+            if done < plan.keys.len() {
+                incomplete.push(format!(
+                    "{}{} on {}: {done} of {} run(s)",
+                    input.display(),
+                    plan.shard
+                        .map_or(String::new(), |(k, n)| format!(" (shard {k}/{n})")),
+                    plan.host,
+                    plan.keys.len()
+                ));
+            }
         }
     }
     if found == 0 {
@@ -83,7 +100,8 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
     let expected: BTreeSet<usize> = args
         .expect
         .map_or_else(BTreeSet::new, |n| (1..=n).collect());
-    if !missing.is_empty() || args.expect.is_some_and(|n| found < n) {
+    let shards_missing = !missing.is_empty() || args.expect.is_some_and(|n| found < n);
+    if shards_missing {
         eprintln!(
             "merge: missing shard(s): {}{}",
             missing.join(", "),
@@ -93,6 +111,16 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
                 format!(" ({found} of {} found)", expected.len())
             }
         );
+    }
+    if !incomplete.is_empty() {
+        eprintln!(
+            "merge: shard(s) that stopped early (sweep --resume in their folder continues them):"
+        );
+        for shard in &incomplete {
+            eprintln!("merge:   {shard}");
+        }
+    }
+    if shards_missing || !incomplete.is_empty() {
         return Ok(std::process::ExitCode::from(1));
     }
     Ok(std::process::ExitCode::SUCCESS)

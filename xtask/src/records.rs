@@ -237,3 +237,37 @@ mod tests {
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
     }
 }
+
+/// What a sweep set out to do in its folder (`plan.json`, written before the first
+/// run): `merge` compares it with the records to name shards that stopped early.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    /// `[K, N]` for `--shard K/N`.
+    pub shard: Option<(usize, usize)>,
+    /// The machine it ran on, in words.
+    pub host: String,
+    /// The key of every run planned in this folder, done before or not.
+    pub keys: Vec<String>,
+}
+
+impl Plan {
+    pub const FILE_NAME: &'static str = "plan.json";
+
+    pub fn write(&self, folder: &Path) -> std::io::Result<()> {
+        let tmp = folder.join(".plan.json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec(self)?)?;
+        std::fs::rename(tmp, folder.join(Self::FILE_NAME))
+    }
+
+    /// The folder's plan; `None` when it has none (a sweep older than plans).
+    pub fn read(folder: &Path) -> Result<Option<Plan>, String> {
+        let path = folder.join(Self::FILE_NAME);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| format!("{}: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("{}: {e}", path.display())),
+        }
+    }
+}

@@ -318,11 +318,13 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         );
     }
     let mut todo = Vec::new();
+    let mut planned_keys = Vec::with_capacity(plan.len());
     let mut invalid_runs = 0;
     for &(f, i) in &plan {
         match scenario_files[f].run(i) {
             Ok(scenario) => {
                 let key = run_key(&scenario, &machine);
+                planned_keys.push(key.clone());
                 if !done.contains(&key) {
                     todo.push((f, i, key));
                 }
@@ -333,6 +335,13 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
             }
         }
     }
+    records::Plan {
+        shard: args.shard,
+        host: host.clone(),
+        keys: planned_keys,
+    }
+    .write(&args.out)
+    .map_err(|e| format!("{}: {e}", args.out.join(records::Plan::FILE_NAME).display()))?;
     if args.resume {
         eprintln!(
             "sweep: {} run(s) already done, {} to go{}",

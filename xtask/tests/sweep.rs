@@ -1,88 +1,18 @@
 //! `cargo xtask sweep` end to end: real child processes on real PoCL devices.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use common::{
+    clmulti_bin, keys, processes_with, results, stderr, temp_dir, wait_for_lines, xtask_bare,
+};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn clmulti_bin() -> PathBuf {
-    // target/debug/deps/sweep-<hash> -> target/debug/clmulti
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "-p", "clmulti", "-p", "clmulti-layer"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .unwrap();
-    assert!(
-        status.success(),
-        "building clmulti for the sweep tests failed"
-    );
-    dir.join("clmulti")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("clmulti-sweep-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn xtask_bare() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
-    cmd.env("OCL_ICD_VENDORS", "/etc/OpenCL/vendors/pocl.icd")
-        .env("POCL_MEMORY_LIMIT", "2")
-        .env_remove("POCL_DEVICES");
-    cmd
-}
 
 fn xtask(args: &[&str]) -> Command {
     let mut cmd = xtask_bare();
     cmd.arg("sweep").args(args).arg("--bin").arg(clmulti_bin());
     cmd
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn results(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("results.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("every JSONL line parses"))
-        .collect()
-}
-
-fn keys(dir: &Path) -> Vec<String> {
-    let mut keys: Vec<String> = results(dir)
-        .iter()
-        .map(|r| r["key"].as_str().unwrap().to_owned())
-        .collect();
-    keys.sort();
-    keys
-}
-
-fn wait_for_lines(file: &Path, lines: usize) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while Instant::now() < deadline {
-        if std::fs::read_to_string(file).map_or(0, |t| t.lines().count()) >= lines {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    panic!("{} never reached {lines} lines", file.display());
-}
-
-/// Processes whose command line mentions `needle`.
-fn processes_with(needle: &str) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(needle))
-        .collect()
 }
 
 const GRID: &str = r#"
@@ -469,6 +399,24 @@ fn summary_files_are_valid_and_shards_merge() {
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).contains("missing shard(s)"),
+        "{}",
+        stderr(&out)
+    );
+    // A shard that stopped early (its last run lost) is named, and fails the merge.
+    let partial = dir.join("partial");
+    std::fs::create_dir_all(&partial).unwrap();
+    std::fs::copy(dir.join("shard1/plan.json"), partial.join("plan.json")).unwrap();
+    let lines = std::fs::read_to_string(dir.join("shard1/results.jsonl")).unwrap();
+    let kept: String = lines.lines().take(2).map(|l| format!("{l}\n")).collect();
+    std::fs::write(partial.join("results.jsonl"), kept).unwrap();
+    let out = xtask_bare()
+        .args(["merge", partial.to_str().unwrap()])
+        .args(["--out", dir.join("merged3").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("(shard 1/2) on ") && stderr(&out).contains(": 2 of 3 run(s)"),
         "{}",
         stderr(&out)
     );

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Submits a clmulti sweep to Slurm: a job array of shards, then a merge that runs
+# after every shard ended (--dependency=afterany), and prints both job ids.
+#
+#   scripts/slurm/submit.sh [options] [SCENARIOS...]
+#     -n, --shards N     array tasks (default 4)
+#     -g, --gpus N       GPUs per task, requested with --gres=gpu:N (default 0: CPU devices)
+#     -t, --time T       time limit per task (default 01:00:00)
+#     -o, --out DIR      shards go to DIR/1..N, the merge to DIR/merged (default sweep-slurm)
+#     -m, --mem SIZE     memory per task (sbatch --mem; the sweep's guards respect it)
+#     -- ARGS            further sbatch arguments (partition, account, ...)
+#   SCENARIOS default to configs. Build first: cargo build --release -p clmulti -p clmulti-layer -p xtask
+#
+# Prints "array <id>" and "merge <id>" on stdout.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+shards=4 gpus=0 time=01:00:00 out=sweep-slurm mem=""
+scenarios=() extra=()
+while (($#)); do
+  case $1 in
+    -n|--shards) shards=$2; shift 2 ;;
+    -g|--gpus) gpus=$2; shift 2 ;;
+    -t|--time) time=$2; shift 2 ;;
+    -o|--out) out=$2; shift 2 ;;
+    -m|--mem) mem=$2; shift 2 ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -*) echo "submit: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) scenarios+=("$1"); shift ;;
+  esac
+done
+((${#scenarios[@]})) || scenarios=(configs)
+bin=${CLMULTI_BIN:-target/release/clmulti}
+xtask=${CLMULTI_XTASK:-target/release/xtask}
+for b in "$bin" "$xtask"; do
+  [ -x "$b" ] || { echo "submit: $b is missing: cargo build --release -p clmulti -p clmulti-layer -p xtask" >&2; exit 1; }
+done
+mkdir -p "$out/logs"
+
+gres=()
+((gpus > 0)) && gres=(--gres="gpu:$gpus")
+memory=()
+[ -n "$mem" ] && memory=(--mem="$mem")
+export CLMULTI_SCENARIOS="${scenarios[*]}" CLMULTI_OUT=$out CLMULTI_GPUS=$gpus CLMULTI_BIN=$bin CLMULTI_XTASK=$xtask
+
+array=$(sbatch --parsable --array="1-$shards" --time="$time" "${gres[@]}" "${memory[@]}" \
+  --output="$out/logs/shard-%a.log" "${extra[@]}" scripts/slurm/sweep.sbatch)
+array=${array%%;*}
+shard_dirs=()
+for k in $(seq 1 "$shards"); do shard_dirs+=("$out/$k"); done
+merge=$(sbatch --parsable --dependency="afterany:$array" --time=00:30:00 --job-name=clmulti-merge \
+  --output="$out/logs/merge.log" "${extra[@]}" \
+  --wrap="$xtask merge ${shard_dirs[*]} --out $out/merged --expect $shards")
+merge=${merge%%;*}
+echo "array $array"
+echo "merge $merge"
