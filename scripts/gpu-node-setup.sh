@@ -74,6 +74,11 @@ else
   fi
 fi
 
+loader=$(ldd "$clmulti" 2>/dev/null | awk '/libOpenCL.so.1/ {print $3}')
+if [ -n "$loader" ] && ! grep -qa OPENCL_LAYERS "$loader"; then
+  say "note: $clmulti loads $loader, which does not read OPENCL_LAYERS: configs/emulation needs ocl-icd first (LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libOpenCL.so.1)"
+fi
+
 # Platform order changes between boots: count devices on the platform by name.
 count=$("$clmulti" devices --format json | python3 -c '
 import json, sys

@@ -413,18 +413,6 @@ impl Diagnosis {
                     stop: outcome(r),
                 },
             };
-            match &outcome {
-                Outcome::Worked { buffers, .. } => verdict.push(Statement::measured(format!(
-                    "fix that worked: {} — the shared case completed {buffers} buffers. Apply: {}",
-                    fix.label(),
-                    fix.how()
-                ))),
-                Outcome::DidNotWork { stop, .. } => verdict.push(Statement::measured(format!(
-                    "fix that did not work: {} — {stop}",
-                    fix.label()
-                ))),
-                Outcome::Untested { .. } => {}
-            }
             outcomes.push(FixOutcome {
                 fix: fix.clone(),
                 outcome,
@@ -617,20 +605,32 @@ impl Diagnosis {
             .collect()
     }
 
-    /// One line per fix: worked, did not work, or untested (and why).
+    /// One line per fix, each re-run and measured: worked, did not work, or untested
+    /// (and why).
     pub fn fix_lines(&self) -> Vec<String> {
         if self.fixes.is_empty() {
-            return vec!["none needed: the shared context neither failed nor heads for a limit the per-device contexts do not".into()];
+            return vec!["not needed: the shared context neither failed nor heads for a limit the per-device contexts do not".into()];
         }
+        // What the fixes are measured against: the shared case that failed.
+        let shared_failed = self
+            .runs
+            .iter()
+            .find(|r| r.role == Role::Shared && r.outcome == "failed")
+            .map(|r| r.buffers);
         self.fixes
             .iter()
             .map(|f| match &f.outcome {
                 Outcome::Worked { stop, .. } => {
                     format!("worked: {} ({stop}). Apply: {}", f.fix.label(), f.fix.how())
                 }
-                Outcome::DidNotWork { stop, .. } => {
-                    format!("did not work: {} ({stop})", f.fix.label())
-                }
+                Outcome::DidNotWork { stop, buffers } => match shared_failed {
+                    Some(before) if *buffers > before && before > 0 => format!(
+                        "did not work: {} ({stop}), though it reached {:.1}x the shared context's {before}",
+                        f.fix.label(),
+                        *buffers as f64 / before as f64
+                    ),
+                    _ => format!("did not work: {} ({stop})", f.fix.label()),
+                },
                 Outcome::Untested { reason } => format!("untested: {} ({reason})", f.fix.label()),
             })
             .collect()

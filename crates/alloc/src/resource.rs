@@ -180,10 +180,27 @@ impl Resource {
             Resource::OpenFds => limit(host.nofile_soft?, "RLIMIT_NOFILE (soft)"),
             Resource::MemoryMaps => limit(host.max_map_count?, "vm.max_map_count"),
             Resource::SystemMemoryUsed => limit(host.ram_bytes?, "physical RAM (MemTotal)"),
-            Resource::DeviceMemory { device } => limit(
-                *devices.get(*device)?.global_mem_bytes.value()?,
-                "device global memory",
-            ),
+            Resource::DeviceMemory { device } => {
+                // The layer enforces its device size on the memory of this process's
+                // buffers: the growth, whatever the device held before (NVML counts
+                // the CUDA context too).
+                if let Some(bytes) = facts
+                    .layers
+                    .and_then(|l| l.settings())
+                    .and_then(|s| s.device_memory)
+                {
+                    return Some(Limit {
+                        value: bytes as f64,
+                        name: "the emulation layer's device memory (CLMULTI_LAYER_DEVICE_MEMORY)"
+                            .into(),
+                        of_growth: true,
+                    });
+                }
+                limit(
+                    *devices.get(*device)?.global_mem_bytes.value()?,
+                    "device global memory",
+                )
+            }
             Resource::Drm {
                 pdev,
                 device,

@@ -117,9 +117,99 @@ pub(crate) fn check(
     }
 }
 
+/// [`check`] of a contiguous case (`y[i] += alpha * x[i]`, `times` over), in chunks
+/// on every core: at n = 2^29 and 30 applications one core takes tens of seconds.
+pub(crate) fn check_contiguous(
+    alpha: f32,
+    x: &[f32],
+    y0: &[f32],
+    got: &[f32],
+    times: u32,
+) -> Result<f64, AxpyError> {
+    let n = got.len();
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let chunk = n.div_ceil(threads).max(1 << 16);
+    let results: Vec<(usize, Result<f64, AxpyError>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..n)
+            .step_by(chunk)
+            .map(|start| {
+                let end = (start + chunk).min(n);
+                scope.spawn(move || {
+                    let case = AxpyCase::contiguous((end - start) as u64, alpha);
+                    let r = check(
+                        &case,
+                        &x[start..end],
+                        &y0[start..end],
+                        &got[start..end],
+                        times,
+                    );
+                    (start, r)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a check thread panicked"))
+            .collect()
+    });
+    let mut worst = 0f64;
+    let mut failed: Option<(u64, u64, f32, f32)> = None;
+    for (start, r) in results {
+        match r {
+            Ok(w) => worst = worst.max(w),
+            Err(AxpyError::Mismatch {
+                mismatches,
+                first_index,
+                got,
+                expected,
+                ..
+            }) => {
+                let (count, first, g, e) =
+                    failed.unwrap_or((0, first_index + start as u64, got, expected));
+                failed = Some((count + mismatches, first, g, e));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    match failed {
+        None => Ok(worst),
+        Some((mismatches, first_index, got, expected)) => Err(AxpyError::Mismatch {
+            n: n as u64,
+            mismatches,
+            first_index,
+            got,
+            expected,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_chunked_check_names_the_first_wrong_element_of_the_whole() {
+        let n = 300_000;
+        let (x, y0) = (test_data(n, 1), test_data(n, 2));
+        // Three applications, one at a time as a device does them.
+        let mut got: Vec<f32> = x
+            .iter()
+            .zip(&y0)
+            .map(|(x, y)| ((y + 0.5 * x) + 0.5 * x) + 0.5 * x)
+            .collect();
+        assert!(check_contiguous(0.5, &x, &y0, &got, 3).unwrap() <= 2.0);
+        got[250_001] += 1.0;
+        got[299_999] = f32::NAN;
+        match check_contiguous(0.5, &x, &y0, &got, 3) {
+            Err(AxpyError::Mismatch {
+                n,
+                mismatches,
+                first_index,
+                ..
+            }) => assert_eq!((n, mismatches, first_index), (300_000, 2, 250_001)),
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn reference_check_accepts_exact_and_rejects_wrong_results() {

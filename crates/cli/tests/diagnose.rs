@@ -132,13 +132,11 @@ fn fd_per_peer_is_diagnosed_and_both_fixes_are_measured_to_work() {
         "PoCL cannot pin"
     );
     assert!(
-        says(
-            &d,
-            "measured",
-            "fix that worked: soft open-file limit raised"
-        ),
-        "{}",
-        verdict(&d)
+        d.fix_lines()
+            .iter()
+            .any(|l| l.starts_with("worked: soft open-file limit raised")),
+        "{:?}",
+        d.fix_lines()
     );
 }
 

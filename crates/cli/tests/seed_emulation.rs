@@ -198,3 +198,34 @@ fn a_missing_layer_fails_before_running_and_names_the_build_command() {
     assert!(err.contains("cargo build -p clmulti-layer"), "{err}");
     assert!(err.contains(":2:17: key `env.OPENCL_LAYERS`"), "{err}");
 }
+
+#[test]
+fn a_layer_the_loader_did_not_load_is_reported_not_measured() {
+    // A library by the layer's name that is no layer: the loader opens it, finds no
+    // clInitLayer and goes on without it, silently, as a loader without layer
+    // support does. The run must not pass the bare runtime off as the emulation.
+    let dir = std::env::temp_dir().join(format!("clmulti-notlayer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fake = dir.join(clmulti_scenario::LAYER_FILE_NAME);
+    std::fs::copy("/lib/x86_64-linux-gnu/libm.so.6", &fake).unwrap();
+    let path = scenario_file(
+        "notlayer.toml",
+        &format!(
+            "[devices]\ncount = 2\n[allocation]\ncount = 50\n[env]\nOPENCL_LAYERS = \"{}\"\nCLMULTI_LAYER_POLICY = \"fail-after\"\nCLMULTI_LAYER_FAIL_AFTER = \"10\"\n",
+            fake.display()
+        ),
+    );
+    let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
+    let runs = reports(&out);
+    match &runs[0].stop {
+        StopReason::Unsupported { reason } => {
+            assert!(reason.contains("is not in the call path"), "{reason}");
+            assert!(
+                reason.contains("libOpenCL.so"),
+                "names the loader: {reason}"
+            );
+        }
+        other => panic!("ran without its layer: {other:?}"),
+    }
+    assert_eq!(runs[0].buffers, 0);
+}

@@ -102,6 +102,7 @@ pub unsafe extern "C" fn clInitLayer(
         table.clReleaseMemObject = Some(release_mem_object);
         table.clReleaseContext = Some(release_context);
         table.clGetDeviceInfo = Some(get_device_info);
+        table.clGetPlatformInfo = Some(get_platform_info);
         table
     });
     *layer() = Some(Layer::new(next));
@@ -230,6 +231,54 @@ unsafe extern "C" fn release_context(context: cl_context) -> cl_int {
             .clReleaseContext
             .map_or(CL_INVALID_OPERATION, |f| f(context))
     }
+}
+
+/// Answers [`ACTIVE_QUERY`](clmulti_scenario::layer::ACTIVE_QUERY) with the policy's
+/// name; forwards every other query.
+unsafe extern "C" fn get_platform_info(
+    platform: cl_platform_id,
+    param_name: cl_platform_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> cl_int {
+    let (next, policy) = {
+        let guard = layer();
+        match guard.as_ref() {
+            Some(l) => (
+                l.next,
+                l.settings.as_ref().map_or("none", |s| s.policy.name()),
+            ),
+            None => return CL_INVALID_OPERATION,
+        }
+    };
+    if param_name != clmulti_scenario::layer::ACTIVE_QUERY {
+        // SAFETY: the application's arguments, forwarded unchanged.
+        return unsafe {
+            next.clGetPlatformInfo.map_or(CL_INVALID_OPERATION, |f| {
+                f(
+                    platform,
+                    param_name,
+                    param_value_size,
+                    param_value,
+                    param_value_size_ret,
+                )
+            })
+        };
+    }
+    let answer = [policy.as_bytes(), b"\0"].concat();
+    if !param_value.is_null() {
+        if param_value_size < answer.len() {
+            return CL_INVALID_VALUE;
+        }
+        // SAFETY: the caller gave `param_value_size` >= `answer.len()` writable bytes.
+        unsafe { std::ptr::copy_nonoverlapping(answer.as_ptr(), param_value.cast(), answer.len()) };
+    }
+    if !param_value_size_ret.is_null() {
+        // SAFETY: the application's out-pointer.
+        unsafe { *param_value_size_ret = answer.len() };
+    }
+    CL_SUCCESS
 }
 
 unsafe extern "C" fn get_device_info(

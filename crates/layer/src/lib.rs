@@ -5,7 +5,9 @@
 //! crate builds an OpenCL *layer*: a shared library the ICD loader (ocl-icd >= 2.3)
 //! loads through `OPENCL_LAYERS` and puts between the application and the real
 //! runtime. It intercepts `clCreateBuffer`, `clCreateBufferWithProperties`,
-//! `clReleaseMemObject`, `clReleaseContext` and `clGetDeviceInfo`, and adds one
+//! `clReleaseMemObject`, `clReleaseContext`, `clGetDeviceInfo` and
+//! `clGetPlatformInfo` (which answers [`ACTIVE_QUERY`](clmulti_scenario::layer::ACTIVE_QUERY),
+//! so a run can tell the layer is really in the call path), and adds one
 //! candidate cause of the failure on top of the real runtime (PoCL in the tests),
 //! chosen by `CLMULTI_LAYER_POLICY` (see [`clmulti_scenario::layer`]):
 //!

@@ -29,6 +29,8 @@ impl ClCode {
     pub const DEVICE_PARTITION_FAILED: ClCode = ClCode(-18);
     /// `CL_INVALID_VALUE (-30)`
     pub const INVALID_VALUE: ClCode = ClCode(-30);
+    /// `CL_INVALID_PLATFORM (-32)`
+    pub const INVALID_PLATFORM: ClCode = ClCode(-32);
     /// `CL_INVALID_DEVICE (-33)`
     pub const INVALID_DEVICE: ClCode = ClCode(-33);
     /// `CL_INVALID_MEM_OBJECT (-38)`

@@ -182,6 +182,20 @@ pub fn set_soft_rlimit(which: Rlimit, value: u64) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The path of the first library mapped into this process whose file name starts
+/// with `prefix` (e.g. `libOpenCL.so`: which ICD loader the dynamic linker chose).
+pub fn loaded_library(prefix: &str) -> Option<String> {
+    let maps = fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|path| {
+            Path::new(path)
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        })
+        .map(str::to_owned)
+}
+
 /// A `/proc/meminfo` value in KiB (`key` without the colon).
 pub fn meminfo_kib(meminfo: &Path, key: &str) -> Option<u64> {
     parse_meminfo_kib(&fs::read_to_string(meminfo).ok()?, key)

@@ -64,12 +64,14 @@ pub use device::{
 pub use drm::{DriverLimits, DrmMemoryKind, DrmUsage};
 pub use error_names::{error_name, ClCode, ERROR_NAMES};
 pub use host::{
-    cgroup_memory_limit, meminfo_kib, rlimit, set_soft_rlimit, slurm_memory, HostLimits,
-    MemoryCeiling, Rlimit, RlimitValues,
+    cgroup_memory_limit, loaded_library, meminfo_kib, rlimit, set_soft_rlimit, slurm_memory,
+    HostLimits, MemoryCeiling, Rlimit, RlimitValues,
 };
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlMemory;
-pub use platform::{platforms, DevicesReport, Platform, PlatformInfo, DEVICES_SCHEMA_VERSION};
+pub use platform::{
+    platform_text, platforms, DevicesReport, Platform, PlatformInfo, DEVICES_SCHEMA_VERSION,
+};
 pub use select::{select, DeviceChoice, DeviceRequest, PlatformSelector, SelectError, Selection};
 pub use usage::{ProcessUsage, SystemMemory, Usage, UsageReader};
 

@@ -3,6 +3,7 @@
 use crate::device::{to_text, Device, DeviceInfo, DeviceKind, DeviceTypeFilter, Queried};
 use crate::host::HostLimits;
 use crate::raw;
+use crate::ClCode;
 use serde::{Deserialize, Serialize};
 
 /// Version of the shape [`DevicesReport`] serializes to; bumped when a field changes
@@ -162,4 +163,14 @@ fn read_platform(index: usize, id: cl_sys::cl_platform_id) -> Platform {
         devices,
         devices_error,
     }
+}
+
+/// A string-valued `clGetPlatformInfo` of the platform at `index` (as in
+/// [`Platform::index`]) by raw parameter: for queries no header names, such as an
+/// OpenCL layer's own (clmulti-layer answers `ACTIVE_QUERY`).
+pub fn platform_text(index: usize, param: u32) -> Result<String, ClCode> {
+    let ids = raw::platform_ids()?;
+    let id = *ids.get(index).ok_or(ClCode::INVALID_PLATFORM)?;
+    // SAFETY: `id` came from `raw::platform_ids` in this process.
+    unsafe { raw::platform_info(id, param) }.map(to_text)
 }

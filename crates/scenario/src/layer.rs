@@ -14,18 +14,12 @@ pub const DEVICE_MEMORY: &str = "CLMULTI_LAYER_DEVICE_MEMORY";
 pub const FAIL_AFTER: &str = "CLMULTI_LAYER_FAIL_AFTER";
 /// fail-after: the error creation fails with (an OpenCL status, default -6).
 pub const FAIL_ERROR: &str = "CLMULTI_LAYER_FAIL_ERROR";
-/// Any policy: `create-queue` makes clCreateCommandQueueWithProperties never return,
-/// as oclgrind's does through the ICD loader (for testing that a hung run still ends).
-pub const HANG: &str = "CLMULTI_LAYER_HANG";
 /// Every knob, for validation.
-pub const KNOBS: [&str; 6] = [
-    POLICY,
-    MIRROR_LIMIT,
-    DEVICE_MEMORY,
-    FAIL_AFTER,
-    FAIL_ERROR,
-    HANG,
-];
+pub const KNOBS: [&str; 5] = [POLICY, MIRROR_LIMIT, DEVICE_MEMORY, FAIL_AFTER, FAIL_ERROR];
+/// A `clGetPlatformInfo` parameter only the layer answers, with its policy's name
+/// (`none` without one): how a run knows the layer is in the call path, since an ICD
+/// loader without layer support ignores `OPENCL_LAYERS` without a word.
+pub const ACTIVE_QUERY: u32 = 0x7C1A_0001;
 /// The mirror limit when none is given: a quarter of RAM.
 pub const DEFAULT_MIRROR_FRACTION: f64 = 0.25;
 /// fail-after's count when none is given: about where the seed failed.

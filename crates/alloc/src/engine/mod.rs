@@ -169,6 +169,10 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
         }
     };
     drop(platforms);
+    if let Some(reason) = emulation_layer_missing(scenario, selection.platform_index) {
+        report.stop = StopReason::Unsupported { reason };
+        return Ok(report);
+    }
     let devices = selection.devices;
     let host = report.host_limits.clone();
     report.platform = selection.platform_name;
@@ -437,6 +441,34 @@ fn add_warnings(scenario: &Scenario, report: &mut Report) {
             advice: "compare with the same scenario without OPENCL_LAYERS".into(),
         });
     }
+}
+
+/// When the scenario names clmulti's emulation layer in `OPENCL_LAYERS` and the layer
+/// does not answer its query, why: the run would measure the bare runtime while
+/// calling it the emulation. Loaders without layer support ignore the variable.
+fn emulation_layer_missing(scenario: &Scenario, platform_index: usize) -> Option<String> {
+    // The process's own (a run's [env] is applied before the runtime loads).
+    let layers = std::env::var("OPENCL_LAYERS")
+        .ok()
+        .or_else(|| scenario.env.get("OPENCL_LAYERS").cloned())?;
+    if !layers.contains(clmulti_scenario::LAYER_FILE_NAME) {
+        return None;
+    }
+    let query = clmulti_probe::platform_text(platform_index, clmulti_scenario::layer::ACTIVE_QUERY);
+    if query.is_ok() {
+        return None;
+    }
+    let loader = clmulti_probe::loaded_library("libOpenCL.so")
+        .unwrap_or_else(|| "an unknown libOpenCL.so".into());
+    let ocl_icd = "/usr/lib/x86_64-linux-gnu/libOpenCL.so.1";
+    let fix = if loader != ocl_icd && std::path::Path::new(ocl_icd).exists() {
+        format!("load ocl-icd's loader first: LD_PRELOAD={ocl_icd}")
+    } else {
+        "use an ICD loader with layer support (ocl-icd >= 2.3, Debian/Ubuntu package ocl-icd-libopencl1)".into()
+    };
+    Some(format!(
+        "the emulation layer in OPENCL_LAYERS ({layers}) is not in the call path: the ICD loader {loader} did not load it; {fix}"
+    ))
 }
 
 fn type_filter(t: DeviceType) -> DeviceTypeFilter {
