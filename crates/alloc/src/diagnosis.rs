@@ -530,14 +530,37 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
                         observed_count
                     ),
                 )]
+            } else if let Some(p) = per.filter(|p| {
+                matches!(&p.analysis.cause, Some(Cause::Resource { resource: r, .. }) if r == resource)
+            }) {
+                let unit = resource.unit();
+                vec![Statement::inferred(
+                    format!("{} readings of the shared and per-device runs against {}", resource.label(), limit.name),
+                    format!(
+                        "one context per device failed the same way: {} reached {} ({} of {}) growing {} per buffer in the shared context and {} with one context per device; the limit predicts {} buffers, the runs failed at {} (shared) and {} (per device): a limit of the process, not of sharing a context",
+                        resource.label(),
+                        limit.name,
+                        unit.format(*reading),
+                        unit.format(limit.value),
+                        unit.format(*per_buffer),
+                        unit.format(elsewhere),
+                        predicted_count,
+                        observed_count,
+                        p.buffers
+                    ),
+                )]
             } else {
                 vec![Statement::inferred(
                     "the shared and per-device runs",
                     format!(
-                        "{} was near {} when the shared context failed, but grows as much per buffer with one context per device ({}), which did not fail: not taken as the cause",
+                        "{} was near {} when the shared context failed, but grows as much per buffer with one context per device ({}), which {}: not taken as the cause",
                         resource.label(),
                         limit.name,
-                        resource.unit().format(elsewhere)
+                        resource.unit().format(elsewhere),
+                        match per {
+                            Some(p) if failed(p) => format!("failed otherwise ({})", outcome(p)),
+                            _ => "did not fail".to_owned(),
+                        }
                     ),
                 )]
             }

@@ -664,7 +664,8 @@ impl Report {
 }
 
 /// Schema 1 -> 2: the scenario's `axpy_check` became `axpy: {check, split}`; costs'
-/// limits became `{value, name}`; the prediction moved out of the report.
+/// limits became `{value, name}`; the prediction moved out of the report; the
+/// warning `lazy_allocation_likely` became `lazy_allocation`.
 fn upgrade_v1(report: &mut serde_json::Value) {
     use serde_json::{json, Value};
     let scenario = &mut report["scenario"];
@@ -689,6 +690,13 @@ fn upgrade_v1(report: &mut serde_json::Value) {
             }
         }
     }
+    if let Some(warnings) = report["warnings"].as_array_mut() {
+        for warning in warnings {
+            if warning["kind"] == "lazy_allocation_likely" {
+                warning["kind"] = json!("lazy_allocation");
+            }
+        }
+    }
     if let Some(object) = report.as_object_mut() {
         object.remove("prediction");
         object.insert("schema_version".into(), json!(SCHEMA_VERSION));
@@ -698,6 +706,22 @@ fn upgrade_v1(report: &mut serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reports of schema 1 as an earlier clmulti wrote them on a real machine.
+    #[test]
+    fn schema_1_reports_in_the_shipped_results_still_read() {
+        let records = include_str!("../../../results/pocl-8cpu/scaling/results.jsonl");
+        let mut read = 0;
+        for line in records.lines() {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(record["report"]["schema_version"], 1);
+            let report = Report::from_json(&record["report"].to_string())
+                .unwrap_or_else(|e| panic!("{e}: {line:.200}"));
+            assert_eq!(report.schema_version, SCHEMA_VERSION);
+            read += 1;
+        }
+        assert_eq!(read, 16);
+    }
 
     /// Seen on the GPU node: a child that exits 2 prints the real error first and a
     /// count of problems last; the summary must show the first.
