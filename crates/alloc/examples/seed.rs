@@ -21,6 +21,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "seed-example.toml",
     )?;
     let report = clmulti_alloc::run(&runs[0], clmulti_alloc::RunOptions::default())?;
+    if let clmulti_alloc::StopReason::Skipped { .. } = report.stop {
+        println!("{}", report.headline());
+        eprintln!(
+            "(for two CPU devices: POCL_DEVICES=\"pthread pthread\", or \"cpu cpu\" on PoCL >= 4)"
+        );
+        return Ok(());
+    }
     println!("{} on {}", report.headline(), report.platform);
     for cost in &report.costs {
         println!(

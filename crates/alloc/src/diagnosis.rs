@@ -16,7 +16,7 @@ use clmulti_scenario::{format_bytes, ContextMode, Strategy};
 use serde::{Deserialize, Serialize};
 
 /// Version of the [`Diagnosis`] JSON shape; bumped when a field changes meaning.
-pub const DIAGNOSIS_SCHEMA_VERSION: u32 = 1;
+pub const DIAGNOSIS_SCHEMA_VERSION: u32 = 2;
 
 /// Which of the seed's three cases a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

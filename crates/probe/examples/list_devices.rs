@@ -27,13 +27,14 @@ fn main() {
     let host = clmulti_probe::HostLimits::read();
     let usage = clmulti_probe::UsageReader::open().read();
     let process = usage.process;
+    let known = |v: Option<u64>| v.map_or_else(|| "unlimited or unknown".into(), |v| v.to_string());
     println!(
-        "host: RAM {:?} B, fds {}/{:?}, maps {}/{:?}, DRM figures {}",
-        host.ram_bytes,
+        "host: RAM {} B; open fds {} of {}; memory maps {} of {}; DRM readings {}",
+        known(host.ram_bytes),
         process.open_fds,
-        host.nofile_soft,
+        known(host.nofile_soft),
         process.memory_maps,
-        host.max_map_count,
+        known(host.max_map_count),
         usage.drm.len()
     );
 }
