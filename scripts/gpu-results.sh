@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Reproduces results/<machine>/ on a GPU node: devices, the seed's diagnosis, the
-# split dAxpy, and sweeps of configs/, configs/scaling and configs/emulation.
+# Reproduces results/<machine>/ on a GPU node: devices, the seed's diagnosis, dAxpy on
+# each GPU and split over them, the allocation benchmark, and sweeps of configs/,
+# configs/scaling and configs/emulation.
 #
 #   scripts/gpu-results.sh [BIN_DIR] [OUT] [GPUS]
 #     BIN_DIR  holds clmulti, xtask and libclmulti_layer.so (default target/release;
@@ -37,6 +38,8 @@ step devices 60 bash -c "'$clmulti' devices >'$out/devices.txt' && '$clmulti' de
 devices=()
 for k in $(seq 0 $((gpus - 1))); do devices+=(--device "nvidia:$k"); done
 step diagnose 240 "$clmulti" diagnose "${devices[@]}" --out "$out/diagnose"
+step axpy 150 bash -c "'$clmulti' axpy ${devices[*]} --n 268435456 --repeat 20 >'$out/axpy.txt' 2>&1"
+step bench 120 bash -c "'$clmulti' bench --device nvidia:0 >'$out/bench.txt' 2>&1"
 step axpy-split 150 bash -c "'$clmulti' axpy --split ${devices[*]} --n 536870912 --repeat 20 --format json >'$out/axpy-split.json'"
 step axpy-split-text 150 bash -c "'$clmulti' axpy --split ${devices[*]} --n 536870912 --repeat 20 >'$out/axpy-split.txt' 2>&1"
 step sweep 120 "$xtask" sweep configs --bin "$clmulti" --out "$out/sweep" --force
