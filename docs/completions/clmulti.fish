@@ -35,17 +35,17 @@ complete -c clmulti -n "__fish_clmulti_needs_command" -f -a "axpy" -d 'Run dAxpy
 complete -c clmulti -n "__fish_clmulti_needs_command" -f -a "bench" -d 'Compare the engine\'s allocation rate with a plain clCreateBuffer loop'
 complete -c clmulti -n "__fish_clmulti_needs_command" -f -a "diagnose" -d 'Answer the seed\'s question on this machine: one device, one shared context, one context per device; what sharing costs, what fails, which fix works'
 complete -c clmulti -n "__fish_clmulti_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c clmulti -n "__fish_clmulti_using_subcommand devices" -l format -d 'Output format' -r -f -a "table\t'Human-readable text'
+complete -c clmulti -n "__fish_clmulti_using_subcommand devices" -l format -d 'Output format' -r -f -a "text\t'Human-readable text (`table` is accepted too)'
 json\t'JSON with a `schema_version` (field names in docs/json.md)'"
 complete -c clmulti -n "__fish_clmulti_using_subcommand devices" -s q -l quiet -d 'Say nothing on stderr but errors'
 complete -c clmulti -n "__fish_clmulti_using_subcommand devices" -s v -l verbose -d 'Say more on stderr'
 complete -c clmulti -n "__fish_clmulti_using_subcommand devices" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c clmulti -n "__fish_clmulti_using_subcommand check" -l format -d 'Output format' -r -f -a "table\t'Human-readable text'
+complete -c clmulti -n "__fish_clmulti_using_subcommand check" -l format -d 'Output format' -r -f -a "text\t'Human-readable text (`table` is accepted too)'
 json\t'JSON with a `schema_version` (field names in docs/json.md)'"
 complete -c clmulti -n "__fish_clmulti_using_subcommand check" -s q -l quiet -d 'Say nothing on stderr but errors'
 complete -c clmulti -n "__fish_clmulti_using_subcommand check" -s v -l verbose -d 'Say more on stderr'
 complete -c clmulti -n "__fish_clmulti_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l format -d 'Output format; `json` prints one report per line (JSON Lines)' -r -f -a "table\t'Human-readable text'
+complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l format -d 'Output format; `json` prints one report per line (JSON Lines)' -r -f -a "text\t'Human-readable text (`table` is accepted too)'
 json\t'JSON with a `schema_version` (field names in docs/json.md)'"
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l index -d 'Run only the N-th run (0-based) of each file\'s grid (`--list` shows them)' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l timeout -d 'Kill a child run after this many seconds (default: its max_seconds guard plus a margin for setup and release)' -r
@@ -62,7 +62,7 @@ complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l repeat -d 'Time
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l kernel -d 'Which kernel(s)' -r -f -a "seed\t'The seed\'s dAxpy'
 fast\t'The fast float4 kernel'
 both\t'Both, side by side'"
-complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l format -d 'Output format' -r -f -a "table\t'Human-readable text'
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l format -d 'Output format' -r -f -a "text\t'Human-readable text (`table` is accepted too)'
 json\t'JSON with a `schema_version` (field names in docs/json.md)'"
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l context -d 'With --split: which context modes' -r -f -a "shared\t'One context over every device'
 per-device\t'One context per device'
@@ -79,7 +79,7 @@ complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l size -d 'Buffe
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l rounds -d 'Rounds (each runs both arms, in fresh processes)' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l sample-every -d 'The engine\'s sampling interval' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l require -d 'Fail (exit 1) when the median ratio is below this' -r
-complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l format -d 'Output format' -r -f -a "table\t'Human-readable text'
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l format -d 'Output format' -r -f -a "text\t'Human-readable text (`table` is accepted too)'
 json\t'JSON with a `schema_version` (field names in docs/json.md)'"
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l arm -d 'Internal: run one arm in this process and print its rate' -r -f -a "plain\t'A plain loop calling clCreateBuffer'
 engine\t'clmulti\'s engine on the same scenario'"
@@ -89,7 +89,7 @@ complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -s h -l help -d '
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l device -d 'Devices to diagnose (`PLATFORM[:DEVICE]`, repeat); default: every GPU of the first platform with two, else the first platform with two devices' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l count -d 'Buffers in the `create` runs (the `fill` runs make a tenth as many). The seed failed at ~1000; for the long version use --count 100000' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l size -d 'Bytes per buffer (the seed\'s 1 MiB by default)' -r
-complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l format -d 'Output format' -r -f -a "text\t'Terminal text'
+complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l format -d 'Output format' -r -f -a "text\t'Terminal text (`table` is accepted too, as for the other commands)'
 json\t'The versioned JSON shape (docs/json.md)'
 markdown\t'Markdown, as diagnose.md'"
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l out -d 'Also write diagnose.md, diagnose.json, runs.jsonl and index.html here' -r -F

@@ -6,14 +6,18 @@
 #     -n, --shards N     array tasks (default 4)
 #     -g, --gpus N       GPUs per task, requested with --gres=gpu:N (default 0: CPU devices)
 #     -t, --time T       time limit per task (default 01:00:00)
-#     -o, --out DIR      shards go to DIR/1..N, the merge to DIR/merged (default sweep-slurm)
+#     -o, --out DIR      shards go to DIR/1..N, the merge to DIR/merged (default sweep-slurm;
+#                        relative paths are the caller's)
 #     -m, --mem SIZE     memory per task (sbatch --mem; the sweep's guards respect it)
 #     -- ARGS            further sbatch arguments (partition, account, ...)
 #   SCENARIOS default to configs. Build first: cargo build --release -p clmulti -p clmulti-layer -p xtask
 #
 # Prints "array <id>" and "merge <id>" on stdout.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+caller=$PWD
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# Paths given on the command line are the caller's; the jobs run from the repository.
+absolute() { case $1 in /*) echo "$1" ;; *) echo "$caller/$1" ;; esac; }
 
 shards=4 gpus=0 time=01:00:00 out=sweep-slurm mem=""
 scenarios=() extra=()
@@ -30,9 +34,15 @@ while (($#)); do
     *) scenarios+=("$1"); shift ;;
   esac
 done
-((${#scenarios[@]})) || scenarios=(configs)
-bin=${CLMULTI_BIN:-target/release/clmulti}
-xtask=${CLMULTI_XTASK:-target/release/xtask}
+if ((${#scenarios[@]})); then
+  for i in "${!scenarios[@]}"; do scenarios[i]=$(absolute "${scenarios[i]}"); done
+else
+  scenarios=("$root/configs")
+fi
+out=$(absolute "$out")
+bin=$(absolute "${CLMULTI_BIN:-$root/target/release/clmulti}")
+xtask=$(absolute "${CLMULTI_XTASK:-$root/target/release/xtask}")
+cd "$root"
 for b in "$bin" "$xtask"; do
   [ -x "$b" ] || { echo "submit: $b is missing: cargo build --release -p clmulti -p clmulti-layer -p xtask" >&2; exit 1; }
 done
@@ -42,7 +52,9 @@ gres=()
 ((gpus > 0)) && gres=(--gres="gpu:$gpus")
 memory=()
 [ -n "$mem" ] && memory=(--mem="$mem")
-export CLMULTI_SCENARIOS="${scenarios[*]}" CLMULTI_OUT=$out CLMULTI_GPUS=$gpus CLMULTI_BIN=$bin CLMULTI_XTASK=$xtask
+# One path per line: paths may hold spaces.
+CLMULTI_SCENARIOS=$(printf '%s\n' "${scenarios[@]}")
+export CLMULTI_SCENARIOS CLMULTI_OUT=$out CLMULTI_GPUS=$gpus CLMULTI_BIN=$bin CLMULTI_XTASK=$xtask
 
 array=$(sbatch --parsable --array="1-$shards" --time="$time" "${gres[@]}" "${memory[@]}" \
   --output="$out/logs/shard-%a.log" "${extra[@]}" scripts/slurm/sweep.sbatch)
@@ -51,7 +63,7 @@ shard_dirs=()
 for k in $(seq 1 "$shards"); do shard_dirs+=("$out/$k"); done
 merge=$(sbatch --parsable --dependency="afterany:$array" --time=00:30:00 --job-name=clmulti-merge \
   --output="$out/logs/merge.log" "${extra[@]}" \
-  --wrap="$xtask merge ${shard_dirs[*]} --out $out/merged --expect $shards")
+  --wrap="$(printf '%q ' "$xtask" merge "${shard_dirs[@]}" --out "$out/merged" --expect "$shards" --force)")
 merge=${merge%%;*}
 echo "array $array"
 echo "merge $merge"

@@ -17,12 +17,26 @@ pub struct Args {
     /// How many shards were planned (to report the missing ones).
     #[arg(long)]
     expect: Option<usize>,
+    /// Replace a merge already in the output folder (kept as results.<n>.jsonl).
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let _lock = crate::lock::lock(&args.out)?;
     let merged = args.out.join("results.jsonl");
+    if std::fs::metadata(&merged).is_ok_and(|m| m.len() > 0) {
+        if !args.force {
+            return Err(format!(
+                "{} already holds results; merge into another folder (--out), or --force to replace them (kept as results.<n>.jsonl)",
+                args.out.display()
+            ));
+        }
+        crate::records::keep_generation(&merged)?;
+    }
+    // A merged folder has no plan of its own.
+    let _ = std::fs::remove_file(args.out.join(records::Plan::FILE_NAME));
     let tmp = args.out.join(".results.merging.jsonl");
     let _ = std::fs::remove_file(&tmp);
     let mut seen = HashSet::new();
@@ -31,6 +45,7 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
     let mut found = 0;
     let mut missing = Vec::new();
     let mut incomplete = Vec::new();
+    let mut found_shards = BTreeSet::new();
     let mut duplicates = 0usize;
     for input in &args.inputs {
         let file = if input.is_dir() {
@@ -39,11 +54,14 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
             input.clone()
         };
         if !file.exists() {
-            missing.push(file.display().to_string());
+            missing.push(format!("{} (no such results.jsonl)", file.display()));
             continue;
         }
         found += 1;
         let plan = records::Plan::read(file.parent().unwrap_or(input))?;
+        if let Some((k, _)) = plan.as_ref().and_then(|p| p.shard) {
+            found_shards.insert(k);
+        }
         let mut in_shard = HashSet::new();
         let mut append_error = None;
         records::for_each(&file, |r: SweepRecord| {
@@ -78,7 +96,10 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
         }
     }
     if found == 0 {
-        return Err("no shard has a results.jsonl".into());
+        return Err(format!(
+            "no shard has a results.jsonl: {}",
+            missing.join(", ")
+        ));
     }
     if tmp.exists() {
         std::fs::rename(&tmp, &merged).map_err(|e| format!("{}: {e}", merged.display()))?;
@@ -97,19 +118,25 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
             "merge: {duplicates} run(s) appeared in more than one shard; each was taken once"
         );
     }
-    let expected: BTreeSet<usize> = args
-        .expect
-        .map_or_else(BTreeSet::new, |n| (1..=n).collect());
-    let shards_missing = !missing.is_empty() || args.expect.is_some_and(|n| found < n);
+    // Shards named by their plans: the numbers missing among 1..=expect.
+    if let Some(n) = args.expect {
+        if found_shards.len() == found {
+            missing.extend(
+                (1..=n)
+                    .filter(|k| !found_shards.contains(k))
+                    .map(|k| format!("shard {k}/{n}")),
+            );
+        } else if found < n {
+            missing.push(format!("{} of {n} shard(s) not given", n - found));
+        }
+    }
+    let shards_missing = !missing.is_empty();
     if shards_missing {
         eprintln!(
             "merge: missing shard(s): {}{}",
             missing.join(", "),
-            if expected.is_empty() {
-                String::new()
-            } else {
-                format!(" ({found} of {} found)", expected.len())
-            }
+            args.expect
+                .map_or(String::new(), |n| format!(" ({found} of {n} found)"))
         );
     }
     if !incomplete.is_empty() {

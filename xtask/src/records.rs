@@ -87,6 +87,19 @@ pub fn parse(line: &str) -> Result<SweepRecord, String> {
     })
 }
 
+/// Moves a results file aside as the next free `results.<n>.jsonl` beside it, so
+/// starting over never destroys a generation, and says where it went.
+pub fn keep_generation(results: &Path) -> Result<PathBuf, String> {
+    let dir = results.parent().unwrap_or(Path::new("."));
+    let kept = (1..)
+        .map(|n| dir.join(format!("results.{n}.jsonl")))
+        .find(|p| !p.exists())
+        .ok_or("no free generation name")?;
+    std::fs::rename(results, &kept).map_err(|e| format!("{}: {e}", results.display()))?;
+    eprintln!("earlier results kept as {}", kept.display());
+    Ok(kept)
+}
+
 /// What a repair did.
 #[derive(Debug)]
 pub struct Repair {

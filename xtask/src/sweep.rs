@@ -223,12 +223,7 @@ fn prepare_out(args: &Args) -> Result<(lock::FolderLock, PathBuf), String> {
                 args.out.display()
             ));
         }
-        let kept = (1..)
-            .map(|n| args.out.join(format!("results.{n}.jsonl")))
-            .find(|p| !p.exists())
-            .ok_or("no free generation name")?;
-        std::fs::rename(&results, &kept).map_err(|e| format!("{}: {e}", results.display()))?;
-        eprintln!("sweep: earlier results kept as {}", kept.display());
+        records::keep_generation(&results)?;
     }
     if let Some(repair) =
         records::repair(&results).map_err(|e| format!("{}: {e}", results.display()))?
@@ -258,6 +253,9 @@ pub fn sweep(args: &Args) -> Result<ExitCode, String> {
 pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     let mut stats = Stats::default();
     catch_interrupts();
+    if let Some(old) = args.compare.as_ref().filter(|p| !p.exists()) {
+        return Err(format!("--compare {}: no such file", old.display()));
+    }
     let root = workspace::root()?;
     let files = scenario_files(&args.paths)?;
     let bin = match &args.bin {
@@ -320,6 +318,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     }
     let mut todo = Vec::new();
     let mut planned_keys = Vec::with_capacity(plan.len());
+    let mut said = HashSet::new();
     let mut invalid_runs = 0;
     for &(f, i) in &plan {
         match scenario_files[f].run(i) {
@@ -331,7 +330,11 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
                 }
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                // Every run of a grid repeats its file's problem: say it once.
+                let message = e.to_string();
+                if said.insert(message.clone()) {
+                    eprintln!("error: {message}");
+                }
                 invalid_runs += 1;
             }
         }
@@ -450,11 +453,11 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         .map_err(|e| format!("writing the summary: {e}"))?;
     let total = sweep_start.elapsed().as_secs_f64();
     let ran = summary.len();
-    if !todo.is_empty() {
+    let done_now = stats.child_seconds.len();
+    if done_now > 0 {
         eprintln!(
-            "sweep: {} run(s) in {total:.2} s; children {child_seconds:.2} s; sweep overhead {:.1} ms per run",
-            todo.len(),
-            (total - child_seconds) * 1e3 / todo.len() as f64
+            "sweep: {done_now} run(s) in {total:.2} s; children {child_seconds:.2} s; sweep overhead {:.1} ms per run",
+            (total - child_seconds) * 1e3 / done_now as f64
         );
     }
     eprintln!(

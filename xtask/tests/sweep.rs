@@ -402,6 +402,45 @@ fn summary_files_are_valid_and_shards_merge() {
         "{}",
         stderr(&out)
     );
+    // A shard named by its plan but not given is named by its number.
+    let out = xtask_bare()
+        .args([
+            "merge",
+            dir.join("shard1").to_str().unwrap(),
+            "--expect",
+            "2",
+        ])
+        .args(["--out", dir.join("merged4").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("missing shard(s): shard 2/2 (1 of 2 found)"),
+        "{}",
+        stderr(&out)
+    );
+    // A merge never overwrites results: refused, or with --force kept aside.
+    let again = |force: bool| {
+        let mut cmd = xtask_bare();
+        cmd.args(["merge", dir.join("shard1").to_str().unwrap()])
+            .args(["--out", merged.to_str().unwrap()]);
+        if force {
+            cmd.arg("--force");
+        }
+        cmd.output().unwrap()
+    };
+    let out = again(false);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("already holds results"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(keys(&merged), keys(&out_dir), "untouched");
+    let out = again(true);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(results(&merged).len(), 3);
+    assert!(merged.join("results.1.jsonl").exists());
     // A shard that stopped early (its last run lost) is named, and fails the merge.
     let partial = dir.join("partial");
     std::fs::create_dir_all(&partial).unwrap();

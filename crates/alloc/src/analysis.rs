@@ -262,6 +262,28 @@ pub fn analyze(report: &Report) -> RunAnalysis {
             }
         }
     }
+    // The first buffer refused for its size: say which device's limit it passed.
+    if let StopReason::Failed {
+        error, index: 0, ..
+    } = &report.stop
+    {
+        let size = report.scenario.allocation.size_bytes;
+        let over: Vec<String> = report
+            .devices
+            .iter()
+            .filter_map(|d| {
+                let max = *d.max_alloc_bytes.value()?;
+                (size > max).then(|| format!("{} ({})", d.display_name(), format_bytes(max as f64)))
+            })
+            .collect();
+        if error.code == clmulti_probe::ClCode::INVALID_BUFFER_SIZE.0 && !over.is_empty() {
+            statements.push(Statement::measured(format!(
+                "allocation.size ({}) is above CL_DEVICE_MAX_MEM_ALLOC_SIZE of {}: the runtime refuses any buffer that large; use a size at or below it",
+                format_bytes(size as f64),
+                over.join(", ")
+            )));
+        }
+    }
     let cause = match &report.stop {
         StopReason::Failed { call, index, .. } if report.samples.len() >= 2 && *index > 0 => {
             let _ = call;

@@ -228,7 +228,8 @@ fn differs(resource: &Resource, a: f64, b: f64) -> bool {
     let d = (a - b).abs();
     match resource.unit() {
         Unit::Count => d >= 0.1,
-        Unit::Bytes => d >= 256.0 && d >= 0.05 * a.abs().max(b.abs()),
+        // 64 B a buffer over thousands of buffers is many pages: measurable.
+        Unit::Bytes => d >= 64.0 && d >= 0.05 * a.abs().max(b.abs()),
     }
 }
 
@@ -508,6 +509,16 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
             predicted_count,
             observed_count,
         }) => {
+            // Device memory without a source (PoCL) is estimated, not read: say so.
+            let readings = if shared
+                .costs
+                .iter()
+                .any(|c| &c.resource == resource && c.estimated)
+            {
+                "estimates (from host RSS on host-unified devices and where each buffer was placed)"
+            } else {
+                "readings"
+            };
             // Compared like with like: an estimate with the other run's estimate.
             let elsewhere = per
                 .and_then(|p| p.costs.iter().find(|c| &c.resource == resource))
@@ -516,7 +527,7 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
             if per.is_none() || grew_more {
                 let unit = resource.unit();
                 vec![Statement::inferred(
-                    format!("{} readings of the {n}-device runs against {}", resource.label(), limit.name),
+                    format!("{} {} of the {n}-device runs against {}", resource.label(), readings, limit.name),
                     format!(
                         "the shared context failed because {} reached {} ({} of {}, {:.0}%): it grows {} per buffer there and {} per buffer with one context per device; the limit predicts {} buffers, the run failed at {}",
                         resource.label(),
@@ -535,7 +546,7 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
             }) {
                 let unit = resource.unit();
                 vec![Statement::inferred(
-                    format!("{} readings of the shared and per-device runs against {}", resource.label(), limit.name),
+                    format!("{} {} of the shared and per-device runs against {}", resource.label(), readings, limit.name),
                     format!(
                         "one context per device failed the same way: {} reached {} ({} of {}) growing {} per buffer in the shared context and {} with one context per device; the limit predicts {} buffers, the runs failed at {} (shared) and {} (per device): a limit of the process, not of sharing a context",
                         resource.label(),
@@ -631,6 +642,9 @@ impl Diagnosis {
     /// One line per fix, each re-run and measured: worked, did not work, or untested
     /// (and why).
     pub fn fix_lines(&self) -> Vec<String> {
+        if !self.runs.iter().any(|r| r.role == Role::Shared) {
+            return vec!["not assessed: no shared context ran".into()];
+        }
         if self.fixes.is_empty() {
             return vec!["not needed: the shared context neither failed nor heads for a limit the per-device contexts do not".into()];
         }

@@ -222,16 +222,14 @@ impl StopReason {
                 value,
                 limit,
             } => match guard {
-                GuardKind::MaxTotalBytes => format!(
-                    "guard max_total: {} requested would pass {}",
-                    format_bytes(*value),
-                    format_bytes(*limit)
-                ),
-                GuardKind::MaxRss => format!(
-                    "guard max_rss: host RSS {} would pass {}",
-                    format_bytes(*value),
-                    format_bytes(*limit)
-                ),
+                GuardKind::MaxTotalBytes => {
+                    let (value, limit) = apart(*value, *limit);
+                    format!("guard max_total: {value} requested would pass {limit}")
+                }
+                GuardKind::MaxRss => {
+                    let (value, limit) = apart(*value, *limit);
+                    format!("guard max_rss: host RSS {value} would pass {limit}")
+                }
                 GuardKind::MaxSeconds => {
                     format!("guard max_seconds: {value:.1} s passed {limit:.1} s")
                 }
@@ -381,6 +379,8 @@ pub enum WarningKind {
     EmulationLayer,
     /// DRM memory of a device the run did not select, or whose PCI address is unknown.
     DrmDeviceUnmatched,
+    /// `OPENCL_LAYERS` names a library the ICD loader did not load.
+    LayerNotLoaded,
 }
 
 /// The OpenCL layers a run ran under.
@@ -700,6 +700,17 @@ fn upgrade_v1(report: &mut serde_json::Value) {
     if let Some(object) = report.as_object_mut() {
         object.remove("prediction");
         object.insert("schema_version".into(), json!(SCHEMA_VERSION));
+    }
+}
+
+/// Two byte counts formatted so they read apart: exact bytes when two decimals would
+/// show them equal ("4.00 GiB would pass 4.00 GiB").
+fn apart(value: f64, limit: f64) -> (String, String) {
+    let (v, l) = (format_bytes(value), format_bytes(limit));
+    if v == l {
+        (format!("{value:.0} B"), format!("{limit:.0} B"))
+    } else {
+        (v, l)
     }
 }
 

@@ -50,7 +50,7 @@ pub enum KernelArg {
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Elements (floats) for the bandwidth runs.
-    #[arg(long, default_value_t = 1 << 24)]
+    #[arg(long, default_value_t = 1 << 24, value_parser = clap::value_parser!(u64).range(1..))]
     n: u64,
     /// Device selector `PLATFORM[:DEVICE]` (name, vendor substring or index); repeat
     /// for several. Default: every device of the first platform with GPUs, else of
@@ -269,7 +269,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         };
         return match args.format {
             Format::Json => format::print_json(&report),
-            Format::Table => {
+            Format::Text => {
                 print_split(&report, &devices);
                 Ok(())
             }
@@ -294,7 +294,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     };
     match args.format {
         Format::Json => format::print_json(&report)?,
-        Format::Table => print_table(&report),
+        Format::Text => print_table(&report),
     }
     let failed = report.devices.iter().any(|d| !d.errors.is_empty())
         || matches!(report.cross_device, Some(Err(_)));
@@ -370,7 +370,10 @@ fn run_device(device: &Device, args: &Args, kernels: &[KernelChoice]) -> DeviceR
             };
             match runner.verify(&cl_device, &case, choice) {
                 Ok(v) => result.verified.push(v),
-                Err(e) => result.errors.push(format!("verify {case:?}: {e}")),
+                Err(e) => result.errors.push(format!(
+                    "verify n = {} (x from {} step {}, y from {} step {}): {e}",
+                    case.n, case.x_offset, case.inc_x, case.y_offset, case.inc_y
+                )),
             }
         }
         match runner.bandwidth(&cl_device, args.n, args.repeat as usize, kernel) {

@@ -258,7 +258,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     };
     match args.format {
         Format::Json => format::print_json(&report)?,
-        Format::Table => {
+        Format::Text => {
             println!("device {}", report.device);
             let mut rows = vec![vec![
                 "round".to_owned(),

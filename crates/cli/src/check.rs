@@ -84,7 +84,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             schema_version: CHECK_SCHEMA_VERSION,
             files: results,
         })?,
-        Format::Table => {
+        Format::Text => {
             for r in &results {
                 match (&r.error, r.runs) {
                     (Some(e), _) => eprintln!("error: {}", e.text),

@@ -18,7 +18,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let report = DevicesReport::new(&platforms);
     match args.format {
         Format::Json => format::print_json(&report),
-        Format::Table => {
+        Format::Text => {
             print_table(&report);
             Ok(())
         }

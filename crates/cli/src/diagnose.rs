@@ -17,8 +17,9 @@ use std::time::Duration;
 /// How `diagnose` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
 pub enum DiagnoseFormat {
-    /// Terminal text.
+    /// Terminal text (`table` is accepted too, as for the other commands).
     #[default]
+    #[value(alias = "table")]
     Text,
     /// The versioned JSON shape (docs/json.md).
     Json,
@@ -52,7 +53,7 @@ impl From<DiagnoseFormat> for Format {
     fn from(f: DiagnoseFormat) -> Self {
         match f {
             DiagnoseFormat::Json => Format::Json,
-            _ => Format::Table,
+            _ => Format::Text,
         }
     }
 }
@@ -194,6 +195,11 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         return Err(Failure::Input(
             "--size: a buffer must have at least 1 byte".into(),
         ));
+    }
+    // Before minutes of runs: the results must have somewhere to go.
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::Input(format!("--out {}: {e}", dir.display())))?;
     }
     let (platform, platform_name, devices, single) = choose(args)?;
     if let Some(why) = &single {
@@ -342,7 +348,9 @@ fn text(d: &Diagnosis, args: &Args) -> String {
     .map(String::from)
     .to_vec()];
     rows.extend(d.cost_rows().into_iter().map(|r| r.to_vec()));
-    out.push_str(&format!("\ncost per buffer\n{}", table(&rows)));
+    if rows.len() > 1 {
+        out.push_str(&format!("\ncost per buffer\n{}", table(&rows)));
+    }
     out.push_str("\nknown from documented sources\n");
     for s in d.verdict.iter().filter(|s| s.tag() == "known") {
         out.push_str(&format!("  {s}\n"));

@@ -5,9 +5,10 @@ use clap::ValueEnum;
 /// How a subcommand prints its result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum Format {
-    /// Human-readable text.
+    /// Human-readable text (`table` is accepted too).
     #[default]
-    Table,
+    #[value(alias = "table")]
+    Text,
     /// JSON with a `schema_version` (field names in docs/json.md).
     Json,
 }

@@ -99,7 +99,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             match result {
                 Ok(report) => {
                     print_report(&report, args.format, &mut shown)?;
-                    if args.format == Format::Table && several {
+                    if args.format == Format::Text && several {
                         reports.push(report);
                     }
                 }
@@ -161,7 +161,7 @@ fn print_report(
         Format::Json => serde_json::to_writer(&mut out, report)
             .map_err(std::io::Error::other)
             .and_then(|()| writeln!(out)),
-        Format::Table => write!(out, "{}", render::report(report, shown)),
+        Format::Text => write!(out, "{}", render::report(report, shown)),
     };
     written
         .and_then(|()| out.flush())

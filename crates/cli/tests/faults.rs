@@ -66,6 +66,86 @@ fn a_limit_too_low_for_the_runtime_to_load_is_named() {
     assert!(!text.contains("install an OpenCL runtime"), "{text}");
 }
 
+#[test]
+fn the_lowest_nofile_limits_that_load_pocl_are_the_documented_ones() {
+    // configs/README.md: 5 with OCL_ICD_VENDORS naming pocl.icd, 6 with the vendors
+    // folder (the loader keeps the folder open while it reads it).
+    for (vendors, nofile, loads) in [
+        ("/etc/OpenCL/vendors/pocl.icd", 4, false),
+        ("/etc/OpenCL/vendors/pocl.icd", 5, true),
+        ("/etc/OpenCL/vendors", 5, false),
+        ("/etc/OpenCL/vendors", 6, true),
+    ] {
+        let path = scenario_file(
+            &format!("nofile{nofile}.toml"),
+            &format!("[devices]\ntype = \"cpu\"\n[allocation]\ncount = 10\n[limits]\nnofile = {nofile}\n"),
+        );
+        let out = run(clmulti(1)
+            .env("OCL_ICD_VENDORS", vendors)
+            .arg("run")
+            .arg(&path)
+            .args(["--format", "json"]));
+        let r = &reports(&out)[0];
+        assert_eq!(
+            matches!(r.stop, StopReason::Completed),
+            loads,
+            "{vendors}, nofile = {nofile}: {:?}",
+            r.stop
+        );
+    }
+}
+
+#[test]
+fn an_environment_whose_loader_finds_no_runtime_says_so() {
+    let empty = std::env::temp_dir().join(format!("clmulti-novendors-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let path = scenario_file(
+        "novendors.toml",
+        &format!(
+            "[allocation]\ncount = 10\n[env]\nOCL_ICD_VENDORS = \"{}\"\n",
+            empty.display()
+        ),
+    );
+    let out = run(clmulti(1).arg("run").arg(&path).args(["--format", "json"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = &reports(&out)[0];
+    let text: String = r
+        .analysis
+        .statements
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert!(
+        text.contains("found no OpenCL platform through the scenario's OCL_ICD_VENDORS"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_buffer_above_the_devices_largest_allocation_is_explained() {
+    let path = scenario_file(
+        "huge-buffer.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"8GiB\"\ncount = 1\n",
+    );
+    let out = run(clmulti(1).arg("run").arg(&path).args(["--format", "json"]));
+    let r = &reports(&out)[0];
+    assert!(
+        matches!(&r.stop, StopReason::Failed { error, .. } if error.code == -61),
+        "{:?}",
+        r.stop
+    );
+    let text: String = r
+        .analysis
+        .statements
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert!(
+        text.contains("allocation.size (8.00 GiB) is above CL_DEVICE_MAX_MEM_ALLOC_SIZE"),
+        "{text}"
+    );
+}
+
 /// oclgrind through the ICD loader never returns from clCreateCommandQueueWithProperties.
 fn oclgrind() -> std::process::Command {
     let lib = "/usr/lib/oclgrind/liboclgrind-rt-icd.so";
@@ -136,6 +216,7 @@ fn bad_arguments_are_refused_not_panicked() {
         vec!["bench", "--rounds", "0"],
         vec!["bench", "--count", "0"],
         vec!["axpy", "--repeat", "0"],
+        vec!["axpy", "--n", "0"],
         vec!["run", "--timeout", "-3", "x.toml"],
     ] {
         let out = run(clmulti(1).args(&args));

@@ -229,3 +229,36 @@ fn a_layer_the_loader_did_not_load_is_reported_not_measured() {
     }
     assert_eq!(runs[0].buffers, 0);
 }
+
+#[test]
+fn another_library_named_as_a_layer_is_said_not_loaded() {
+    // Not clmulti's layer, and no layer at all: the loader skips it; the report must
+    // not say the run was measured under it.
+    let dir = std::env::temp_dir().join(format!("clmulti-otherlayer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fake = dir.join("libnot_a_layer.so");
+    std::fs::copy("/lib/x86_64-linux-gnu/libm.so.6", &fake).unwrap();
+    let path = scenario_file(
+        "other-layer.toml",
+        &format!(
+            "[allocation]\ncount = 10\n[env]\nOPENCL_LAYERS = \"{}\"\n",
+            fake.display()
+        ),
+    );
+    let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
+    let report = &reports(&out)[0];
+    assert!(
+        matches!(report.stop, StopReason::Completed),
+        "{:?}",
+        report.stop
+    );
+    let kinds: Vec<_> = report.warnings.iter().map(|w| w.kind).collect();
+    assert!(
+        kinds.contains(&clmulti_alloc::WarningKind::LayerNotLoaded),
+        "{kinds:?}"
+    );
+    assert!(
+        !kinds.contains(&clmulti_alloc::WarningKind::EmulationLayer),
+        "{kinds:?}"
+    );
+}

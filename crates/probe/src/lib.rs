@@ -64,8 +64,8 @@ pub use device::{
 pub use drm::{DriverLimits, DrmMemoryKind, DrmUsage};
 pub use error_names::{error_name, ClCode, ERROR_NAMES};
 pub use host::{
-    cgroup_memory_limit, loaded_library, meminfo_kib, rlimit, set_soft_rlimit, slurm_memory,
-    HostLimits, MemoryCeiling, Rlimit, RlimitValues,
+    cgroup_memory_limit, is_mapped, loaded_library, meminfo_kib, rlimit, set_soft_rlimit,
+    slurm_memory, HostLimits, MemoryCeiling, Rlimit, RlimitValues,
 };
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlMemory;

@@ -319,6 +319,11 @@ fn read_text(path: &Path, file: &str) -> Result<String, ScenarioError> {
         message,
     };
     let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read: {e}")))?;
+    if meta.is_dir() {
+        return Err(fail(
+            "a folder: name its *.toml files (`cargo xtask sweep` takes folders)".into(),
+        ));
+    }
     if !meta.is_file() {
         return Err(fail(
             "not a regular file (a scenario is a TOML file; FIFOs and devices are not read)".into(),

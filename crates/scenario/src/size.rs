@@ -113,10 +113,12 @@ pub fn format_size(bytes: u64) -> String {
 /// assert_eq!(format_bytes(512.0), "512 B");
 /// assert_eq!(format_bytes(1536.0), "1.50 KiB");
 /// assert_eq!(format_bytes(-1048576.0), "-1.00 MiB");
+/// assert_eq!(format_bytes(-0.3), "0 B");
 /// ```
 pub fn format_bytes(bytes: f64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let sign = if bytes < 0.0 { "-" } else { "" };
+    // No "-0 B": what rounds to zero bytes has no sign.
+    let sign = if bytes <= -0.5 { "-" } else { "" };
     let mut value = bytes.abs();
     let mut unit = 0;
     while value >= 1024.0 && unit + 1 < UNITS.len() {

@@ -63,7 +63,15 @@ pub const DEFAULT_SAMPLE_EVERY: u64 = 1000;
 pub const MAX_ENV_VARS: usize = 256;
 /// `[env]` keys whose values are paths (`:`-separated lists for the first two):
 /// relative entries are resolved against the scenario's folder, and each must exist.
-pub const PATH_ENV_KEYS: [&str; 3] = ["OPENCL_LAYERS", "OCL_ICD_FILENAMES", "OCL_ICD_VENDORS"];
+pub const PATH_ENV_KEYS: [&str; 4] = [
+    "OPENCL_LAYERS",
+    "OCL_ICD_FILENAMES",
+    "OCL_ICD_VENDORS",
+    "LD_PRELOAD",
+];
+/// Linux refuses to start a process with one environment string (`KEY=VALUE`) longer
+/// than this (MAX_ARG_STRLEN, with its NUL).
+pub const MAX_ENV_ENTRY_BYTES: usize = 128 * 1024 - 1;
 /// The file name of clmulti's emulation layer (crate `clmulti-layer`).
 pub const LAYER_FILE_NAME: &str = "libclmulti_layer.so";
 /// In a path-valued `[env]` entry: the emulation layer built beside the running
@@ -258,6 +266,15 @@ fn env(
                 "an environment variable value cannot contain NUL",
             ));
         }
+        if key.len() + 1 + value.len() > MAX_ENV_ENTRY_BYTES {
+            return Err(problem(
+                &at,
+                format!(
+                    "{} bytes as KEY=VALUE; Linux starts no process with an entry over {MAX_ENV_ENTRY_BYTES}",
+                    key.len() + 1 + value.len()
+                ),
+            ));
+        }
         let value = if PATH_ENV_KEYS.contains(&key.as_str()) {
             resolve_paths(&at, &value, context)?
         } else {
@@ -284,10 +301,19 @@ fn env(
     Ok(env)
 }
 
-/// Resolves each `:`-separated path against the scenario's folder and checks it exists.
+/// Resolves each `:`-separated path against the scenario's folder and checks it exists
+/// (LD_PRELOAD: also space-separated, and a bare name is the dynamic linker's to find).
 fn resolve_paths(key: &str, value: &str, context: &Context) -> Result<String, Problem> {
+    let preload = key == "env.LD_PRELOAD";
     let mut resolved = Vec::new();
-    for entry in value.split(':').filter(|e| !e.is_empty()) {
+    for entry in value
+        .split(|c| c == ':' || (preload && c == ' '))
+        .filter(|e| !e.is_empty())
+    {
+        if preload && !entry.contains('/') {
+            resolved.push(entry.to_owned());
+            continue;
+        }
         let path = if entry == LAYER_TOKEN {
             context.layer.clone().ok_or_else(|| {
                 problem(key, format!("{LAYER_TOKEN} names the layer built beside clmulti; this tool does not know where that is"))
@@ -305,6 +331,8 @@ fn resolve_paths(key: &str, value: &str, context: &Context) -> Result<String, Pr
                     "; build it with `cargo build{} -p clmulti-layer` (`cargo xtask sweep` builds it too)",
                     if path.to_string_lossy().contains("/release/") { " --release" } else { "" }
                 )
+            } else if path.to_string_lossy().contains(".intel-opencl") {
+                "; install Intel's CPU runtime there with scripts/setup-intel-opencl.sh".into()
             } else {
                 String::new()
             };

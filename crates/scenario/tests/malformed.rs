@@ -1,6 +1,8 @@
 //! Malformed scenarios: each gets one precise message with file, line, column and key.
 
-use clmulti_scenario::{load_str, ScenarioFile, MAX_ENV_VARS, MAX_FILE_BYTES, MAX_RUNS};
+use clmulti_scenario::{
+    load_str, ScenarioFile, MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS, MAX_FILE_BYTES, MAX_RUNS,
+};
 
 /// (what, text, line, key, message fragment)
 const CASES: &[(&str, &str, usize, &str, &str)] = &[
@@ -306,6 +308,20 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         "/no/such/vendors does not exist",
     ),
     (
+        "a missing preload library",
+        "[env]\nLD_PRELOAD = \"libc.so.6 /no/such/libx.so\"\n",
+        2,
+        "env.LD_PRELOAD",
+        "/no/such/libx.so does not exist",
+    ),
+    (
+        "Intel's runtime not installed yet",
+        "[env]\nOCL_ICD_VENDORS = \"/nowhere/.intel-opencl/vendors\"\n",
+        2,
+        "env.OCL_ICD_VENDORS",
+        "scripts/setup-intel-opencl.sh",
+    ),
+    (
         "an absurd time guard",
         "[guards]\nmax_seconds = 1e300\n",
         2,
@@ -455,6 +471,20 @@ fn env_tables_are_bounded() {
         err.message.contains(&format!("at most {MAX_ENV_VARS}")),
         "{err}"
     );
+}
+
+#[test]
+fn an_env_entry_no_process_could_start_with_is_refused() {
+    let value = "v".repeat(MAX_ENV_ENTRY_BYTES);
+    let err = load_str(&format!("[env]\nBIG = \"{value}\"\n"), "big.toml").unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("env.BIG"), "{}", err.message);
+    assert!(
+        err.message.contains("Linux starts no process"),
+        "{}",
+        err.message
+    );
+    let fits = "v".repeat(MAX_ENV_ENTRY_BYTES - 4);
+    assert!(load_str(&format!("[env]\nBIG = \"{fits}\"\n"), "fits.toml").is_ok());
 }
 
 #[test]

@@ -48,7 +48,7 @@ pub fn header_lines(view: &View<'_>) -> Vec<String> {
             .filter(|s| !s.is_empty())
             .collect();
         if all.is_empty() {
-            "-".into()
+            "not recorded (records of an earlier clmulti)".into()
         } else {
             all.into_iter().collect::<Vec<_>>().join("; ")
         }

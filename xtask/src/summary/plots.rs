@@ -70,10 +70,7 @@ pub fn buffers(runs: &[&RunView]) -> Result<String, String> {
             .unwrap_or(1)
             .max(10) as f64
             * 6.0;
-        let names: Vec<String> = runs
-            .iter()
-            .map(|r| r.row.run.chars().take(56).collect())
-            .collect();
+        let names: Vec<String> = runs.iter().map(|r| plot_label(&r.row.run, 56)).collect();
         let mut chart = ChartBuilder::on(&root)
             .caption(
                 "buffers reached (log scale), coloured by outcome",
@@ -126,13 +123,20 @@ pub fn buffers(runs: &[&RunView]) -> Result<String, String> {
                 bar.set_margin(4, 4, 0, 0);
                 chart.draw_series([bar]).map_err(plot_err)?;
             }
+            // What fits between the bar's end and the plot's right edge (the plot is
+            // 1300 - 400 - 2 x 12 px wide; 12 px sans averages ~6.5 px a character).
+            let at = (run.row.buffers.max(1) as f64) * 1.2;
+            let room = ((1.0 - at.ln() / max.ln()) * 876.0 / 6.5) as usize;
+            let label = if label.chars().count() > room.max(8) {
+                let kept: String = label.chars().take(room.max(8) - 1).collect();
+                format!("{kept}…")
+            } else {
+                label
+            };
             chart
                 .draw_series([Text::new(
-                    label.chars().take(80).collect::<String>(),
-                    (
-                        (run.row.buffers.max(1) as f64) * 1.2,
-                        SegmentValue::CenterOf(segment),
-                    ),
+                    label,
+                    (at, SegmentValue::CenterOf(segment)),
                     ("sans-serif", 12).into_font().color(&BLACK).pos(
                         plotters::style::text_anchor::Pos::new(
                             plotters::style::text_anchor::HPos::Left,
@@ -236,6 +240,26 @@ fn scale(unit: Unit, max: f64) -> (f64, &'static str) {
 
 /// A group's resources against allocations: one panel per resource with readings,
 /// each limit as a labelled line where it fits, failures marked. `None` when no
+/// A run's name short enough for a plot, keeping what tells grid runs apart: each
+/// grid key by its last part (`scaling[allocation.strategy=fill,devices.count=4]`
+/// becomes `scaling: strategy=fill count=4`), then cut to `max` characters.
+pub fn plot_label(run: &str, max: usize) -> String {
+    let label = match run.strip_suffix(']').and_then(|r| r.split_once('[')) {
+        Some((name, grid)) => {
+            let values: Vec<&str> = grid
+                .split(',')
+                .map(|kv| match kv.split_once('=') {
+                    Some((key, _)) => &kv[key.rfind('.').map_or(0, |i| i + 1)..],
+                    None => kv,
+                })
+                .collect();
+            format!("{name}: {}", values.join(" "))
+        }
+        None => run.to_owned(),
+    };
+    label.chars().take(max).collect()
+}
+
 /// resource has readings; the second value names the resources left out.
 pub fn group(name: &str, runs: &[&RunView]) -> Result<(Option<String>, Vec<String>), String> {
     let mut resources: Vec<Resource> = Vec::new();
@@ -322,7 +346,7 @@ pub fn group(name: &str, runs: &[&RunView]) -> Result<(Option<String>, Vec<Strin
             let mut e: Vec<(String, RGBColor)> = runs
                 .iter()
                 .enumerate()
-                .map(|(i, r)| (r.row.run.chars().take(48).collect(), series_color(i)))
+                .map(|(i, r)| (plot_label(&r.row.run, 48), series_color(i)))
                 .collect();
             e.push(("failed here (x)".into(), outcome_color("failed")));
             e.push(("limit (dashed)".into(), RGBColor(120, 120, 120)));
@@ -584,4 +608,22 @@ pub fn scaling(runs: &[&RunView]) -> Result<Option<String>, String> {
         root.present().map_err(plot_err)?;
     }
     Ok(Some(svg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plot_labels_keep_the_grid_values_that_tell_runs_apart() {
+        assert_eq!(
+            plot_label(
+                "scaling[allocation.strategy=create,context.mode=shared,devices.count=8]",
+                56
+            ),
+            "scaling: strategy=create mode=shared count=8"
+        );
+        assert_eq!(plot_label("tiny[env.RUN=7]", 56), "tiny: RUN=7");
+        assert_eq!(plot_label("seed-1gpu", 4), "seed");
+    }
 }

@@ -47,9 +47,33 @@ pub(crate) struct LoopPlan {
     /// RSS assumed per requested byte until the run shows more (1; 2 with host
     /// pointers, whose host copy the engine or runtime holds too).
     pub rss_per_byte: f64,
-    /// Host memory the engine holds before the loop for the run (a COPY_HOST_PTR
-    /// source block), counted against max_rss up front.
-    pub fixed_host_bytes: u64,
+}
+
+/// Why a run must not start: its first buffer alone, beside `fixed_host_bytes` the
+/// engine would hold for the run (a COPY_HOST_PTR source block) and the `rss_now`
+/// the process already has, would pass a guard. Checked before the backend allocates
+/// anything, and again by the loop.
+pub(crate) fn refused_up_front(
+    plan: &LoopPlan,
+    rss_now: u64,
+    fixed_host_bytes: u64,
+) -> Option<StopReason> {
+    let first = rss_now as f64 + fixed_host_bytes as f64 + plan.size as f64 * plan.rss_per_byte;
+    if plan.size > plan.max_total {
+        Some(StopReason::Guard {
+            guard: GuardKind::MaxTotalBytes,
+            value: plan.size as f64,
+            limit: plan.max_total as f64,
+        })
+    } else if first > plan.max_rss as f64 {
+        Some(StopReason::Guard {
+            guard: GuardKind::MaxRss,
+            value: first,
+            limit: plan.max_rss as f64,
+        })
+    } else {
+        None
+    }
 }
 
 #[derive(Debug, Default)]
@@ -178,12 +202,9 @@ pub(crate) fn allocation_loop(
         value,
         limit: limit as f64,
     };
-    // One buffer alone would pass a guard: refuse before allocating anything.
-    let first = baseline as f64 + (plan.fixed_host_bytes + plan.size) as f64 * plan.rss_per_byte;
-    if plan.size > plan.max_total {
-        out.stop = guard(GuardKind::MaxTotalBytes, plan.size as f64, plan.max_total);
-    } else if first > plan.max_rss as f64 {
-        out.stop = guard(GuardKind::MaxRss, first, plan.max_rss);
+    // The backend's own host memory is in the baseline by now.
+    if let Some(stop) = refused_up_front(plan, baseline, 0) {
+        out.stop = stop;
     }
     let mut next_sample = plan.sample_every;
     let mut round_robin = 0usize;
@@ -342,7 +363,6 @@ mod tests {
             max_rss: u64::MAX,
             max_seconds: 60.0,
             rss_per_byte: 1.0,
-            fixed_host_bytes: 0,
         }
     }
 
@@ -483,6 +503,26 @@ mod tests {
             }
         ));
         assert!(backend.placed.is_empty());
+    }
+
+    #[test]
+    fn a_copy_source_block_counts_before_the_backend_exists() {
+        // 600 MiB buffers under a 1 GiB guard: the first fits alone, not beside the
+        // COPY_HOST_PTR source block the backend would allocate first.
+        let plan = LoopPlan {
+            size: 600 * MIB,
+            max_rss: 1 << 30,
+            ..plan()
+        };
+        assert_eq!(refused_up_front(&plan, 100 * MIB, 0), None);
+        match refused_up_front(&plan, 100 * MIB, 600 * MIB) {
+            Some(StopReason::Guard {
+                guard: GuardKind::MaxRss,
+                value,
+                ..
+            }) => assert_eq!(value, (1300 * MIB) as f64),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -123,7 +123,7 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     tracker.enter(Call::GetPlatformIds);
     let platforms = match clmulti_probe::platforms() {
         Ok(p) => p,
-        Err(e) if scenario.limits.any() => {
+        Err(e) if scenario.limits.any() || loader_env(scenario).is_some() => {
             // The parent found a runtime; under the scenario's limits the loader could
             // not load it.
             let code = match e {
@@ -135,13 +135,19 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
                 call: Call::GetPlatformIds,
                 index: 0,
             };
-            report.analysis.statements.push(crate::analysis::Statement::inferred(
-                "the scenario's [limits] and the loader finding no platform",
-                format!(
-                    "the OpenCL runtime did not load under {}: the limit is too low for the ICD loader to open the runtime (PoCL 3 here needs nofile >= 5 and as >= 384MiB)",
-                    describe_limits(scenario)
+            report.analysis.statements.push(match loader_env(scenario) {
+                Some((key, value)) if !scenario.limits.any() => crate::analysis::Statement::inferred(
+                    "the scenario's [env] and the loader finding no platform",
+                    format!("the ICD loader found no OpenCL platform through the scenario's {key} = {value}: it names no runtime that loads here"),
                 ),
-            ));
+                _ => crate::analysis::Statement::inferred(
+                    "the scenario's [limits] and the loader finding no platform",
+                    format!(
+                        "the OpenCL runtime did not load under {}: the limit is too low for the ICD loader to open the runtime (PoCL 3 on Debian 12 needed nofile >= 5 through pocl.icd alone, >= 6 through the vendors folder, and as >= 384MiB)",
+                        describe_limits(scenario)
+                    ),
+                ),
+            });
             return Ok(report);
         }
         Err(e) => return Err(e.into()),
@@ -150,9 +156,13 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     let selection = match clmulti_probe::select(&platforms, &device_request(scenario)) {
         Ok(s) => s,
         Err(e) if e.is_too_few_devices() => {
-            report.stop = StopReason::Skipped {
-                reason: e.to_string(),
-            };
+            let mut reason = e.to_string();
+            if reason.contains("Portable Computing Language") {
+                reason.push_str(
+                    "; PoCL makes one CPU device per word of POCL_DEVICES (e.g. \"pthread pthread\"; \"cpu cpu\" on PoCL >= 4)",
+                );
+            }
+            report.stop = StopReason::Skipped { reason };
             return Ok(report);
         }
         Err(e @ clmulti_probe::SelectError::Partition { .. }) => {
@@ -201,6 +211,17 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
         observer.started(&report);
     }
 
+    // Before the backend allocates a COPY_HOST_PTR source block of the buffer's size.
+    let source_block = if scenario.allocation.flags.contains(&MemFlag::CopyHostPtr) {
+        plan.size
+    } else {
+        0
+    };
+    let rss_now = UsageReader::open().read().process.rss_bytes;
+    if let Some(stop) = allocation_loop::refused_up_front(&plan, rss_now, source_block) {
+        report.stop = stop;
+        return Ok(report);
+    }
     let messages: opencl::Messages = Arc::default();
     let mut backend = match OpenClBackend::new(scenario, &devices, &messages, tracker.clone()) {
         Ok(b) => b,
@@ -345,11 +366,6 @@ fn loop_plan(scenario: &Scenario, host: &HostLimits) -> (LoopPlan, EffectiveGuar
         max_rss,
         max_seconds: scenario.guards.max_seconds,
         rss_per_byte: if host_pointer { 2.0 } else { 1.0 },
-        fixed_host_bytes: if alloc.flags.contains(&MemFlag::CopyHostPtr) {
-            alloc.size_bytes
-        } else {
-            0
-        },
     };
     let guards = EffectiveGuards {
         max_total_bytes: (max_total != u64::MAX).then_some(max_total),
@@ -433,14 +449,39 @@ fn add_warnings(scenario: &Scenario, report: &mut Report) {
         });
     }
     if let Some(layers) = scenario.env.get("OPENCL_LAYERS") {
-        report.warnings.push(Warning {
-            kind: WarningKind::EmulationLayer,
-            message: format!(
-                "ran under the OpenCL layer {layers}: what it models is part of what was measured"
-            ),
-            advice: "compare with the same scenario without OPENCL_LAYERS".into(),
-        });
+        let (loaded, ignored): (Vec<&str>, Vec<&str>) = layers
+            .split(':')
+            .filter(|l| !l.is_empty())
+            .partition(|l| clmulti_probe::is_mapped(std::path::Path::new(l)));
+        if !loaded.is_empty() {
+            report.warnings.push(Warning {
+                kind: WarningKind::EmulationLayer,
+                message: format!(
+                    "ran under the OpenCL layer {}: what it models is part of what was measured",
+                    loaded.join(":")
+                ),
+                advice: "compare with the same scenario without OPENCL_LAYERS".into(),
+            });
+        }
+        if !ignored.is_empty() {
+            report.warnings.push(Warning {
+                kind: WarningKind::LayerNotLoaded,
+                message: format!(
+                    "OPENCL_LAYERS names {}, which the ICD loader ({}) did not load: the run measured the runtime without it",
+                    ignored.join(":"),
+                    clmulti_probe::loaded_library("libOpenCL.so").unwrap_or_else(|| "unknown".into())
+                ),
+                advice: "name a library that exports clGetLayerInfo and clInitLayer, and use a loader that reads OPENCL_LAYERS (ocl-icd >= 2.3)".into(),
+            });
+        }
     }
+}
+
+/// The scenario's `[env]` entry that tells the ICD loader where runtimes are.
+fn loader_env(scenario: &Scenario) -> Option<(&str, &str)> {
+    ["OCL_ICD_VENDORS", "OCL_ICD_FILENAMES"]
+        .into_iter()
+        .find_map(|k| scenario.env.get(k).map(|v| (k, v.as_str())))
 }
 
 /// When the scenario names clmulti's emulation layer in `OPENCL_LAYERS` and the layer
