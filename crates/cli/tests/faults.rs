@@ -53,12 +53,7 @@ fn a_limit_too_low_for_the_runtime_to_load_is_named() {
         }
         other => panic!("{other:?}"),
     }
-    let text = r
-        .analysis
-        .statements
-        .iter()
-        .map(|s| s.to_string())
-        .collect::<String>();
+    let text = statements(r);
     assert!(
         text.contains("did not load under [limits] nofile = 3 (RLIMIT_NOFILE)"),
         "{text}"
@@ -109,12 +104,7 @@ fn an_environment_whose_loader_finds_no_runtime_says_so() {
     let out = run(clmulti(1).arg("run").arg(&path).args(["--format", "json"]));
     assert!(out.status.success(), "{}", stderr(&out));
     let r = &reports(&out)[0];
-    let text: String = r
-        .analysis
-        .statements
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let text = statements(r);
     assert!(
         text.contains("found no OpenCL platform through the scenario's OCL_ICD_VENDORS"),
         "{text}"
@@ -134,12 +124,7 @@ fn a_buffer_above_the_devices_largest_allocation_is_explained() {
         "{:?}",
         r.stop
     );
-    let text: String = r
-        .analysis
-        .statements
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let text = statements(r);
     assert!(
         text.contains("allocation.size (8.00 GiB) is above CL_DEVICE_MAX_MEM_ALLOC_SIZE"),
         "{text}"

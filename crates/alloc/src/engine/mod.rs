@@ -124,8 +124,8 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     let platforms = match clmulti_probe::platforms() {
         Ok(p) => p,
         Err(e) if scenario.limits.any() || loader_env(scenario).is_some() => {
-            // The parent found a runtime; under the scenario's limits the loader could
-            // not load it.
+            // The parent found a runtime; under the scenario's limits, or through its
+            // [env]'s loader settings, the loader found none.
             let code = match e {
                 clmulti_probe::ProbeError::Loader(code) => code,
                 clmulti_probe::ProbeError::NoPlatform => ClCode::PLATFORM_NOT_FOUND_KHR,

@@ -104,6 +104,15 @@ pub fn reports(out: &Output) -> Vec<clmulti_alloc::Report> {
 }
 
 /// The cost of a resource in a report.
+/// Every statement of a report's analysis, as one text to search.
+pub fn statements(r: &clmulti_alloc::Report) -> String {
+    r.analysis
+        .statements
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
 pub fn cost(r: &clmulti_alloc::Report, resource: clmulti_alloc::Resource) -> &clmulti_alloc::Cost {
     r.costs
         .iter()
