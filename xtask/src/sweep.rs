@@ -377,31 +377,15 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         let Ok(scenario) = file.run(*i) else { continue };
         progress.start(&scenario.name);
         let outcome = child::run_child(&ChildCommand {
-            program: bin.clone(),
-            args: vec![
-                "run".into(),
-                file.file().into(),
-                "--index".into(),
-                i.to_string().into(),
-                "--format".into(),
-                "json".into(),
-                "--child".into(),
-                "-q".into(),
-            ],
-            env: env
-                .iter()
-                .chain(&scenario.env)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            timeout: args.timeout.map_or_else(
-                || {
-                    Duration::from_secs_f64(scenario.guards.max_seconds)
-                        + clmulti_alloc::hang_margin(scenario.guards.max_seconds) * 2
-                        + Duration::from_secs(60)
-                },
-                Duration::from_secs_f64,
-            ),
             interrupt: Some(&INTERRUPTED),
+            ..ChildCommand::scenario_run(
+                bin.clone(),
+                file.file().as_ref(),
+                *i,
+                &scenario,
+                &env,
+                args.timeout.map(Duration::from_secs_f64),
+            )
         })
         .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
         if outcome.interrupted {

@@ -1,7 +1,7 @@
 //! Running a scenario run in a child process: a run that crashes the runtime, hangs
 //! or exhausts a limit takes down the child, not the caller, and a fresh process
 //! measures true costs (freed memory of earlier runs is not reused). One harness
-//! serves `clmulti run` and the sweep.
+//! serves `clmulti run`, `clmulti diagnose` and the sweep.
 //!
 //! The child is `clmulti run FILE --index N --format json` (or any program that
 //! prints a report line and honours [`PROGRESS_ENV`]). It runs in its own process
@@ -36,6 +36,47 @@ pub struct ChildCommand {
     pub timeout: Duration,
     /// Killed at once when this turns true (e.g. set by a SIGINT handler).
     pub interrupt: Option<&'static std::sync::atomic::AtomicBool>,
+}
+
+impl ChildCommand {
+    /// One run of a scenario file: `program run FILE --index N --format json --child -q`
+    /// with the scenario's `[env]` over `base_env`, killed after `timeout` or, by
+    /// default, after the run's time guard, twice the watchdog's margin and a minute
+    /// for setup (the child's own watchdog ends a hang first).
+    pub fn scenario_run(
+        program: PathBuf,
+        file: &Path,
+        index: usize,
+        scenario: &Scenario,
+        base_env: &BTreeMap<String, String>,
+        timeout: Option<Duration>,
+    ) -> Self {
+        let max_seconds = scenario.guards.max_seconds;
+        ChildCommand {
+            program,
+            args: vec![
+                "run".into(),
+                file.into(),
+                "--index".into(),
+                index.to_string().into(),
+                "--format".into(),
+                "json".into(),
+                "--child".into(),
+                "-q".into(),
+            ],
+            env: base_env
+                .iter()
+                .chain(&scenario.env)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            timeout: timeout.unwrap_or_else(|| {
+                Duration::from_secs_f64(max_seconds)
+                    + crate::hang_margin(max_seconds) * 2
+                    + Duration::from_secs(60)
+            }),
+            interrupt: None,
+        }
+    }
 }
 
 /// How a child ended.

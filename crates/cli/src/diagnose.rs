@@ -12,7 +12,6 @@ use clmulti_alloc::Report;
 use clmulti_probe::Device;
 use clmulti_scenario::{format_size, parse_size, Strategy};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// How `diagnose` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
@@ -148,29 +147,19 @@ fn run_case(dir: &Path, case: &Case, text: &str) -> Result<Report, Failure> {
     let program = std::env::current_exe()
         .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
     note!("diagnose: {} ...", case.name);
-    let outcome = child::run_child(&ChildCommand {
-        program,
-        args: vec![
-            "run".into(),
-            file.into(),
-            "--index".into(),
-            "0".into(),
-            "--format".into(),
-            "json".into(),
-            "--child".into(),
-            "-q".into(),
-        ],
-        env: case.env.iter().cloned().collect(),
-        timeout: Duration::from_secs(120)
-            + clmulti_alloc::hang_margin(120.0) * 2
-            + Duration::from_secs(60),
-        interrupt: None,
-    })
-    .map_err(|e| Failure::Tool(format!("cannot run a child process: {e}")))?;
-    let placeholder = clmulti_scenario::load_str(text, &case.name)
+    let scenario = clmulti_scenario::load_str(text, &case.name)
         .map_err(|e| Failure::Tool(e.to_string()))?
         .remove(0);
-    let report = Report::from_child(&placeholder, &outcome);
+    let outcome = child::run_child(&ChildCommand::scenario_run(
+        program,
+        &file,
+        0,
+        &scenario,
+        &case.env.iter().cloned().collect(),
+        None,
+    ))
+    .map_err(|e| Failure::Tool(format!("cannot run a child process: {e}")))?;
+    let report = Report::from_child(&scenario, &outcome);
     note!("diagnose:   {}", report.headline());
     Ok(report)
 }

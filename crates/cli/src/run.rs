@@ -47,12 +47,6 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
 }
 
 /// What a run's child may take beyond the loop's own limit: setup, release, checks.
-fn child_timeout(scenario: &Scenario) -> Duration {
-    Duration::from_secs_f64(scenario.guards.max_seconds)
-        + clmulti_alloc::hang_margin(scenario.guards.max_seconds) * 2
-        + Duration::from_secs(60)
-}
-
 pub fn run(args: &Args) -> Result<(), Failure> {
     let mut files = Vec::new();
     let mut problems = 0usize;
@@ -297,21 +291,14 @@ fn run_child(
     let program = std::env::current_exe()
         .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
     note!("run: {} (child process)", scenario.name);
-    let outcome = child::run_child(&ChildCommand {
+    let outcome = child::run_child(&ChildCommand::scenario_run(
         program,
-        args: vec![
-            "run".into(),
-            file.into(),
-            "--index".into(),
-            index.to_string().into(),
-            "--format".into(),
-            "json".into(),
-            "--child".into(),
-        ],
-        env: scenario.env.clone(),
-        timeout: timeout.map_or_else(|| child_timeout(scenario), Duration::from_secs_f64),
-        interrupt: None,
-    })
+        file,
+        index,
+        scenario,
+        &Default::default(),
+        timeout.map(Duration::from_secs_f64),
+    ))
     .map_err(|e| Failure::Tool(format!("cannot run a child process: {e}")))?;
     // A child that could not run the scenario at all fails this command the same way.
     if !outcome.timed_out && !outcome.stdout.lines().any(|l| l.starts_with('{')) {

@@ -141,12 +141,16 @@ unsafe fn adopt(
     }
 }
 
-unsafe extern "C" fn create_buffer(
+/// Creates a buffer through the runtime with `create`, then hands it to the policy.
+///
+/// # Safety
+/// `create` makes a buffer of `size` bytes in `context` from the application's
+/// arguments; `errcode_ret` as for `clCreateBuffer`.
+unsafe fn create_and_adopt(
     context: cl_context,
-    flags: cl_mem_flags,
     size: usize,
-    host_ptr: *mut c_void,
     errcode_ret: *mut cl_int,
+    create: impl FnOnce(&cl_icd_dispatch, &mut cl_int) -> cl_mem,
 ) -> cl_mem {
     let mut guard = layer();
     let Some(layer) = guard.as_mut() else {
@@ -155,12 +159,7 @@ unsafe extern "C" fn create_buffer(
         return std::ptr::null_mut();
     };
     let mut status = CL_SUCCESS;
-    // SAFETY: the application's arguments, forwarded unchanged.
-    let mem = unsafe {
-        layer.next.clCreateBuffer.map_or(std::ptr::null_mut(), |f| {
-            f(context, flags, size, host_ptr, &mut status)
-        })
-    };
+    let mem = create(layer.next, &mut status);
     if mem.is_null() {
         // SAFETY: the application's out-pointer.
         unsafe { set(errcode_ret, status) };
@@ -168,6 +167,23 @@ unsafe extern "C" fn create_buffer(
     }
     // SAFETY: `mem` was just created in `context`.
     unsafe { adopt(layer, context, mem, size, errcode_ret) }
+}
+
+unsafe extern "C" fn create_buffer(
+    context: cl_context,
+    flags: cl_mem_flags,
+    size: usize,
+    host_ptr: *mut c_void,
+    errcode_ret: *mut cl_int,
+) -> cl_mem {
+    // SAFETY: the application's arguments, forwarded unchanged.
+    unsafe {
+        create_and_adopt(context, size, errcode_ret, |next, status| {
+            next.clCreateBuffer.map_or(std::ptr::null_mut(), |f| {
+                f(context, flags, size, host_ptr, status)
+            })
+        })
+    }
 }
 
 unsafe extern "C" fn create_buffer_with_properties(
@@ -178,29 +194,15 @@ unsafe extern "C" fn create_buffer_with_properties(
     host_ptr: *mut c_void,
     errcode_ret: *mut cl_int,
 ) -> cl_mem {
-    let mut guard = layer();
-    let Some(layer) = guard.as_mut() else {
-        // SAFETY: the application's out-pointer.
-        unsafe { set(errcode_ret, CL_INVALID_OPERATION) };
-        return std::ptr::null_mut();
-    };
-    let mut status = CL_SUCCESS;
     // SAFETY: the application's arguments, forwarded unchanged.
-    let mem = unsafe {
-        layer
-            .next
-            .clCreateBufferWithProperties
-            .map_or(std::ptr::null_mut(), |f| {
-                f(context, properties, flags, size, host_ptr, &mut status)
-            })
-    };
-    if mem.is_null() {
-        // SAFETY: the application's out-pointer.
-        unsafe { set(errcode_ret, status) };
-        return mem;
+    unsafe {
+        create_and_adopt(context, size, errcode_ret, |next, status| {
+            next.clCreateBufferWithProperties
+                .map_or(std::ptr::null_mut(), |f| {
+                    f(context, properties, flags, size, host_ptr, status)
+                })
+        })
     }
-    // SAFETY: `mem` was just created in `context`.
-    unsafe { adopt(layer, context, mem, size, errcode_ret) }
 }
 
 unsafe extern "C" fn release_mem_object(mem: cl_mem) -> cl_int {
