@@ -207,7 +207,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__diagnose)
-            opts="-q -v -h --device --count --size --format --out --quiet --verbose --help"
+            opts="-q -v -h --device --count --size --format --out --no-experiments --quiet --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -353,7 +353,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__run)
-            opts="-q -v -h --format --index --isolate --list --timeout --child --quiet --verbose --help"
+            opts="-q -v -h --format --index --isolate --list --timeout --experiment --child --resolved --quiet --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -51,7 +51,9 @@ complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l index -d 'Run on
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l timeout -d 'Kill a child run after this many seconds (default: its max_seconds guard plus a margin for setup and release)' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l isolate -d 'Run every run in its own child process (always done when several runs share the invocation, or a run sets `[env]` or `[limits]`)'
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l list -d 'Print each file\'s runs with their `--index`, and run nothing'
+complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l experiment -d 'When a run fails, move the limit of each candidate cause (and, when none is confirmed, the buffer size, a release half way, a second context, one more device) and re-run it in fresh processes: the report then says which cause moved the failure, measured'
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l child -d 'Internal: this process is the child that runs the run'
+complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l resolved -d 'Internal: the file is a resolved scenario (JSON), run as it is'
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -s q -l quiet -d 'Say nothing on stderr but errors'
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -s v -l verbose -d 'Say more on stderr'
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -93,6 +95,7 @@ complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l format -d '
 json\t'The versioned JSON shape (docs/json.md)'
 markdown\t'Markdown, as diagnose.md'"
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l out -d 'Also write diagnose.md, diagnose.json, runs.jsonl and index.html here' -r -F
+complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l no-experiments -d 'Skip the experiments that move each candidate\'s limit (and, when none is confirmed, find the shape of the unseen one): faster, but a cause is then only a candidate'
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -s q -l quiet -d 'Say nothing on stderr but errors'
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -s v -l verbose -d 'Say more on stderr'
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -4,7 +4,7 @@
 
 use crate::records::{self, SweepRecord};
 use crate::summary::tables::markdown_cell;
-use clmulti_alloc::Resource;
+use clmulti_explain::Resource;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! appending, a torn tail (a crash mid-write) is cut off and kept aside, so no record
 //! is glued onto another.
 
-use clmulti_alloc::Report;
+use clmulti_explain::Report;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};

@@ -6,7 +6,7 @@ use crate::records::{self, fnv64, SweepRecord};
 use crate::summary::Summary;
 use crate::{compare, lock, progress::Progress, workspace};
 use clmulti_alloc::child::{self, ChildCommand};
-use clmulti_alloc::{Report, StopReason};
+use clmulti_explain::StopReason;
 use clmulti_probe::DevicesReport;
 use clmulti_scenario::{Scenario, ScenarioFile};
 use std::collections::{BTreeMap, HashSet};
@@ -380,8 +380,6 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
             interrupt: Some(&INTERRUPTED),
             ..ChildCommand::scenario_run(
                 bin.clone(),
-                file.file().as_ref(),
-                *i,
                 &scenario,
                 &env,
                 args.timeout.map(Duration::from_secs_f64),
@@ -405,7 +403,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
             wall_seconds: outcome.wall_seconds,
             exit_code: outcome.status.code(),
             signal: outcome.status.signal(),
-            report: Report::from_child(&scenario, &outcome),
+            report: child::report_of(&scenario, &outcome),
         };
         records::append(&results, &record).map_err(|e| format!("{}: {e}", results.display()))?;
         if matches!(record.report.stop, StopReason::NoReport { .. }) {

@@ -21,7 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "seed-example.toml",
     )?;
     let report = clmulti_alloc::run(&runs[0], clmulti_alloc::RunOptions::default())?;
-    if let clmulti_alloc::StopReason::Skipped { .. } = report.stop {
+    if let clmulti_explain::StopReason::Skipped { .. } = report.stop {
         println!("{}", report.headline());
         eprintln!(
             "(for two CPU devices: POCL_DEVICES=\"pthread pthread\", or \"cpu cpu\" on PoCL >= 4)"

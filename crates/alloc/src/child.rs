@@ -3,12 +3,12 @@
 //! measures true costs (freed memory of earlier runs is not reused). One harness
 //! serves `clmulti run`, `clmulti diagnose` and the sweep.
 //!
-//! The child is `clmulti run FILE --index N --format json` (or any program that
-//! prints a report line and honours [`PROGRESS_ENV`]). It runs in its own process
+//! The child is `clmulti run --resolved SCENARIO.json --format json` (or any program
+//! that prints a report line and honours [`PROGRESS_ENV`]). It runs in its own process
 //! group, dies with its parent (`PR_SET_PDEATHSIG`), and writes its setup and every
 //! sample to a progress file, so a crash or a kill still leaves what it measured.
 
-use crate::report::{Report, Sample, StopReason};
+use clmulti_explain::{Report, Sample, StopReason};
 use clmulti_scenario::Scenario;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -36,17 +36,20 @@ pub struct ChildCommand {
     pub timeout: Duration,
     /// Killed at once when this turns true (e.g. set by a SIGINT handler).
     pub interrupt: Option<&'static std::sync::atomic::AtomicBool>,
+    /// A resolved scenario (JSON) the child runs: written to a file whose path is
+    /// the last argument, and removed after.
+    pub resolved: Option<String>,
 }
 
 impl ChildCommand {
-    /// One run of a scenario file: `program run FILE --index N --format json --child -q`
-    /// with the scenario's `[env]` over `base_env`, killed after `timeout` or, by
-    /// default, after the run's time guard, twice the watchdog's margin and a minute
-    /// for setup (the child's own watchdog ends a hang first).
+    /// One run of exactly this scenario: `program run --resolved FILE --format json
+    /// --child -q`, FILE holding the scenario as JSON (so the child measures the run
+    /// the caller planned, whatever happens to the scenario's file meanwhile), with
+    /// the scenario's `[env]` over `base_env`, killed after `timeout` or, by default,
+    /// after the run's time guard, twice the watchdog's margin and a minute for setup
+    /// (the child's own watchdog ends a hang first).
     pub fn scenario_run(
         program: PathBuf,
-        file: &Path,
-        index: usize,
         scenario: &Scenario,
         base_env: &BTreeMap<String, String>,
         timeout: Option<Duration>,
@@ -54,16 +57,9 @@ impl ChildCommand {
         let max_seconds = scenario.guards.max_seconds;
         ChildCommand {
             program,
-            args: vec![
-                "run".into(),
-                file.into(),
-                "--index".into(),
-                index.to_string().into(),
-                "--format".into(),
-                "json".into(),
-                "--child".into(),
-                "-q".into(),
-            ],
+            args: ["run", "--format", "json", "--child", "-q", "--resolved"]
+                .map(OsString::from)
+                .to_vec(),
             env: base_env
                 .iter()
                 .chain(&scenario.env)
@@ -75,6 +71,7 @@ impl ChildCommand {
                     + Duration::from_secs(60)
             }),
             interrupt: None,
+            resolved: Some(serde_json::to_string(scenario).unwrap_or_default()),
         }
     }
 }
@@ -158,20 +155,39 @@ fn read_progress(path: &Path) -> Progress {
     progress
 }
 
-fn progress_path() -> PathBuf {
+/// A fresh temporary file name: `clmulti-<what>-<pid>-<n>.<ext>`.
+fn temp_path(what: &str, ext: &str) -> PathBuf {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    std::env::temp_dir().join(format!("clmulti-progress-{}-{n}.tsv", std::process::id()))
+    std::env::temp_dir().join(format!("clmulti-{what}-{}-{n}.{ext}", std::process::id()))
+}
+
+/// Files that exist for one child and go when it does, whatever happens.
+struct TempFiles(Vec<PathBuf>);
+
+impl Drop for TempFiles {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// Runs a child to completion or its timeout.
 pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
-    let progress_file = progress_path();
+    let progress_file = temp_path("progress", "tsv");
+    let mut temp = TempFiles(vec![progress_file.clone()]);
     std::fs::File::create(&progress_file)?;
-    let start = Instant::now();
     let mut cmd = Command::new(&command.program);
-    cmd.args(&command.args)
-        .envs(&command.env)
+    cmd.args(&command.args);
+    if let Some(json) = &command.resolved {
+        let path = temp_path("scenario", "json");
+        temp.0.push(path.clone());
+        std::fs::write(&path, json)?;
+        cmd.arg(&path);
+    }
+    let start = Instant::now();
+    cmd.envs(&command.env)
         .env(PROGRESS_ENV, &progress_file)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -247,7 +263,7 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
     let stdout = stdout.and_then(|t| t.join().ok()).unwrap_or_default();
     let stderr_tail = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
     let progress = read_progress(&progress_file);
-    let _ = std::fs::remove_file(&progress_file);
+    drop(temp);
     Ok(ChildOutcome {
         status,
         timed_out,
@@ -259,59 +275,45 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
     })
 }
 
-impl Report {
-    /// The report a child printed, or, when it printed none, one that says how it
-    /// ended (crashed with a signal, killed at the timeout, exited with its stderr),
-    /// with the setup and samples its progress file kept.
-    pub fn from_child(scenario: &Scenario, outcome: &ChildOutcome) -> Self {
-        let printed = outcome.stdout.lines().find(|l| l.starts_with('{'));
-        let parsed = printed.map(Report::from_json);
-        if let (Some(Ok(report)), false) = (&parsed, outcome.timed_out) {
-            return report.clone();
-        }
-        let stop = if outcome.timed_out {
-            StopReason::TimedOut {
-                seconds: outcome.wall_seconds.floor(),
-                call: None,
-            }
-        } else if let Some(signal) = outcome.status.signal() {
-            StopReason::crashed(signal)
-        } else {
-            let mut tail = outcome.stderr_tail.trim().to_owned();
-            if let Some(Err(e)) = &parsed {
-                tail.push_str(&format!("\nerror: unreadable report: {e}"));
-            }
-            StopReason::NoReport {
-                exit_code: outcome.status.code(),
-                stderr_tail: tail,
-            }
-        };
-        let mut report = outcome
-            .progress
-            .started
-            .clone()
-            .unwrap_or_else(|| Report::without_measurements(scenario, StopReason::Completed));
-        report.stop = stop;
-        report.samples = outcome.progress.samples.clone();
-        if let Some(last) = report.samples.last() {
-            report.buffers = last.allocations;
-            report.bytes_requested = last.bytes_requested;
-            report.elapsed_seconds = last.elapsed_seconds;
-        }
-        report.stderr_tail = outcome.stderr_tail.trim().to_owned();
-        report.costs = crate::costs::costs(
-            &report.samples,
-            crate::costs::Facts {
-                scenario,
-                devices: &report.devices,
-                host: &report.host_limits,
-                driver: &report.driver_limits,
-                buffers: report.buffers,
-                layers: report.layers.as_ref(),
-                failed: !matches!(report.stop, StopReason::Completed),
-            },
-        );
-        report.analysis = crate::analysis::analyze(&report);
-        report
+/// The report a child printed, or, when it printed none, one that says how it
+/// ended (crashed with a signal, killed at the timeout, exited with its stderr),
+/// with the setup and samples its progress file kept.
+pub fn report_of(scenario: &Scenario, outcome: &ChildOutcome) -> Report {
+    let printed = outcome.stdout.lines().find(|l| l.starts_with('{'));
+    let parsed = printed.map(Report::from_json);
+    if let (Some(Ok(report)), false) = (&parsed, outcome.timed_out) {
+        return report.clone();
     }
+    let stop = if outcome.timed_out {
+        StopReason::TimedOut {
+            seconds: outcome.wall_seconds.floor(),
+            call: None,
+        }
+    } else if let Some(signal) = outcome.status.signal() {
+        StopReason::crashed(signal)
+    } else {
+        let mut tail = outcome.stderr_tail.trim().to_owned();
+        if let Some(Err(e)) = &parsed {
+            tail.push_str(&format!("\nerror: unreadable report: {e}"));
+        }
+        StopReason::NoReport {
+            exit_code: outcome.status.code(),
+            stderr_tail: tail,
+        }
+    };
+    let mut report = outcome
+        .progress
+        .started
+        .clone()
+        .unwrap_or_else(|| crate::blank_report(scenario, StopReason::Completed));
+    report.stop = stop;
+    report.samples = outcome.progress.samples.clone();
+    if let Some(last) = report.samples.last() {
+        report.buffers = last.allocations;
+        report.bytes_requested = last.bytes_requested;
+        report.elapsed_seconds = last.elapsed_seconds;
+    }
+    report.stderr_tail = outcome.stderr_tail.trim().to_owned();
+    report.conclude();
+    report
 }

@@ -15,13 +15,11 @@
 //! 3. Samples host RSS, virtual size, fds, dma-bufs, mappings, the DRM memory the
 //!    kernel accounts to the process's GPU clients, system memory, and device memory
 //!    where a source exists, every N allocations, at a failure and at the end.
-//! 4. Fits each resource's cost per buffer ([`Cost`]), sets it against its limit
-//!    ([`Resource::limit`]) and concludes ([`analysis`]): the first limit ahead, and
-//!    for a failure the resource that was at its limit, or "not explained by what was
-//!    measured". Each statement says whether it was measured, inferred, or known
-//!    from a documented source ([`knowledge`]).
-//! 5. Releases everything and proves it in a leak check (created vs released, and
-//!    host readings after release).
+//! 4. Releases everything and reads every resource again: the leak check sets each
+//!    reading after release against its reading before the first buffer.
+//! 5. Hands the report to [`clmulti_explain`] ([`Report::conclude`](clmulti_explain::Report::conclude)):
+//!    per-buffer costs against limits, the first limit ahead, the candidates of a
+//!    failure, each statement tagged measured, inferred or known.
 //!
 //! The engine's own cost is measured by running the same loop with the OpenCL calls
 //! removed ([`Report::bookkeeping`]): 8 bytes per kept buffer plus amortised samples.
@@ -49,38 +47,18 @@
 //! The scenario's `[env]` and `[limits]` must be in force before the OpenCL runtime
 //! loads: run each scenario in its own process, and call [`apply_limits`] there first.
 
-pub mod analysis;
 pub mod child;
-mod costs;
-pub mod diagnosis;
 mod engine;
-pub mod knowledge;
-mod report;
-mod resource;
 
-pub use costs::{fit, Facts, Line};
 pub use engine::{
-    device_request, hang_margin, run, BufferCheck, BufferPair, EngineError, Observer, OnHang,
+    blank_report, hang_margin, run, BufferCheck, BufferPair, EngineError, Observer, OnHang,
     RunOptions, CL_MEM_DEVICE_ID_INTEL,
 };
-pub use report::{
-    signal_name, AxpyCheckReport, Bookkeeping, Call, Cost, DeviceMemorySource, EffectiveGuards,
-    ErrorCode, GuardKind, LeakCheck, ReadError, Report, Sample, StopReason, Warning, WarningKind,
-    SCHEMA_VERSION,
-};
-pub use resource::{Limit, Resource, Unit};
 
-use clmulti_probe::{set_soft_rlimit, Rlimit};
 use clmulti_scenario::Limits;
 
-/// Applies a scenario's resource limits to this process (soft limits only; the
-/// hard limit caps what can be set).
+/// Applies a scenario's soft resource limits to this process (the hard limits cap
+/// what can be set): before the OpenCL runtime loads.
 pub fn apply_limits(limits: &Limits) -> std::io::Result<()> {
-    if let Some(n) = limits.nofile {
-        set_soft_rlimit(Rlimit::NoFile, n)?;
-    }
-    if let Some(bytes) = limits.address_space_bytes {
-        set_soft_rlimit(Rlimit::AddressSpace, bytes)?;
-    }
-    Ok(())
+    clmulti_probe::set_soft_rlimits(limits)
 }

@@ -59,8 +59,8 @@ pub struct Args {
     devices: Vec<String>,
     /// Split each selected device into sub-devices first: `equally` (one compute unit
     /// each) or compute-unit counts like `1,1`.
-    #[arg(long, value_parser = parse_partition)]
-    partition: Option<clmulti_probe::Partition>,
+    #[arg(long, value_parser = clmulti_scenario::Partition::parse)]
+    partition: Option<clmulti_scenario::Partition>,
     /// Timed repetitions after the warm-up.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
@@ -149,22 +149,11 @@ fn verification_cases(n: u64) -> Vec<AxpyCase> {
     ]
 }
 
-fn parse_partition(text: &str) -> Result<clmulti_probe::Partition, String> {
-    if text == "equally" {
-        return Ok(clmulti_probe::Partition::Equally(1));
-    }
-    text.split(',')
-        .map(|c| c.trim().parse::<u32>().ok().filter(|n| *n > 0))
-        .collect::<Option<Vec<u32>>>()
-        .map(clmulti_probe::Partition::ByCounts)
-        .ok_or_else(|| format!("{text}: expected \"equally\" or compute-unit counts like 1,1"))
-}
-
 /// The devices `--device` names (or the default set), all of one platform, none twice,
 /// each split into sub-devices when `partition` is given.
 pub fn devices_from_args(
     selectors: &[String],
-    partition: Option<&clmulti_probe::Partition>,
+    partition: Option<&clmulti_scenario::Partition>,
 ) -> Result<(String, Vec<Device>), Failure> {
     let platforms = clmulti_probe::platforms().map_err(|e| Failure::Tool(e.to_string()))?;
     let requests: Vec<DeviceRequest> = if selectors.is_empty() {

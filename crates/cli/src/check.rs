@@ -46,9 +46,7 @@ struct ErrorJson {
 /// Loads a scenario file with this machine's hard limits, so that everything a run
 /// would reject from the file alone is rejected here too.
 pub fn load(path: &Path) -> Result<ScenarioFile, ScenarioError> {
-    let nofile = clmulti_probe::rlimit(clmulti_probe::Rlimit::NoFile).hard;
-    let address_space = clmulti_probe::rlimit(clmulti_probe::Rlimit::AddressSpace).hard;
-    let mut file = ScenarioFile::load(path)?.with_hard_limits(nofile, address_space);
+    let mut file = ScenarioFile::load(path)?.with_hard_limits(clmulti_probe::hard_limits());
     if let Ok(exe) = std::env::current_exe() {
         file = file.with_layer(exe.with_file_name(clmulti_scenario::LAYER_FILE_NAME));
     }

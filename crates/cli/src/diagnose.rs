@@ -6,11 +6,11 @@
 
 use crate::format::{table, Format};
 use crate::{note, Failure};
-use clmulti_alloc::child::{self, ChildCommand};
-use clmulti_alloc::diagnosis::{fixes_for, Diagnosis, Fix, Placed, Role};
-use clmulti_alloc::Report;
+use clmulti_explain::diagnosis::{fixes_for, Diagnosis, Fix, Placed, Role};
+use clmulti_explain::verdict::Statement;
+use clmulti_explain::{Report, StopReason};
 use clmulti_probe::Device;
-use clmulti_scenario::{format_size, parse_size, Strategy};
+use clmulti_scenario::{format_size, parse_size, Scenario, Strategy};
 use std::path::{Path, PathBuf};
 
 /// How `diagnose` prints.
@@ -46,6 +46,11 @@ pub struct Args {
     /// Also write diagnose.md, diagnose.json, runs.jsonl and index.html here.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Skip the experiments that move each candidate's limit (and, when none is
+    /// confirmed, find the shape of the unseen one): faster, but a cause is then
+    /// only a candidate.
+    #[arg(long = "no-experiments", action = clap::ArgAction::SetFalse)]
+    experiments: bool,
 }
 
 impl From<DiagnoseFormat> for Format {
@@ -57,17 +62,13 @@ impl From<DiagnoseFormat> for Format {
     }
 }
 
-/// The devices to diagnose, the platform index, and why only one when only one.
-fn choose(args: &Args) -> Result<(usize, String, Vec<Device>, Option<String>), Failure> {
+/// The devices to diagnose, their platform's name, and why only one when only one.
+fn choose(args: &Args) -> Result<(String, Vec<Device>, Option<String>), Failure> {
     let platforms = clmulti_probe::platforms().map_err(|e| Failure::Tool(e.to_string()))?;
     if !args.devices.is_empty() {
         let (name, devices) = crate::axpy::devices_from_args(&args.devices, None)?;
-        let index = platforms
-            .iter()
-            .find(|p| p.devices.iter().any(|d| d.id() == devices[0].id()))
-            .map_or(0, |p| p.index);
         let why = (devices.len() < 2).then(|| "one device was named".to_owned());
-        return Ok((index, name, devices, why));
+        return Ok((name, devices, why));
     }
     let gpus =
         |p: &clmulti_probe::Platform| p.devices_of(clmulti_probe::DeviceTypeFilter::Gpu).count();
@@ -76,90 +77,54 @@ fn choose(args: &Args) -> Result<(usize, String, Vec<Device>, Option<String>), F
             .devices_of(clmulti_probe::DeviceTypeFilter::Gpu)
             .cloned()
             .collect();
-        return Ok((p.index, p.display_name().to_owned(), devices, None));
+        return Ok((p.display_name().to_owned(), devices, None));
     }
     if let Some(p) = platforms.iter().find(|p| p.devices.len() >= 2) {
-        return Ok((
-            p.index,
-            p.display_name().to_owned(),
-            p.devices.clone(),
-            None,
-        ));
+        return Ok((p.display_name().to_owned(), p.devices.clone(), None));
     }
     let p = platforms
         .iter()
         .find(|p| !p.devices.is_empty())
         .ok_or_else(|| Failure::Tool("no platform has a device".into()))?;
     Ok((
-        p.index,
         p.display_name().to_owned(),
         p.devices[..1].to_vec(),
         Some("no platform has two devices (PoCL gives two with POCL_DEVICES=\"cpu cpu\", or \"pthread pthread\" on PoCL 3)".into()),
     ))
 }
 
-/// One run of the matrix or a fix, as a scenario file for a child.
-struct Case {
-    name: String,
+/// The scenario of one case of the matrix: the seed's loop on these devices.
+fn case_scenario(
+    name: &str,
     role: Role,
     strategy: Strategy,
-    nofile: Option<u64>,
-    env: Vec<(String, String)>,
-    context_per_device: bool,
-}
-
-fn scenario_text(
-    case: &Case,
-    platform: usize,
+    platform: &str,
     devices: &[Device],
     size: u64,
     count: u64,
-) -> String {
-    let indices: Vec<String> = match case.role {
+) -> Result<Scenario, Failure> {
+    let indices: Vec<String> = match role {
         Role::OneDevice => vec![devices[0].info().index.to_string()],
         _ => devices.iter().map(|d| d.info().index.to_string()).collect(),
     };
-    let mut text = format!(
-        "name = \"{}\"\n[devices]\nplatform = {platform}\ntype = \"all\"\nindices = [{}]\n[context]\nmode = \"{}\"\n\
+    let quoted = platform.replace('\\', "\\\\").replace('"', "\\\"");
+    let text = format!(
+        "name = \"{name}\"\n[devices]\nplatform = \"{quoted}\"\ntype = \"all\"\nindices = [{}]\n[context]\nmode = \"{}\"\n\
          [allocation]\nsize = {size}\ncount = {count}\nstrategy = \"{}\"\nplacement = \"round-robin\"\n\
          [sampling]\nevery = {}\n[guards]\nmax_seconds = 120\n",
-        case.name,
         indices.join(", "),
-        if case.context_per_device { "per-device" } else { "shared" },
-        case.strategy.name(),
+        if role == Role::PerDevice { "per-device" } else { "shared" },
+        strategy.name(),
         (count / 50).max(1),
     );
-    if let Some(n) = case.nofile {
-        text.push_str(&format!("[limits]\nnofile = {n}\n"));
-    }
-    if !case.env.is_empty() {
-        text.push_str("[env]\n");
-        for (k, v) in &case.env {
-            text.push_str(&format!("{k} = \"{v}\"\n"));
-        }
-    }
-    text
+    clmulti_scenario::load_str(&text, name)
+        .map(|mut runs| runs.remove(0))
+        .map_err(|e| Failure::Tool(e.to_string()))
 }
 
-fn run_case(dir: &Path, case: &Case, text: &str) -> Result<Report, Failure> {
-    let file = dir.join(format!("{}.toml", case.name));
-    std::fs::write(&file, text).map_err(|e| Failure::Tool(format!("{}: {e}", file.display())))?;
-    let program = std::env::current_exe()
-        .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
-    note!("diagnose: {} ...", case.name);
-    let scenario = clmulti_scenario::load_str(text, &case.name)
-        .map_err(|e| Failure::Tool(e.to_string()))?
-        .remove(0);
-    let outcome = child::run_child(&ChildCommand::scenario_run(
-        program,
-        &file,
-        0,
-        &scenario,
-        &case.env.iter().cloned().collect(),
-        None,
-    ))
-    .map_err(|e| Failure::Tool(format!("cannot run a child process: {e}")))?;
-    let report = Report::from_child(&scenario, &outcome);
+fn run_case(scenario: &Scenario) -> Result<Report, Failure> {
+    note!("diagnose: {} ...", scenario.name);
+    let report = crate::run::run_child(scenario, None)?;
     note!("diagnose:   {}", report.headline());
     Ok(report)
 }
@@ -167,7 +132,7 @@ fn run_case(dir: &Path, case: &Case, text: &str) -> Result<Report, Failure> {
 /// Whether the shared case calls for fixes: it failed, or it heads for a limit well
 /// before the per-device contexts do.
 fn needs_fixes(shared: &Report, per_device: Option<&Report>) -> bool {
-    if matches!(shared.stop, clmulti_alloc::StopReason::Failed { .. }) {
+    if matches!(shared.stop, StopReason::Failed { .. }) {
         return true;
     }
     let ahead = |r: &Report| r.analysis.first_limit.as_ref().map(|l| l.count);
@@ -176,6 +141,88 @@ fn needs_fixes(shared: &Report, per_device: Option<&Report>) -> bool {
         (Some(s), None) => s < shared.buffers.saturating_mul(100),
         _ => false,
     }
+}
+
+/// The seed's matrix: each case with `create`, then with `fill` (a tenth as many).
+fn run_matrix(
+    platform: &str,
+    devices: &[Device],
+    size: u64,
+    count: u64,
+) -> Result<Vec<(Role, Report)>, Failure> {
+    let roles: &[Role] = if devices.len() >= 2 {
+        &[Role::OneDevice, Role::Shared, Role::PerDevice]
+    } else {
+        &[Role::OneDevice]
+    };
+    let mut reports = Vec::new();
+    for strategy in [Strategy::Create, Strategy::Fill] {
+        let count = if strategy == Strategy::Create {
+            count
+        } else {
+            (count / 10).max(10)
+        };
+        for &role in roles {
+            let name = format!("{}-{}", role_word(role), strategy.name());
+            let scenario = case_scenario(&name, role, strategy, platform, devices, size, count)?;
+            reports.push((role, run_case(&scenario)?));
+        }
+    }
+    Ok(reports)
+}
+
+fn role_word(role: Role) -> &'static str {
+    match role {
+        Role::OneDevice => "one-device",
+        Role::Shared => "shared",
+        Role::PerDevice => "per-device",
+    }
+}
+
+/// A fix and its run, or why it was not run.
+type FixRun = (Fix, Result<Report, String>);
+
+/// Runs each fix that applies on the shared case (the per-device case is the
+/// matrix's own run; system settings are never changed).
+fn run_fixes(shared: &Report, per_device: Option<&Report>) -> Result<Vec<FixRun>, Failure> {
+    let mut out = Vec::new();
+    for (i, (fix, untested)) in fixes_for(shared).into_iter().enumerate() {
+        if let Some(reason) = untested {
+            out.push((fix, Err(reason)));
+            continue;
+        }
+        let mut scenario = shared.scenario.clone();
+        scenario.name = format!("fix-{}", i + 1);
+        match &fix {
+            Fix::PerDeviceContexts => {
+                let per = per_device
+                    .cloned()
+                    .ok_or_else(|| "no per-device run".to_owned());
+                out.push((fix, per));
+                continue;
+            }
+            Fix::SystemSetting { .. } => {
+                out.push((
+                    fix,
+                    Err("clmulti never changes a system-wide setting".into()),
+                ));
+                continue;
+            }
+            Fix::RaiseSoftLimit { limit, to } => {
+                scenario.limits.soft.insert(*limit, *to);
+            }
+            Fix::Pin => scenario.allocation.strategy = Strategy::Pin,
+            Fix::Pool => {
+                scenario.allocation.strategy = Strategy::Pool;
+                scenario.allocation.pool_size_bytes =
+                    Some(scenario.allocation.size_bytes.max(256 << 20));
+            }
+            Fix::RuntimeKnob { env, .. } => scenario.env.extend(env.iter().cloned()),
+        }
+        let report = run_case(&scenario)?;
+        out.push((fix, Ok(report)));
+    }
+    Ok(out)
 }
 
 pub fn run(args: &Args) -> Result<(), Failure> {
@@ -190,7 +237,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Failure::Input(format!("--out {}: {e}", dir.display())))?;
     }
-    let (platform, platform_name, devices, single) = choose(args)?;
+    let (platform_name, devices, single) = choose(args)?;
     if let Some(why) = &single {
         note!("diagnose: only one device: {why}; the shared and per-device cases need two");
     }
@@ -201,91 +248,27 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         format_size(size),
         args.count / 10
     );
-    let work = std::env::temp_dir().join(format!("clmulti-diagnose-{}", std::process::id()));
-    std::fs::create_dir_all(&work)
-        .map_err(|e| Failure::Tool(format!("{}: {e}", work.display())))?;
-    let roles: &[Role] = if devices.len() >= 2 {
-        &[Role::OneDevice, Role::Shared, Role::PerDevice]
-    } else {
-        &[Role::OneDevice]
-    };
-    let mut reports: Vec<(Role, Report)> = Vec::new();
-    for strategy in [Strategy::Create, Strategy::Fill] {
-        let count = if strategy == Strategy::Create {
-            args.count
-        } else {
-            (args.count / 10).max(10)
-        };
-        for &role in roles {
-            let case = Case {
-                name: format!(
-                    "{}-{}",
-                    match role {
-                        Role::OneDevice => "one-device",
-                        Role::Shared => "shared",
-                        Role::PerDevice => "per-device",
-                    },
-                    strategy.name()
-                ),
-                role,
-                strategy,
-                nofile: None,
-                env: Vec::new(),
-                context_per_device: role == Role::PerDevice,
-            };
-            let text = scenario_text(&case, platform, &devices, size, count);
-            reports.push((role, run_case(&work, &case, &text)?));
-        }
-    }
-    let find = |role: Role, strategy: Strategy| {
+    let mut reports = run_matrix(&platform_name, &devices, size, args.count)?;
+    let find = |reports: &[(Role, Report)], role: Role, strategy: Strategy| {
         reports
             .iter()
-            .find(|(r, rep)| *r == role && rep.scenario.allocation.strategy == strategy)
-            .map(|(_, rep)| rep)
+            .position(|(r, rep)| *r == role && rep.scenario.allocation.strategy == strategy)
     };
     let failing = [Strategy::Create, Strategy::Fill].into_iter().find(|s| {
-        find(Role::Shared, *s).is_some_and(|shared| needs_fixes(shared, find(Role::PerDevice, *s)))
+        find(&reports, Role::Shared, *s).is_some_and(|i| {
+            let per = find(&reports, Role::PerDevice, *s).map(|p| &reports[p].1);
+            needs_fixes(&reports[i].1, per)
+        })
     });
-    let mut fix_reports: Vec<(Fix, Result<Report, String>)> = Vec::new();
+    let mut fix_reports = Vec::new();
     if let Some(strategy) = failing {
-        let shared = find(Role::Shared, strategy).expect("found above");
-        let count = shared.scenario.allocation.count;
-        let count = match count {
-            clmulti_scenario::Count::Fixed(n) => n,
-            clmulti_scenario::Count::UntilFailure => args.count,
-        };
-        let hard = clmulti_probe::rlimit(clmulti_probe::Rlimit::NoFile).hard;
-        for (fix, untested) in fixes_for(shared, hard) {
-            if let Some(reason) = untested {
-                fix_reports.push((fix, Err(reason)));
-                continue;
-            }
-            let mut case = Case {
-                name: format!("fix-{}", fix_reports.len() + 1),
-                role: Role::Shared,
-                strategy,
-                nofile: None,
-                env: Vec::new(),
-                context_per_device: false,
-            };
-            match &fix {
-                // Measured already: the per-device run of the matrix.
-                Fix::PerDeviceContexts => {
-                    let per = find(Role::PerDevice, strategy).cloned();
-                    fix_reports.push((fix, per.ok_or_else(|| "no per-device run".to_owned())));
-                    continue;
-                }
-                Fix::RaiseNofile { to } => case.nofile = Some(*to),
-                Fix::Pin => case.strategy = Strategy::Pin,
-                Fix::Pool => case.strategy = Strategy::Pool,
-                Fix::RuntimeKnob { env, .. } => case.env = env.clone(),
-            }
-            let text = scenario_text(&case, platform, &devices, size, count);
-            let report = run_case(&work, &case, &text)?;
-            fix_reports.push((fix, Ok(report)));
+        let shared = find(&reports, Role::Shared, strategy).expect("found above");
+        if args.experiments {
+            crate::experiments::investigate(&mut reports[shared].1);
         }
+        let per = find(&reports, Role::PerDevice, strategy).map(|p| &reports[p].1);
+        fix_reports = run_fixes(&reports[shared].1, per)?;
     }
-    let _ = std::fs::remove_dir_all(&work);
     let placed: Vec<Placed<'_>> = reports
         .iter()
         .map(|(role, report)| Placed {
@@ -301,7 +284,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     if let Some(why) = single {
         diagnosis.verdict.insert(
             0,
-            clmulti_alloc::analysis::Statement::measured(format!(
+            Statement::measured(format!(
                 "one device only: {why}; nothing here compares a shared context with per-device ones"
             )),
         );

@@ -12,6 +12,7 @@ mod bench;
 mod check;
 mod devices;
 mod diagnose;
+mod experiments;
 mod format;
 mod render;
 mod run;

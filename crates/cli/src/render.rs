@@ -1,7 +1,7 @@
 //! A report as text: the headline first, then the numbers behind it.
 
 use crate::format::table;
-use clmulti_alloc::{Report, StopReason};
+use clmulti_explain::{Report, StopReason};
 use clmulti_scenario::{format_bytes, format_size, Count};
 
 /// The style of the HTML pages clmulti writes.
@@ -203,7 +203,7 @@ pub fn comparison(reports: &[Report]) -> String {
         "virtual/buffer".into(),
     ]];
     for r in reports {
-        let cost = |resource: clmulti_alloc::Resource| {
+        let cost = |resource: clmulti_explain::Resource| {
             r.costs
                 .iter()
                 .find(|c| c.resource == resource)
@@ -212,10 +212,10 @@ pub fn comparison(reports: &[Report]) -> String {
         rows.push(vec![
             r.run_name.clone(),
             r.buffers.to_string(),
-            r.stop.kind().to_owned(),
-            cost(clmulti_alloc::Resource::HostRss),
-            cost(clmulti_alloc::Resource::OpenFds),
-            cost(clmulti_alloc::Resource::VirtualSize),
+            r.stop.kind().to_string(),
+            cost(clmulti_explain::Resource::HostRss),
+            cost(clmulti_explain::Resource::OpenFds),
+            cost(clmulti_explain::Resource::VirtualSize),
         ]);
     }
     format!("comparison\n{}", table(&rows))

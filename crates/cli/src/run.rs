@@ -4,10 +4,11 @@
 use crate::format::{shows, Format, Verbosity};
 use crate::{note, render, Failure};
 use clmulti_alloc::child::{self, ChildCommand, ProgressWriter};
-use clmulti_alloc::{Observer, Report, RunOptions, Sample, StopReason};
+use clmulti_alloc::{Observer, RunOptions};
+use clmulti_explain::{Report, Sample, StopReason};
 use clmulti_scenario::{Scenario, ScenarioFile};
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -34,9 +35,18 @@ pub struct Args {
     /// a margin for setup and release).
     #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
     timeout: Option<f64>,
+    /// When a run fails, move the limit of each candidate cause (and, when none is
+    /// confirmed, the buffer size, a release half way, a second context, one more
+    /// device) and re-run it in fresh processes: the report then says which cause
+    /// moved the failure, measured.
+    #[arg(long)]
+    experiment: bool,
     /// Internal: this process is the child that runs the run.
     #[arg(long, hide = true)]
     child: bool,
+    /// Internal: the file is a resolved scenario (JSON), run as it is.
+    #[arg(long, hide = true, requires = "child")]
+    resolved: bool,
 }
 
 fn positive_seconds(text: &str) -> Result<f64, String> {
@@ -48,6 +58,9 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
 
 /// What a run's child may take beyond the loop's own limit: setup, release, checks.
 pub fn run(args: &Args) -> Result<(), Failure> {
+    if args.resolved {
+        return run_resolved(args);
+    }
     let mut files = Vec::new();
     let mut problems = 0usize;
     for path in &args.files {
@@ -70,7 +83,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let mut reports = Vec::new();
     let mut shown = std::collections::HashSet::new();
     let mut tool_failure = None;
-    for (path, file) in &files {
+    for (_, file) in &files {
         let indices: Box<dyn Iterator<Item = usize>> = match args.index {
             Some(i) => Box::new(std::iter::once(i)),
             None => Box::new(0..file.len()),
@@ -85,11 +98,14 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                 }
             };
             let has_knobs = !scenario.env.is_empty() || scenario.limits.any();
-            let result = if args.child || !(args.isolate || several || has_knobs) {
+            let mut result = if args.child || !(args.isolate || several || has_knobs) {
                 run_here(&scenario, args.format, args.child)
             } else {
-                run_child(path, index, &scenario, args.timeout)
+                run_child(&scenario, args.timeout)
             };
+            if let (true, Ok(report)) = (args.experiment, &mut result) {
+                crate::experiments::investigate(report);
+            }
             match result {
                 Ok(report) => {
                     print_report(&report, args.format, &mut shown)?;
@@ -123,6 +139,17 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         }));
     }
     Ok(())
+}
+
+/// The child's side of [`ChildCommand::scenario_run`]: the one resolved scenario.
+fn run_resolved(args: &Args) -> Result<(), Failure> {
+    let path = &args.files[0];
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Tool(format!("{}: {e}", path.display())))?;
+    let scenario: Scenario = serde_json::from_str(&text)
+        .map_err(|e| Failure::Tool(format!("{}: not a resolved scenario: {e}", path.display())))?;
+    let report = run_here(&scenario, args.format, true)?;
+    print_report(&report, args.format, &mut std::collections::HashSet::new())
 }
 
 fn list(files: &[(PathBuf, ScenarioFile)], problems: usize) -> Result<(), Failure> {
@@ -227,7 +254,7 @@ fn run_here(scenario: &Scenario, format: Format, is_child: bool) -> Result<Repor
         let mut report = seen
             .started
             .clone()
-            .unwrap_or_else(|| Report::without_measurements(&hung_scenario, StopReason::Completed));
+            .unwrap_or_else(|| clmulti_alloc::blank_report(&hung_scenario, StopReason::Completed));
         report.stop = StopReason::TimedOut { seconds, call };
         if let Some(last) = &seen.last {
             report.buffers = last.allocations;
@@ -282,19 +309,12 @@ fn run_here(scenario: &Scenario, format: Format, is_child: bool) -> Result<Repor
 
 /// Runs in a child process of this binary with the scenario's env; a crash of the
 /// runtime becomes a report with the signal instead of taking this process down.
-fn run_child(
-    file: &Path,
-    index: usize,
-    scenario: &Scenario,
-    timeout: Option<f64>,
-) -> Result<Report, Failure> {
+pub(crate) fn run_child(scenario: &Scenario, timeout: Option<f64>) -> Result<Report, Failure> {
     let program = std::env::current_exe()
         .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
     note!("run: {} (child process)", scenario.name);
     let outcome = child::run_child(&ChildCommand::scenario_run(
         program,
-        file,
-        index,
         scenario,
         &Default::default(),
         timeout.map(Duration::from_secs_f64),
@@ -315,5 +335,5 @@ fn run_child(
             _ => {}
         }
     }
-    Ok(Report::from_child(scenario, &outcome))
+    Ok(clmulti_alloc::child::report_of(scenario, &outcome))
 }

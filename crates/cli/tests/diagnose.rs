@@ -2,8 +2,10 @@
 //! verdict names the right cause (or says it cannot), and the fixes that worked.
 
 mod common;
-use clmulti_alloc::analysis::Basis;
-use clmulti_alloc::diagnosis::{Diagnosis, Fix, Outcome};
+use clmulti_explain::diagnosis::{Diagnosis, Fix, Outcome};
+use clmulti_explain::verdict::{Basis, Candidate, CandidateTest, ShapeAnswer, ShapeQuestion};
+use clmulti_explain::Resource;
+use clmulti_scenario::Rlimit;
 use common::*;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -57,7 +59,9 @@ fn two_pocl_devices_have_no_multi_device_overhead_and_no_failure() {
     assert!(start.elapsed().as_secs() < 60, "took {:?}", start.elapsed());
     assert_eq!(d.runs.len(), 6, "3 cases x create, fill");
     assert!(
-        d.runs.iter().all(|r| r.outcome == "completed"),
+        d.runs
+            .iter()
+            .all(|r| r.outcome == clmulti_explain::StopKind::Completed),
         "{:?}",
         d.runs
     );
@@ -81,36 +85,77 @@ fn two_pocl_devices_have_no_multi_device_overhead_and_no_failure() {
     }));
 }
 
-#[test]
-fn fd_per_peer_is_diagnosed_and_both_fixes_are_measured_to_work() {
-    let mut cmd = under("fd-per-peer", &[]);
-    // The usual soft limit, under a higher hard one: a raised soft limit can be tried.
+/// A soft RLIMIT_NOFILE of `soft` under a higher hard one, set in the child before
+/// it starts: diagnose can then lower it and raise it.
+fn with_nofile(cmd: &mut Command, soft: u64) -> &mut Command {
     // SAFETY: setrlimit in the child between fork and exec.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             let mut lim = libc::rlimit {
                 rlim_cur: 0,
                 rlim_max: 0,
             };
             libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
-            lim.rlim_cur = 1024;
+            lim.rlim_cur = soft;
             libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
             Ok(())
-        });
+        })
     }
-    let d = diagnose(&mut cmd, 2000);
+}
+
+fn shape(d: &Diagnosis, question: ShapeQuestion) -> Option<ShapeAnswer> {
+    d.investigation
+        .as_ref()?
+        .shape
+        .iter()
+        .find(|f| f.question == question)?
+        .answer
+}
+
+fn first_candidate(d: &Diagnosis) -> &Candidate {
+    d.investigation
+        .as_ref()
+        .and_then(|i| i.candidates.first())
+        .unwrap_or_else(|| panic!("no candidate: {}", verdict(d)))
+}
+
+#[test]
+fn fd_per_peer_is_confirmed_by_moving_the_descriptor_limit_and_both_fixes_work() {
+    let d = diagnose(with_nofile(&mut under("fd-per-peer", &[]), 1024), 2000);
     let shared = d
         .runs
         .iter()
         .find(|r| r.run_name == "shared-create")
         .unwrap();
     assert!((900..1024).contains(&shared.buffers), "{shared:?}");
+    let c = first_candidate(&d);
+    assert_eq!(c.resource, Resource::OpenFds);
+    let CandidateTest::Confirmed { experiments } = &c.test else {
+        panic!("{:?}\n{}", c.test, verdict(&d))
+    };
+    // Lowered to half way between the descriptors open before the first buffer and
+    // the limit: the failure moved down to where the line says.
+    let lowered = &experiments[0];
+    assert!(
+        lowered.change.to < 1024 && lowered.change.to > 400,
+        "{lowered:?}"
+    );
+    let predicted = lowered.predicted_count.unwrap();
+    assert!(
+        lowered.observed_count.abs_diff(predicted) <= predicted / 20,
+        "{lowered:?}"
+    );
     assert!(
         says(
             &d,
             "inferred",
             "failed because open fds reached RLIMIT_NOFILE"
         ),
+        "{}",
+        verdict(&d)
+    );
+    assert!(
+        says(&d, "measured", "confirmed: open fds"),
         "{}",
         verdict(&d)
     );
@@ -124,27 +169,80 @@ fn fd_per_peer_is_diagnosed_and_both_fixes_are_measured_to_work() {
         Outcome::Worked { buffers: 2000, .. }
     ));
     assert!(matches!(
-        outcome(&d, |f| matches!(f, Fix::RaiseNofile { .. })),
+        outcome(&d, |f| matches!(
+            f,
+            Fix::RaiseSoftLimit {
+                limit: Rlimit::NoFile,
+                ..
+            }
+        )),
         Outcome::Worked { buffers: 2000, .. }
     ));
     assert!(
         matches!(outcome(&d, |f| *f == Fix::Pin), Outcome::Untested { .. }),
         "PoCL cannot pin"
     );
+}
+
+/// The case: a counter that fails at 1000 and holds a descriptor per
+/// buffer, under a soft limit of 1100: 1006 descriptors of 1100 is a cost, not a
+/// cause, and the shape runs say what the unseen limit is.
+#[test]
+fn a_counter_that_also_holds_descriptors_is_not_blamed_on_them_and_its_shape_is_measured() {
+    let d = diagnose(
+        with_nofile(
+            &mut under(
+                "fail-after,fd-per-peer",
+                &[("CLMULTI_LAYER_FAIL_AFTER", "1000")],
+            ),
+            1100,
+        ),
+        2000,
+    );
+    assert!(!says(&d, "inferred", "failed because"), "{}", verdict(&d));
+    assert!(!says(&d, "measured", "confirmed:"), "{}", verdict(&d));
     assert!(
-        d.fix_lines()
-            .iter()
-            .any(|l| l.starts_with("worked: soft open-file limit raised")),
-        "{:?}",
-        d.fix_lines()
+        says(&d, "inferred", "not explained by what was measured"),
+        "{}",
+        verdict(&d)
+    );
+    assert!(
+        says(&d, "measured", "open fds +1 per buffer"),
+        "{}",
+        verdict(&d)
+    );
+    assert_eq!(
+        shape(&d, ShapeQuestion::CountOrBytes),
+        Some(ShapeAnswer::Buffers),
+        "{}",
+        verdict(&d)
+    );
+    assert_eq!(
+        shape(&d, ShapeQuestion::LiveOrCumulative),
+        Some(ShapeAnswer::Cumulative),
+        "{}",
+        verdict(&d)
+    );
+    assert_eq!(
+        shape(&d, ShapeQuestion::PerContextOrProcess),
+        Some(ShapeAnswer::PerProcess),
+        "{}",
+        verdict(&d)
     );
 }
 
 #[test]
-fn host_mirror_is_diagnosed_from_kernel_memory_rss_does_not_show() {
+fn host_mirror_is_confirmed_by_moving_the_mirror_cap_rss_does_not_show_it() {
     let d = diagnose(
         &mut under("host-mirror", &[("CLMULTI_LAYER_MIRROR_LIMIT", "128MiB")]),
         400,
+    );
+    let c = first_candidate(&d);
+    assert_eq!(c.resource, Resource::SystemShmem, "{}", verdict(&d));
+    assert!(
+        matches!(c.test, CandidateTest::Confirmed { .. }),
+        "{:?}",
+        c.test
     );
     assert!(
         says(
@@ -162,10 +260,18 @@ fn host_mirror_is_diagnosed_from_kernel_memory_rss_does_not_show() {
 }
 
 #[test]
-fn eager_residency_is_diagnosed_from_device_memory() {
+fn eager_residency_is_confirmed_by_moving_the_device_size() {
     let d = diagnose(
         &mut under("eager", &[("CLMULTI_LAYER_DEVICE_MEMORY", "64MiB")]),
         400,
+    );
+    let c = first_candidate(&d);
+    assert!(matches!(c.resource, Resource::DeviceMemory { .. }), "{c:?}");
+    assert!(
+        matches!(c.test, CandidateTest::Confirmed { .. }),
+        "{:?}\n{}",
+        c.test,
+        verdict(&d)
     );
     assert!(
         says(&d, "inferred", "failed because device"),
@@ -184,7 +290,7 @@ fn eager_residency_is_diagnosed_from_device_memory() {
 }
 
 #[test]
-fn fail_after_is_not_explained_and_nothing_unmeasured_is_claimed() {
+fn fail_after_is_not_explained_and_its_shape_is_a_per_process_counter_of_buffers() {
     let d = diagnose(
         &mut under("fail-after", &[("CLMULTI_LAYER_FAIL_AFTER", "500")]),
         1000,
@@ -195,10 +301,82 @@ fn fail_after_is_not_explained_and_nothing_unmeasured_is_claimed() {
         verdict(&d)
     );
     assert!(!says(&d, "inferred", "failed because"), "{}", verdict(&d));
+    assert_eq!(
+        shape(&d, ShapeQuestion::CountOrBytes),
+        Some(ShapeAnswer::Buffers)
+    );
+    assert_eq!(
+        shape(&d, ShapeQuestion::LiveOrCumulative),
+        Some(ShapeAnswer::Cumulative)
+    );
+    assert_eq!(
+        shape(&d, ShapeQuestion::PerContextOrProcess),
+        Some(ShapeAnswer::PerProcess)
+    );
+    assert_eq!(
+        shape(&d, ShapeQuestion::PerPeer),
+        Some(ShapeAnswer::NotPerPeer)
+    );
     assert!(matches!(
         outcome(&d, |f| *f == Fix::PerDeviceContexts),
         Outcome::Worked { .. }
     ));
+}
+
+#[test]
+fn a_per_context_counter_is_found_per_context() {
+    let d = diagnose(
+        &mut under(
+            "fail-after",
+            &[
+                ("CLMULTI_LAYER_FAIL_AFTER", "300"),
+                ("CLMULTI_LAYER_FAIL_SCOPE", "context"),
+            ],
+        ),
+        1000,
+    );
+    assert_eq!(
+        shape(&d, ShapeQuestion::PerContextOrProcess),
+        Some(ShapeAnswer::PerContext),
+        "{}",
+        verdict(&d)
+    );
+}
+
+#[test]
+fn a_byte_budget_is_found_to_count_live_bytes() {
+    let d = diagnose(
+        &mut under("byte-budget", &[("CLMULTI_LAYER_BYTE_BUDGET", "256MiB")]),
+        1000,
+    );
+    let shared = d
+        .runs
+        .iter()
+        .find(|r| r.run_name == "shared-create")
+        .unwrap();
+    assert_eq!(shared.buffers, 256, "{shared:?}");
+    assert!(
+        says(&d, "inferred", "not explained by what was measured"),
+        "{}",
+        verdict(&d)
+    );
+    assert_eq!(
+        shape(&d, ShapeQuestion::CountOrBytes),
+        Some(ShapeAnswer::Bytes),
+        "{}",
+        verdict(&d)
+    );
+    assert_eq!(
+        shape(&d, ShapeQuestion::LiveOrCumulative),
+        Some(ShapeAnswer::Live),
+        "{}",
+        verdict(&d)
+    );
+    assert!(
+        says(&d, "measured", "the limit counts bytes"),
+        "{}",
+        verdict(&d)
+    );
 }
 
 #[test]
@@ -229,7 +407,7 @@ fn out_writes_markdown_json_and_a_page_that_leads_with_the_verdict() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("diagnose.json")).unwrap()).unwrap();
     assert_eq!(
         json.schema_version,
-        clmulti_alloc::diagnosis::DIAGNOSIS_SCHEMA_VERSION
+        clmulti_explain::diagnosis::DIAGNOSIS_SCHEMA_VERSION
     );
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
     let verdict_at = html.find("Verdict").unwrap();

@@ -2,7 +2,7 @@
 //! from loading, runs the machine cannot do, and bad arguments.
 
 mod common;
-use clmulti_alloc::{Call, StopReason};
+use clmulti_explain::{Call, StopReason};
 use common::*;
 
 #[test]
@@ -224,7 +224,7 @@ fn several_runs_each_get_a_fresh_process() {
     // near 0 per buffer; in its own it pays the full 64 KiB again.
     for r in &runs {
         assert!(r.fresh_process);
-        let rss = cost(r, clmulti_alloc::Resource::HostRss).per_buffer;
+        let rss = cost(r, clmulti_explain::Resource::HostRss).per_buffer;
         assert!(rss > 48.0 * 1024.0, "{}: {rss} B per buffer", r.run_name);
     }
 }

@@ -3,8 +3,8 @@
 //! real CL_OUT_OF_HOST_MEMORY (-6) far below RAM.
 
 mod common;
-use clmulti_alloc::analysis::Cause;
-use clmulti_alloc::{Call, Resource, StopReason};
+use clmulti_explain::verdict::{CandidateTest, Cause};
+use clmulti_explain::{Call, Resource, StopReason};
 use clmulti_scenario::ContextMode;
 use common::*;
 
@@ -54,8 +54,10 @@ fn the_seed_runs_on_two_intel_sub_devices() {
     assert_ne!(shared.devices[0].selector, shared.devices[1].selector);
 }
 
+/// The cause is named only once moving the limit moved the failure: the run is
+/// repeated under a lower RLIMIT_AS (and a higher one, within the hard limit).
 #[test]
-fn intel_returns_minus_6_at_the_address_space_limit_and_clmulti_names_it() {
+fn intel_returns_minus_6_at_the_address_space_limit_and_lowering_it_confirms_the_cause() {
     let path = scenario_file(
         "intel-as.toml",
         &format!(
@@ -65,7 +67,7 @@ fn intel_returns_minus_6_at_the_address_space_limit_and_clmulti_names_it() {
     let out = run(clmulti_intel()
         .arg("run")
         .arg(&path)
-        .args(["--format", "json"]));
+        .args(["--format", "json", "--experiment"]));
     assert!(out.status.success(), "{}", stderr(&out));
     let r = &reports(&out)[0];
     match &r.stop {
@@ -78,18 +80,29 @@ fn intel_returns_minus_6_at_the_address_space_limit_and_clmulti_names_it() {
         other => panic!("{other:?}"),
     }
     assert!(r.buffers > 100, "{} buffers", r.buffers);
-    match &r.analysis.cause {
-        Some(
-            c @ Cause::Resource {
-                resource, limit, ..
-            },
-        ) => {
-            assert_eq!(*resource, Resource::VirtualSize);
-            assert!(limit.name.contains("RLIMIT_AS"));
-            assert!(c.prediction_error().unwrap() <= 0.05, "{c:?}");
-        }
-        other => panic!("{other:?}"),
-    }
+    assert!(
+        matches!(&r.analysis.cause, Some(Cause::Resource { resource: Resource::VirtualSize, limit, .. }) if limit.name.contains("RLIMIT_AS")),
+        "{:?}\n{}",
+        r.analysis.cause,
+        statements(r)
+    );
+    let candidate = &r.analysis.candidates[0];
+    assert!(candidate.prediction_error() <= 0.05, "{candidate:?}");
+    let CandidateTest::Confirmed { experiments } = &candidate.test else {
+        panic!("{:?}", candidate.test)
+    };
+    let lowered = &experiments[0];
+    assert!(lowered.change.to < lowered.change.from, "{lowered:?}");
+    let predicted = lowered.predicted_count.unwrap();
+    assert!(
+        lowered.observed_count.abs_diff(predicted) as f64 <= 0.05 * predicted as f64,
+        "{lowered:?}"
+    );
+    assert!(
+        lowered.observed_count < r.buffers * 9 / 10,
+        "the failure moved down: {lowered:?}"
+    );
+    assert!(statements(r).contains("confirmed:"), "{}", statements(r));
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! `clmulti run` and `clmulti check` against two real PoCL devices.
 
 mod common;
-use clmulti_alloc::{Call, GuardKind, Resource, StopReason};
+use clmulti_explain::{Call, GuardKind, Resource, StopReason};
 use clmulti_scenario::{ContextMode, Strategy};
 use common::*;
 
@@ -37,7 +37,10 @@ every = 50
         assert_eq!(r.devices.len(), 2, "{name}");
         assert!(r.fresh_process, "{name}: several runs each get a process");
         let leak = &r.leak_check;
-        assert!(leak.clean, "{name}: {leak:?}");
+        assert!(leak.objects_released(), "{name}: {leak:?}");
+        // PoCL keeps small freed blocks in its heap: readings may stay up, and then
+        // the check is not clean and says which.
+        assert_eq!(leak.clean, leak.not_returned.is_empty(), "{name}: {leak:?}");
         assert_eq!(
             (leak.buffers_created, leak.buffers_released),
             (200, 200),
@@ -338,22 +341,15 @@ fn the_analysis_names_the_limit_that_stopped_the_run() {
         "{} x 32 MiB under 1 GiB",
         r.buffers
     );
-    match &r.analysis.cause {
-        Some(clmulti_alloc::analysis::Cause::Resource {
-            resource, limit, ..
-        }) => {
-            assert_eq!(*resource, Resource::VirtualSize);
-            assert!(limit.name.contains("RLIMIT_AS"), "{limit:?}");
-        }
-        other => panic!("{other:?}"),
-    }
-    let error = r
-        .analysis
-        .cause
-        .as_ref()
-        .unwrap()
-        .prediction_error()
-        .unwrap();
+    // Without experiments the resource at its limit is a candidate, not the cause.
+    assert!(
+        matches!(&r.analysis.cause, Some(clmulti_explain::verdict::Cause::Untested { resources }) if resources == &[Resource::VirtualSize]),
+        "{:?}",
+        r.analysis.cause
+    );
+    let candidate = &r.analysis.candidates[0];
+    assert!(candidate.limit.name.contains("RLIMIT_AS"), "{candidate:?}");
+    let error = candidate.prediction_error();
     assert!(
         error <= 0.05,
         "predicted vs observed off by {:.1}%",

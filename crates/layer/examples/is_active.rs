@@ -14,7 +14,7 @@ use clmulti_scenario::layer::ACTIVE_QUERY;
 
 fn main() -> std::process::ExitCode {
     match LayerSettings::read(|k| std::env::var(k).ok()) {
-        Ok(Some(s)) => println!("environment asks for policy {}", s.policy.name()),
+        Ok(Some(s)) => println!("environment asks for policies {}", s.names()),
         Ok(None) => println!("environment sets no CLMULTI_LAYER_POLICY"),
         Err((knob, problem)) => {
             eprintln!("{knob}: {problem}");

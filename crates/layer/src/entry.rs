@@ -249,7 +249,7 @@ unsafe extern "C" fn get_platform_info(
         match guard.as_ref() {
             Some(l) => (
                 l.next,
-                l.settings.as_ref().map_or("none", |s| s.policy.name()),
+                l.settings.as_ref().map_or("none".to_owned(), |s| s.names()),
             ),
             None => return CL_INVALID_OPERATION,
         }

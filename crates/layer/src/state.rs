@@ -1,11 +1,13 @@
 //! What the layer keeps per buffer and per context, and the policies' effects.
 
-use clmulti_scenario::layer::{LayerSettings, Policy};
+use clmulti_scenario::layer::{FailScope, LayerSettings, Policy};
 use opencl_sys::cl_icd::cl_icd_dispatch;
 use opencl_sys::*;
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// Resources the layer holds for one buffer, released with it.
 #[derive(Debug, Default)]
@@ -16,6 +18,12 @@ pub(crate) struct Held {
     mirror: Option<(u64, u64)>,
     shadows: Vec<usize>,
     resident_on: Vec<usize>,
+    /// Counted against byte-budget.
+    budgeted: bool,
+    /// thread-per-buffer's thread and the flag that ends it.
+    thread: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
+    /// lock-per-buffer's locked mapping: address and length.
+    locked: Option<(usize, usize)>,
 }
 
 /// What the layer knows of a context.
@@ -42,7 +50,12 @@ pub(crate) struct Layer {
     capacity: HashMap<usize, u64>,
     mirror: Option<Mirror>,
     mirror_bytes: u64,
-    multi_created: u64,
+    /// fail-after's counts: per context, or one under the key 0 for the process.
+    created: HashMap<usize, u64>,
+    /// byte-budget's live bytes.
+    budget_used: u64,
+    /// leak's blocks: never freed.
+    leaked: Vec<Vec<u8>>,
 }
 
 /// Why a policy refused a buffer.
@@ -81,12 +94,10 @@ impl Layer {
             capacity: HashMap::new(),
             mirror: None,
             mirror_bytes: 0,
-            multi_created: 0,
+            created: HashMap::new(),
+            budget_used: 0,
+            leaked: Vec::new(),
         }
-    }
-
-    fn policy(&self) -> Option<Policy> {
-        self.settings.as_ref().map(|s| s.policy)
     }
 
     /// The devices of a context, asked once.
@@ -149,18 +160,39 @@ impl Layer {
         })
     }
 
-    /// Applies the policy to a buffer the runtime just created.
+    /// Applies the policies to a buffer the runtime just created; on a refusal,
+    /// undoes what the earlier ones did.
     pub fn adopt(&mut self, context: cl_context, mem: cl_mem, size: u64) -> Result<(), Refused> {
-        let Some(policy) = self.policy() else {
+        let Some(settings) = self.settings.clone() else {
             return Ok(());
         };
         let devices = self.devices(context);
-        let multi = devices.len() >= 2;
         let mut held = Held {
             context: context as usize,
             size,
             ..Held::default()
         };
+        for &policy in &settings.policies {
+            if let Err(refused) = self.apply(policy, &settings, mem, &devices, &mut held) {
+                self.undo(&mut held);
+                return Err(refused);
+            }
+        }
+        self.buffers.insert(mem as usize, held);
+        Ok(())
+    }
+
+    /// One policy's effect on one buffer.
+    fn apply(
+        &mut self,
+        policy: Policy,
+        settings: &LayerSettings,
+        mem: cl_mem,
+        devices: &[usize],
+        held: &mut Held,
+    ) -> Result<(), Refused> {
+        let multi = devices.len() >= 2;
+        let size = held.size;
         match policy {
             Policy::FdPerPeer if multi => {
                 for _ in 1..devices.len() {
@@ -182,17 +214,49 @@ impl Layer {
                 held.mirror = Some(self.mirror_write(size)?);
                 self.mirror_bytes += size;
             }
-            Policy::Eager => self.make_resident(context, mem, &devices, &mut held)?,
+            Policy::Eager => {
+                let context = held.context as cl_context;
+                self.make_resident(context, mem, devices, held)?;
+            }
             Policy::FailAfter if multi => {
-                let settings = self.settings.as_ref().expect("a policy has settings");
-                if self.multi_created >= settings.fail_after {
+                let key = match settings.fail_scope {
+                    FailScope::Process => 0,
+                    FailScope::Context => held.context,
+                };
+                let count = self.created.entry(key).or_default();
+                if *count >= settings.fail_after {
                     return Err(Refused(settings.fail_error));
                 }
-                self.multi_created += 1;
+                *count += 1;
             }
+            Policy::ByteBudget if multi => {
+                if self.budget_used + size > settings.byte_budget {
+                    return Err(Refused(CL_OUT_OF_HOST_MEMORY));
+                }
+                self.budget_used += size;
+                held.budgeted = true;
+            }
+            Policy::Leak => {
+                // Touched, so it is resident; kept past release on purpose.
+                self.leaked.push(vec![1u8; size as usize]);
+            }
+            Policy::ThreadPerBuffer if multi => {
+                let stop = Arc::new(AtomicBool::new(false));
+                let flag = Arc::clone(&stop);
+                let thread = std::thread::Builder::new()
+                    .name("clmulti-buffer".into())
+                    .stack_size(64 << 10)
+                    .spawn(move || {
+                        while !flag.load(Ordering::Acquire) {
+                            std::thread::park();
+                        }
+                    })
+                    .map_err(|_| Refused(CL_OUT_OF_HOST_MEMORY))?;
+                held.thread = Some((stop, thread));
+            }
+            Policy::LockPerBuffer if multi => held.locked = Some(lock_block(size)?),
             _ => {}
         }
-        self.buffers.insert(mem as usize, held);
         Ok(())
     }
 
@@ -336,9 +400,24 @@ impl Layer {
         Ok(ctx.queues.clone())
     }
 
-    /// Releases what the layer holds for a buffer.
+    /// Releases what the layer holds for a buffer (leak's block stays).
     fn undo(&mut self, held: &mut Held) {
         held.fds.clear();
+        if std::mem::take(&mut held.budgeted) {
+            self.budget_used -= held.size;
+        }
+        if let Some((stop, thread)) = held.thread.take() {
+            stop.store(true, Ordering::Release);
+            thread.thread().unpark();
+            let _ = thread.join();
+        }
+        if let Some((address, length)) = held.locked.take() {
+            // SAFETY: a mapping lock_block made and only this buffer holds.
+            unsafe {
+                libc::munlock(address as *const libc::c_void, length);
+                libc::munmap(address as *mut libc::c_void, length);
+            }
+        }
         if let (Some((offset, size)), Some(mirror)) = (held.mirror.take(), &self.mirror) {
             punch(&mirror.file, offset, size);
             self.mirror_bytes -= size;
@@ -417,6 +496,34 @@ impl Layer {
     pub fn device_memory(&self) -> Option<u64> {
         self.settings.as_ref().and_then(|s| s.device_memory)
     }
+}
+
+/// A private anonymous mapping of at least `size` bytes, locked in memory.
+fn lock_block(size: u64) -> Result<(usize, usize), Refused> {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+    let length = (size as usize).max(1).div_ceil(page) * page;
+    // SAFETY: a fresh anonymous mapping; no file, no fixed address.
+    let address = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            length,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if address == libc::MAP_FAILED {
+        return Err(Refused(CL_OUT_OF_HOST_MEMORY));
+    }
+    // SAFETY: the mapping just made, `length` bytes.
+    if unsafe { libc::mlock(address, length) } != 0 {
+        // SAFETY: as above; unmapped once.
+        unsafe { libc::munmap(address, length) };
+        return Err(Refused(CL_OUT_OF_HOST_MEMORY));
+    }
+    Ok((address as usize, length))
 }
 
 /// Frees a region of the memfd (its pages leave Shmem).

@@ -3,6 +3,7 @@
 
 use crate::raw;
 use crate::ClCode;
+use clmulti_scenario::Partition;
 use serde::{Deserialize, Serialize};
 use std::ffi::c_void;
 
@@ -229,40 +230,19 @@ pub struct ParentDevice {
     pub compute_units: Option<u32>,
 }
 
-/// How a device is split into sub-devices (`clCreateSubDevices`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Partition {
-    /// `CL_DEVICE_PARTITION_EQUALLY`: sub-devices of this many compute units each.
-    Equally(u32),
-    /// `CL_DEVICE_PARTITION_BY_COUNTS`: one sub-device per entry, of that many compute units.
-    ByCounts(Vec<u32>),
-}
-
-impl std::fmt::Display for Partition {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Partition::Equally(n) => write!(f, "equally, {n} compute unit(s) each"),
-            Partition::ByCounts(counts) => write!(f, "by counts {counts:?}"),
-        }
-    }
-}
-
-impl Partition {
-    /// The zero-terminated property list `clCreateSubDevices` takes.
-    fn properties(&self) -> Vec<isize> {
-        // CL_DEVICE_PARTITION_EQUALLY, _BY_COUNTS, _BY_COUNTS_LIST_END (cl.h).
-        const EQUALLY: isize = 0x1086;
-        const BY_COUNTS: isize = 0x1087;
-        const BY_COUNTS_LIST_END: isize = 0;
-        match self {
-            Partition::Equally(n) => vec![EQUALLY, *n as isize, 0],
-            Partition::ByCounts(counts) => {
-                let mut list = vec![BY_COUNTS];
-                list.extend(counts.iter().map(|c| *c as isize));
-                list.extend([BY_COUNTS_LIST_END, 0]);
-                list
-            }
+/// The zero-terminated property list `clCreateSubDevices` takes.
+fn partition_properties(partition: &Partition) -> Vec<isize> {
+    // CL_DEVICE_PARTITION_EQUALLY, _BY_COUNTS, _BY_COUNTS_LIST_END (cl.h).
+    const EQUALLY: isize = 0x1086;
+    const BY_COUNTS: isize = 0x1087;
+    const BY_COUNTS_LIST_END: isize = 0;
+    match partition {
+        Partition::Equally(n) => vec![EQUALLY, *n as isize, 0],
+        Partition::ByCounts(counts) => {
+            let mut list = vec![BY_COUNTS];
+            list.extend(counts.iter().map(|c| *c as isize));
+            list.extend([BY_COUNTS_LIST_END, 0]);
+            list
         }
     }
 }
@@ -364,7 +344,7 @@ impl Device {
     /// Splits the device into sub-devices (`clCreateSubDevices`). Each is named
     /// `<parent selector>.<k>` and records its parent and the partition.
     pub fn partition(&self, partition: &Partition) -> Result<Vec<Device>, ClCode> {
-        let properties = partition.properties();
+        let properties = partition_properties(partition);
         // SAFETY: `self.id` is live; the list ends with 0.
         let ids = unsafe { raw::create_sub_devices(self.id, &properties) }?;
         let parent = ParentDevice {

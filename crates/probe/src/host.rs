@@ -2,6 +2,7 @@
 //! limits and the kernel's mapping limit. Linux only: read from `/proc`, `/sys` and
 //! `getrlimit`.
 
+use clmulti_scenario::{Limits, Rlimit};
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::path::Path;
@@ -28,8 +29,34 @@ pub struct HostLimits {
     pub address_space_soft: Option<u64>,
     /// `RLIMIT_AS` hard limit, bytes.
     pub address_space_hard: Option<u64>,
+    /// `RLIMIT_MEMLOCK` soft limit, bytes; `None` means unlimited.
+    #[serde(default)]
+    pub memlock_soft: Option<u64>,
+    /// `RLIMIT_MEMLOCK` hard limit, bytes.
+    #[serde(default)]
+    pub memlock_hard: Option<u64>,
+    /// `RLIMIT_NPROC` soft limit: processes and threads of this user; `None` means
+    /// unlimited.
+    #[serde(default)]
+    pub nproc_soft: Option<u64>,
+    /// `RLIMIT_NPROC` hard limit.
+    #[serde(default)]
+    pub nproc_hard: Option<u64>,
+    /// `RLIMIT_DATA` soft limit, bytes; `None` means unlimited.
+    #[serde(default)]
+    pub data_soft: Option<u64>,
+    /// `RLIMIT_DATA` hard limit, bytes.
+    #[serde(default)]
+    pub data_hard: Option<u64>,
     /// `vm.max_map_count`: memory mappings one process may hold.
     pub max_map_count: Option<u64>,
+    /// `kernel.threads-max`: threads the whole system may hold.
+    #[serde(default)]
+    pub threads_max: Option<u64>,
+    /// Whether the process runs as root, which the kernel exempts from
+    /// `RLIMIT_NPROC` and `RLIMIT_MEMLOCK` (`CAP_SYS_RESOURCE`, `CAP_IPC_LOCK`).
+    #[serde(default)]
+    pub root: bool,
     /// Page size, bytes.
     pub page_size: u64,
 }
@@ -62,6 +89,14 @@ impl HostLimits {
     pub fn read() -> Self {
         let nofile = rlimit(Rlimit::NoFile);
         let address_space = rlimit(Rlimit::AddressSpace);
+        let memlock = rlimit(Rlimit::MemLock);
+        let nproc = rlimit(Rlimit::NProc);
+        let data = rlimit(Rlimit::Data);
+        let sysctl = |path: &str| {
+            fs::read_to_string(path)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+        };
         HostLimits {
             ram_bytes: meminfo_kib(Path::new("/proc/meminfo"), "MemTotal").map(|k| k * 1024),
             cgroup_memory_bytes: cgroup_memory_limit(
@@ -73,9 +108,16 @@ impl HostLimits {
             nofile_hard: nofile.hard,
             address_space_soft: address_space.soft,
             address_space_hard: address_space.hard,
-            max_map_count: fs::read_to_string("/proc/sys/vm/max_map_count")
-                .ok()
-                .and_then(|s| s.trim().parse().ok()),
+            memlock_soft: memlock.soft,
+            memlock_hard: memlock.hard,
+            nproc_soft: nproc.soft,
+            nproc_hard: nproc.hard,
+            data_soft: data.soft,
+            data_hard: data.hard,
+            max_map_count: sysctl("/proc/sys/vm/max_map_count"),
+            threads_max: sysctl("/proc/sys/kernel/threads-max"),
+            // SAFETY: geteuid cannot fail.
+            root: unsafe { libc::geteuid() } == 0,
             page_size: page_size(),
         }
     }
@@ -92,43 +134,50 @@ impl HostLimits {
         .min_by_key(|(bytes, _)| *bytes)
     }
 
-    /// These limits with a scenario's soft limits applied: what a child process
-    /// that sets them runs under.
-    pub fn with_soft_limits(&self, nofile: Option<u64>, address_space: Option<u64>) -> Self {
+    /// A resource limit's values as read.
+    pub fn values(&self, which: Rlimit) -> RlimitValues {
+        let (soft, hard) = match which {
+            Rlimit::NoFile => (self.nofile_soft, self.nofile_hard),
+            Rlimit::AddressSpace => (self.address_space_soft, self.address_space_hard),
+            Rlimit::MemLock => (self.memlock_soft, self.memlock_hard),
+            Rlimit::NProc => (self.nproc_soft, self.nproc_hard),
+            Rlimit::Data => (self.data_soft, self.data_hard),
+        };
+        RlimitValues { soft, hard }
+    }
+
+    /// These limits with a scenario's soft limits set: what a child process that
+    /// sets them runs under.
+    pub fn with_soft_limits(&self, soft: &Limits) -> Self {
         let mut limits = self.clone();
-        if nofile.is_some() {
-            limits.nofile_soft = nofile;
-        }
-        if address_space.is_some() {
-            limits.address_space_soft = address_space;
+        for (&which, &value) in &soft.soft {
+            let field = match which {
+                Rlimit::NoFile => &mut limits.nofile_soft,
+                Rlimit::AddressSpace => &mut limits.address_space_soft,
+                Rlimit::MemLock => &mut limits.memlock_soft,
+                Rlimit::NProc => &mut limits.nproc_soft,
+                Rlimit::Data => &mut limits.data_soft,
+            };
+            *field = Some(value);
         }
         limits
     }
-}
 
-/// A process resource limit clmulti reads and sets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rlimit {
-    /// `RLIMIT_NOFILE`: open file descriptors.
-    NoFile,
-    /// `RLIMIT_AS`: virtual address space, bytes.
-    AddressSpace,
-}
-
-impl Rlimit {
-    fn resource(self) -> libc::__rlimit_resource_t {
-        match self {
-            Rlimit::NoFile => libc::RLIMIT_NOFILE,
-            Rlimit::AddressSpace => libc::RLIMIT_AS,
-        }
+    /// Whether the kernel enforces this limit on this process: root is exempt from
+    /// `RLIMIT_NPROC` and `RLIMIT_MEMLOCK`.
+    pub fn enforced(&self, which: Rlimit) -> bool {
+        !(self.root && matches!(which, Rlimit::NProc | Rlimit::MemLock))
     }
+}
 
-    /// Its name in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Rlimit::NoFile => "RLIMIT_NOFILE",
-            Rlimit::AddressSpace => "RLIMIT_AS",
-        }
+/// The `setrlimit` resource of a limit.
+fn resource(which: Rlimit) -> libc::__rlimit_resource_t {
+    match which {
+        Rlimit::NoFile => libc::RLIMIT_NOFILE,
+        Rlimit::AddressSpace => libc::RLIMIT_AS,
+        Rlimit::MemLock => libc::RLIMIT_MEMLOCK,
+        Rlimit::NProc => libc::RLIMIT_NPROC,
+        Rlimit::Data => libc::RLIMIT_DATA,
     }
 }
 
@@ -148,7 +197,7 @@ pub fn rlimit(which: Rlimit) -> RlimitValues {
         rlim_max: 0,
     };
     // SAFETY: `lim` is a valid, writable rlimit struct.
-    if unsafe { libc::getrlimit(which.resource(), &mut lim) } != 0 {
+    if unsafe { libc::getrlimit(resource(which), &mut lim) } != 0 {
         return RlimitValues {
             soft: None,
             hard: None,
@@ -176,8 +225,24 @@ pub fn set_soft_rlimit(which: Rlimit, value: u64) -> std::io::Result<()> {
         rlim_max: current.hard.unwrap_or(libc::RLIM_INFINITY),
     };
     // SAFETY: `lim` is a valid rlimit struct.
-    if unsafe { libc::setrlimit(which.resource(), &lim) } != 0 {
+    if unsafe { libc::setrlimit(resource(which), &lim) } != 0 {
         return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// This process's finite hard limits: what a scenario's soft ones may reach.
+pub fn hard_limits() -> std::collections::BTreeMap<Rlimit, u64> {
+    Rlimit::ALL
+        .into_iter()
+        .filter_map(|which| Some((which, rlimit(which).hard?)))
+        .collect()
+}
+
+/// Sets a scenario's soft limits on this process (before the OpenCL runtime loads).
+pub fn set_soft_rlimits(limits: &Limits) -> std::io::Result<()> {
+    for (&which, &value) in &limits.soft {
+        set_soft_rlimit(which, value)?;
     }
     Ok(())
 }

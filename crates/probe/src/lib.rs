@@ -58,14 +58,13 @@ pub mod raw;
 mod select;
 mod usage;
 
-pub use device::{
-    Device, DeviceInfo, DeviceKind, DeviceTypeFilter, ParentDevice, Partition, PciBus, Queried,
-};
+pub use clmulti_scenario::{Partition, Rlimit};
+pub use device::{Device, DeviceInfo, DeviceKind, DeviceTypeFilter, ParentDevice, PciBus, Queried};
 pub use drm::{DriverLimits, DrmMemoryKind, DrmUsage};
 pub use error_names::{error_name, ClCode, ERROR_NAMES};
 pub use host::{
-    cgroup_memory_limit, is_mapped, loaded_library, meminfo_kib, rlimit, set_soft_rlimit,
-    slurm_memory, HostLimits, MemoryCeiling, Rlimit, RlimitValues,
+    cgroup_memory_limit, hard_limits, is_mapped, loaded_library, meminfo_kib, rlimit,
+    set_soft_rlimit, set_soft_rlimits, slurm_memory, HostLimits, MemoryCeiling, RlimitValues,
 };
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlMemory;

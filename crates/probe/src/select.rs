@@ -3,9 +3,10 @@
 //! The loader's platform order changes between boots (seen with NVIDIA and PoCL on
 //! one machine), so names are the reliable selector; indices are for one session.
 
-use crate::device::{Device, DeviceTypeFilter, Partition};
+use crate::device::{Device, DeviceTypeFilter};
 use crate::platform::Platform;
 use crate::ClCode;
+use clmulti_scenario::{DeviceSet, DeviceType, Devices, Partition};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -69,6 +70,37 @@ pub struct DeviceRequest {
     pub fallback_to_any_type: bool,
     /// Split every device of that type into sub-devices first.
     pub partition: Option<Partition>,
+}
+
+impl From<&Devices> for DeviceRequest {
+    /// What a scenario's `[devices]` table asks for.
+    fn from(d: &Devices) -> Self {
+        DeviceRequest {
+            platform: match &d.platform {
+                clmulti_scenario::Platform::Auto => PlatformSelector::Auto,
+                clmulti_scenario::Platform::Index(i) => PlatformSelector::Index(*i),
+                clmulti_scenario::Platform::Name(n) => PlatformSelector::Name(n.clone()),
+            },
+            device_type: d.device_type.into(),
+            devices: match &d.set {
+                DeviceSet::Count(n) => DeviceChoice::Count(*n),
+                DeviceSet::Indices(v) => DeviceChoice::Indices(v.clone()),
+            },
+            fallback_to_any_type: d.fallback_to_any_type,
+            partition: d.partition.clone(),
+        }
+    }
+}
+
+impl From<DeviceType> for DeviceTypeFilter {
+    fn from(t: DeviceType) -> Self {
+        match t {
+            DeviceType::Gpu => DeviceTypeFilter::Gpu,
+            DeviceType::Cpu => DeviceTypeFilter::Cpu,
+            DeviceType::Accelerator => DeviceTypeFilter::Accelerator,
+            DeviceType::All => DeviceTypeFilter::All,
+        }
+    }
 }
 
 impl DeviceRequest {

@@ -26,6 +26,17 @@ pub struct ProcessUsage {
     /// Their total size, bytes (`size:` of each one's fdinfo).
     #[serde(default)]
     pub dmabuf_bytes: u64,
+    /// Threads (`Threads` of `/proc/self/status`): what `RLIMIT_NPROC` counts, with
+    /// every other process of the same user.
+    #[serde(default)]
+    pub threads: u64,
+    /// Locked memory (`VmLck`), bytes: what `RLIMIT_MEMLOCK` bounds.
+    #[serde(default)]
+    pub locked_bytes: u64,
+    /// Data segment (`VmData`: heap and private anonymous mappings), bytes: what
+    /// `RLIMIT_DATA` bounds.
+    #[serde(default)]
+    pub data_bytes: u64,
 }
 
 /// System-wide memory (`/proc/meminfo`): where kernel-accounted memory shows that no
@@ -70,6 +81,7 @@ impl ProcessUsage {
 #[derive(Debug)]
 pub struct UsageReader {
     statm: Option<File>,
+    status: Option<File>,
     maps: Option<File>,
     meminfo: Option<File>,
     fd_dir: Option<File>,
@@ -98,12 +110,13 @@ impl UsageReader {
         Self::open_at(Path::new("/proc"))
     }
 
-    /// Opens `<proc_root>/self/{statm,maps,fd,fdinfo}` and `<proc_root>/meminfo`: a
+    /// Opens `<proc_root>/self/{statm,status,maps,fd,fdinfo}` and `<proc_root>/meminfo`: a
     /// test gives a fixture tree here.
     pub fn open_at(proc_root: &Path) -> Self {
         let this = proc_root.join("self");
         UsageReader {
             statm: File::open(this.join("statm")).ok(),
+            status: File::open(this.join("status")).ok(),
             maps: File::open(this.join("maps")).ok(),
             meminfo: File::open(proc_root.join("meminfo")).ok(),
             fd_dir: open_dir(&this.join("fd")),
@@ -117,6 +130,7 @@ impl UsageReader {
     pub fn read(&self) -> Usage {
         let (virtual_bytes, rss_bytes) = self.statm();
         let fds = self.scan_fds();
+        let status = self.status();
         Usage {
             process: ProcessUsage {
                 rss_bytes,
@@ -125,6 +139,9 @@ impl UsageReader {
                 memory_maps: self.memory_maps(),
                 dmabuf_fds: fds.dmabuf_fds,
                 dmabuf_bytes: fds.dmabuf_bytes,
+                threads: status.threads,
+                locked_bytes: status.locked_bytes,
+                data_bytes: status.data_bytes,
             },
             system: self.system_memory(),
             drm: drm::summarize(&fds.drm_clients),
@@ -170,6 +187,24 @@ impl UsageReader {
         (size * page, resident * page)
     }
 
+    /// `Threads`, `VmLck` and `VmData` of `status`, read into a stack buffer.
+    fn status(&self) -> StatusFigures {
+        let mut text = [0u8; 8192];
+        let mut len = 0;
+        Self::read_all(&self.status, |chunk| {
+            let take = chunk.len().min(text.len() - len);
+            text[len..len + take].copy_from_slice(&chunk[..take]);
+            len += take;
+        });
+        let text = std::str::from_utf8(&text[..len]).unwrap_or("");
+        let kib = |key| parse_meminfo_kib(text, key).map_or(0, |k| k * 1024);
+        StatusFigures {
+            threads: parse_meminfo_kib(text, "Threads").unwrap_or(0),
+            locked_bytes: kib("VmLck"),
+            data_bytes: kib("VmData"),
+        }
+    }
+
     fn memory_maps(&self) -> u64 {
         let mut lines = 0u64;
         Self::read_all(&self.maps, |chunk| {
@@ -195,10 +230,11 @@ impl UsageReader {
         })
     }
 
-    fn own_fds(&self) -> [i32; 6] {
+    fn own_fds(&self) -> [i32; 7] {
         let raw = |f: &Option<File>| f.as_ref().map_or(-1, AsRawFd::as_raw_fd);
         [
             raw(&self.statm),
+            raw(&self.status),
             raw(&self.maps),
             raw(&self.meminfo),
             raw(&self.fd_dir),
@@ -309,7 +345,7 @@ impl UsageReader {
     }
 }
 
-/// Whether an fd links to a DRM device or a dma-buf.
+/// Whether an fd links to a DRM or DRM accel device, or a dma-buf.
 fn is_gpu_fd(dir_fd: i32, name: &[u8]) -> bool {
     let mut path = [0u8; 32];
     if name.len() >= path.len() {
@@ -330,7 +366,17 @@ fn is_gpu_fd(dir_fd: i32, name: &[u8]) -> bool {
         return false;
     }
     let target = &target[..n as usize];
-    target.starts_with(b"/dev/dri/") || target.windows(6).any(|w| w == b"dmabuf")
+    // DRM accel drivers (NPUs, Intel's ivpu, habanalabs) print the same fdinfo keys.
+    target.starts_with(b"/dev/dri/")
+        || target.starts_with(b"/dev/accel/")
+        || target.windows(6).any(|w| w == b"dmabuf")
+}
+
+#[derive(Default)]
+struct StatusFigures {
+    threads: u64,
+    locked_bytes: u64,
+    data_bytes: u64,
 }
 
 #[derive(Default)]

@@ -4,7 +4,8 @@
 
 use crate::size::parse_size;
 
-/// Which candidate explanation of the seed's failure the layer models.
+/// Which candidate explanations of the seed's failure the layer models: one policy,
+/// or several joined by commas (`fail-after,fd-per-peer`), each acting on every buffer.
 pub const POLICY: &str = "CLMULTI_LAYER_POLICY";
 /// host-mirror: the most mirror bytes before creation fails (a size, or `N%` of RAM).
 pub const MIRROR_LIMIT: &str = "CLMULTI_LAYER_MIRROR_LIMIT";
@@ -14,8 +15,20 @@ pub const DEVICE_MEMORY: &str = "CLMULTI_LAYER_DEVICE_MEMORY";
 pub const FAIL_AFTER: &str = "CLMULTI_LAYER_FAIL_AFTER";
 /// fail-after: the error creation fails with (an OpenCL status, default -6).
 pub const FAIL_ERROR: &str = "CLMULTI_LAYER_FAIL_ERROR";
+/// fail-after: what the count is kept for: `process` (default) or `context`.
+pub const FAIL_SCOPE: &str = "CLMULTI_LAYER_FAIL_SCOPE";
+/// byte-budget: the most bytes of live multi-device buffers (a size, default 1GiB).
+pub const BYTE_BUDGET: &str = "CLMULTI_LAYER_BYTE_BUDGET";
 /// Every knob, for validation.
-pub const KNOBS: [&str; 5] = [POLICY, MIRROR_LIMIT, DEVICE_MEMORY, FAIL_AFTER, FAIL_ERROR];
+pub const KNOBS: [&str; 7] = [
+    POLICY,
+    MIRROR_LIMIT,
+    DEVICE_MEMORY,
+    FAIL_AFTER,
+    FAIL_ERROR,
+    FAIL_SCOPE,
+    BYTE_BUDGET,
+];
 /// A `clGetPlatformInfo` parameter only the layer answers, with its policy's name
 /// (`none` without one): how a run knows the layer is in the call path, since an ICD
 /// loader without layer support ignores `OPENCL_LAYERS` without a word.
@@ -24,6 +37,8 @@ pub const ACTIVE_QUERY: u32 = 0x7C1A_0001;
 pub const DEFAULT_MIRROR_FRACTION: f64 = 0.25;
 /// fail-after's count when none is given: about where the seed failed.
 pub const DEFAULT_FAIL_AFTER: u64 = 1000;
+/// byte-budget's budget when none is given.
+pub const DEFAULT_BYTE_BUDGET: u64 = 1 << 30;
 
 /// A candidate explanation of the seed's failure, as the layer models it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,15 +54,30 @@ pub enum Policy {
     Eager,
     /// Creation fails after N buffers of multi-device contexts, consuming nothing.
     FailAfter,
+    /// Creation fails when the live bytes of multi-device buffers would pass a budget.
+    ByteBudget,
+    /// Every buffer keeps a touched host block of its size that release never frees:
+    /// release succeeds, memory stays.
+    Leak,
+    /// Each buffer of a multi-device context has a thread of its own until release;
+    /// -6 when no thread can be made (`RLIMIT_NPROC`).
+    ThreadPerBuffer,
+    /// Each buffer of a multi-device context locks a host block of its size
+    /// (`mlock`); -6 when the lock is refused (`RLIMIT_MEMLOCK`).
+    LockPerBuffer,
 }
 
 impl Policy {
     /// Every policy with its name.
-    pub const ALL: [(&'static str, Policy); 4] = [
+    pub const ALL: [(&'static str, Policy); 8] = [
         ("fd-per-peer", Policy::FdPerPeer),
         ("host-mirror", Policy::HostMirror),
         ("eager", Policy::Eager),
         ("fail-after", Policy::FailAfter),
+        ("byte-budget", Policy::ByteBudget),
+        ("leak", Policy::Leak),
+        ("thread-per-buffer", Policy::ThreadPerBuffer),
+        ("lock-per-buffer", Policy::LockPerBuffer),
     ];
 
     /// Its name in `CLMULTI_LAYER_POLICY`.
@@ -78,11 +108,20 @@ impl MirrorLimit {
     }
 }
 
+/// What fail-after's count is kept for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailScope {
+    /// One count for the whole process.
+    Process,
+    /// One count per context.
+    Context,
+}
+
 /// The layer's settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LayerSettings {
-    /// The policy.
-    pub policy: Policy,
+    /// The policies, in the order given.
+    pub policies: Vec<Policy>,
     /// host-mirror's limit.
     pub mirror_limit: MirrorLimit,
     /// Each device's memory, when the layer overrides it.
@@ -91,6 +130,26 @@ pub struct LayerSettings {
     pub fail_after: u64,
     /// fail-after's error.
     pub fail_error: i32,
+    /// fail-after's scope.
+    pub fail_scope: FailScope,
+    /// byte-budget's budget, bytes.
+    pub byte_budget: u64,
+}
+
+impl LayerSettings {
+    /// Whether a policy is among the settings'.
+    pub fn has(&self, policy: Policy) -> bool {
+        self.policies.contains(&policy)
+    }
+
+    /// The policies' names, as `CLMULTI_LAYER_POLICY` gives them.
+    pub fn names(&self) -> String {
+        self.policies
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
 }
 
 impl LayerSettings {
@@ -103,20 +162,26 @@ impl LayerSettings {
             }
             return Ok(None);
         };
-        let policy = Policy::ALL
-            .iter()
-            .find(|(n, _)| *n == name.trim())
-            .map(|(_, p)| *p)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Policy::ALL.iter().map(|(n, _)| *n).collect();
-                (
-                    POLICY.to_owned(),
-                    format!(
-                        "unknown policy {name:?}; expected one of: {}",
-                        names.join(", ")
-                    ),
-                )
-            })?;
+        let mut policies = Vec::new();
+        for word in name.split(',').map(str::trim) {
+            let policy = Policy::ALL
+                .iter()
+                .find(|(n, _)| *n == word)
+                .map(|(_, p)| *p)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = Policy::ALL.iter().map(|(n, _)| *n).collect();
+                    (
+                        POLICY.to_owned(),
+                        format!(
+                            "unknown policy {word:?}; expected one or more (comma-separated) of: {}",
+                            names.join(", ")
+                        ),
+                    )
+                })?;
+            if !policies.contains(&policy) {
+                policies.push(policy);
+            }
+        }
         let size = |key: &str| -> Result<Option<u64>, (String, String)> {
             lookup(key)
                 .map(|v| parse_size(&v).map_err(|e| (key.to_owned(), e.to_string())))
@@ -164,12 +229,26 @@ impl LayerSettings {
                     )
                 })?,
         };
+        let fail_scope = match lookup(FAIL_SCOPE).as_deref().map(str::trim) {
+            None | Some("process") => FailScope::Process,
+            Some("context") => FailScope::Context,
+            Some(other) => {
+                return Err((
+                    FAIL_SCOPE.to_owned(),
+                    format!("{other:?}: expected \"process\" or \"context\""),
+                ))
+            }
+        };
         Ok(Some(LayerSettings {
-            policy,
+            policies,
             mirror_limit,
             device_memory: size(DEVICE_MEMORY)?.filter(|b| *b > 0),
             fail_after,
             fail_error,
+            fail_scope,
+            byte_budget: size(BYTE_BUDGET)?
+                .filter(|b| *b > 0)
+                .unwrap_or(DEFAULT_BYTE_BUDGET),
         }))
     }
 }
@@ -193,8 +272,15 @@ mod tests {
         let s = read(&[(POLICY, "host-mirror"), (MIRROR_LIMIT, "256MiB")])
             .unwrap()
             .unwrap();
-        assert_eq!(s.policy, Policy::HostMirror);
+        assert_eq!(s.policies, [Policy::HostMirror]);
         assert_eq!(s.mirror_limit.bytes(1 << 40), 256 << 20);
+        let s = read(&[(POLICY, "fail-after, fd-per-peer"), (FAIL_SCOPE, "context")])
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.policies, [Policy::FailAfter, Policy::FdPerPeer]);
+        assert_eq!(s.fail_scope, FailScope::Context);
+        assert_eq!(s.names(), "fail-after,fd-per-peer");
+        assert_eq!(read(&[(POLICY, "leak,magic")]).unwrap_err().0, POLICY);
         let s = read(&[(POLICY, "eager")]).unwrap().unwrap();
         assert_eq!(s.mirror_limit.bytes(1000), 250);
         assert_eq!(read(&[(POLICY, "magic")]).unwrap_err().0, POLICY);

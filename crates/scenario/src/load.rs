@@ -1,7 +1,7 @@
 //! Reading scenario files: TOML syntax, grid expansion, and errors that name the
 //! file, line, column and key.
 
-use crate::model::Scenario;
+use crate::model::{Rlimit, Scenario};
 use crate::raw::RawScenario;
 use crate::validate::{validate, Context, Problem};
 use std::collections::BTreeMap;
@@ -92,10 +92,10 @@ impl ScenarioFile {
         Self::parse_with(text.to_owned(), file, Context::default())
     }
 
-    /// Checks runs against this machine's hard resource limits too.
-    pub fn with_hard_limits(mut self, nofile: Option<u64>, address_space: Option<u64>) -> Self {
-        self.context.nofile_hard = nofile;
-        self.context.address_space_hard = address_space;
+    /// Checks runs against this machine's hard resource limits too (a limit absent
+    /// from `hard` is unlimited).
+    pub fn with_hard_limits(mut self, hard: BTreeMap<Rlimit, u64>) -> Self {
+        self.context.hard_limits = hard;
         self
     }
 

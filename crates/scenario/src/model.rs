@@ -19,6 +19,10 @@ pub struct Scenario {
     pub devices: Devices,
     /// One context over all devices, or one per device.
     pub context_mode: ContextMode,
+    /// Shared contexts in the process (`[context] count`, default 1): buffers take
+    /// turns over them. Two tell a limit per context from one per process.
+    #[serde(default = "one")]
+    pub context_count: u64,
     /// What to allocate, and how.
     pub allocation: Allocation,
     /// Environment variables set for the run (before the OpenCL runtime loads).
@@ -31,6 +35,10 @@ pub struct Scenario {
     pub sample_every: u64,
     /// dAxpy after the loop: over allocated buffers, and split over the devices.
     pub axpy: Axpy,
+}
+
+fn one() -> u64 {
+    1
 }
 
 /// The platform selector.
@@ -110,6 +118,38 @@ pub enum Partition {
     Equally(u32),
     /// `CL_DEVICE_PARTITION_BY_COUNTS`: one sub-device per entry, of that many compute units.
     ByCounts(Vec<u32>),
+}
+
+impl Partition {
+    /// Parses the command line's form: `equally` (one compute unit each) or
+    /// compute-unit counts `1,1`.
+    ///
+    /// ```
+    /// use clmulti_scenario::Partition;
+    /// assert_eq!(Partition::parse("equally"), Ok(Partition::Equally(1)));
+    /// assert_eq!(Partition::parse("2, 1"), Ok(Partition::ByCounts(vec![2, 1])));
+    /// assert!(Partition::parse("0,1").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<Self, String> {
+        if text.trim() == "equally" {
+            return Ok(Partition::Equally(1));
+        }
+        text.split(',')
+            .map(|c| c.trim().parse::<u32>().ok().filter(|n| *n > 0))
+            .collect::<Option<Vec<u32>>>()
+            .filter(|counts| !counts.is_empty())
+            .map(Partition::ByCounts)
+            .ok_or_else(|| format!("{text}: expected \"equally\" or compute-unit counts like 1,1"))
+    }
+}
+
+impl std::fmt::Display for Partition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Partition::Equally(n) => write!(f, "equally, {n} compute unit(s) each"),
+            Partition::ByCounts(counts) => write!(f, "by counts {counts:?}"),
+        }
+    }
 }
 
 /// Context mode.
@@ -230,6 +270,39 @@ pub enum Placement {
     Device(usize),
 }
 
+impl Placement {
+    /// The device (index among `devices`) buffer `index` is placed on.
+    ///
+    /// ```
+    /// use clmulti_scenario::Placement;
+    /// assert_eq!(Placement::RoundRobin.device(5, 2), 1);
+    /// assert_eq!(Placement::Device(1).device(5, 2), 1);
+    /// ```
+    pub fn device(self, index: u64, devices: usize) -> usize {
+        match self {
+            Placement::RoundRobin => (index % devices.max(1) as u64) as usize,
+            Placement::Device(d) => d,
+        }
+    }
+
+    /// The share of buffers device `device` of `devices` gets.
+    pub fn share(self, device: usize, devices: usize) -> f64 {
+        match self {
+            Placement::RoundRobin => 1.0 / devices.max(1) as f64,
+            Placement::Device(d) if d == device => 1.0,
+            Placement::Device(_) => 0.0,
+        }
+    }
+
+    /// The devices (indices among `devices`) that get buffers.
+    pub fn used(self, devices: usize) -> Vec<usize> {
+        match self {
+            Placement::RoundRobin => (0..devices).collect(),
+            Placement::Device(d) => vec![d],
+        }
+    }
+}
+
 /// The `[allocation]` table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Allocation {
@@ -247,6 +320,10 @@ pub struct Allocation {
     pub strategy: Strategy,
     /// For [`Strategy::Pool`]: bytes per pool buffer.
     pub pool_size_bytes: Option<u64>,
+    /// Release every live buffer after each this many buffers, then go on: whether
+    /// capacity comes back after release (a live limit) or not (a leak, a counter).
+    #[serde(default)]
+    pub release_every: Option<u64>,
 }
 
 impl Allocation {
@@ -256,19 +333,93 @@ impl Allocation {
     }
 }
 
-/// The `[limits]` table: applied with `setrlimit` to the process running the scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+/// A process resource limit a scenario can set (`setrlimit`, soft value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Rlimit {
+    /// `RLIMIT_NOFILE`: open file descriptors; key `nofile`.
+    #[serde(rename = "nofile")]
+    NoFile,
+    /// `RLIMIT_AS`: virtual address space, bytes; key `as`.
+    #[serde(rename = "as")]
+    AddressSpace,
+    /// `RLIMIT_MEMLOCK`: locked memory, bytes; key `memlock`.
+    #[serde(rename = "memlock")]
+    MemLock,
+    /// `RLIMIT_NPROC`: processes and threads of the real user; key `nproc`.
+    #[serde(rename = "nproc")]
+    NProc,
+    /// `RLIMIT_DATA`: data segment (heap, private mappings), bytes; key `data`.
+    #[serde(rename = "data")]
+    Data,
+}
+
+impl Rlimit {
+    /// Every limit, in the order `[limits]` documents them.
+    pub const ALL: [Rlimit; 5] = [
+        Rlimit::NoFile,
+        Rlimit::AddressSpace,
+        Rlimit::MemLock,
+        Rlimit::NProc,
+        Rlimit::Data,
+    ];
+
+    /// Its C name: `RLIMIT_NOFILE`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rlimit::NoFile => "RLIMIT_NOFILE",
+            Rlimit::AddressSpace => "RLIMIT_AS",
+            Rlimit::MemLock => "RLIMIT_MEMLOCK",
+            Rlimit::NProc => "RLIMIT_NPROC",
+            Rlimit::Data => "RLIMIT_DATA",
+        }
+    }
+
+    /// Its key in `[limits]`: `nofile`, `as`, `memlock`, `nproc`, `data`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Rlimit::NoFile => "nofile",
+            Rlimit::AddressSpace => "as",
+            Rlimit::MemLock => "memlock",
+            Rlimit::NProc => "nproc",
+            Rlimit::Data => "data",
+        }
+    }
+
+    /// Whether its values are bytes (else a count).
+    pub fn in_bytes(self) -> bool {
+        matches!(self, Rlimit::AddressSpace | Rlimit::MemLock | Rlimit::Data)
+    }
+
+    /// The shell command (bash's `ulimit`) that sets its soft value.
+    pub fn ulimit_command(self, value: u64) -> String {
+        match self {
+            Rlimit::NoFile => format!("ulimit -n {value}"),
+            Rlimit::AddressSpace => format!("ulimit -v {}", value / 1024),
+            Rlimit::MemLock => format!("ulimit -l {}", value / 1024),
+            Rlimit::NProc => format!("ulimit -u {value}"),
+            Rlimit::Data => format!("ulimit -d {}", value / 1024),
+        }
+    }
+}
+
+/// The `[limits]` table: soft limits applied with `setrlimit` to the process running
+/// the scenario, before the OpenCL runtime loads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(transparent)]
 pub struct Limits {
-    /// `RLIMIT_NOFILE` soft limit.
-    pub nofile: Option<u64>,
-    /// `RLIMIT_AS` soft limit, bytes.
-    pub address_space_bytes: Option<u64>,
+    /// Each limit set, with its soft value (bytes or a count, by the limit).
+    pub soft: BTreeMap<Rlimit, u64>,
 }
 
 impl Limits {
     /// Whether any limit is set.
     pub fn any(&self) -> bool {
-        self.nofile.is_some() || self.address_space_bytes.is_some()
+        !self.soft.is_empty()
+    }
+
+    /// The soft value of one limit, when set.
+    pub fn get(&self, which: Rlimit) -> Option<u64> {
+        self.soft.get(&which).copied()
     }
 }
 

@@ -112,6 +112,9 @@ pub struct RawDevices {
 pub struct RawContext {
     /// shared (default) | per-device.
     pub mode: Option<String>,
+    /// Shared contexts in the process (default 1; only with mode = "shared"): buffers
+    /// take turns over them.
+    pub count: Option<i64>,
 }
 
 /// What to allocate, and how.
@@ -133,6 +136,8 @@ pub struct RawAllocation {
     pub strategy: Option<String>,
     /// Strategy pool: bytes per pool buffer (default the larger of size and 256MiB).
     pub pool_size: Option<RawSize>,
+    /// Release every live buffer after each N buffers, then go on (default: never).
+    pub release_every: Option<i64>,
 }
 
 /// Resource limits (soft) for the process that runs the scenario.
@@ -145,6 +150,12 @@ pub struct RawLimits {
     /// RLIMIT_AS: virtual address space (at least "64MiB").
     #[serde(rename = "as")]
     pub address_space: Option<RawSize>,
+    /// RLIMIT_MEMLOCK: locked memory (a size; root is exempt).
+    pub memlock: Option<RawSize>,
+    /// RLIMIT_NPROC: processes and threads of this user (root is exempt).
+    pub nproc: Option<i64>,
+    /// RLIMIT_DATA: data segment, heap and private mappings (a size).
+    pub data: Option<RawSize>,
 }
 
 /// When to stop early; the run says which guard stopped it.

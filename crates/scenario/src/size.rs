@@ -116,6 +116,35 @@ pub fn format_size(bytes: u64) -> String {
 /// assert_eq!(format_bytes(-0.3), "0 B");
 /// ```
 pub fn format_bytes(bytes: f64) -> String {
+    format_bytes_with(bytes, 2)
+}
+
+/// Two byte counts a message sets against each other ("would pass"), with as many
+/// decimals as it takes (up to six) for them to read apart: `4.001 GiB` and
+/// `4.000 GiB`, never `4.00 GiB would pass 4.00 GiB`.
+///
+/// ```
+/// use clmulti_scenario::format_bytes_apart;
+/// let (a, b) = format_bytes_apart(4295806976.0, 4294967296.0);
+/// assert_eq!((a.as_str(), b.as_str()), ("4.001 GiB", "4.000 GiB"));
+/// let (a, b) = format_bytes_apart(3.07 * 1073741824.0, 3.0 * 1073741824.0);
+/// assert_eq!((a.as_str(), b.as_str()), ("3.07 GiB", "3.00 GiB"));
+/// ```
+pub fn format_bytes_apart(a: f64, b: f64) -> (String, String) {
+    let mut pair = (format_bytes(a), format_bytes(b));
+    for decimals in 3..=6 {
+        if pair.0 != pair.1 {
+            break;
+        }
+        pair = (
+            format_bytes_with(a, decimals),
+            format_bytes_with(b, decimals),
+        );
+    }
+    pair
+}
+
+fn format_bytes_with(bytes: f64, decimals: usize) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     // No "-0 B": what rounds to zero bytes has no sign.
     let sign = if bytes <= -0.5 { "-" } else { "" };
@@ -128,7 +157,7 @@ pub fn format_bytes(bytes: f64) -> String {
     if unit == 0 {
         format!("{sign}{value:.0} B")
     } else {
-        format!("{sign}{value:.2} {}", UNITS[unit])
+        format!("{sign}{value:.decimals$} {}", UNITS[unit])
     }
 }
 

@@ -553,7 +553,7 @@ fn relative_paths_in_env_start_at_the_scenario_file() {
 fn hard_limits_are_checked_from_the_file() {
     let file = ScenarioFile::parse("[limits]\nnofile = 5000\n", "nofile.toml")
         .unwrap()
-        .with_hard_limits(Some(4096), None);
+        .with_hard_limits([(clmulti_scenario::Rlimit::NoFile, 4096)].into());
     let err = file.run(0).unwrap_err();
     assert_eq!(
         (err.line, err.key.as_deref()),

@@ -5,7 +5,7 @@
 use super::model::human;
 use super::plots::outcome_css;
 use super::{Exporter, View};
-use clmulti_alloc::Unit;
+use clmulti_explain::Unit;
 use std::collections::BTreeSet;
 
 /// Rows shown per group; the rest are in summary.csv.
@@ -154,8 +154,8 @@ impl Exporter for Html {
                 out.push_str(&format!(
                     "<tr><td>{}</td><td><span class=\"outcome\" style=\"background:{}\">{}</span> {}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
                     esc(&r.run),
-                    outcome_css(&r.outcome),
-                    esc(&r.outcome),
+                    outcome_css(r.outcome),
+                    r.outcome,
                     esc(&r.headline),
                     if run.notes.is_empty() {
                         String::new()

@@ -9,7 +9,7 @@ pub mod plots;
 pub mod tables;
 
 use crate::records::SweepRecord;
-use clmulti_alloc::diagnosis::{Diagnosis, Fix, Placed, Role};
+use clmulti_explain::diagnosis::{Diagnosis, Fix, Placed, Role};
 use clmulti_scenario::Strategy;
 use model::{group_rank, Candidates, RunView};
 use std::path::{Path, PathBuf};
@@ -139,7 +139,7 @@ fn diagnosis(candidates: &Candidates) -> Option<Diagnosis> {
         }
         let shared_failed = matrix.iter().any(|p| {
             p.role == Role::Shared
-                && matches!(p.report.stop, clmulti_alloc::StopReason::Failed { .. })
+                && matches!(p.report.stop, clmulti_explain::StopReason::Failed { .. })
         });
         let mut fixes = Vec::new();
         if shared_failed {
@@ -150,7 +150,7 @@ fn diagnosis(candidates: &Candidates) -> Option<Diagnosis> {
                 match r.scenario.allocation.strategy {
                     Strategy::Pool => fixes.push((Fix::Pool, Ok(r))),
                     Strategy::Pin
-                        if !matches!(r.stop, clmulti_alloc::StopReason::Unsupported { .. }) =>
+                        if !matches!(r.stop, clmulti_explain::StopReason::Unsupported { .. }) =>
                     {
                         fixes.push((Fix::Pin, Ok(r)))
                     }

@@ -3,8 +3,8 @@
 //! Kept small, so that a sweep of 10,000 runs stays cheap to hold and to render.
 
 use crate::records::SweepRecord;
-use clmulti_alloc::diagnosis::Role;
-use clmulti_alloc::{Limit, Report, Resource, StopReason, Unit};
+use clmulti_explain::diagnosis::Role;
+use clmulti_explain::{Limit, Report, Resource, StopKind, StopReason, Unit};
 use clmulti_scenario::{format_bytes, Strategy};
 use std::path::Path;
 
@@ -22,7 +22,7 @@ pub struct Row {
     pub strategy: String,
     pub buffers: u64,
     pub bytes_requested: u64,
-    pub outcome: String,
+    pub outcome: StopKind,
     pub stop: String,
     pub headline: String,
     pub rss_per_buffer: Option<f64>,
@@ -155,7 +155,7 @@ impl RunView {
             fell_back: r
                 .warnings
                 .iter()
-                .any(|w| w.kind == clmulti_alloc::WarningKind::FellBackToAnyType),
+                .any(|w| w.kind == clmulti_explain::WarningKind::FellBackToAnyType),
             layers: r.layers.as_ref().map(|l| {
                 format!(
                     "{}{}",
@@ -226,7 +226,7 @@ impl Row {
             strategy: r.scenario.allocation.strategy.name().to_owned(),
             buffers: r.buffers,
             bytes_requested: r.bytes_requested,
-            outcome: r.stop.kind().to_owned(),
+            outcome: r.stop.kind(),
             stop,
             headline: r.headline(),
             rss_per_buffer: cost(&|c| *c == Resource::HostRss),

@@ -3,7 +3,7 @@
 //! and per-buffer cost against device count for grids over `devices.count`.
 
 use super::model::RunView;
-use clmulti_alloc::{Resource, Unit};
+use clmulti_explain::{Resource, StopKind, Unit};
 use clmulti_scenario::format_bytes;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
@@ -18,20 +18,20 @@ fn plot_err<E: std::fmt::Debug>(e: E) -> String {
 }
 
 /// The colour of an outcome, the same in every plot and table.
-pub fn outcome_color(outcome: &str) -> RGBColor {
+pub fn outcome_color(outcome: StopKind) -> RGBColor {
     match outcome {
-        "completed" => RGBColor(46, 125, 50),
-        "failed" => RGBColor(198, 40, 40),
-        "guard" => RGBColor(239, 108, 0),
-        "crashed" => RGBColor(106, 27, 154),
-        "timed_out" => RGBColor(121, 85, 72),
-        "skipped" | "unsupported" => RGBColor(144, 144, 144),
-        _ => RGBColor(33, 33, 33),
+        StopKind::Completed => RGBColor(46, 125, 50),
+        StopKind::Failed => RGBColor(198, 40, 40),
+        StopKind::Guard => RGBColor(239, 108, 0),
+        StopKind::Crashed => RGBColor(106, 27, 154),
+        StopKind::TimedOut => RGBColor(121, 85, 72),
+        StopKind::Skipped | StopKind::Unsupported => RGBColor(144, 144, 144),
+        StopKind::NoReport => RGBColor(33, 33, 33),
     }
 }
 
 /// CSS hex of an outcome's colour.
-pub fn outcome_css(outcome: &str) -> String {
+pub fn outcome_css(outcome: StopKind) -> String {
     let RGBColor(r, g, b) = outcome_color(outcome);
     format!("#{r:02x}{g:02x}{b:02x}")
 }
@@ -99,9 +99,9 @@ pub fn buffers(runs: &[&RunView]) -> Result<String, String> {
             .map_err(plot_err)?;
         for (i, run) in runs.iter().enumerate() {
             let segment = n - 1 - i as i32;
-            let color = outcome_color(&run.row.outcome);
-            let label = match run.row.outcome.as_str() {
-                "completed" => format!("{}", run.row.buffers),
+            let color = outcome_color(run.row.outcome);
+            let label = match run.row.outcome {
+                StopKind::Completed => format!("{}", run.row.buffers),
                 _ => format!("{}: {}", run.row.buffers, run.row.stop),
             };
             if run.row.buffers == 0 {
@@ -153,12 +153,12 @@ pub fn buffers(runs: &[&RunView]) -> Result<String, String> {
 
 /// For large sweeps: runs per outcome, per group, as stacked bars.
 fn outcomes_by_group(runs: &[&RunView]) -> Result<String, String> {
-    let mut counts: BTreeMap<(u8, String), BTreeMap<String, usize>> = BTreeMap::new();
+    let mut counts: BTreeMap<(u8, String), BTreeMap<StopKind, usize>> = BTreeMap::new();
     for run in runs {
         *counts
             .entry(super::model::group_rank(&run.row.group))
             .or_default()
-            .entry(run.row.outcome.clone())
+            .entry(run.row.outcome)
             .or_default() += 1;
     }
     let mut svg = String::new();
@@ -201,7 +201,7 @@ fn outcomes_by_group(runs: &[&RunView]) -> Result<String, String> {
                 chart
                     .draw_series([Rectangle::new(
                         [(start, y - 0.35), (end, y + 0.35)],
-                        outcome_color(outcome).filled(),
+                        outcome_color(*outcome).filled(),
                     )])
                     .map_err(plot_err)?;
                 chart
@@ -340,7 +340,7 @@ pub fn group(name: &str, runs: &[&RunView]) -> Result<(Option<String>, Vec<Strin
             vec![
                 ("shared".to_owned(), series_color(0)),
                 ("per-device".to_owned(), series_color(1)),
-                ("failed (x)".to_owned(), outcome_color("failed")),
+                ("failed (x)".to_owned(), outcome_color(StopKind::Failed)),
             ]
         } else {
             let mut e: Vec<(String, RGBColor)> = runs
@@ -348,7 +348,7 @@ pub fn group(name: &str, runs: &[&RunView]) -> Result<(Option<String>, Vec<Strin
                 .enumerate()
                 .map(|(i, r)| (plot_label(&r.row.run, 48), series_color(i)))
                 .collect();
-            e.push(("failed here (x)".into(), outcome_color("failed")));
+            e.push(("failed here (x)".into(), outcome_color(StopKind::Failed)));
             e.push(("limit (dashed)".into(), RGBColor(120, 120, 120)));
             e
         };
@@ -529,7 +529,7 @@ fn panel(
                 .draw_series([Cross::new(
                     (at as f64, last.1 / div),
                     7,
-                    outcome_color("failed").stroke_width(3),
+                    outcome_color(StopKind::Failed).stroke_width(3),
                 )])
                 .map_err(plot_err)?;
         }

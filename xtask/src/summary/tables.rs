@@ -2,7 +2,7 @@
 
 use super::model::{human, Row};
 use super::{Exporter, View};
-use clmulti_alloc::Unit;
+use clmulti_explain::Unit;
 
 /// A Markdown table cell: pipes escaped, line breaks as `<br>`.
 pub fn markdown_cell(s: &str) -> String {
@@ -91,7 +91,7 @@ fn cells(row: &Row) -> [String; 16] {
         row.context_mode.clone(),
         row.strategy.clone(),
         row.buffers.to_string(),
-        row.outcome.clone(),
+        row.outcome.to_string(),
         row.stop.clone(),
         opt(row.rss_per_buffer, 0),
         opt(row.fds_per_buffer, 3),

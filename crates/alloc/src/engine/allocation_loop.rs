@@ -2,7 +2,7 @@
 //! allocation that could cross them, samples every N buffers. It knows nothing of
 //! OpenCL: a [`Backend`] allocates, a [`Meter`] reads the host.
 
-use crate::report::{Call, GuardKind, Sample, StopReason};
+use clmulti_explain::{Call, GuardKind, Sample, StopReason};
 use clmulti_probe::{ClCode, Usage, UsageReader};
 use clmulti_scenario::Placement;
 use std::time::{Duration, Instant};
@@ -13,6 +13,8 @@ pub(crate) trait Backend {
     fn allocate(&mut self, index: u64, device: usize) -> Result<(), (ClCode, Call)>;
     /// Number of devices.
     fn device_count(&self) -> usize;
+    /// Releases every kept buffer (a round of `allocation.release_every`).
+    fn release_live(&mut self);
 }
 
 /// What the loop reads from the host.
@@ -36,6 +38,8 @@ pub(crate) struct LoopPlan {
     pub target: u64,
     /// Which device each buffer is for.
     pub placement: Placement,
+    /// Release every kept buffer after each this many.
+    pub release_every: Option<u64>,
     /// Sample every this many buffers.
     pub sample_every: u64,
     /// Stop before the total requested would pass this.
@@ -79,6 +83,8 @@ pub(crate) fn refused_up_front(
 #[derive(Debug, Default)]
 pub(crate) struct LoopOutcome {
     pub buffers: u64,
+    /// Buffers held now (fewer than `buffers` once a round was released).
+    pub live: u64,
     pub bytes: u64,
     pub elapsed_seconds: f64,
     pub sampling_seconds: f64,
@@ -177,6 +183,7 @@ pub(crate) fn allocation_loop(
         let usage = meter.usage();
         let sample = Sample {
             allocations: out.buffers,
+            live: (out.live != out.buffers).then_some(out.live),
             bytes_requested: out.bytes,
             elapsed_seconds: (taken - start).as_secs_f64(),
             host: usage.process,
@@ -207,7 +214,6 @@ pub(crate) fn allocation_loop(
         out.stop = stop;
     }
     let mut next_sample = plan.sample_every;
-    let mut round_robin = 0usize;
 
     while out.buffers < plan.target && out.stop == StopReason::Completed {
         let index = out.buffers;
@@ -236,14 +242,7 @@ pub(crate) fn allocation_loop(
                 break;
             }
         }
-        let device = match plan.placement {
-            Placement::RoundRobin => {
-                let d = round_robin;
-                round_robin = if d + 1 == devices { 0 } else { d + 1 };
-                d
-            }
-            Placement::Device(d) => d,
-        };
+        let device = plan.placement.device(index, devices);
         if let Err((code, call)) = backend.allocate(index, device) {
             out.stop = StopReason::Failed {
                 error: code.into(),
@@ -253,7 +252,13 @@ pub(crate) fn allocation_loop(
             break;
         }
         out.buffers += 1;
+        out.live += 1;
         out.bytes = next_total;
+        if plan.release_every == Some(out.live) {
+            backend.release_live();
+            out.live = 0;
+            sample(&mut out, meter, clock.start);
+        }
         if out.buffers == next_sample {
             next_sample += plan.sample_every;
             sample(&mut out, meter, clock.start);
@@ -309,6 +314,8 @@ mod tests {
         fail_at: Option<u64>,
         delay: Duration,
         placed: Vec<usize>,
+        held: u64,
+        released: u64,
     }
 
     impl Backend for Fake {
@@ -321,11 +328,19 @@ mod tests {
             }
             self.rss.set(self.rss.get() + self.rss_per_buffer);
             self.placed.push(device);
+            self.held += 1;
             Ok(())
         }
 
         fn device_count(&self) -> usize {
             self.devices
+        }
+
+        fn release_live(&mut self) {
+            self.rss
+                .set(self.rss.get() - self.rss_per_buffer * self.held);
+            self.released += self.held;
+            self.held = 0;
         }
     }
 
@@ -358,6 +373,7 @@ mod tests {
             size: MIB,
             target: 100,
             placement: Placement::RoundRobin,
+            release_every: None,
             sample_every: 10,
             max_total: u64::MAX,
             max_rss: u64::MAX,
@@ -376,6 +392,8 @@ mod tests {
                 fail_at: None,
                 delay: Duration::ZERO,
                 placed: Vec::new(),
+                held: 0,
+                released: 0,
             },
             FakeMeter {
                 rss,
@@ -394,6 +412,26 @@ mod tests {
         let at: Vec<u64> = out.samples.iter().map(|s| s.allocations).collect();
         assert_eq!(at, (0..=10).map(|i| i * 10).collect::<Vec<_>>());
         assert_eq!(&backend.placed[..4], &[0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn release_every_releases_in_rounds_and_samples_what_is_held() {
+        let (mut backend, mut meter) = fake(MIB);
+        let plan = LoopPlan {
+            release_every: Some(30),
+            ..plan()
+        };
+        let out = allocation_loop(&plan, &mut backend, &mut meter);
+        assert_eq!(out.stop, StopReason::Completed);
+        assert_eq!((out.buffers, out.live, backend.released), (100, 10, 90));
+        let after_first_round = out
+            .samples
+            .iter()
+            .find(|s| s.allocations == 30 && s.live == Some(0))
+            .expect("a sample right after the first release");
+        assert_eq!(after_first_round.host.rss_bytes, 100 * MIB);
+        // Held buffers, not created ones, are what the readings follow.
+        assert_eq!(out.samples.last().unwrap().live(), 10);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The engine's own cost: the same loop with every OpenCL call replaced by nothing.
 
 use super::allocation_loop::{allocation_loop, Backend, LoopPlan, Meter};
-use crate::report::{Bookkeeping, Call, Sample};
+use clmulti_explain::{Bookkeeping, Call, Sample};
 use clmulti_probe::{ClCode, Usage};
 use std::time::Instant;
 
@@ -22,6 +22,10 @@ impl Backend for DryBackend {
 
     fn device_count(&self) -> usize {
         self.devices
+    }
+
+    fn release_live(&mut self) {
+        self.live.clear();
     }
 }
 

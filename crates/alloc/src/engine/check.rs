@@ -2,7 +2,7 @@
 //! engine hands each context's pairs of buffers to a [`BufferCheck`] at once, so a
 //! check can build its program once per context.
 
-use crate::report::AxpyCheckReport;
+use clmulti_explain::AxpyCheckReport;
 use clmulti_scenario::{AxpyCheck, Placement};
 use opencl3::context::Context;
 use opencl3::device::Device;
@@ -50,11 +50,7 @@ pub(crate) fn check_pairs(
     let n = devices.len().max(1);
     let mut by_device: Vec<Vec<cl_mem>> = vec![Vec::new(); n];
     for (i, mem) in live.iter().enumerate() {
-        let device = match placement {
-            Placement::RoundRobin => i % n,
-            Placement::Device(d) => d,
-        };
-        by_device[device].push(*mem);
+        by_device[placement.device(i as u64, n)].push(*mem);
     }
     let pairs: Vec<(usize, cl_mem, cl_mem)> = by_device
         .iter()

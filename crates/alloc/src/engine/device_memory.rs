@@ -1,6 +1,6 @@
 //! Device-memory readings, from the best source the devices offer.
 
-use crate::report::DeviceMemorySource;
+use clmulti_explain::DeviceMemorySource;
 use clmulti_probe::Device;
 
 pub(crate) struct DeviceMemory {

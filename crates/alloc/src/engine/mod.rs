@@ -14,17 +14,16 @@ pub use check::{BufferCheck, BufferPair};
 pub use opencl::CL_MEM_DEVICE_ID_INTEL;
 pub use watchdog::OnHang;
 
-use crate::analysis::analyze;
-use crate::costs::{self, Facts};
-use crate::report::*;
 use allocation_loop::{allocation_loop, HostMeter, LoopPlan};
+use clmulti_explain::verdict::Statement;
+use clmulti_explain::{
+    Call, DeviceMemorySource, EffectiveGuards, Layers, Report, Sample, StopReason, Warning,
+    WarningKind,
+};
 use clmulti_probe::{
-    ClCode, DeviceChoice, DeviceRequest, DeviceTypeFilter, DriverLimits, HostLimits,
-    PlatformSelector, UsageReader,
+    ClCode, DeviceRequest, DeviceTypeFilter, DriverLimits, HostLimits, UsageReader,
 };
-use clmulti_scenario::{
-    Count, DeviceSet, DeviceType, MemFlag, Partition, Platform, RssLimit, Scenario,
-};
+use clmulti_scenario::{Count, MemFlag, RssLimit, Scenario};
 use device_memory::DeviceMemory;
 use opencl::{OpenClBackend, SetupError};
 use std::sync::{Arc, Mutex};
@@ -100,6 +99,20 @@ pub fn hang_margin(max_seconds: f64) -> Duration {
     Duration::from_secs_f64((max_seconds * 0.1).clamp(5.0, 60.0))
 }
 
+/// A report for `scenario` that has measured nothing yet (or never will), with the
+/// host limits this process would run it under and the layers its environment names.
+pub fn blank_report(scenario: &Scenario, stop: StopReason) -> Report {
+    let host = HostLimits::read().with_soft_limits(&scenario.limits);
+    let layers = Layers::from_env(|k| {
+        scenario
+            .env
+            .get(k)
+            .cloned()
+            .or_else(|| std::env::var(k).ok())
+    });
+    Report::new(scenario, stop, host, layers)
+}
+
 /// Runs one scenario run in this process and reports what it found.
 ///
 /// The scenario's `env` and `limits` are *not* applied here: they must be in force
@@ -118,99 +131,17 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
         + hang_margin(scenario.guards.max_seconds);
     let watchdog = on_hang.map(|hook| Watchdog::arm(limit, tracker.clone(), hook));
 
-    let mut report = Report::without_measurements(scenario, StopReason::Completed);
+    let mut report = blank_report(scenario, StopReason::Completed);
     report.fresh_process = !reused_process;
-    tracker.enter(Call::GetPlatformIds);
-    let platforms = match clmulti_probe::platforms() {
-        Ok(p) => p,
-        Err(e) if scenario.limits.any() || loader_env(scenario).is_some() => {
-            // The parent found a runtime; under the scenario's limits, or through its
-            // [env]'s loader settings, the loader found none.
-            let code = match e {
-                clmulti_probe::ProbeError::Loader(code) => code,
-                clmulti_probe::ProbeError::NoPlatform => ClCode::PLATFORM_NOT_FOUND_KHR,
-            };
-            report.stop = StopReason::Failed {
-                error: code.into(),
-                call: Call::GetPlatformIds,
-                index: 0,
-            };
-            report.analysis.statements.push(match loader_env(scenario) {
-                Some((key, value)) if !scenario.limits.any() => crate::analysis::Statement::inferred(
-                    "the scenario's [env] and the loader finding no platform",
-                    format!("the ICD loader found no OpenCL platform through the scenario's {key} = {value}: it names no runtime that loads here"),
-                ),
-                _ => crate::analysis::Statement::inferred(
-                    "the scenario's [limits] and the loader finding no platform",
-                    format!(
-                        "the OpenCL runtime did not load under {}: the limit is too low for the ICD loader to open the runtime (PoCL 3 on Debian 12 needed nofile >= 5 through pocl.icd alone, >= 6 through the vendors folder, and as >= 384MiB)",
-                        describe_limits(scenario)
-                    ),
-                ),
-            });
-            return Ok(report);
-        }
-        Err(e) => return Err(e.into()),
-    };
-    tracker.enter(Call::CreateSubDevices);
-    let selection = match clmulti_probe::select(&platforms, &device_request(scenario)) {
-        Ok(s) => s,
-        Err(e) if e.is_too_few_devices() => {
-            let mut reason = e.to_string();
-            if reason.contains("Portable Computing Language") {
-                reason.push_str(
-                    "; PoCL makes one CPU device per word of POCL_DEVICES (e.g. \"pthread pthread\"; \"cpu cpu\" on PoCL >= 4)",
-                );
-            }
-            report.stop = StopReason::Skipped { reason };
-            return Ok(report);
-        }
-        Err(e @ clmulti_probe::SelectError::Partition { .. }) => {
-            report.stop = StopReason::Unsupported {
-                reason: e.to_string(),
-            };
-            return Ok(report);
-        }
-        Err(source) => {
-            return Err(EngineError::Devices {
-                file: scenario.file.clone(),
-                source,
-            })
-        }
-    };
-    drop(platforms);
-    if let Some(reason) = emulation_layer_missing(scenario, selection.platform_index) {
-        report.stop = StopReason::Unsupported { reason };
+    let Some(devices) = select_devices(scenario, &tracker, &mut report)? else {
         return Ok(report);
-    }
-    let devices = selection.devices;
+    };
     let host = report.host_limits.clone();
-    report.platform = selection.platform_name;
-    report.platform_version = selection.platform_version;
-    report.devices = devices.iter().map(|d| d.info().clone()).collect();
-    report.driver_limits = DriverLimits::read(std::path::Path::new("/sys"), host.page_size);
-    if selection.fell_back_to_any_type {
-        report.warnings.push(Warning {
-            kind: WarningKind::FellBackToAnyType,
-            message: format!(
-                "no device of type {} found; ran on {} instead",
-                type_filter(scenario.devices.device_type),
-                report
-                    .devices
-                    .iter()
-                    .map(|d| d.display_name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            advice: "set devices.fallback = \"none\" to fail instead".into(),
-        });
-    }
     let (plan, guards) = loop_plan(scenario, &host);
     report.effective_guards = Some(guards);
     if let Some(observer) = observer.as_deref_mut() {
         observer.started(&report);
     }
-
     // Before the backend allocates a COPY_HOST_PTR source block of the buffer's size.
     let source_block = if scenario.allocation.flags.contains(&MemFlag::CopyHostPtr) {
         plan.size
@@ -249,7 +180,7 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
         devices: &mut memory,
         on_sample: observer,
     };
-    let mut outcome = allocation_loop(&plan, &mut backend, &mut meter);
+    let outcome = allocation_loop(&plan, &mut backend, &mut meter);
     drop(watchdog);
 
     if let (Some(check), true) = (
@@ -269,12 +200,42 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     }
     let mut leak_check = backend.release_all();
     leak_check.before = before;
-    leak_check.after_release = usage.read().process;
+    let after = released_sample(&usage, &mut memory, &outcome);
+    leak_check.after_release = after.host;
+    leak_check.after_release_sample = Some(after);
     drop(backend);
     if let (Some(split), true) = (split, scenario.axpy.split) {
         report.axpy_split = Some(split(&devices, scenario));
     }
+    report.leak_check = leak_check;
+    report.driver_messages = take(&messages);
+    finish(&mut report, outcome, &plan);
+    Ok(report)
+}
 
+/// Every reading after release, as a sample of no live buffer.
+fn released_sample(
+    usage: &UsageReader,
+    memory: &mut DeviceMemory,
+    outcome: &allocation_loop::LoopOutcome,
+) -> Sample {
+    let reading = usage.read();
+    Sample {
+        allocations: outcome.buffers,
+        live: Some(0),
+        bytes_requested: outcome.bytes,
+        elapsed_seconds: outcome.elapsed_seconds,
+        host: reading.process,
+        system: reading.system,
+        drm: reading.drm,
+        device_used_bytes: memory.read(),
+    }
+}
+
+/// The loop's figures into the report, the engine's own cost, warnings, and the
+/// one finishing step ([`Report::conclude`]).
+fn finish(report: &mut Report, outcome: allocation_loop::LoopOutcome, plan: &LoopPlan) {
+    let scenario = report.scenario.clone();
     report.buffers = outcome.buffers;
     report.bytes_requested = outcome.bytes;
     report.elapsed_seconds = outcome.elapsed_seconds;
@@ -282,47 +243,140 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     let allocating = outcome.elapsed_seconds - outcome.sampling_seconds;
     report.allocations_per_second =
         (outcome.buffers > 0 && allocating > 0.0).then(|| outcome.buffers as f64 / allocating);
-    report.costs = costs::costs(
-        &outcome.samples,
-        Facts {
-            scenario,
-            devices: &report.devices,
-            host: &host,
-            driver: &report.driver_limits,
-            buffers: outcome.buffers,
-            layers: report.layers.as_ref(),
-            failed: !matches!(outcome.stop, StopReason::Completed),
-        },
-    );
-    report.samples = std::mem::take(&mut outcome.samples);
+    report.samples = outcome.samples;
     report.stop = outcome.stop;
-    report.leak_check = leak_check;
     report.bookkeeping = bookkeeping::measure(
-        &plan,
-        devices.len(),
+        plan,
+        report.devices.len(),
         scenario.allocation.keep,
         outcome
             .buffers
             .clamp(*BOOKKEEPING_BUFFERS.start(), *BOOKKEEPING_BUFFERS.end()),
     );
-    report.driver_messages = take(&messages);
-    add_warnings(scenario, &mut report);
-    report.analysis = analyze(&report);
-    Ok(report)
+    add_warnings(&scenario, report);
+    report.conclude();
+}
+
+/// Loads the runtime and picks the scenario's devices, filling in the report's
+/// setup; `None` when the run ends here (no runtime under its limits, too few
+/// devices, a refused partition, a layer not in the call path), with the report
+/// saying why.
+fn select_devices(
+    scenario: &Scenario,
+    tracker: &CallTracker,
+    report: &mut Report,
+) -> Result<Option<Vec<clmulti_probe::Device>>, EngineError> {
+    tracker.enter(Call::GetPlatformIds);
+    let platforms = match clmulti_probe::platforms() {
+        Ok(p) => p,
+        Err(e) if scenario.limits.any() || loader_env(scenario).is_some() => {
+            no_platform_under_limits(scenario, e, report);
+            return Ok(None);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    tracker.enter(Call::CreateSubDevices);
+    let selection = match clmulti_probe::select(&platforms, &DeviceRequest::from(&scenario.devices))
+    {
+        Ok(s) => s,
+        Err(e) if e.is_too_few_devices() => {
+            let mut reason = e.to_string();
+            if reason.contains("Portable Computing Language") {
+                reason.push_str(
+                    "; PoCL makes one CPU device per word of POCL_DEVICES (e.g. \"pthread pthread\"; \"cpu cpu\" on PoCL >= 4)",
+                );
+            }
+            report.stop = StopReason::Skipped { reason };
+            return Ok(None);
+        }
+        Err(e @ clmulti_probe::SelectError::Partition { .. }) => {
+            report.stop = StopReason::Unsupported {
+                reason: e.to_string(),
+            };
+            return Ok(None);
+        }
+        Err(source) => {
+            return Err(EngineError::Devices {
+                file: scenario.file.clone(),
+                source,
+            })
+        }
+    };
+    drop(platforms);
+    if let Some(reason) = emulation_layer_missing(scenario, selection.platform_index) {
+        report.stop = StopReason::Unsupported { reason };
+        return Ok(None);
+    }
+    report.platform = selection.platform_name;
+    report.platform_version = selection.platform_version;
+    report.devices = selection.devices.iter().map(|d| d.info().clone()).collect();
+    report.driver_limits =
+        DriverLimits::read(std::path::Path::new("/sys"), report.host_limits.page_size);
+    if selection.fell_back_to_any_type {
+        report.warnings.push(Warning {
+            kind: WarningKind::FellBackToAnyType,
+            message: format!(
+                "no device of type {} found; ran on {} instead",
+                DeviceTypeFilter::from(scenario.devices.device_type),
+                report
+                    .devices
+                    .iter()
+                    .map(|d| d.display_name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            advice: "set devices.fallback = \"none\" to fail instead".into(),
+        });
+    }
+    Ok(Some(selection.devices))
+}
+
+/// The parent found a runtime; under the scenario's limits, or through its [env]'s
+/// loader settings, the loader found none.
+fn no_platform_under_limits(
+    scenario: &Scenario,
+    e: clmulti_probe::ProbeError,
+    report: &mut Report,
+) {
+    let code = match e {
+        clmulti_probe::ProbeError::Loader(code) => code,
+        clmulti_probe::ProbeError::NoPlatform => ClCode::PLATFORM_NOT_FOUND_KHR,
+    };
+    report.stop = StopReason::Failed {
+        error: code.into(),
+        call: Call::GetPlatformIds,
+        index: 0,
+    };
+    report.analysis.statements.push(match loader_env(scenario) {
+        Some((key, value)) if !scenario.limits.any() => Statement::inferred(
+            "the scenario's [env] and the loader finding no platform",
+            format!("the ICD loader found no OpenCL platform through the scenario's {key} = {value}: it names no runtime that loads here"),
+        ),
+        _ => Statement::inferred(
+            "the scenario's [limits] and the loader finding no platform",
+            format!(
+                "the OpenCL runtime did not load under {}: the limit is too low for the ICD loader to open the runtime (PoCL 3 on Debian 12 needed nofile >= 5 through pocl.icd alone, >= 6 through the vendors folder, and as >= 384MiB)",
+                describe_limits(scenario)
+            ),
+        ),
+    });
 }
 
 fn describe_limits(scenario: &Scenario) -> String {
-    let mut parts = Vec::new();
-    if let Some(n) = scenario.limits.nofile {
-        parts.push(format!("[limits] nofile = {n} (RLIMIT_NOFILE)"));
-    }
-    if let Some(b) = scenario.limits.address_space_bytes {
-        parts.push(format!(
-            "[limits] as = {} (RLIMIT_AS)",
-            clmulti_scenario::format_size(b)
-        ));
-    }
-    parts.join(" and ")
+    scenario
+        .limits
+        .soft
+        .iter()
+        .map(|(which, value)| {
+            let value = if which.in_bytes() {
+                clmulti_scenario::format_size(*value)
+            } else {
+                value.to_string()
+            };
+            format!("[limits] {} = {value} ({})", which.key(), which.name())
+        })
+        .collect::<Vec<_>>()
+        .join(" and ")
 }
 
 /// The loop's bounds: the scenario's guards, capped by what the machine has.
@@ -361,6 +415,7 @@ fn loop_plan(scenario: &Scenario, host: &HostLimits) -> (LoopPlan, EffectiveGuar
             Count::UntilFailure => u64::MAX,
         },
         placement: alloc.placement,
+        release_every: alloc.release_every,
         sample_every: scenario.sample_every,
         max_total,
         max_rss,
@@ -407,45 +462,6 @@ fn add_warnings(scenario: &Scenario, report: &mut Report) {
             kind: WarningKind::ReusedProcess,
             message: "earlier runs used this process: memory they freed can be reused, so per-buffer costs can read low".into(),
             advice: "run it alone, or with `clmulti run --isolate`".into(),
-        });
-    }
-    let unmatched: Vec<String> = report
-        .costs
-        .iter()
-        .filter_map(|c| match &c.resource {
-            crate::resource::Resource::Drm {
-                device: None,
-                pdev,
-                driver,
-                ..
-            } => Some(format!(
-                "{driver} at {}",
-                pdev.as_deref().unwrap_or("no drm-pdev")
-            )),
-            _ => None,
-        })
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    if !unmatched.is_empty() {
-        let addresses: Vec<String> = report
-            .devices
-            .iter()
-            .map(|d| {
-                d.pci_bus
-                    .as_ref()
-                    .and_then(|b| b.value())
-                    .map_or("unknown".into(), |b| b.to_string())
-            })
-            .collect();
-        report.warnings.push(Warning {
-            kind: WarningKind::DrmDeviceUnmatched,
-            message: format!(
-                "DRM memory of {} matches none of the run's devices (PCI addresses: {})",
-                unmatched.join(", "),
-                addresses.join(", ")
-            ),
-            advice: "a device without cl_khr_pci_bus_info cannot be matched; the figures are still shown by PCI address".into(),
         });
     }
     if let Some(layers) = scenario.env.get("OPENCL_LAYERS") {
@@ -510,37 +526,6 @@ fn emulation_layer_missing(scenario: &Scenario, platform_index: usize) -> Option
     Some(format!(
         "the emulation layer in OPENCL_LAYERS ({layers}) is not in the call path: the ICD loader {loader} did not load it; {fix}"
     ))
-}
-
-fn type_filter(t: DeviceType) -> DeviceTypeFilter {
-    match t {
-        DeviceType::Gpu => DeviceTypeFilter::Gpu,
-        DeviceType::Cpu => DeviceTypeFilter::Cpu,
-        DeviceType::Accelerator => DeviceTypeFilter::Accelerator,
-        DeviceType::All => DeviceTypeFilter::All,
-    }
-}
-
-/// The probe's request for a scenario's `[devices]`.
-pub fn device_request(scenario: &Scenario) -> DeviceRequest {
-    let d = &scenario.devices;
-    DeviceRequest {
-        platform: match &d.platform {
-            Platform::Auto => PlatformSelector::Auto,
-            Platform::Index(i) => PlatformSelector::Index(*i),
-            Platform::Name(n) => PlatformSelector::Name(n.clone()),
-        },
-        device_type: type_filter(d.device_type),
-        devices: match &d.set {
-            DeviceSet::Count(n) => DeviceChoice::Count(*n),
-            DeviceSet::Indices(v) => DeviceChoice::Indices(v.clone()),
-        },
-        fallback_to_any_type: d.fallback_to_any_type,
-        partition: d.partition.as_ref().map(|p| match p {
-            Partition::Equally(n) => clmulti_probe::Partition::Equally(*n),
-            Partition::ByCounts(c) => clmulti_probe::Partition::ByCounts(c.clone()),
-        }),
-    }
 }
 
 #[cfg(test)]

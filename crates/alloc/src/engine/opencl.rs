@@ -7,9 +7,9 @@ use super::allocation_loop::Backend;
 use super::host_memory::HostBlock;
 use super::pool::Pools;
 use super::watchdog::CallTracker;
-use crate::report::{Call, LeakCheck};
+use clmulti_explain::{Call, LeakCheck};
 use clmulti_probe::{ClCode, Device};
-use clmulti_scenario::{ContextMode, MemFlag, Placement, Scenario, Strategy};
+use clmulti_scenario::{ContextMode, MemFlag, Scenario, Strategy};
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
 use opencl3::types::{cl_context, cl_device_id, cl_mem, cl_mem_properties};
@@ -56,13 +56,17 @@ pub(crate) struct OpenClBackend {
     keep: bool,
     devices: Vec<Device>,
     contexts: Vec<Context>,
-    /// Raw context handle per device (the shared one, or the device's own).
+    /// Raw context handle per slot: slot `c * devices + d` is device `d` in its
+    /// `c`-th context (one per device, or `[context] count` shared ones).
     context_of: Vec<cl_context>,
+    /// Contexts each device is in: `[context] count` when shared, else 1.
+    contexts_per_device: u64,
     /// Strategy `create`, no host pointer, buffers kept: the hot path of the seed.
     plain_create: bool,
     /// Bytes of the zero pattern for `fill`: the widest the spec allows (128) that
     /// divides the size, so runtimes that fill pattern by pattern take fewer steps.
     fill_pattern_size: usize,
+    /// One queue per slot, for strategies that enqueue.
     queues: Vec<CommandQueue>,
     /// Kept buffers, in allocation order. 8 bytes each: the whole per-buffer state.
     live: Vec<cl_mem>,
@@ -95,11 +99,9 @@ impl OpenClBackend {
         let alloc = &scenario.allocation;
         let ids: Vec<cl_device_id> = devices.iter().map(Device::id).collect();
         if alloc.strategy == Strategy::Pin {
-            let placed: Vec<usize> = match alloc.placement {
-                Placement::RoundRobin => (0..devices.len()).collect(),
-                Placement::Device(d) => vec![d],
-            };
-            if let Some(d) = placed
+            if let Some(d) = alloc
+                .placement
+                .used(devices.len())
                 .iter()
                 .map(|&d| devices[d].info())
                 .find(|d| !d.has_extension(PIN_EXTENSION))
@@ -114,8 +116,9 @@ impl OpenClBackend {
         let user_data = Arc::as_ptr(messages) as *mut c_void;
         let mut leak = LeakCheck::default();
         let shared = scenario.context_mode == ContextMode::Shared;
+        let contexts_per_device = if shared { scenario.context_count } else { 1 };
         let groups: Vec<Vec<cl_device_id>> = if shared {
-            vec![ids.clone()]
+            (0..contexts_per_device).map(|_| ids.clone()).collect()
         } else {
             ids.iter().map(|d| vec![*d]).collect()
         };
@@ -127,14 +130,27 @@ impl OpenClBackend {
             leak.contexts_created += 1;
             contexts.push(context);
         }
-        let context_index = |d: usize| if shared { 0 } else { d };
+        // Slot `c * devices + d`: device `d` in its `c`-th context.
+        let context_index = |slot: usize| {
+            if shared {
+                slot / ids.len()
+            } else {
+                slot
+            }
+        };
+        let slots = ids.len() * contexts_per_device as usize;
         let mut queues = Vec::new();
         if matches!(alloc.strategy, Strategy::Fill | Strategy::Migrate) {
-            for (i, id) in ids.iter().enumerate() {
+            for slot in 0..slots {
                 tracker.enter(Call::CreateCommandQueue);
-                // SAFETY: `id` is one of the context's devices.
+                // SAFETY: the slot's device is one of its context's devices.
                 let queue = unsafe {
-                    CommandQueue::create_with_properties(&contexts[context_index(i)], *id, 0, 0)
+                    CommandQueue::create_with_properties(
+                        &contexts[context_index(slot)],
+                        ids[slot % ids.len()],
+                        0,
+                        0,
+                    )
                 }
                 .map_err(|e| SetupError::Failed(ClCode(e.0), Call::CreateCommandQueue))?;
                 leak.queues_created += 1;
@@ -156,8 +172,8 @@ impl OpenClBackend {
             (true, clmulti_scenario::Count::Fixed(n)) => n.min(8 << 20) as usize,
             _ => 0,
         };
-        let context_of = (0..ids.len())
-            .map(|d| contexts[context_index(d)].get())
+        let context_of = (0..slots)
+            .map(|slot| contexts[context_index(slot)].get())
             .collect();
         let pools = devices
             .iter()
@@ -184,6 +200,7 @@ impl OpenClBackend {
                 .find(|p| alloc.size_bytes % *p as u64 == 0)
                 .unwrap_or(1),
             context_of,
+            contexts_per_device,
             plain_create: alloc.strategy == Strategy::Create
                 && alloc.keep
                 && !has(MemFlag::UseHostPtr)
@@ -206,12 +223,24 @@ impl OpenClBackend {
         })
     }
 
-    /// The contexts (one shared, or one per device) and, per device, its context's index.
+    /// The contexts (shared, or one per device) and, per device, the index of its
+    /// first context.
     pub fn contexts(&self) -> (&[Context], Vec<usize>) {
+        let shared = self.contexts.len() as u64 == self.contexts_per_device;
         let per_device = (0..self.devices.len())
-            .map(|d| if self.contexts.len() == 1 { 0 } else { d })
+            .map(|d| if shared { 0 } else { d })
             .collect();
         (&self.contexts, per_device)
+    }
+
+    /// The slot (device in one of its contexts) buffer `index` goes to: with several
+    /// shared contexts, each round over the devices takes the next context.
+    fn slot(&self, index: u64, device: usize) -> usize {
+        if self.contexts_per_device == 1 {
+            return device;
+        }
+        let n = self.devices.len() as u64;
+        ((index / n) % self.contexts_per_device * n) as usize + device
     }
 
     /// The kept buffers, in allocation order.
@@ -224,7 +253,11 @@ impl OpenClBackend {
         &self.devices
     }
 
-    fn create(&mut self, device: usize) -> Result<(cl_mem, Option<HostBlock>), (ClCode, Call)> {
+    fn create(
+        &mut self,
+        slot: usize,
+        device: usize,
+    ) -> Result<(cl_mem, Option<HostBlock>), (ClCode, Call)> {
         self.tracker.enter(match self.strategy {
             Strategy::Pin => Call::CreateBufferWithProperties,
             Strategy::Pool => Call::CreateSubBuffer,
@@ -243,7 +276,7 @@ impl OpenClBackend {
                 .as_ref()
                 .map_or(ptr::null_mut(), HostBlock::as_ptr)
         };
-        let context = self.context_of[device];
+        let context = self.context_of[slot];
         let mem = match self.strategy {
             Strategy::Pin => {
                 let props: [cl_mem_properties; 3] = [
@@ -277,10 +310,10 @@ impl OpenClBackend {
     }
 
     /// Makes the buffer resident on its device, per strategy.
-    fn touch(&mut self, mem: cl_mem, device: usize) -> Result<(), (ClCode, Call)> {
+    fn touch(&mut self, mem: cl_mem, slot: usize) -> Result<(), (ClCode, Call)> {
         let (queue, call) = match self.strategy {
-            Strategy::Fill => (self.queues[device].get(), Call::EnqueueFillBuffer),
-            Strategy::Migrate => (self.queues[device].get(), Call::EnqueueMigrateMemObjects),
+            Strategy::Fill => (self.queues[slot].get(), Call::EnqueueFillBuffer),
+            Strategy::Migrate => (self.queues[slot].get(), Call::EnqueueMigrateMemObjects),
             _ => return Ok(()),
         };
         let pattern = [0u8; 128];
@@ -331,11 +364,7 @@ impl OpenClBackend {
 
     /// Releases everything, sub-buffers before their pools, queues before contexts.
     pub fn release_all(&mut self) -> LeakCheck {
-        self.tracker.enter(Call::ReleaseMemObject);
-        for mem in std::mem::take(&mut self.live) {
-            self.release(mem);
-        }
-        self.host_blocks.clear();
+        self.release_live();
         for pools in &mut self.pools {
             let (released, errors) = pools.release();
             self.leak.pools_released += released;
@@ -346,11 +375,7 @@ impl OpenClBackend {
         self.leak.contexts_released += self.contexts.len() as u64;
         self.contexts.clear();
         let mut leak = std::mem::take(&mut self.leak);
-        leak.clean = leak.release_errors.is_empty()
-            && leak.buffers_created == leak.buffers_released
-            && leak.pools_created == leak.pools_released
-            && leak.queues_created == leak.queues_released
-            && leak.contexts_created == leak.contexts_released;
+        leak.clean = leak.objects_released();
         leak
     }
 }
@@ -365,14 +390,15 @@ impl Drop for OpenClBackend {
 }
 
 impl Backend for OpenClBackend {
-    fn allocate(&mut self, _index: u64, device: usize) -> Result<(), (ClCode, Call)> {
+    fn allocate(&mut self, index: u64, device: usize) -> Result<(), (ClCode, Call)> {
+        let slot = self.slot(index, device);
         if self.plain_create {
             // The seed's case, kept lean: a lazy runtime's clCreateBuffer takes ~1600
             // instructions (PoCL), so every instruction here shows in the rate.
             // SAFETY: a live context of this backend, no host pointer.
             let mem = unsafe {
                 opencl3::memory::create_buffer(
-                    self.context_of[device],
+                    self.context_of[slot],
                     self.flags,
                     self.size as usize,
                     ptr::null_mut(),
@@ -383,9 +409,9 @@ impl Backend for OpenClBackend {
             self.live.push(mem);
             return Ok(());
         }
-        let (mem, block) = self.create(device)?;
+        let (mem, block) = self.create(slot, device)?;
         self.leak.buffers_created += 1;
-        if let Err(e) = self.touch(mem, device) {
+        if let Err(e) = self.touch(mem, slot) {
             self.release(mem);
             return Err(e);
         }
@@ -400,5 +426,13 @@ impl Backend for OpenClBackend {
 
     fn device_count(&self) -> usize {
         self.devices.len()
+    }
+
+    fn release_live(&mut self) {
+        self.tracker.enter(Call::ReleaseMemObject);
+        for mem in std::mem::take(&mut self.live) {
+            self.release(mem);
+        }
+        self.host_blocks.clear();
     }
 }

@@ -1,7 +1,7 @@
 //! Strategy `pool`: one large buffer per device at a time, carved into sub-buffers at
 //! the device's `CL_DEVICE_MEM_BASE_ADDR_ALIGN`; a new pool when one is full.
 
-use crate::report::Call;
+use clmulti_explain::Call;
 use clmulti_probe::ClCode;
 use opencl3::types::{cl_context, cl_mem};
 use std::ptr;

@@ -3,7 +3,7 @@
 //! records which call is running, and a watchdog thread reports it when the limit
 //! passes.
 
-use crate::report::Call;
+use clmulti_explain::Call;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};

@@ -89,13 +89,13 @@ pub fn scenario_file(name: &str, text: &str) -> PathBuf {
 }
 
 /// Parses JSON Lines output into reports.
-pub fn reports(out: &Output) -> Vec<clmulti_alloc::Report> {
+pub fn reports(out: &Output) -> Vec<clmulti_explain::Report> {
     let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<clmulti_alloc::Report> = text
+    let lines: Vec<clmulti_explain::Report> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
-            clmulti_alloc::Report::from_json(l)
+            clmulti_explain::Report::from_json(l)
                 .unwrap_or_else(|e| panic!("bad report line ({e}): {l}\nstderr: {}", stderr(out)))
         })
         .collect();
@@ -105,7 +105,7 @@ pub fn reports(out: &Output) -> Vec<clmulti_alloc::Report> {
 
 /// The cost of a resource in a report.
 /// Every statement of a report's analysis, as one text to search.
-pub fn statements(r: &clmulti_alloc::Report) -> String {
+pub fn statements(r: &clmulti_explain::Report) -> String {
     r.analysis
         .statements
         .iter()
@@ -113,7 +113,10 @@ pub fn statements(r: &clmulti_alloc::Report) -> String {
         .collect()
 }
 
-pub fn cost(r: &clmulti_alloc::Report, resource: clmulti_alloc::Resource) -> &clmulti_alloc::Cost {
+pub fn cost(
+    r: &clmulti_explain::Report,
+    resource: clmulti_explain::Resource,
+) -> &clmulti_explain::Cost {
     r.costs
         .iter()
         .find(|c| c.resource == resource)

@@ -1,11 +1,29 @@
 //! The resources a run measures: what each reading is, its unit, and its limit.
 
-use crate::costs::Facts;
-use crate::report::Sample;
-use clmulti_probe::{DeviceInfo, DrmMemoryKind, HostLimits};
-use clmulti_scenario::format_bytes;
+use crate::report::{Layers, Sample};
+use clmulti_probe::{DeviceInfo, DriverLimits, DrmMemoryKind, HostLimits};
 use clmulti_scenario::layer::Policy;
+use clmulti_scenario::{format_bytes, Rlimit, Scenario};
 use serde::{Deserialize, Serialize};
+
+/// What a run's readings are set against: its scenario, devices and limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    /// The scenario run.
+    pub scenario: &'a Scenario,
+    /// The devices used.
+    pub devices: &'a [DeviceInfo],
+    /// Host limits in force.
+    pub host: &'a HostLimits,
+    /// GPU drivers' caps.
+    pub driver: &'a DriverLimits,
+    /// Buffers the run allocated.
+    pub buffers: u64,
+    /// The OpenCL layers it ran under.
+    pub layers: Option<&'a Layers>,
+    /// Whether the run ended in a failure.
+    pub failed: bool,
+}
 
 /// A resource whose growth per buffer is measured.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -23,6 +41,13 @@ pub enum Resource {
     DmabufBytes,
     /// Memory mappings; limit: `vm.max_map_count`.
     MemoryMaps,
+    /// Threads of the process; limit: `RLIMIT_NPROC` (which counts every process
+    /// and thread of the user), else the kernel's `threads-max`.
+    Threads,
+    /// Locked memory (`VmLck`), bytes; limit: `RLIMIT_MEMLOCK`.
+    LockedMemory,
+    /// Data segment (`VmData`), bytes; limit: `RLIMIT_DATA`.
+    DataSize,
     /// System memory in use (`MemTotal - MemAvailable`), bytes: includes what the
     /// kernel accounts outside every RSS (GPU drivers' GTT, memfds).
     SystemMemoryUsed,
@@ -59,13 +84,18 @@ pub enum Unit {
 }
 
 impl Unit {
-    /// A value in this unit: `1.00 MiB`, `1024`.
+    /// A value in this unit: `1.00 MiB`, `1024`, `0.25`.
     pub fn format(self, value: f64) -> String {
         match self {
             Unit::Bytes => format_bytes(value),
             Unit::Count if value.fract() == 0.0 => format!("{value:.0}"),
             Unit::Count => format!("{value:.2}"),
         }
+    }
+
+    /// A value that may be missing: `-` for none.
+    pub fn format_or_dash(self, value: Option<f64>) -> String {
+        value.map_or_else(|| "-".into(), |v| self.format(v))
     }
 }
 
@@ -82,6 +112,20 @@ pub struct Limit {
     pub of_growth: bool,
 }
 
+impl Limit {
+    /// The name of a soft resource limit as a [`Limit`] calls it: `RLIMIT_NOFILE (soft)`.
+    pub fn soft_name(which: Rlimit) -> String {
+        format!("{} (soft)", which.name())
+    }
+
+    /// The soft resource limit this is, when it is one.
+    pub fn rlimit(&self) -> Option<Rlimit> {
+        Rlimit::ALL
+            .into_iter()
+            .find(|r| self.name == Limit::soft_name(*r))
+    }
+}
+
 impl Resource {
     /// A short human name.
     pub fn label(&self) -> String {
@@ -92,6 +136,9 @@ impl Resource {
             Resource::DmabufFds => "dma-buf fds".into(),
             Resource::DmabufBytes => "dma-buf bytes".into(),
             Resource::MemoryMaps => "memory maps".into(),
+            Resource::Threads => "threads".into(),
+            Resource::LockedMemory => "locked memory".into(),
+            Resource::DataSize => "data segment".into(),
             Resource::SystemMemoryUsed => "system memory used".into(),
             Resource::SystemShmem => "system Shmem".into(),
             Resource::DeviceMemory { device } => format!("device {device} memory"),
@@ -115,7 +162,9 @@ impl Resource {
     /// The unit of its readings.
     pub fn unit(&self) -> Unit {
         match self {
-            Resource::OpenFds | Resource::DmabufFds | Resource::MemoryMaps => Unit::Count,
+            Resource::OpenFds | Resource::DmabufFds | Resource::MemoryMaps | Resource::Threads => {
+                Unit::Count
+            }
             _ => Unit::Bytes,
         }
     }
@@ -139,6 +188,9 @@ impl Resource {
             Resource::DmabufFds => p.dmabuf_fds as f64,
             Resource::DmabufBytes => p.dmabuf_bytes as f64,
             Resource::MemoryMaps => p.memory_maps as f64,
+            Resource::Threads => p.threads as f64,
+            Resource::LockedMemory => p.locked_bytes as f64,
+            Resource::DataSize => p.data_bytes as f64,
             Resource::SystemMemoryUsed => {
                 host.ram_bytes?
                     .saturating_sub(sample.system?.available_bytes) as f64
@@ -171,13 +223,24 @@ impl Resource {
                 of_growth: false,
             })
         };
+        // A soft limit the kernel enforces on this process (root is exempt from some).
+        let soft = |which: Rlimit| {
+            let value = host.values(which).soft?;
+            host.enforced(which)
+                .then(|| limit(value, &Limit::soft_name(which)))?
+        };
         match self {
             Resource::HostRss => {
                 let (bytes, ceiling) = host.memory_ceiling()?;
                 limit(bytes, ceiling.label())
             }
-            Resource::VirtualSize => limit(host.address_space_soft?, "RLIMIT_AS (soft)"),
-            Resource::OpenFds => limit(host.nofile_soft?, "RLIMIT_NOFILE (soft)"),
+            Resource::VirtualSize => soft(Rlimit::AddressSpace),
+            Resource::OpenFds => soft(Rlimit::NoFile),
+            Resource::LockedMemory => soft(Rlimit::MemLock),
+            Resource::DataSize => soft(Rlimit::Data),
+            Resource::Threads => {
+                soft(Rlimit::NProc).or_else(|| limit(host.threads_max?, "kernel.threads-max"))
+            }
             Resource::MemoryMaps => limit(host.max_map_count?, "vm.max_map_count"),
             Resource::SystemMemoryUsed => limit(host.ram_bytes?, "physical RAM (MemTotal)"),
             Resource::DeviceMemory { device } => {
@@ -234,7 +297,7 @@ impl Resource {
             Resource::SystemShmem => {
                 // The emulation layer's host mirror lives in Shmem, up to its cap.
                 let settings = facts.layers?.settings()?;
-                (settings.policy == Policy::HostMirror).then_some(())?;
+                settings.has(Policy::HostMirror).then_some(())?;
                 Some(Limit {
                     value: settings.mirror_limit.bytes(host.ram_bytes?) as f64,
                     name: "the emulation layer's host-mirror cap (CLMULTI_LAYER_MIRROR_LIMIT)"
@@ -255,6 +318,9 @@ impl Resource {
             Resource::DmabufFds,
             Resource::DmabufBytes,
             Resource::MemoryMaps,
+            Resource::Threads,
+            Resource::LockedMemory,
+            Resource::DataSize,
             Resource::SystemMemoryUsed,
             Resource::SystemShmem,
         ];
@@ -309,6 +375,7 @@ mod tests {
     fn sample(gtt: u64) -> Sample {
         Sample {
             allocations: 0,
+            live: None,
             bytes_requested: 0,
             elapsed_seconds: 0.0,
             host: ProcessUsage::default(),

@@ -3,9 +3,8 @@
 //! no reading exists.
 
 use crate::report::{Cost, Sample};
-use crate::resource::{Limit, Resource};
-use clmulti_probe::{DeviceInfo, DriverLimits, HostLimits};
-use clmulti_scenario::{ContextMode, Placement, Scenario, Strategy};
+use crate::resource::{Facts, Limit, Resource, Unit};
+use clmulti_scenario::{ContextMode, Strategy};
 
 /// A straight line `y = intercept + slope * x`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -36,30 +35,11 @@ pub fn fit(points: &[(f64, f64)]) -> Option<Line> {
     })
 }
 
-/// Where the run's facts come from, for fitting.
-#[derive(Debug, Clone, Copy)]
-pub struct Facts<'a> {
-    /// The scenario run.
-    pub scenario: &'a Scenario,
-    /// The devices used.
-    pub devices: &'a [DeviceInfo],
-    /// Host limits in force.
-    pub host: &'a HostLimits,
-    /// GPU drivers' caps.
-    pub driver: &'a DriverLimits,
-    /// Buffers the run allocated.
-    pub buffers: u64,
-    /// The OpenCL layers it ran under.
-    pub layers: Option<&'a crate::report::Layers>,
-    /// Whether the run ended in a failure.
-    pub failed: bool,
-}
-
 /// Growth below this per buffer is noise (a page or a descriptor now and then).
-fn negligible(resource: &Resource, per_buffer: f64) -> bool {
+pub(crate) fn negligible(resource: &Resource, per_buffer: f64) -> bool {
     match resource.unit() {
-        crate::resource::Unit::Count => per_buffer < 0.01,
-        crate::resource::Unit::Bytes => per_buffer < 1.0,
+        Unit::Count => per_buffer < 0.01,
+        Unit::Bytes => per_buffer < 1.0,
     }
 }
 
@@ -72,15 +52,16 @@ fn predict(line: Line, limit: f64, resource: &Resource) -> Option<u64> {
     (at.is_finite() && at < u64::MAX as f64).then(|| at.max(0.0) as u64)
 }
 
-/// Costs of every resource with readings in at least two samples, then estimates of
-/// device memory for devices without readings.
+/// Costs of every resource with readings in at least two samples (against the
+/// buffers held at each), then estimates of device memory for devices without
+/// readings.
 pub fn costs(samples: &[Sample], facts: Facts<'_>) -> Vec<Cost> {
     let mut costs: Vec<Cost> = Resource::all_in(samples, facts.devices)
         .into_iter()
         .filter_map(|resource| {
             let points: Vec<(f64, f64)> = samples
                 .iter()
-                .filter_map(|s| Some((s.allocations as f64, resource.reading(s, facts.host)?)))
+                .filter_map(|s| Some((s.live() as f64, resource.reading(s, facts.host)?)))
                 .collect();
             let line = fit(&points)?;
             let limit = resource.limit(&facts);
@@ -115,7 +96,8 @@ fn device_memory_estimates(measured: &[Cost], facts: Facts<'_>) -> Vec<Cost> {
     let scenario = facts.scenario;
     let size = scenario.allocation.size_bytes as f64;
     let n = facts.devices.len();
-    if n == 0 || size <= 0.0 {
+    // A run that releases each buffer at once holds one at a time: nothing grows.
+    if n == 0 || size <= 0.0 || !scenario.allocation.keep {
         return Vec::new();
     }
     let rss = measured
@@ -144,11 +126,7 @@ fn device_memory_estimates(measured: &[Cost], facts: Facts<'_>) -> Vec<Cost> {
                 .any(|c| c.resource == Resource::DeviceMemory { device: *d })
         })
         .filter_map(|device| {
-            let share = match scenario.allocation.placement {
-                Placement::RoundRobin => 1.0 / n as f64,
-                Placement::Device(p) if p == device => 1.0,
-                Placement::Device(_) => 0.0,
-            };
+            let share = scenario.allocation.placement.share(device, n);
             let per_buffer = if every_device {
                 size
             } else if forced || copies >= 1.0 {

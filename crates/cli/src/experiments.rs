@@ -1,0 +1,89 @@
+//! Experiments run for real: each changed case of a failed run in a fresh child
+//! process of this binary ([`clmulti_explain::experiment`] plans and judges them).
+
+use crate::note;
+use clmulti_explain::experiment::{apply, Runner};
+use clmulti_explain::verdict::{Change, Knob};
+use clmulti_explain::Report;
+use clmulti_scenario::Scenario;
+
+/// PoCL makes one CPU device per word of this variable.
+const POCL_DEVICES: &str = "POCL_DEVICES";
+/// NEO (AUB mode) makes this many root devices.
+const NEO_ROOT_DEVICES: &str = "CreateMultipleRootDevices";
+
+/// Runs changed copies of one failed run's scenario in child processes.
+#[derive(Debug)]
+pub struct ChildRunner {
+    base: Scenario,
+    platform: String,
+    platform_version: String,
+}
+
+impl ChildRunner {
+    /// A runner for the failed run `report`.
+    pub fn for_report(report: &Report) -> Self {
+        ChildRunner {
+            base: report.scenario.clone(),
+            platform: report.platform.clone(),
+            platform_version: report.platform_version.clone(),
+        }
+    }
+
+    /// What a runtime needs to expose `devices` devices: PoCL one word per device,
+    /// NEO in AUB mode a root-device count; other platforms have what they have (a
+    /// run asking for more is skipped, and the experiment says so).
+    fn expose(&self, scenario: &mut Scenario, devices: u64) {
+        let env_or_process = |key: &str| {
+            scenario
+                .env
+                .get(key)
+                .cloned()
+                .or_else(|| std::env::var(key).ok())
+        };
+        if self.platform.contains("Portable Computing Language") {
+            let word = env_or_process(POCL_DEVICES)
+                .and_then(|v| v.split_whitespace().next().map(str::to_owned))
+                .unwrap_or_else(|| {
+                    // PoCL 3 names its CPU driver pthread, PoCL 4 and later cpu.
+                    let three = self.platform_version.contains("PoCL 3");
+                    (if three { "pthread" } else { "cpu" }).to_owned()
+                });
+            let words = vec![word; devices as usize].join(" ");
+            scenario.env.insert(POCL_DEVICES.into(), words);
+        } else if env_or_process(NEO_ROOT_DEVICES).is_some() {
+            scenario
+                .env
+                .insert(NEO_ROOT_DEVICES.into(), devices.to_string());
+        }
+    }
+}
+
+impl Runner for ChildRunner {
+    fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, String> {
+        let mut scenario = self.base.clone();
+        for change in changes {
+            scenario = apply(&scenario, change, count)?;
+            if change.knob == Knob::Devices {
+                self.expose(&mut scenario, change.to);
+            }
+        }
+        note!("experiment: {}", scenario.name);
+        let report = crate::run::run_child(&scenario, None).map_err(|f| match f {
+            crate::Failure::Tool(m) | crate::Failure::Input(m) => m,
+        })?;
+        note!("experiment:   {}", report.headline());
+        Ok(report)
+    }
+}
+
+/// Tests the causes of a failed run by experiment (a run that did not fail is left
+/// as it is).
+pub fn investigate(report: &mut Report) {
+    if report.analysis.cause.is_none() {
+        return;
+    }
+    note!("experiment: testing what stopped {}", report.run_name);
+    let mut runner = ChildRunner::for_report(report);
+    clmulti_explain::experiment::investigate(report, &mut runner);
+}

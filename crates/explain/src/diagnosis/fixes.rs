@@ -1,0 +1,133 @@
+//! The fixes that apply to a failing (or limit-bound) shared case, and why the
+//! others are not tried.
+
+use super::{cost_of, Fix};
+use crate::experiment::{plan, Plan};
+use crate::knowledge::runtime_of;
+use crate::report::Report;
+use crate::resource::Resource;
+use crate::verdict::{Candidate, CandidateTest};
+use clmulti_scenario::{Rlimit, Strategy};
+
+/// The most a raised soft limit on a count (descriptors, processes) is set to.
+const MAX_RAISED_COUNT: u64 = 1 << 20;
+
+/// The fixes for a shared case, each with `Some(reason)` when it is not tried.
+pub fn fixes_for(shared: &Report) -> Vec<(Fix, Option<String>)> {
+    let mut fixes = vec![(Fix::PerDeviceContexts, None)];
+    for which in soft_limits_in_question(shared) {
+        fixes.push(raise(shared, which));
+    }
+    for candidate in shared.analysis.candidates.iter().filter(|c| not_refuted(c)) {
+        if let Plan::NotTestable {
+            command: Some(command),
+            ..
+        } = plan(candidate, shared)
+        {
+            if !command.starts_with("systemd-run") {
+                fixes.push((
+                    Fix::SystemSetting {
+                        setting: candidate.limit.name.clone(),
+                        command,
+                    },
+                    Some("clmulti never changes a system-wide setting".into()),
+                ));
+            }
+        }
+    }
+    let pin = "cl_intel_create_mem_object_properties";
+    fixes.push((
+        Fix::Pin,
+        (!shared.devices.iter().all(|d| d.has_extension(pin)))
+            .then(|| format!("the devices do not list {pin}")),
+    ));
+    fixes.push((
+        Fix::Pool,
+        (shared.scenario.allocation.strategy == Strategy::Pool)
+            .then(|| "the run already pools".into()),
+    ));
+    if runtime_of(&shared.platform).is_some_and(|r| r.name.starts_with("Intel compute-runtime")) {
+        for (key, value) in [
+            ("ForceZeDeviceCanAccessPerReturnValue", "0"),
+            ("EnableDeferBacking", "0"),
+        ] {
+            fixes.push((
+                Fix::RuntimeKnob {
+                    env: vec![
+                        ("NEOReadDebugKeys".into(), "1".into()),
+                        (key.into(), value.into()),
+                    ],
+                    source: "intel/compute-runtime#980".into(),
+                },
+                None,
+            ));
+        }
+    }
+    fixes
+}
+
+fn not_refuted(c: &Candidate) -> bool {
+    !matches!(c.test, CandidateTest::Refuted { .. })
+}
+
+/// The soft limits the shared case meets: its candidates' (unless refuted), and the
+/// open-file limit whenever descriptors grow per buffer (the seed's suspect).
+fn soft_limits_in_question(shared: &Report) -> Vec<Rlimit> {
+    let mut limits: Vec<Rlimit> = shared
+        .analysis
+        .candidates
+        .iter()
+        .filter(|c| not_refuted(c))
+        .filter_map(|c| c.limit.rlimit())
+        .collect();
+    if let Some(ahead) = shared
+        .analysis
+        .first_limit
+        .as_ref()
+        .and_then(|a| a.limit.rlimit())
+    {
+        limits.push(ahead);
+    }
+    let fds_grow = cost_of(shared, &Resource::OpenFds).is_some_and(|c| c >= 0.01);
+    if fds_grow && shared.analysis.cause.is_some() {
+        limits.push(Rlimit::NoFile);
+    }
+    limits.sort();
+    limits.dedup();
+    limits
+}
+
+/// Raising one soft limit to the hard one, or why it cannot be.
+fn raise(shared: &Report, which: Rlimit) -> (Fix, Option<String>) {
+    let values = shared.host_limits.values(which);
+    let soft = values.soft.unwrap_or(u64::MAX);
+    let target = match values.hard {
+        Some(hard) => hard,
+        None if which.in_bytes() => soft.saturating_mul(16),
+        None => MAX_RAISED_COUNT.max(soft.saturating_mul(2)),
+    };
+    let target = if which.in_bytes() {
+        target
+    } else {
+        target.min(MAX_RAISED_COUNT.max(soft))
+    };
+    let why_not = if !shared.host_limits.enforced(which) {
+        Some(format!(
+            "the kernel does not enforce {} for root: run as an ordinary user",
+            which.name()
+        ))
+    } else if target <= soft {
+        Some(format!(
+            "the soft limit ({soft}) is already the hard limit; raising the hard one needs root"
+        ))
+    } else {
+        None
+    };
+    (
+        Fix::RaiseSoftLimit {
+            limit: which,
+            to: target,
+        },
+        why_not,
+    )
+}

@@ -1,0 +1,393 @@
+//! Building a [`Diagnosis`] from the matrix's runs, the experiments on the failing
+//! shared case, and the fixes' runs.
+
+use super::{
+    cost_of, differs, failed, Diagnosis, Fix, FixOutcome, Investigation, Outcome, Placed,
+    ReleaseFinding, Role, RunBrief, SharingCost, DIAGNOSIS_SCHEMA_VERSION,
+};
+use crate::knowledge::{runtime_of, SEED_ANSWER_CORRECTIONS};
+use crate::report::{Report, StopReason};
+use crate::resource::Resource;
+use crate::verdict::{Basis, Cause, Statement};
+use crate::words;
+use clmulti_scenario::Strategy;
+
+/// The strategies in the order the verdict lists them.
+const STRATEGIES: [Strategy; 5] = [
+    Strategy::Create,
+    Strategy::Fill,
+    Strategy::Migrate,
+    Strategy::Pin,
+    Strategy::Pool,
+];
+
+/// The matrix's runs, looked up by case and strategy.
+struct Matrix<'r> {
+    runs: &'r [Placed<'r>],
+}
+
+impl<'r> Matrix<'r> {
+    fn pick(&self, role: Role, strategy: Strategy) -> Option<&'r Report> {
+        self.runs
+            .iter()
+            .find(|p| p.role == role && p.report.scenario.allocation.strategy == strategy)
+            .map(|p| p.report)
+    }
+
+    /// The seed's own case (create) speaks for the shared context when it ran.
+    fn shared(&self) -> Option<&'r Report> {
+        self.pick(Role::Shared, Strategy::Create).or_else(|| {
+            self.runs
+                .iter()
+                .find(|p| p.role == Role::Shared)
+                .map(|p| p.report)
+        })
+    }
+
+    fn strategies(&self) -> Vec<Strategy> {
+        STRATEGIES
+            .into_iter()
+            .filter(|s| {
+                self.runs
+                    .iter()
+                    .any(|p| p.report.scenario.allocation.strategy == *s)
+            })
+            .collect()
+    }
+}
+
+impl Diagnosis {
+    /// Builds the diagnosis from the matrix's runs (the failing shared case carrying
+    /// its experiments in its analysis, when they ran) and the fixes' runs (`Err`:
+    /// not run, with the reason).
+    pub fn new(runs: &[Placed<'_>], fixes: &[(Fix, Result<&Report, String>)]) -> Self {
+        let matrix = Matrix { runs };
+        let shared_any = matrix.shared();
+        let platform = shared_any
+            .or_else(|| runs.first().map(|p| p.report))
+            .map_or_else(String::new, |r| r.platform.clone());
+        let devices = shared_any.map_or_else(Vec::new, |r| r.devices.clone());
+        let n = devices.len().max(2);
+        let mut verdict = Vec::new();
+        let mut sharing_costs = Vec::new();
+        let mut investigated = None;
+        for strategy in matrix.strategies() {
+            verdict.push(stops_statement(&matrix, strategy, n));
+            let Some(shared) = matrix.pick(Role::Shared, strategy) else {
+                continue;
+            };
+            let per = matrix.pick(Role::PerDevice, strategy);
+            let (costs, extra) = sharing(&matrix, strategy, shared, n);
+            sharing_costs.extend(costs);
+            verdict.extend(extra);
+            verdict.extend(cause(shared, per, n));
+            if investigated.is_none() && failed(shared) && !shared.analysis.candidates.is_empty()
+                || investigated.is_none() && !shared.analysis.shape.is_empty()
+            {
+                investigated = Some(Investigation {
+                    run_name: shared.run_name.clone(),
+                    candidates: shared.analysis.candidates.clone(),
+                    shape: shared.analysis.shape.clone(),
+                });
+            }
+        }
+        if !runs.iter().any(|p| failed(p.report)) {
+            verdict.extend(no_failure(shared_any));
+        }
+        let release = release_findings(runs);
+        verdict.extend(release.iter().map(release_statement));
+        verdict.extend(known(&platform));
+        Diagnosis {
+            schema_version: DIAGNOSIS_SCHEMA_VERSION,
+            platform,
+            devices,
+            runs: runs.iter().map(brief).collect(),
+            sharing_costs,
+            investigation: investigated,
+            release,
+            fixes: fixes.iter().map(fix_outcome).collect(),
+            verdict,
+        }
+    }
+
+    /// The statements a person reads first: measured and inferred ones.
+    pub fn headline(&self) -> Vec<&Statement> {
+        self.verdict
+            .iter()
+            .filter(|s| !matches!(s.basis, Basis::Known(_)))
+            .collect()
+    }
+}
+
+fn brief(p: &Placed<'_>) -> RunBrief {
+    RunBrief {
+        role: p.role,
+        strategy: p.report.scenario.allocation.strategy,
+        run_name: p.report.run_name.clone(),
+        buffers: p.report.buffers,
+        headline: p.report.headline(),
+        outcome: p.report.stop.kind(),
+        driver_messages: p.report.driver_messages.clone(),
+    }
+}
+
+/// Where each case of one strategy stopped.
+fn stops_statement(matrix: &Matrix<'_>, strategy: Strategy, n: usize) -> Statement {
+    let stops: Vec<String> = [Role::OneDevice, Role::Shared, Role::PerDevice]
+        .into_iter()
+        .filter_map(|role| {
+            let r = matrix.pick(role, strategy)?;
+            Some(format!("{}: {}", role.label(n), outcome(r)))
+        })
+        .collect();
+    Statement::measured(format!(
+        "strategy {}: {}",
+        strategy.name(),
+        stops.join("; ")
+    ))
+}
+
+/// What sharing costs per buffer for one strategy: the table's rows, and the
+/// statement comparing the shared context with per-device ones.
+fn sharing(
+    matrix: &Matrix<'_>,
+    strategy: Strategy,
+    shared: &Report,
+    n: usize,
+) -> (Vec<SharingCost>, Option<Statement>) {
+    let one = matrix.pick(Role::OneDevice, strategy);
+    let per = matrix.pick(Role::PerDevice, strategy);
+    let mut rows = Vec::new();
+    let mut extras = Vec::new();
+    let resources = shared
+        .costs
+        .iter()
+        .filter(|c| !c.estimated && c.resource != Resource::SystemMemoryUsed)
+        .map(|c| c.resource.clone());
+    for resource in resources {
+        let (o, s, p) = (
+            one.and_then(|r| cost_of(r, &resource)),
+            cost_of(shared, &resource),
+            per.and_then(|r| cost_of(r, &resource)),
+        );
+        if ![o, s, p]
+            .iter()
+            .flatten()
+            .any(|v| differs(&resource, *v, 0.0))
+        {
+            continue;
+        }
+        let extra = s.zip(p).map(|(s, p)| s - p);
+        if let (Some(e), Some(s), Some(p)) = (extra, s, p) {
+            if differs(&resource, s, p) {
+                let unit = resource.unit();
+                extras.push(format!(
+                    "{} {}{} per buffer ({} shared vs {} per device)",
+                    resource.label(),
+                    if e >= 0.0 { "+" } else { "-" },
+                    unit.format(e.abs()),
+                    unit.format(s),
+                    unit.format(p)
+                ));
+            }
+        }
+        rows.push(SharingCost {
+            strategy,
+            resource,
+            one_device: o,
+            shared: s,
+            per_device: p,
+            extra,
+        });
+    }
+    let statement = per.map(|_| {
+        Statement::measured(if extras.is_empty() {
+            format!("with strategy {}, sharing one context over {n} devices adds no measurable cost per buffer over one context per device", strategy.name())
+        } else {
+            format!(
+                "with strategy {}, sharing one context over {n} devices adds {}",
+                strategy.name(),
+                extras.join(", ")
+            )
+        })
+    });
+    (rows, statement)
+}
+
+/// How a run ended, without the analysis: `completed 10000 buffers`.
+pub(crate) fn outcome(r: &Report) -> String {
+    match &r.stop {
+        StopReason::Completed => format!("completed {} buffers", r.buffers),
+        StopReason::Failed { error, call, .. } => {
+            format!(
+                "FAILED after {} buffers with {error} in {}",
+                r.buffers,
+                call.c_name()
+            )
+        }
+        other => format!("{} after {} buffers", other.summary(), r.buffers),
+    }
+}
+
+/// The cause of the shared case's failure, as far as its candidates and their
+/// experiments say; set against the per-device run.
+fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
+    if !failed(shared) {
+        return Vec::new();
+    }
+    let mut out: Vec<Statement> = Vec::new();
+    match &shared.analysis.cause {
+        Some(Cause::Resource {
+            resource,
+            limit,
+            reading,
+            per_buffer,
+            predicted_count,
+            observed_count,
+        }) => {
+            let unit = resource.unit();
+            let elsewhere = per
+                .and_then(|p| p.costs.iter().find(|c| &c.resource == resource))
+                .map_or(0.0, |c| c.per_buffer);
+            let same_in_per_device = per.is_some_and(|p| {
+                p.analysis
+                    .candidates
+                    .iter()
+                    .any(|c| &c.resource == resource)
+            });
+            let whose = if same_in_per_device {
+                format!(
+                    "; one context per device failed the same way (at {}): a limit of the process, not of sharing a context",
+                    per.map_or(0, |p| p.buffers)
+                )
+            } else {
+                String::new()
+            };
+            out.push(Statement::inferred(
+                format!(
+                    "{} readings of the {n}-device runs against {}, and the experiments below",
+                    resource.label(),
+                    limit.name
+                ),
+                format!(
+                    "the shared context failed because {} reached {} ({} of {}): it grows {} per buffer there and {} per buffer with one context per device; the limit predicts {predicted_count} buffers, the run failed at {observed_count}{whose}",
+                    resource.label(),
+                    limit.name,
+                    unit.format(*reading),
+                    unit.format(limit.value),
+                    unit.format(*per_buffer),
+                    unit.format(elsewhere),
+                ),
+            ));
+        }
+        Some(Cause::Untested { .. }) | Some(Cause::NotExplained { .. }) => {}
+        None => out.push(Statement::measured(format!(
+            "the shared context stopped: {}",
+            shared.stop.summary()
+        ))),
+    }
+    // The candidates, their experiments, and what the shape runs found, as the
+    // shared run's analysis states them.
+    for c in &shared.analysis.candidates {
+        out.push(words::candidate(c, false));
+    }
+    if let Some(Cause::NotExplained { unmeasured }) = &shared.analysis.cause {
+        out.push(words::not_explained(
+            unmeasured,
+            !shared.analysis.candidates.is_empty(),
+        ));
+    }
+    out.extend(shared.analysis.shape.iter().map(words::shape));
+    out
+}
+
+fn no_failure(shared: Option<&Report>) -> Vec<Statement> {
+    let mut out = vec![Statement::measured("no run failed".to_owned())];
+    if let Some(ahead) = shared.and_then(|r| r.analysis.first_limit.as_ref()) {
+        out.push(Statement::inferred(
+            format!("{} growth in the shared context", ahead.resource.label()),
+            format!(
+                "first limit ahead for the shared context: {} at about {} buffers{}",
+                ahead.limit.name,
+                ahead.count,
+                if ahead.estimated {
+                    " (estimated from declared capacity)"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    out
+}
+
+/// Runs whose readings did not come back after release.
+fn release_findings(runs: &[Placed<'_>]) -> Vec<ReleaseFinding> {
+    runs.iter()
+        .filter(|p| !p.report.leak_check.not_returned.is_empty())
+        .map(|p| ReleaseFinding {
+            run_name: p.report.run_name.clone(),
+            not_returned: p
+                .report
+                .leak_check
+                .not_returned
+                .iter()
+                .map(|n| {
+                    let unit = n.resource.unit();
+                    format!(
+                        "{} stayed {} above its start ({} -> peak {} -> {} after release)",
+                        n.resource.label(),
+                        unit.format(n.after - n.before),
+                        unit.format(n.before),
+                        unit.format(n.peak),
+                        unit.format(n.after)
+                    )
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+fn release_statement(f: &ReleaseFinding) -> Statement {
+    Statement::measured(format!(
+        "{}: every release call succeeded, yet {}",
+        f.run_name,
+        f.not_returned.join("; ")
+    ))
+}
+
+fn known(platform: &str) -> Vec<Statement> {
+    let mut out = Vec::new();
+    if let Some(runtime) = runtime_of(platform) {
+        for fact in runtime.facts {
+            out.push(Statement::known(
+                fact.source,
+                format!("{}: {}", runtime.name, fact.text),
+            ));
+        }
+    }
+    for fact in SEED_ANSWER_CORRECTIONS {
+        out.push(Statement::known(fact.source, fact.text));
+    }
+    out
+}
+
+fn fix_outcome((fix, result): &(Fix, Result<&Report, String>)) -> FixOutcome {
+    let outcome = match result {
+        Err(reason) => Outcome::Untested {
+            reason: reason.clone(),
+        },
+        Ok(r) if !matches!(r.stop, StopReason::Completed) => Outcome::DidNotWork {
+            buffers: r.buffers,
+            stop: outcome(r),
+        },
+        Ok(r) => Outcome::Worked {
+            buffers: r.buffers,
+            stop: outcome(r),
+        },
+    };
+    FixOutcome {
+        fix: fix.clone(),
+        outcome,
+    }
+}

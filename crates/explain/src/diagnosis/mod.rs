@@ -1,0 +1,299 @@
+//! The answer to the seed's question over a set of runs: one device, N devices in one
+//! shared context, N per-device contexts (with `create`, and with a strategy that
+//! forces residency), plus the experiments and fixes re-run on a failing shared case.
+//! What sharing a context costs per buffer, where each run stopped, what caused a
+//! failure (only a candidate whose experiment moved the failure: see
+//! [`experiment`](crate::experiment)), what the experiments found about a limit no
+//! reading shows, which fixes removed the failure, measured, and what is known from
+//! documented sources. `clmulti diagnose` runs the matrix; the sweep's report builds
+//! the same diagnosis from the runs it has.
+//!
+//! [`fixes`] lists the fixes that apply, [`matrix`] builds the diagnosis; its
+//! wording for people is in [`render`](crate::render).
+
+mod fixes;
+mod matrix;
+
+pub use fixes::fixes_for;
+
+use crate::report::{Report, StopKind, StopReason};
+use crate::resource::{Resource, Unit};
+use crate::verdict::{Candidate, ShapeFinding, Statement};
+use clmulti_probe::DeviceInfo;
+use clmulti_scenario::{ContextMode, Rlimit, Strategy};
+use serde::{Deserialize, Serialize};
+
+/// Version of the [`Diagnosis`] JSON shape; bumped when a field changes meaning.
+pub const DIAGNOSIS_SCHEMA_VERSION: u32 = 3;
+
+/// Which of the seed's three cases a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// One device in one context.
+    OneDevice,
+    /// N devices in one shared context (the seed's failing case).
+    Shared,
+    /// N devices, one context each.
+    PerDevice,
+}
+
+impl Role {
+    /// The case in words.
+    pub fn label(self, devices: usize) -> String {
+        match self {
+            Role::OneDevice => "1 device".into(),
+            Role::Shared => format!("{devices} devices, one shared context"),
+            Role::PerDevice => format!("{devices} devices, one context each"),
+        }
+    }
+
+    /// The role of a run, from its scenario and devices.
+    pub fn of(report: &Report) -> Role {
+        let devices = report.devices.len().max(report.scenario.devices.set.len());
+        match (devices, report.scenario.context_mode) {
+            (0 | 1, _) => Role::OneDevice,
+            (_, ContextMode::Shared) => Role::Shared,
+            (_, ContextMode::PerDevice) => Role::PerDevice,
+        }
+    }
+}
+
+/// A fix for a failure of the shared case.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "fix", rename_all = "kebab-case")]
+pub enum Fix {
+    /// One context per device instead of one shared context.
+    PerDeviceContexts,
+    /// A higher soft resource limit (up to the hard one).
+    RaiseSoftLimit {
+        /// Which.
+        limit: Rlimit,
+        /// The soft value tried.
+        to: u64,
+    },
+    /// A system-wide setting: clmulti never changes one, so it is never tested.
+    SystemSetting {
+        /// The setting.
+        setting: String,
+        /// The command that would raise it.
+        command: String,
+    },
+    /// `CL_MEM_DEVICE_ID_INTEL`: each buffer allocated on its device only.
+    Pin,
+    /// Large buffers carved into sub-buffers: fewer runtime allocations.
+    Pool,
+    /// Runtime settings from a documented table.
+    RuntimeKnob {
+        /// Environment variables set.
+        env: Vec<(String, String)>,
+        /// Where the knob is documented.
+        source: String,
+    },
+}
+
+impl Fix {
+    /// The fix in words.
+    pub fn label(&self) -> String {
+        match self {
+            Fix::PerDeviceContexts => "one context per device".into(),
+            Fix::RaiseSoftLimit { limit, to } => {
+                format!(
+                    "soft {} raised to {}",
+                    limit.name(),
+                    limit_value(*limit, *to)
+                )
+            }
+            Fix::SystemSetting { setting, .. } => format!("{setting} raised"),
+            Fix::Pin => "buffers pinned to their device (CL_MEM_DEVICE_ID_INTEL)".into(),
+            Fix::Pool => "pooled: 256 MiB buffers carved into sub-buffers".into(),
+            Fix::RuntimeKnob { env, .. } => format!(
+                "runtime settings {}",
+                env.iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        }
+    }
+
+    /// What a user does to apply it.
+    pub fn how(&self) -> String {
+        match self {
+            Fix::PerDeviceContexts => "create one cl_context per device (clCreateContext with one device each) and keep each buffer in its device's context".into(),
+            Fix::RaiseSoftLimit { limit, to } => format!(
+                "`{}` in the shell that starts the program (or setrlimit({}) in it; scenario: [limits] {} = {to})",
+                limit.ulimit_command(*to),
+                limit.name(),
+                limit.key()
+            ),
+            Fix::SystemSetting { command, .. } => format!("`{command}` (as root; it changes the whole machine)"),
+            Fix::Pin => "clCreateBufferWithProperties(ctx, {CL_MEM_DEVICE_ID_INTEL (0x4219), device, 0}, flags, size, NULL, &err)".into(),
+            Fix::Pool => "allocate a few large buffers per device and hand out sub-buffers (clCreateSubBuffer at CL_DEVICE_MEM_BASE_ADDR_ALIGN)".into(),
+            Fix::RuntimeKnob { env, .. } => format!(
+                "set {} in the program's environment",
+                env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+            ),
+        }
+    }
+}
+
+/// A fix and how it fared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FixOutcome {
+    /// The fix.
+    #[serde(flatten)]
+    pub fix: Fix,
+    /// Run or not, and what happened.
+    pub outcome: Outcome,
+}
+
+/// What became of a fix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Re-run; the shared case no longer failed.
+    Worked {
+        /// Buffers the run reached.
+        buffers: u64,
+        /// How it ended.
+        stop: String,
+    },
+    /// Re-run; it still failed or stopped.
+    DidNotWork {
+        /// Buffers the run reached.
+        buffers: u64,
+        /// How it ended.
+        stop: String,
+    },
+    /// Not run, and why.
+    Untested {
+        /// Why not.
+        reason: String,
+    },
+}
+
+/// What sharing a context costs per buffer, for one resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SharingCost {
+    /// The strategy of the runs compared.
+    pub strategy: Strategy,
+    /// The resource.
+    #[serde(flatten)]
+    pub resource: Resource,
+    /// Per buffer with one device.
+    pub one_device: Option<f64>,
+    /// Per buffer with N devices in one context.
+    pub shared: Option<f64>,
+    /// Per buffer with one context per device.
+    pub per_device: Option<f64>,
+    /// Shared minus per-device (what sharing adds).
+    pub extra: Option<f64>,
+}
+
+/// A soft limit's value in words: bytes for the byte limits.
+fn limit_value(limit: Rlimit, value: u64) -> String {
+    if limit.in_bytes() {
+        clmulti_scenario::format_bytes(value as f64)
+    } else {
+        value.to_string()
+    }
+}
+
+/// What the experiments on the failing shared case found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Investigation {
+    /// The run investigated.
+    pub run_name: String,
+    /// Its candidates, each with its experiments.
+    pub candidates: Vec<Candidate>,
+    /// What shape experiments found, when no candidate was confirmed.
+    pub shape: Vec<ShapeFinding>,
+}
+
+/// A run whose readings did not come back after release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseFinding {
+    /// The run.
+    pub run_name: String,
+    /// What stayed, in words.
+    pub not_returned: Vec<String>,
+}
+
+/// One run of the diagnosis, in brief.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunBrief {
+    /// The case.
+    pub role: Role,
+    /// Its strategy.
+    pub strategy: Strategy,
+    /// The run's name.
+    pub run_name: String,
+    /// Buffers reached.
+    pub buffers: u64,
+    /// How it ended, in one line.
+    pub headline: String,
+    /// The outcome kind: completed, failed, guard, ...
+    pub outcome: StopKind,
+    /// Driver messages, when there were any.
+    pub driver_messages: Vec<String>,
+}
+
+/// The diagnosis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    /// See [`DIAGNOSIS_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The platform.
+    pub platform: String,
+    /// The devices of the multi-device runs.
+    pub devices: Vec<DeviceInfo>,
+    /// Each run.
+    pub runs: Vec<RunBrief>,
+    /// What sharing a context costs, per strategy and resource (only resources that
+    /// differ or grow).
+    pub sharing_costs: Vec<SharingCost>,
+    /// The experiments on the failing shared case, when one failed.
+    #[serde(default)]
+    pub investigation: Option<Investigation>,
+    /// Runs whose readings stayed up after every buffer was released.
+    #[serde(default)]
+    pub release: Vec<ReleaseFinding>,
+    /// The fixes, tested or not.
+    pub fixes: Vec<FixOutcome>,
+    /// The conclusion, each statement with its basis.
+    pub verdict: Vec<Statement>,
+}
+
+/// A run with its place in the matrix.
+#[derive(Debug, Clone)]
+pub struct Placed<'a> {
+    /// The case.
+    pub role: Role,
+    /// The run.
+    pub report: &'a Report,
+}
+
+pub(crate) fn failed(r: &Report) -> bool {
+    matches!(
+        r.stop,
+        StopReason::Failed { .. } | StopReason::Crashed { .. } | StopReason::TimedOut { .. }
+    )
+}
+
+pub(crate) fn cost_of(r: &Report, resource: &Resource) -> Option<f64> {
+    r.costs
+        .iter()
+        .find(|c| &c.resource == resource && !c.estimated)
+        .map(|c| c.per_buffer)
+}
+
+/// Whether two per-buffer costs differ beyond noise.
+pub(crate) fn differs(resource: &Resource, a: f64, b: f64) -> bool {
+    let d = (a - b).abs();
+    match resource.unit() {
+        Unit::Count => d >= 0.1,
+        // 64 B a buffer over thousands of buffers is many pages: measurable.
+        Unit::Bytes => d >= 64.0 && d >= 0.05 * a.abs().max(b.abs()),
+    }
+}

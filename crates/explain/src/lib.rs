@@ -1,0 +1,76 @@
+//! # clmulti-explain: what allocation runs mean
+//!
+//! clmulti's reasoning, apart from the OpenCL engine that produces the runs
+//! (`clmulti-alloc`) and from any terminal or page: give it reports, and it says
+//! what each buffer cost, which limit stopped a run, whether that is proven, and
+//! what the seed's three cases (one device, one shared context, one context per
+//! device) say together. It reads the machine nowhere and calls no OpenCL, so its
+//! tests run in milliseconds over hand-built reports.
+//!
+//! The house has floors, each reading only the ones below:
+//!
+//! 1. **Data.** [`Report`] (one run: scenario, devices, limits, samples, stop
+//!    reason, leak check), its readings as [`Resource`]s with [`Limit`]s, and the
+//!    conclusion types of [`verdict`] ([`Statement`]s tagged measured / inferred /
+//!    known, [`Candidate`]s, [`Experiment`]s).
+//! 2. **Costs.** [`costs`]: each resource's growth per buffer (least squares over the
+//!    samples) and the count at which it meets its limit.
+//! 3. **Analysis.** [`analysis`]: [`Report::conclude`] fits the costs, checks that
+//!    every reading came back after release, and names *candidates*: resources
+//!    within one buffer's growth of their limits whose lines meet them at the
+//!    failing count.
+//! 4. **Experiments.** [`experiment`]: a candidate is the cause only when moving its
+//!    limit moves the failure as predicted; when none is, re-runs find the shape of
+//!    the unseen limit (buffers or bytes, live or cumulative, per context or process,
+//!    per peer). A [`Runner`](experiment::Runner) runs each changed case.
+//! 5. **Diagnosis.** [`diagnosis`]: the seed's matrix, what sharing costs, the
+//!    investigation of a failing shared case, the fixes, and documented facts
+//!    ([`knowledge`]).
+//! 6. **Wording.** [`words`] phrases candidates, experiments and shape findings as
+//!    statements; [`render`] turns a diagnosis into terminal text, Markdown and HTML
+//!    and a run into its headline.
+//!
+//! ## Example: a failure at the descriptor limit, tested
+//! ```
+//! use clmulti_explain::experiment::{investigate, Runner};
+//! use clmulti_explain::verdict::{Change, CandidateTest};
+//! use clmulti_explain::testing::{failed_at_limit, rerun_failing_at};
+//!
+//! // A shared context that failed at 1014 buffers with one fd per buffer at a soft
+//! // RLIMIT_NOFILE of 1024 (10 fds open before the first buffer).
+//! let mut report = failed_at_limit(1014, 1024, 10);
+//! assert!(matches!(report.analysis.candidates[0].test, CandidateTest::Pending));
+//!
+//! // A runner whose re-runs fail where the limit says (as the real runtime did).
+//! struct Fds;
+//! impl Runner for Fds {
+//!     fn run(&mut self, changes: &[Change], count: u64) -> Result<clmulti_explain::Report, String> {
+//!         Ok(rerun_failing_at(changes[0].to.saturating_sub(10).min(count)))
+//!     }
+//! }
+//! investigate(&mut report, &mut Fds);
+//! assert!(matches!(report.analysis.candidates[0].test, CandidateTest::Confirmed { .. }));
+//! ```
+
+pub mod analysis;
+pub mod costs;
+pub mod diagnosis;
+pub mod experiment;
+pub mod knowledge;
+pub mod render;
+mod report;
+mod resource;
+#[doc(hidden)]
+pub mod testing;
+#[cfg(test)]
+mod tests;
+pub mod verdict;
+pub mod words;
+
+pub use report::{
+    signal_name, AxpyCheckReport, Bookkeeping, Call, Cost, DeviceMemorySource, EffectiveGuards,
+    ErrorCode, GuardKind, Layers, LeakCheck, NotReturned, ReadError, Report, Sample, StopKind,
+    StopReason, Warning, WarningKind, SCHEMA_VERSION,
+};
+pub use resource::{Facts, Limit, Resource, Unit};
+pub use verdict::{Basis, Candidate, Cause, Experiment, Statement};

@@ -1,0 +1,242 @@
+//! A [`Diagnosis`] for people: terminal lines, Markdown and an HTML section, each
+//! leading with the verdict.
+
+use super::html_escape;
+use crate::diagnosis::{Diagnosis, Outcome, Role};
+use crate::report::StopKind;
+use crate::verdict::{Basis, CandidateTest, Statement};
+use crate::words;
+
+impl Diagnosis {
+    /// The devices in one line.
+    pub fn devices_line(&self) -> String {
+        if self.devices.is_empty() {
+            return self.platform.clone();
+        }
+        format!(
+            "{} device(s) of {}: {}",
+            self.devices.len(),
+            self.platform,
+            self.devices
+                .iter()
+                .map(|d| format!("{} {}", d.selector, d.display_name()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+
+    /// The cost table's rows: strategy, resource, 1 device, shared, per device, extra.
+    pub fn cost_rows(&self) -> Vec<[String; 6]> {
+        self.sharing_costs
+            .iter()
+            .map(|c| {
+                [
+                    c.strategy.name().to_owned(),
+                    c.resource.label(),
+                    c.resource.unit().format_or_dash(c.one_device),
+                    c.resource.unit().format_or_dash(c.shared),
+                    c.resource.unit().format_or_dash(c.per_device),
+                    c.resource.unit().format_or_dash(c.extra),
+                ]
+            })
+            .collect()
+    }
+
+    /// One line per fix, each re-run and measured: worked, did not work, or untested
+    /// (and why).
+    pub fn fix_lines(&self) -> Vec<String> {
+        if !self.runs.iter().any(|r| r.role == Role::Shared) {
+            return vec!["not assessed: no shared context ran".into()];
+        }
+        if self.fixes.is_empty() {
+            return vec!["not needed: the shared context neither failed nor heads for a limit the per-device contexts do not".into()];
+        }
+        // What the fixes are measured against: the shared case that failed.
+        let shared_failed = self
+            .runs
+            .iter()
+            .find(|r| r.role == Role::Shared && r.outcome == StopKind::Failed)
+            .map(|r| r.buffers);
+        self.fixes
+            .iter()
+            .map(|f| match &f.outcome {
+                Outcome::Worked { stop, .. } => {
+                    format!("worked: {} ({stop}). Apply: {}", f.fix.label(), f.fix.how())
+                }
+                Outcome::DidNotWork { stop, buffers } => match shared_failed {
+                    Some(before) if *buffers > before && before > 0 => format!(
+                        "did not work: {} ({stop}), though it reached {:.1}x the shared context's {before}",
+                        f.fix.label(),
+                        *buffers as f64 / before as f64
+                    ),
+                    _ => format!("did not work: {} ({stop})", f.fix.label()),
+                },
+                Outcome::Untested { reason } => format!("untested: {} ({reason})", f.fix.label()),
+            })
+            .collect()
+    }
+
+    /// The experiments in rows: what was moved, from and to, predicted and observed
+    /// counts, and what that means; for candidates and shape questions alike.
+    pub fn experiment_rows(&self) -> Vec<[String; 5]> {
+        let Some(inv) = &self.investigation else {
+            return Vec::new();
+        };
+        let mut rows = Vec::new();
+        for c in &inv.candidates {
+            let test = match &c.test {
+                CandidateTest::Confirmed { .. } => "confirmed",
+                CandidateTest::Refuted { .. } => "refuted",
+                CandidateTest::Inconclusive { .. } => "inconclusive",
+                CandidateTest::NotTested { .. } => "not tested",
+                CandidateTest::Pending => "pending",
+            };
+            for e in c.test.experiments() {
+                rows.push([
+                    format!("{} at {}", c.resource.label(), c.limit.name),
+                    words::change(&e.change),
+                    e.predicted_count.map_or("-".into(), |p| p.to_string()),
+                    format!("{} (before {})", e.observed_count, e.before_count),
+                    format!("{test}: {}", e.stop),
+                ]);
+            }
+            if let CandidateTest::NotTested { reason, .. } = &c.test {
+                rows.push([
+                    format!("{} at {}", c.resource.label(), c.limit.name),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    format!("not tested: {reason}"),
+                ]);
+            }
+        }
+        for f in &inv.shape {
+            for e in &f.experiments {
+                rows.push([
+                    format!("shape: {:?}", f.question).to_lowercase(),
+                    words::change(&e.change),
+                    "-".into(),
+                    format!("{} (before {})", e.observed_count, e.before_count),
+                    f.answer.map_or_else(
+                        || e.stop.clone(),
+                        |a| format!("{a:?}: {}", e.stop).to_lowercase(),
+                    ),
+                ]);
+            }
+        }
+        rows
+    }
+
+    /// The diagnosis as Markdown: the verdict first, then the numbers behind it.
+    pub fn markdown(&self) -> String {
+        let mut out = format!(
+            "# clmulti diagnose\n\n{}\n\n## Verdict\n\n",
+            self.devices_line()
+        );
+        for s in self.headline() {
+            out.push_str(&format!("- {s}\n"));
+        }
+        out.push_str("\n## Known from documented sources\n\n");
+        for s in self
+            .verdict
+            .iter()
+            .filter(|s| matches!(s.basis, Basis::Known(_)))
+        {
+            out.push_str(&format!("- {s}\n"));
+        }
+        out.push_str("\n## Cost per buffer\n\n| strategy | resource | 1 device | shared | per device | shared - per device |\n|---|---|---|---|---|---|\n");
+        for row in self.cost_rows() {
+            out.push_str(&format!("| {} |\n", row.join(" | ")));
+        }
+        let experiments = self.experiment_rows();
+        if !experiments.is_empty() {
+            out.push_str("\n## Experiments\n\n| candidate or question | moved | predicted | failed at | outcome |\n|---|---|---|---|---|\n");
+            for row in experiments {
+                let cells: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
+                out.push_str(&format!("| {} |\n", cells.join(" | ")));
+            }
+        }
+        out.push_str("\n## Runs\n\n| case | strategy | buffers | result |\n|---|---|---|---|\n");
+        let n = self.devices.len().max(2);
+        for r in &self.runs {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                r.role.label(n),
+                r.strategy.name(),
+                r.buffers,
+                r.headline.replace('|', "\\|")
+            ));
+            for m in &r.driver_messages {
+                out.push_str(&format!(
+                    "|  | driver says |  | {} |\n",
+                    m.replace('|', "\\|")
+                ));
+            }
+        }
+        out.push_str("\n## Fixes\n\n");
+        for line in self.fix_lines() {
+            out.push_str(&format!("- {line}\n"));
+        }
+        out
+    }
+
+    /// The diagnosis as an HTML section (escaped), verdict first.
+    pub fn html(&self) -> String {
+        let mut out = format!(
+            "<section class=\"verdict\"><h2>Verdict</h2><p class=\"devices\">{}</p><ul>",
+            html_escape(&self.devices_line())
+        );
+        for s in self.headline() {
+            out.push_str(&format!(
+                "<li class=\"{}\"><span class=\"tag\">{}</span> {}</li>",
+                s.tag(),
+                html_escape(&tag(s)),
+                html_escape(&s.text)
+            ));
+        }
+        out.push_str("</ul><h3>Fixes</h3><ul>");
+        for line in self.fix_lines() {
+            out.push_str(&format!("<li>{}</li>", html_escape(&line)));
+        }
+        out.push_str("</ul><details><summary>Known from documented sources</summary><ul>");
+        for s in self
+            .verdict
+            .iter()
+            .filter(|s| matches!(s.basis, Basis::Known(_)))
+        {
+            out.push_str(&format!("<li>{}</li>", html_escape(&s.to_string())));
+        }
+        out.push_str("</ul></details><h3>Cost per buffer</h3><table><tr><th>strategy</th><th>resource</th><th>1 device</th><th>shared</th><th>per device</th><th>shared - per device</th></tr>");
+        for row in self.cost_rows() {
+            out.push_str("<tr>");
+            for cell in row {
+                out.push_str(&format!("<td>{}</td>", html_escape(&cell)));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</table>");
+        let experiments = self.experiment_rows();
+        if !experiments.is_empty() {
+            out.push_str("<h3>Experiments</h3><table><tr><th>candidate or question</th><th>moved</th><th>predicted</th><th>failed at</th><th>outcome</th></tr>");
+            for row in experiments {
+                out.push_str("<tr>");
+                for cell in row {
+                    out.push_str(&format!("<td>{}</td>", html_escape(&cell)));
+                }
+                out.push_str("</tr>");
+            }
+            out.push_str("</table>");
+        }
+        out.push_str("</section>\n");
+        out
+    }
+}
+
+/// A statement's basis as it is printed before it: `[inferred from ...]`.
+fn tag(s: &Statement) -> String {
+    match &s.basis {
+        Basis::Measured => "[measured]".to_owned(),
+        Basis::Inferred(from) => format!("[inferred from {from}]"),
+        Basis::Known(source) => format!("[known: {source}]"),
+    }
+}

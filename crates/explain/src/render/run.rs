@@ -1,0 +1,54 @@
+//! One run in one line: how it ended and, from its analysis, why.
+
+use crate::report::{Report, StopReason};
+use crate::verdict::Cause;
+
+impl Report {
+    /// One line saying how the run ended and, from the analysis, why: what a person
+    /// reads first.
+    pub fn headline(&self) -> String {
+        let cause = match &self.analysis.cause {
+            Some(Cause::Resource {
+                resource, limit, ..
+            }) => format!(
+                "; {} reached {} (confirmed by moving the limit)",
+                resource.label(),
+                limit.name
+            ),
+            Some(Cause::Untested { resources }) => format!(
+                "; candidate: {} at its limit (not tested)",
+                resources
+                    .iter()
+                    .map(|r| r.label())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Some(Cause::NotExplained { .. }) => "; not explained by what was measured".into(),
+            None => String::new(),
+        };
+        let ahead = match (&self.stop, &self.analysis.first_limit) {
+            (StopReason::Completed | StopReason::Guard { .. }, Some(ahead)) => format!(
+                "; first limit ahead: {} at ~{} buffers{}",
+                ahead.limit.name,
+                ahead.count,
+                if ahead.estimated { " (estimate)" } else { "" }
+            ),
+            _ => String::new(),
+        };
+        match &self.stop {
+            StopReason::Completed => format!("completed: {} buffers{ahead}", self.buffers),
+            StopReason::Failed { error, call, index } if *index > 0 || self.buffers > 0 => format!(
+                "FAILED after {} buffers: {error} in {}{cause}",
+                self.buffers,
+                call.c_name()
+            ),
+            StopReason::Failed { error, call, .. } => {
+                format!(
+                    "FAILED before the first buffer: {error} in {}",
+                    call.c_name()
+                )
+            }
+            other => format!("{} ({} buffers){ahead}", other.summary(), self.buffers),
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! The report of one run, as plain data: a serde type with stable field names
+//! (`schema_version` changes when a field changes meaning or is removed;
+//! [`Report::from_json`] reads older versions). Nothing here reads the machine or
+//! draws a conclusion: [`Report::conclude`](crate::analysis) does that.
+
+mod read;
+mod stop;
+
+pub use read::ReadError;
+pub use stop::{signal_name, Call, ErrorCode, GuardKind, StopKind, StopReason};
+
+use crate::resource::{Limit, Resource};
+use crate::verdict::RunAnalysis;
+use clmulti_probe::{DeviceInfo, DriverLimits, DrmUsage, HostLimits, ProcessUsage, SystemMemory};
+use clmulti_scenario::Scenario;
+use serde::{Deserialize, Serialize};
+
+/// Bumped when a field changes meaning or is removed.
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// The resource readings at one point of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Buffers allocated so far.
+    pub allocations: u64,
+    /// Buffers held at this point, when the run released some on the way
+    /// (`allocation.release_every`); otherwise every allocated buffer is held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<u64>,
+    /// Bytes requested so far.
+    pub bytes_requested: u64,
+    /// Seconds since the loop started.
+    pub elapsed_seconds: f64,
+    /// Host process readings.
+    #[serde(flatten)]
+    pub host: ProcessUsage,
+    /// System memory, when `/proc/meminfo` could be read.
+    #[serde(default)]
+    pub system: Option<SystemMemory>,
+    /// DRM memory of the process's GPU clients (empty without DRM devices).
+    #[serde(default)]
+    pub drm: Vec<DrmUsage>,
+    /// Device memory in use per selected device, bytes, where a source exists.
+    pub device_used_bytes: Vec<Option<u64>>,
+}
+
+impl Sample {
+    /// Buffers held at this point.
+    pub fn live(&self) -> u64 {
+        self.live.unwrap_or(self.allocations)
+    }
+}
+
+/// A resource's growth per buffer and where it meets its limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    /// Which resource.
+    #[serde(flatten)]
+    pub resource: Resource,
+    /// Growth per buffer (least-squares slope over the samples).
+    pub per_buffer: f64,
+    /// Reading at the first sample.
+    pub first: f64,
+    /// Reading at the last sample.
+    pub last: f64,
+    /// The limit, if the resource has one here.
+    pub limit: Option<Limit>,
+    /// The buffer count at which the limit would be reached at this rate.
+    pub predicted_count: Option<u64>,
+    /// Whether the reading is an estimate (device memory from declared capacity and
+    /// residency) rather than a measurement.
+    #[serde(default)]
+    pub estimated: bool,
+}
+
+/// Objects created versus released, and the host after release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct LeakCheck {
+    /// Buffers (and sub-buffers) created.
+    pub buffers_created: u64,
+    /// Buffers (and sub-buffers) released without error.
+    pub buffers_released: u64,
+    /// Pool buffers created.
+    pub pools_created: u64,
+    /// Pool buffers released.
+    pub pools_released: u64,
+    /// Command queues created.
+    pub queues_created: u64,
+    /// Command queues released.
+    pub queues_released: u64,
+    /// Contexts created.
+    pub contexts_created: u64,
+    /// Contexts released.
+    pub contexts_released: u64,
+    /// Release calls that failed, with their errors.
+    pub release_errors: Vec<String>,
+    /// Host readings before the first buffer.
+    pub before: ProcessUsage,
+    /// Host readings after everything was released.
+    pub after_release: ProcessUsage,
+    /// Every reading after everything was released (set against the first sample).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_release_sample: Option<Sample>,
+    /// Resources that grew during the run and did not come back after release.
+    #[serde(default)]
+    pub not_returned: Vec<NotReturned>,
+    /// True when every object was released without error and every reading came
+    /// back within its tolerance.
+    pub clean: bool,
+}
+
+impl LeakCheck {
+    /// Whether every object created was released without an error.
+    pub fn objects_released(&self) -> bool {
+        self.release_errors.is_empty()
+            && self.buffers_released == self.buffers_created
+            && self.pools_released == self.pools_created
+            && self.queues_released == self.queues_created
+            && self.contexts_released == self.contexts_created
+    }
+}
+
+/// A resource that did not come back after every buffer was released.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotReturned {
+    /// Which resource.
+    #[serde(flatten)]
+    pub resource: Resource,
+    /// Its reading before the first buffer.
+    pub before: f64,
+    /// Its highest reading during the run.
+    pub peak: f64,
+    /// Its reading after release.
+    pub after: f64,
+    /// How far above `before` still counts as returned.
+    pub tolerance: f64,
+}
+
+/// The engine's own cost, measured without OpenCL calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Bookkeeping {
+    /// Heap bytes the engine holds per buffer (handle list and samples).
+    pub bytes_per_buffer: f64,
+    /// Nanoseconds of loop overhead per buffer.
+    pub ns_per_buffer: f64,
+    /// Buffers in the measurement.
+    pub measured_buffers: u64,
+}
+
+/// Something the reader should know, with what to do about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Warning {
+    /// Machine-readable kind.
+    pub kind: WarningKind,
+    /// What happened.
+    pub message: String,
+    /// What to do.
+    pub advice: String,
+}
+
+/// Kinds of warnings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningKind {
+    /// No device of the wanted type; another type was used.
+    FellBackToAnyType,
+    /// No source of device-memory readings.
+    NoDeviceMemorySource,
+    /// Created buffers measurably hold no memory yet: the runtime allocates lazily.
+    LazyAllocation,
+    /// Too few samples to fit costs.
+    FewSamples,
+    /// The run shared its process with earlier runs: freed memory may be reused, so
+    /// per-buffer costs can read low.
+    ReusedProcess,
+    /// An OpenCL layer (`OPENCL_LAYERS`) was loaded: the runtime's behaviour is
+    /// partly the layer's.
+    EmulationLayer,
+    /// DRM memory of a device the run did not select, or whose PCI address is unknown.
+    DrmDeviceUnmatched,
+    /// `OPENCL_LAYERS` names a library the ICD loader did not load.
+    LayerNotLoaded,
+}
+
+/// The OpenCL layers a run ran under.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Layers {
+    /// `OPENCL_LAYERS`.
+    pub opencl_layers: String,
+    /// clmulti's emulation layer's knobs (`CLMULTI_LAYER_*`), when set.
+    pub emulation: Vec<(String, String)>,
+}
+
+impl Layers {
+    /// The layers named by an environment (`lookup` reads a variable).
+    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Option<Self> {
+        let opencl_layers = lookup("OPENCL_LAYERS").filter(|l| !l.is_empty())?;
+        let emulation = clmulti_scenario::layer::KNOBS
+            .iter()
+            .filter_map(|k| Some((k.to_string(), lookup(k)?)))
+            .collect();
+        Some(Layers {
+            opencl_layers,
+            emulation,
+        })
+    }
+
+    /// The emulation layer's settings, when its knobs are set.
+    pub fn settings(&self) -> Option<clmulti_scenario::layer::LayerSettings> {
+        clmulti_scenario::layer::LayerSettings::read(|k| {
+            self.emulation
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+        })
+        .ok()?
+    }
+}
+
+/// The guards a run enforced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EffectiveGuards {
+    /// Bytes requested at most.
+    pub max_total_bytes: Option<u64>,
+    /// Host RSS at most, bytes.
+    pub max_rss_bytes: u64,
+    /// Seconds of allocation at most.
+    pub max_seconds: f64,
+    /// Why a guard is lower than the scenario asked, when it is.
+    pub capped: Vec<String>,
+}
+
+/// Where device-memory readings come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceMemorySource {
+    /// NVML used memory (NVIDIA, feature `nvml`).
+    Nvml,
+    /// `CL_DEVICE_GLOBAL_FREE_MEMORY_AMD`.
+    AmdFreeMemory,
+    /// None available.
+    None,
+}
+
+/// The result of running dAxpy over allocated buffers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct AxpyCheckReport {
+    /// Pairs of buffers checked.
+    pub pairs_checked: u64,
+    /// Pairs whose result was right.
+    pub pairs_ok: u64,
+    /// What went wrong, per failing pair (first 20).
+    pub failures: Vec<String>,
+}
+
+/// Everything one run found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    /// See [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// clmulti's version.
+    pub tool_version: String,
+    /// The validated scenario run.
+    pub scenario: Scenario,
+    /// The run's name (scenario name with grid point).
+    pub run_name: String,
+    /// The platform used.
+    pub platform: String,
+    /// Its version string (`CL_PLATFORM_VERSION`).
+    #[serde(default)]
+    pub platform_version: String,
+    /// The probed facts of the devices used.
+    pub devices: Vec<DeviceInfo>,
+    /// Host limits in force during the run.
+    pub host_limits: HostLimits,
+    /// GPU drivers' memory caps on this machine.
+    #[serde(default)]
+    pub driver_limits: DriverLimits,
+    /// Where device-memory readings came from.
+    pub device_memory_source: DeviceMemorySource,
+    /// The OpenCL layers the ICD loader was told to load (`OPENCL_LAYERS` as the run
+    /// saw it), and the settings of clmulti's emulation layer among them.
+    #[serde(default)]
+    pub layers: Option<Layers>,
+    /// Whether the run had its process to itself (a fresh process, or the first
+    /// run in it): costs from a reused process can read low.
+    #[serde(default = "yes")]
+    pub fresh_process: bool,
+    /// Buffers allocated.
+    pub buffers: u64,
+    /// Bytes requested.
+    pub bytes_requested: u64,
+    /// Seconds in the allocation loop (wall clock, sampling included).
+    pub elapsed_seconds: f64,
+    /// Of those, seconds spent taking samples and guard readings (instrumentation).
+    pub sampling_seconds: f64,
+    /// Buffers per second of the loop without the instrumentation time.
+    pub allocations_per_second: Option<f64>,
+    /// Why the run stopped.
+    pub stop: StopReason,
+    /// Resource readings.
+    pub samples: Vec<Sample>,
+    /// Growth per buffer of each resource.
+    pub costs: Vec<Cost>,
+    /// The guards as enforced: the scenario's, capped by what the machine has.
+    #[serde(default)]
+    pub effective_guards: Option<EffectiveGuards>,
+    /// What the measurements say: first limit ahead, cause of a failure.
+    #[serde(default)]
+    pub analysis: RunAnalysis,
+    /// Created versus released.
+    pub leak_check: LeakCheck,
+    /// The engine's own overhead.
+    pub bookkeeping: Bookkeeping,
+    /// Messages the driver sent to the context callback.
+    pub driver_messages: Vec<String>,
+    /// The dAxpy check over allocated buffers, when the scenario asked for one.
+    pub axpy_check: Option<AxpyCheckReport>,
+    /// The split dAxpy after the loop, when the scenario asked for one (JSON as
+    /// `clmulti-axpy` reports it).
+    #[serde(default)]
+    pub axpy_split: Option<serde_json::Value>,
+    /// The end of the run's stderr, when its process crashed or left no report
+    /// (e.g. the runtime's assertion text).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stderr_tail: String,
+    /// Things to know.
+    pub warnings: Vec<Warning>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Report {
+    /// A report of a run that has not measured anything yet (or never will): the
+    /// scenario, how it stopped, the host limits and the layers it ran under.
+    pub fn new(
+        scenario: &Scenario,
+        stop: StopReason,
+        host_limits: HostLimits,
+        layers: Option<Layers>,
+    ) -> Self {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            scenario: scenario.clone(),
+            run_name: scenario.name.clone(),
+            platform: String::new(),
+            platform_version: String::new(),
+            devices: Vec::new(),
+            host_limits,
+            driver_limits: DriverLimits::default(),
+            device_memory_source: DeviceMemorySource::None,
+            layers,
+            fresh_process: true,
+            buffers: 0,
+            bytes_requested: 0,
+            elapsed_seconds: 0.0,
+            sampling_seconds: 0.0,
+            allocations_per_second: None,
+            stop,
+            samples: Vec::new(),
+            costs: Vec::new(),
+            effective_guards: None,
+            analysis: RunAnalysis::default(),
+            leak_check: LeakCheck::default(),
+            bookkeeping: Bookkeeping::default(),
+            driver_messages: Vec::new(),
+            axpy_check: None,
+            axpy_split: None,
+            stderr_tail: String::new(),
+            warnings: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Reading stored reports: this schema and every earlier one.
+
+use super::{Report, SCHEMA_VERSION};
+use serde_json::{json, Value};
+
+/// Why a stored report could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Not JSON, or not a report of any known schema.
+    #[error("not a clmulti report: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Written by a newer clmulti.
+    #[error("report schema {found} is newer than this clmulti understands ({SCHEMA_VERSION})")]
+    Newer {
+        /// The report's `schema_version`.
+        found: u64,
+    },
+}
+
+impl Report {
+    /// Reads a report written by this or an earlier clmulti; older schemas are
+    /// upgraded field by field (below).
+    pub fn from_json(text: &str) -> Result<Self, ReadError> {
+        let mut value: serde_json::Value = serde_json::from_str(text)?;
+        let version = value["schema_version"].as_u64().unwrap_or(1);
+        if version > u64::from(SCHEMA_VERSION) {
+            return Err(ReadError::Newer { found: version });
+        }
+        if version < 2 {
+            upgrade_v1(&mut value);
+        }
+        if version < 3 {
+            upgrade_v2(&mut value);
+        }
+        Ok(serde_json::from_value(value)?)
+    }
+}
+
+/// Schema 2 -> 3: the scenario's limits became a map keyed like `[limits]`
+/// (`{"nofile": 1024, "as": 3000000000}`), without unset entries.
+fn upgrade_v2(report: &mut Value) {
+    let limits = &mut report["scenario"]["limits"];
+    if let Some(old) = limits.as_object().cloned() {
+        let mut map = serde_json::Map::new();
+        for (old_key, new_key) in [("nofile", "nofile"), ("address_space_bytes", "as")] {
+            if let Some(v) = old.get(old_key).filter(|v| !v.is_null()) {
+                map.insert(new_key.into(), v.clone());
+            }
+        }
+        *limits = Value::Object(map);
+    }
+    report["schema_version"] = json!(SCHEMA_VERSION);
+}
+
+/// Schema 1 -> 2: the scenario's `axpy_check` became `axpy: {check, split}`; costs'
+/// limits became `{value, name}`; the prediction moved out of the report; the
+/// warning `lazy_allocation_likely` became `lazy_allocation`.
+fn upgrade_v1(report: &mut Value) {
+    let scenario = &mut report["scenario"];
+    if let Some(check) = scenario
+        .as_object_mut()
+        .and_then(|s| s.remove("axpy_check"))
+    {
+        scenario["axpy"] = json!({ "check": check, "split": false });
+    }
+    if let Some(costs) = report["costs"].as_array_mut() {
+        for cost in costs {
+            let name = match cost["resource"].as_str() {
+                Some("host_rss") => "physical RAM",
+                Some("virtual_size") => "RLIMIT_AS (soft)",
+                Some("open_fds") => "RLIMIT_NOFILE (soft)",
+                Some("memory_maps") => "vm.max_map_count",
+                Some("device_memory") => "device global memory",
+                _ => "limit",
+            };
+            if let Some(value) = cost.get("limit").and_then(Value::as_f64) {
+                cost["limit"] = json!({ "value": value, "name": name });
+            }
+        }
+    }
+    if let Some(warnings) = report["warnings"].as_array_mut() {
+        for warning in warnings {
+            if warning["kind"] == "lazy_allocation_likely" {
+                warning["kind"] = json!("lazy_allocation");
+            }
+        }
+    }
+    if let Some(object) = report.as_object_mut() {
+        object.remove("prediction");
+        object.insert("schema_version".into(), json!(2));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reports of schema 1 as an earlier clmulti wrote them on a real machine.
+    #[test]
+    fn schema_1_reports_in_the_shipped_results_still_read() {
+        let records = include_str!("../../../../results/pocl-8cpu/scaling/results.jsonl");
+        let mut read = 0;
+        for line in records.lines() {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(record["report"]["schema_version"], 1);
+            let report = Report::from_json(&record["report"].to_string())
+                .unwrap_or_else(|e| panic!("{e}: {line:.200}"));
+            assert_eq!(report.schema_version, SCHEMA_VERSION);
+            read += 1;
+        }
+        assert_eq!(read, 16);
+    }
+
+    #[test]
+    fn schema_2_limits_become_a_map() {
+        let mut value = json!({"schema_version": 2, "scenario": {"limits": {"nofile": 512, "address_space_bytes": null}}});
+        upgrade_v2(&mut value);
+        assert_eq!(value["scenario"]["limits"], json!({"nofile": 512}));
+        assert_eq!(value["schema_version"], SCHEMA_VERSION);
+    }
+}

@@ -1,0 +1,173 @@
+//! The diagnosis over a hand-built matrix: what sharing costs, the cause only when
+//! confirmed, a limit of the process, the release check, the fixes.
+
+use crate::diagnosis::{fixes_for, Diagnosis, Fix, Placed, Role};
+use crate::experiment::{investigate, Runner};
+use crate::testing::{rerun_failing_at, run};
+use crate::verdict::Change;
+use crate::Report;
+use clmulti_scenario::{ContextMode, Rlimit};
+
+struct Fds;
+
+impl Runner for Fds {
+    fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, String> {
+        Ok(rerun_failing_at(
+            changes[0].to.saturating_sub(10).min(count),
+        ))
+    }
+}
+
+fn matrix(one: Report, shared: Report, per: Report) -> Vec<(Role, Report)> {
+    vec![
+        (Role::OneDevice, one),
+        (Role::Shared, shared),
+        (Role::PerDevice, per),
+    ]
+}
+
+fn diagnose(runs: &[(Role, Report)]) -> Diagnosis {
+    let placed: Vec<Placed<'_>> = runs
+        .iter()
+        .map(|(role, report)| Placed {
+            role: *role,
+            report,
+        })
+        .collect();
+    Diagnosis::new(&placed, &[])
+}
+
+fn verdict(d: &Diagnosis) -> String {
+    d.verdict.iter().map(|s| format!("{s}\n")).collect()
+}
+
+fn at_fd_limit(devices: usize, mode: ContextMode, fails_at: u64) -> Report {
+    run(devices, mode)
+        .fds(10.0, 1.0)
+        .limit(Rlimit::NoFile, 1024, Some(4096))
+        .failed_at(fails_at)
+}
+
+#[test]
+fn nothing_failed_and_sharing_costs_nothing() {
+    let d = diagnose(&matrix(
+        run(1, ContextMode::Shared).completed(10000),
+        run(2, ContextMode::Shared).completed(10000),
+        run(2, ContextMode::PerDevice).completed(10000),
+    ));
+    let v = verdict(&d);
+    assert!(v.contains("[measured] no run failed"), "{v}");
+    assert!(v.contains("adds no measurable cost per buffer"), "{v}");
+    assert!(d.investigation.is_none());
+    assert_eq!(d.fix_lines()[0], "not needed: the shared context neither failed nor heads for a limit the per-device contexts do not");
+}
+
+#[test]
+fn a_confirmed_limit_of_sharing_is_named_with_its_experiments() {
+    let mut shared = at_fd_limit(2, ContextMode::Shared, 1014);
+    investigate(&mut shared, &mut Fds);
+    let d = diagnose(&matrix(
+        run(1, ContextMode::Shared).completed(10000),
+        shared,
+        run(2, ContextMode::PerDevice).completed(10000),
+    ));
+    let v = verdict(&d);
+    assert!(
+        v.contains("the shared context failed because open fds reached RLIMIT_NOFILE (soft)"),
+        "{v}"
+    );
+    assert!(
+        v.contains("grows 1 per buffer there and 0 per buffer with one context per device"),
+        "{v}"
+    );
+    assert!(v.contains("confirmed:"), "{v}");
+    assert!(!v.contains("no run failed"), "{v}");
+    let rows = d.experiment_rows();
+    assert_eq!(rows.len(), 2, "lowered and raised: {rows:?}");
+    assert!(
+        rows[0][1].contains("1024 -> 517") && rows[0][4].starts_with("confirmed"),
+        "{rows:?}"
+    );
+    assert!(d.markdown().contains("## Experiments"));
+}
+
+#[test]
+fn the_same_confirmed_limit_with_one_context_per_device_is_a_limit_of_the_process() {
+    let mut shared = at_fd_limit(2, ContextMode::Shared, 1014);
+    investigate(&mut shared, &mut Fds);
+    let d = diagnose(&matrix(
+        at_fd_limit(1, ContextMode::Shared, 1014),
+        shared,
+        at_fd_limit(2, ContextMode::PerDevice, 1014),
+    ));
+    let v = verdict(&d);
+    assert!(v.contains("one context per device failed the same way (at 1014): a limit of the process, not of sharing a context"), "{v}");
+}
+
+#[test]
+fn an_untested_candidate_is_never_the_cause() {
+    let d = diagnose(&matrix(
+        run(1, ContextMode::Shared).completed(10000),
+        at_fd_limit(2, ContextMode::Shared, 1014),
+        run(2, ContextMode::PerDevice).completed(10000),
+    ));
+    let v = verdict(&d);
+    assert!(!v.contains("failed because"), "{v}");
+    assert!(v.contains("a candidate cause"), "{v}");
+    assert!(!v.contains("no run failed"), "{v}");
+}
+
+#[test]
+fn fixes_raise_the_limits_in_question_and_never_a_system_setting_unasked() {
+    let shared = at_fd_limit(2, ContextMode::Shared, 1014);
+    let fixes = fixes_for(&shared);
+    assert!(fixes.contains(&(Fix::PerDeviceContexts, None)));
+    assert!(
+        fixes.contains(&(
+            Fix::RaiseSoftLimit {
+                limit: Rlimit::NoFile,
+                to: 4096
+            },
+            None
+        )),
+        "{fixes:?}"
+    );
+    assert!(!fixes
+        .iter()
+        .any(|(f, _)| matches!(f, Fix::SystemSetting { .. })));
+    // At the hard limit, raising is untested, with the reason.
+    let stuck = run(2, ContextMode::Shared)
+        .fds(10.0, 1.0)
+        .limit(Rlimit::NoFile, 1024, Some(1024))
+        .failed_at(1014);
+    let (_, why) = fixes_for(&stuck)
+        .into_iter()
+        .find(|(f, _)| matches!(f, Fix::RaiseSoftLimit { .. }))
+        .unwrap();
+    assert!(why.unwrap().contains("already the hard limit"));
+}
+
+#[test]
+fn memory_kept_after_release_is_reported_per_run() {
+    let mut kept = run(2, ContextMode::Shared)
+        .rss(84.0 * 1048576.0, 1048576.0)
+        .completed(1000);
+    kept.leak_check
+        .after_release_sample
+        .as_mut()
+        .unwrap()
+        .host
+        .rss_bytes = kept.samples.last().unwrap().host.rss_bytes;
+    kept.conclude();
+    let d = diagnose(&matrix(
+        run(1, ContextMode::Shared).completed(1000),
+        kept,
+        run(2, ContextMode::PerDevice).completed(1000),
+    ));
+    assert_eq!(d.release.len(), 1);
+    assert!(
+        verdict(&d).contains("2-shared: every release call succeeded, yet host RSS stayed"),
+        "{}",
+        verdict(&d)
+    );
+}

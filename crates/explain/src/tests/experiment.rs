@@ -1,0 +1,293 @@
+//! Experiments over a runner that answers from a rule: confirmed, refuted, not
+//! testable, and the shape answers.
+
+use crate::experiment::{investigate, plan, Plan, Runner};
+use crate::testing::{failed_at_limit, rerun_failing_at, run};
+use crate::verdict::{
+    CandidateTest, Cause, Change, ExperimentOutcome, Knob, ShapeAnswer, ShapeQuestion,
+};
+use crate::{Report, Resource};
+use clmulti_scenario::{ContextMode, Rlimit};
+
+/// A runner whose runs fail where `rule` says: the changes and buffers allowed in,
+/// `Some(count)` to fail there, `None` to complete what was allowed.
+struct Rule<F: FnMut(&[Change], u64) -> Option<u64>>(F, Vec<Vec<Change>>);
+
+impl<F: FnMut(&[Change], u64) -> Option<u64>> Runner for Rule<F> {
+    fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, String> {
+        self.1.push(changes.to_vec());
+        Ok(match (self.0)(changes, count) {
+            Some(n) => rerun_failing_at(n.min(count)),
+            None => run(2, ContextMode::Shared).completed(count),
+        })
+    }
+}
+
+fn rule<F: FnMut(&[Change], u64) -> Option<u64>>(f: F) -> Rule<F> {
+    Rule(f, Vec::new())
+}
+
+fn text(r: &Report) -> String {
+    r.analysis
+        .statements
+        .iter()
+        .map(|s| format!("{s}\n"))
+        .collect()
+}
+
+fn answer(r: &Report, q: ShapeQuestion) -> Option<ShapeAnswer> {
+    r.analysis
+        .shape
+        .iter()
+        .find(|f| f.question == q)
+        .and_then(|f| f.answer)
+}
+
+#[test]
+fn moving_the_descriptor_limit_moves_the_failure_so_the_candidate_is_confirmed() {
+    let mut r = failed_at_limit(1014, 1024, 10);
+    // Descriptors really are the limit: the run fails where the soft limit leaves room.
+    let mut runner = rule(|changes, _| Some(changes[0].to.saturating_sub(10)));
+    investigate(&mut r, &mut runner);
+    let c = &r.analysis.candidates[0];
+    let CandidateTest::Confirmed { experiments } = &c.test else {
+        panic!("{:?}\n{}", c.test, text(&r))
+    };
+    let lowered = &experiments[0];
+    assert_eq!(
+        lowered.change.knob,
+        Knob::SoftLimit {
+            limit: Rlimit::NoFile
+        }
+    );
+    assert_eq!((lowered.change.from, lowered.change.to), (1024, 517));
+    assert_eq!(
+        (lowered.predicted_count, lowered.observed_count),
+        (Some(507), 507)
+    );
+    assert_eq!(lowered.outcome, ExperimentOutcome::AsPredicted);
+    // Raised within the hard limit (4096): 2038 predicted, 2028 observed.
+    let raised = &experiments[1];
+    assert_eq!(raised.change.to, 2038);
+    assert_eq!(raised.outcome, ExperimentOutcome::AsPredicted);
+    assert!(matches!(
+        &r.analysis.cause,
+        Some(Cause::Resource {
+            resource: Resource::OpenFds,
+            ..
+        })
+    ));
+    assert!(
+        r.analysis.shape.is_empty(),
+        "a confirmed cause needs no shape runs"
+    );
+    let t = text(&r);
+    assert!(
+        t.contains("[measured] confirmed: open fds at RLIMIT_NOFILE (soft) is the cause"),
+        "{t}"
+    );
+    assert!(t.contains("soft RLIMIT_NOFILE 1024 -> 517"), "{t}");
+    assert!(
+        r.headline().contains("confirmed by moving the limit"),
+        "{}",
+        r.headline()
+    );
+}
+
+#[test]
+fn a_failure_that_stays_put_refutes_the_candidate_and_the_shape_runs_describe_it() {
+    // The case: descriptors at the limit, but a counter fails at 1000
+    // whatever the limit is.
+    let mut r = run(2, ContextMode::Shared)
+        .fds(15.0, 1.0)
+        .limit(Rlimit::NoFile, 1024, Some(20000))
+        .failed_at(1000);
+    assert_eq!(r.analysis.candidates.len(), 1);
+    let mut runner = rule(|_, _| Some(1000));
+    investigate(&mut r, &mut runner);
+    let c = &r.analysis.candidates[0];
+    assert!(
+        matches!(c.test, CandidateTest::Refuted { .. }),
+        "{:?}",
+        c.test
+    );
+    assert!(matches!(
+        &r.analysis.cause,
+        Some(Cause::NotExplained { .. })
+    ));
+    let t = text(&r);
+    assert!(
+        t.contains("refuted: open fds was at RLIMIT_NOFILE (soft)"),
+        "{t}"
+    );
+    assert!(!t.contains("is the cause"), "{t}");
+    assert!(!r.headline().contains("reached"), "{}", r.headline());
+    // A counter of buffers ever created, per process, whatever the peers.
+    assert_eq!(
+        answer(&r, ShapeQuestion::CountOrBytes),
+        Some(ShapeAnswer::Buffers)
+    );
+    assert_eq!(
+        answer(&r, ShapeQuestion::LiveOrCumulative),
+        Some(ShapeAnswer::Cumulative)
+    );
+    assert_eq!(
+        answer(&r, ShapeQuestion::PerContextOrProcess),
+        Some(ShapeAnswer::PerProcess)
+    );
+    assert_eq!(
+        answer(&r, ShapeQuestion::PerPeer),
+        Some(ShapeAnswer::NotPerPeer)
+    );
+    assert!(
+        t.contains("buffers or bytes: the limit counts buffers"),
+        "{t}"
+    );
+}
+
+/// The case: descriptors are a real limit (lowering them moves the failure
+/// down), but a counter stops the run at 1000 first (raising them moves nothing).
+#[test]
+fn a_limit_that_lowering_moves_but_raising_does_not_is_refuted_as_the_cause() {
+    let mut r = run(2, ContextMode::Shared)
+        .fds(10.0, 1.0)
+        .limit(Rlimit::NoFile, 1020, Some(20000))
+        .failed_at(1000);
+    assert_eq!(r.analysis.candidates.len(), 1, "{}", text(&r));
+    let mut runner = rule(|changes, _| Some(changes[0].to.saturating_sub(10).min(1000)));
+    investigate(&mut r, &mut runner);
+    let c = &r.analysis.candidates[0];
+    let CandidateTest::Refuted { experiments } = &c.test else {
+        panic!("{:?}", c.test)
+    };
+    assert_eq!(experiments[0].outcome, ExperimentOutcome::AsPredicted);
+    assert_eq!(experiments[1].outcome, ExperimentOutcome::NotMoved);
+    assert_eq!(experiments[1].observed_count, 1000);
+    assert!(!matches!(&r.analysis.cause, Some(Cause::Resource { .. })));
+    assert!(text(&r).contains("refuted"), "{}", text(&r));
+}
+
+/// (limit, rule, question, answer): each shape of unseen limit, as a runner would
+/// behave under it, with the failing case at 1000 x 1 MiB on two devices.
+#[test]
+fn the_shape_runs_tell_bytes_from_buffers_live_from_cumulative_context_from_process_and_peers() {
+    type Behaviour = fn(&[Change], u64) -> Option<u64>;
+    let byte_budget: Behaviour = |changes, _| match &changes[0].knob {
+        Knob::BufferSize => Some(1000 * (1 << 20) / changes[0].to),
+        Knob::ReleaseEvery => None,
+        _ => Some(1000),
+    };
+    let per_context: Behaviour = |changes, _| match &changes[0].knob {
+        Knob::Contexts => Some(1000 * changes[0].to),
+        Knob::ReleaseEvery => None,
+        _ => Some(1000),
+    };
+    let per_peer: Behaviour = |changes, _| match &changes[0].knob {
+        // One descriptor per peer: 1000 with one peer, 500 with two.
+        Knob::Devices => Some(1000 / (changes[0].to - 1)),
+        Knob::ReleaseEvery => None,
+        _ => Some(1000),
+    };
+    let cases: [(&str, Behaviour, ShapeQuestion, ShapeAnswer); 5] = [
+        (
+            "byte budget: size",
+            byte_budget,
+            ShapeQuestion::CountOrBytes,
+            ShapeAnswer::Bytes,
+        ),
+        (
+            "byte budget: release",
+            byte_budget,
+            ShapeQuestion::LiveOrCumulative,
+            ShapeAnswer::Live,
+        ),
+        (
+            "per context",
+            per_context,
+            ShapeQuestion::PerContextOrProcess,
+            ShapeAnswer::PerContext,
+        ),
+        (
+            "per peer",
+            per_peer,
+            ShapeQuestion::PerPeer,
+            ShapeAnswer::PerPeer,
+        ),
+        (
+            "per peer: not per context",
+            per_peer,
+            ShapeQuestion::PerContextOrProcess,
+            ShapeAnswer::PerProcess,
+        ),
+    ];
+    for (case, behaviour, question, expected) in cases {
+        let mut r = rerun_failing_at(1000);
+        let mut runner = rule(behaviour);
+        investigate(&mut r, &mut runner);
+        assert_eq!(answer(&r, question), Some(expected), "{case}\n{}", text(&r));
+        // Each question ran once, each with one thing moved.
+        assert_eq!(runner.1.len(), 4, "{case}");
+        assert!(runner.1.iter().all(|c| c.len() == 1), "{case}");
+    }
+}
+
+#[test]
+fn system_wide_limits_are_not_tested_and_the_command_is_given() {
+    let mut r = run(2, ContextMode::Shared).failed_at(1000);
+    let mut candidate = failed_at_limit(1014, 1024, 10).analysis.candidates[0].clone();
+    candidate.resource = Resource::MemoryMaps;
+    candidate.limit.name = "vm.max_map_count".into();
+    candidate.limit.value = 65530.0;
+    match plan(&candidate, &r) {
+        Plan::NotTestable { reason, command } => {
+            assert!(reason.contains("never changes"), "{reason}");
+            assert_eq!(
+                command.as_deref(),
+                Some("sudo sysctl -w vm.max_map_count=131060")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    r.analysis.candidates = vec![candidate];
+    r.analysis.cause = Some(Cause::Untested {
+        resources: vec![Resource::MemoryMaps],
+    });
+    let mut runner = rule(|_, _| Some(1000));
+    investigate(&mut r, &mut runner);
+    assert!(matches!(
+        r.analysis.candidates[0].test,
+        CandidateTest::NotTested { .. }
+    ));
+    assert!(
+        text(&r).contains("not tested: memory maps was at vm.max_map_count"),
+        "{}",
+        text(&r)
+    );
+    // Only the shape runs ran: nothing moved the global setting.
+    assert!(runner
+        .1
+        .iter()
+        .all(|c| !matches!(c[0].knob, Knob::SoftLimit { .. } | Knob::Env { .. })));
+}
+
+#[test]
+fn an_experiment_that_cannot_run_leaves_the_candidate_not_tested() {
+    let mut r = failed_at_limit(1014, 1024, 10);
+    struct Broken;
+    impl Runner for Broken {
+        fn run(&mut self, _: &[Change], _: u64) -> Result<Report, String> {
+            Err("no child process".into())
+        }
+    }
+    investigate(&mut r, &mut Broken);
+    match &r.analysis.candidates[0].test {
+        CandidateTest::NotTested { reason, .. } => {
+            assert!(reason.contains("no child process"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        &r.analysis.cause,
+        Some(Cause::NotExplained { .. })
+    ));
+}

@@ -1,0 +1,376 @@
+//! What a conclusion is made of, as plain data: statements with their basis, the
+//! first limit ahead, candidate causes and the experiments that tested them, and what
+//! experiments found out about a limit no reading shows. The reasoning that fills
+//! these in is in [`analysis`](crate::analysis) and [`experiment`](crate::experiment).
+
+use crate::resource::{Limit, Resource};
+use clmulti_scenario::Rlimit;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Where a statement comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "basis", content = "from", rename_all = "snake_case")]
+pub enum Basis {
+    /// Read on this machine, in this run or these runs.
+    Measured,
+    /// Computed from measurements: which ones.
+    Inferred(String),
+    /// Documented elsewhere: the source.
+    Known(String),
+}
+
+/// One sentence of a conclusion, with its basis.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Statement {
+    /// Where it comes from.
+    #[serde(flatten)]
+    pub basis: Basis,
+    /// The sentence.
+    pub text: String,
+}
+
+impl Statement {
+    /// A measured statement.
+    pub fn measured(text: impl Into<String>) -> Self {
+        Statement {
+            basis: Basis::Measured,
+            text: text.into(),
+        }
+    }
+
+    /// An inferred statement, and from what.
+    pub fn inferred(from: impl Into<String>, text: impl Into<String>) -> Self {
+        Statement {
+            basis: Basis::Inferred(from.into()),
+            text: text.into(),
+        }
+    }
+
+    /// A documented statement, and its source.
+    pub fn known(source: impl Into<String>, text: impl Into<String>) -> Self {
+        Statement {
+            basis: Basis::Known(source.into()),
+            text: text.into(),
+        }
+    }
+
+    /// `measured`, `inferred` or `known`.
+    pub fn tag(&self) -> &'static str {
+        match self.basis {
+            Basis::Measured => "measured",
+            Basis::Inferred(_) => "inferred",
+            Basis::Known(_) => "known",
+        }
+    }
+}
+
+impl fmt::Display for Statement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.basis {
+            Basis::Measured => write!(f, "[measured] {}", self.text),
+            Basis::Inferred(from) => write!(f, "[inferred from {from}] {}", self.text),
+            Basis::Known(source) => write!(f, "[known: {source}] {}", self.text),
+        }
+    }
+}
+
+/// The first limit a run heads for at its measured rates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LimitAhead {
+    /// The resource.
+    #[serde(flatten)]
+    pub resource: Resource,
+    /// Its limit.
+    pub limit: Limit,
+    /// The buffer count at which the limit is reached.
+    pub count: u64,
+    /// Whether the resource's reading is an estimate.
+    pub estimated: bool,
+}
+
+/// Why a failed run failed, as far as measurements and experiments say.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "cause", rename_all = "snake_case")]
+pub enum Cause {
+    /// A resource at its limit whose experiment moved the failure as predicted.
+    Resource {
+        /// Which.
+        #[serde(flatten)]
+        resource: Resource,
+        /// Its limit.
+        limit: Limit,
+        /// Its reading at the failure.
+        reading: f64,
+        /// Growth per buffer.
+        per_buffer: f64,
+        /// The count at which its fitted line meets the limit.
+        predicted_count: u64,
+        /// The count at which the run failed.
+        observed_count: u64,
+    },
+    /// Resources at their limits that no experiment has tested yet.
+    Untested {
+        /// The candidates, in the order of [`RunAnalysis::candidates`].
+        resources: Vec<Resource>,
+    },
+    /// No candidate was confirmed: none was at its limit, or each was refuted.
+    NotExplained {
+        /// What this machine could not measure.
+        unmeasured: Vec<String>,
+    },
+}
+
+/// A resource that was at its limit when a run failed, and whose predicted count
+/// matches the failure: a cause only once an experiment confirms it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// Which resource.
+    #[serde(flatten)]
+    pub resource: Resource,
+    /// Its limit.
+    pub limit: Limit,
+    /// Its reading at the failure, as the limit counts it.
+    pub reading: f64,
+    /// Growth per buffer.
+    pub per_buffer: f64,
+    /// Its fitted reading before the first buffer, as the limit counts it.
+    pub baseline: f64,
+    /// The count at which its fitted line meets the limit.
+    pub predicted_count: u64,
+    /// The count at which the run failed.
+    pub observed_count: u64,
+    /// What the experiments on its limit found.
+    pub test: CandidateTest,
+}
+
+impl Candidate {
+    /// How far the predicted count is from the failing one, relative to the latter.
+    pub fn prediction_error(&self) -> f64 {
+        self.predicted_count.abs_diff(self.observed_count) as f64
+            / self.observed_count.max(1) as f64
+    }
+}
+
+/// What became of a candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "test", rename_all = "kebab-case")]
+pub enum CandidateTest {
+    /// Not tested yet: the run ran without experiments (`clmulti diagnose` or
+    /// `clmulti run --experiment` test it).
+    Pending,
+    /// Its limit was moved and the failure moved as predicted.
+    Confirmed {
+        /// The experiments.
+        experiments: Vec<Experiment>,
+    },
+    /// Its limit was moved and the failure did not move.
+    Refuted {
+        /// The experiments.
+        experiments: Vec<Experiment>,
+    },
+    /// Its limit was moved and the failure moved, but not as predicted.
+    Inconclusive {
+        /// The experiments.
+        experiments: Vec<Experiment>,
+    },
+    /// Its limit cannot be moved from here.
+    NotTested {
+        /// Why not.
+        reason: String,
+        /// The command that would move it, for a person to run (never run by clmulti).
+        command: Option<String>,
+    },
+}
+
+impl CandidateTest {
+    /// The experiments behind it.
+    pub fn experiments(&self) -> &[Experiment] {
+        match self {
+            CandidateTest::Confirmed { experiments }
+            | CandidateTest::Refuted { experiments }
+            | CandidateTest::Inconclusive { experiments } => experiments,
+            CandidateTest::Pending | CandidateTest::NotTested { .. } => &[],
+        }
+    }
+}
+
+/// Something an experiment moves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "knob", rename_all = "kebab-case")]
+pub enum Knob {
+    /// A soft resource limit of the run's process.
+    SoftLimit {
+        /// Which.
+        limit: Rlimit,
+    },
+    /// An environment variable the runtime (or a layer) reads.
+    Env {
+        /// Its name.
+        key: String,
+        /// How its value is written.
+        unit: EnvUnit,
+    },
+    /// Bytes per buffer.
+    BufferSize,
+    /// Buffers between two releases of every live buffer (`allocation.release_every`).
+    ReleaseEvery,
+    /// Shared contexts in the process (`[context] count`).
+    Contexts,
+    /// Devices in the shared context (peers of each buffer).
+    Devices,
+}
+
+/// How an environment knob's value is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EnvUnit {
+    /// A size with a unit (`128MiB`).
+    Size,
+    /// Whole GiB (`POCL_MEMORY_LIMIT`).
+    Gib,
+    /// A plain number.
+    Count,
+}
+
+impl Knob {
+    /// Whether its values are bytes (else a count).
+    pub fn in_bytes(&self) -> bool {
+        match self {
+            Knob::SoftLimit { limit } => limit.in_bytes(),
+            Knob::Env { unit, .. } => *unit != EnvUnit::Count,
+            Knob::BufferSize => true,
+            Knob::ReleaseEvery | Knob::Contexts | Knob::Devices => false,
+        }
+    }
+
+    /// What it is called: `soft RLIMIT_NOFILE`, `CLMULTI_LAYER_MIRROR_LIMIT`.
+    pub fn label(&self) -> String {
+        match self {
+            Knob::SoftLimit { limit } => format!("soft {}", limit.name()),
+            Knob::Env { key, .. } => key.clone(),
+            Knob::BufferSize => "buffer size".into(),
+            Knob::ReleaseEvery => "a release of every buffer every".into(),
+            Knob::Contexts => "shared contexts".into(),
+            Knob::Devices => "devices in the context".into(),
+        }
+    }
+}
+
+/// One thing moved for an experiment, from its value in the failing run to another.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// What was moved.
+    #[serde(flatten)]
+    pub knob: Knob,
+    /// Its value in the failing run.
+    pub from: u64,
+    /// Its value in the experiment.
+    pub to: u64,
+}
+
+/// How an experiment's failing count compares with what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum ExperimentOutcome {
+    /// The failure moved to the predicted count (within 5%).
+    AsPredicted,
+    /// The failure stayed where it was (within 5%).
+    NotMoved,
+    /// The failure moved, but not to the predicted count.
+    MovedOtherwise,
+    /// The run ended some other way (completed, crashed, a guard), or could not run.
+    DidNotRun {
+        /// How it ended, or why it could not run.
+        why: String,
+    },
+}
+
+/// A re-run of a failing case in a fresh process with one thing moved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Experiment {
+    /// What was moved.
+    pub change: Change,
+    /// The buffers the run was allowed.
+    pub asked: u64,
+    /// The count the candidate's line predicts under the change, when it predicts one.
+    pub predicted_count: Option<u64>,
+    /// The count the failing run reached before the change.
+    pub before_count: u64,
+    /// The count this run reached (buffers allocated in all; with releases, the
+    /// total created).
+    pub observed_count: u64,
+    /// How it ended, in one line.
+    pub stop: String,
+    /// What that means.
+    pub outcome: ExperimentOutcome,
+}
+
+/// What experiments establish about a limit clmulti cannot read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ShapeQuestion {
+    /// Does it count buffers or bytes? (the failing case at another buffer size)
+    CountOrBytes,
+    /// Does capacity come back after release? (release half way, go on)
+    LiveOrCumulative,
+    /// Is it per context or per process? (two shared contexts in one process)
+    PerContextOrProcess,
+    /// Does it depend on the peers of each buffer? (more devices in the context)
+    PerPeer,
+}
+
+/// An answer to a [`ShapeQuestion`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ShapeAnswer {
+    /// The same number of buffers at another size.
+    Buffers,
+    /// The same number of bytes at another size.
+    Bytes,
+    /// Capacity came back after release: a limit on what is live.
+    Live,
+    /// Capacity did not come back: a leak, or a counter of buffers ever created.
+    Cumulative,
+    /// Two contexts together reached twice as far.
+    PerContext,
+    /// Two contexts together reached as far as one.
+    PerProcess,
+    /// The count fell as peers were added: each peer costs its own share.
+    PerPeer,
+    /// The count stayed with more peers.
+    NotPerPeer,
+    /// The runs answered none of the above.
+    Neither,
+}
+
+/// One question about an unexplained limit, answered by experiment or not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShapeFinding {
+    /// The question.
+    pub question: ShapeQuestion,
+    /// The answer, when the experiment ran.
+    pub answer: Option<ShapeAnswer>,
+    /// The runs that answer it.
+    pub experiments: Vec<Experiment>,
+    /// Why it was not asked, when it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_tested: Option<String>,
+}
+
+/// One run's conclusions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunAnalysis {
+    /// The first limit ahead at the measured rates.
+    pub first_limit: Option<LimitAhead>,
+    /// For a run that failed in its allocation loop: the cause.
+    pub cause: Option<Cause>,
+    /// For a run that failed: the resources at their limits, each with its test.
+    #[serde(default)]
+    pub candidates: Vec<Candidate>,
+    /// For a failure no candidate explains: what experiments found out about it.
+    #[serde(default)]
+    pub shape: Vec<ShapeFinding>,
+    /// The conclusions, each with its basis.
+    pub statements: Vec<Statement>,
+}

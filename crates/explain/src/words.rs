@@ -1,0 +1,143 @@
+//! The sentences of a verdict about causes: candidates and their tests, experiments,
+//! shape findings. The reasoning ([`analysis`](crate::analysis),
+//! [`experiment`](crate::experiment)) decides; this says it, each sentence with its
+//! basis.
+
+use crate::resource::Unit;
+use crate::verdict::{
+    Candidate, CandidateTest, Change, Experiment, Knob, ShapeAnswer, ShapeFinding, ShapeQuestion,
+    Statement,
+};
+
+/// A change in words: `soft RLIMIT_NOFILE 1024 -> 512`.
+pub fn change(change: &Change) -> String {
+    let unit = if change.knob.in_bytes() {
+        Unit::Bytes
+    } else {
+        Unit::Count
+    };
+    match &change.knob {
+        Knob::ReleaseEvery => format!("every buffer released after each {}", change.to),
+        knob => format!(
+            "{} {} -> {}",
+            knob.label(),
+            unit.format(change.from as f64),
+            unit.format(change.to as f64)
+        ),
+    }
+}
+
+fn experiment_words(e: &Experiment) -> String {
+    let predicted = e
+        .predicted_count
+        .map_or(String::new(), |p| format!(", predicted {p}"));
+    format!(
+        "{}: {} (before {}{predicted})",
+        change(&e.change),
+        e.stop,
+        e.before_count
+    )
+}
+
+/// The statement a tested candidate adds to the verdict.
+pub fn candidate(c: &Candidate, estimated: bool) -> Statement {
+    let label = c.resource.label();
+    let runs: Vec<String> = c.test.experiments().iter().map(experiment_words).collect();
+    let from = format!("re-runs with {} moved", c.limit.name);
+    match &c.test {
+        CandidateTest::Confirmed { .. } => Statement::measured(format!(
+            "confirmed: {label} at {} is the cause; moving the limit moved the failure as its line predicts: {}",
+            c.limit.name,
+            runs.join("; ")
+        )),
+        CandidateTest::Refuted { .. } => Statement::measured(format!(
+            "refuted: {label} was at {} when the run failed, but the failure did not move with the limit (a re-run stopped where the run had), so it is not the cause: {}",
+            c.limit.name,
+            runs.join("; ")
+        )),
+        CandidateTest::Inconclusive { .. } => Statement::inferred(
+            from,
+            format!(
+                "inconclusive: moving {} moved the failure, but not to where {label}'s line predicts: {}",
+                c.limit.name,
+                runs.join("; ")
+            ),
+        ),
+        CandidateTest::NotTested { reason, command } => Statement::inferred(
+            format!("{label} readings against {}", c.limit.name),
+            format!(
+                "not tested: {label} was at {} when the run failed ({reason}){}",
+                c.limit.name,
+                command.as_ref().map_or(String::new(), |c| format!("; to test it, run `{c}` and run clmulti again"))
+            ),
+        ),
+        CandidateTest::Pending => {
+            let unit = c.resource.unit();
+            Statement::inferred(
+                format!("{label} readings against {}", c.limit.name),
+                format!(
+                    "{label} was at {} of {} {} ({:.0}%) when the run failed, growing {} per buffer; its line meets the limit at {} buffers, the run failed at {}: a candidate cause{}, not yet tested by moving {}",
+                    unit.format(c.reading),
+                    c.limit.name,
+                    unit.format(c.limit.value),
+                    c.reading / c.limit.value * 100.0,
+                    unit.format(c.per_buffer),
+                    c.predicted_count,
+                    c.observed_count,
+                    if estimated { " (device memory estimated from the strategy and declared capacity)" } else { "" },
+                    c.limit.name,
+                ),
+            )
+        }
+    }
+}
+
+/// The statement a shape finding adds to the verdict.
+pub fn shape(f: &ShapeFinding) -> Statement {
+    let runs: Vec<String> = f.experiments.iter().map(experiment_words).collect();
+    let question = match f.question {
+        ShapeQuestion::CountOrBytes => "buffers or bytes",
+        ShapeQuestion::LiveOrCumulative => "live or cumulative",
+        ShapeQuestion::PerContextOrProcess => "per context or per process",
+        ShapeQuestion::PerPeer => "per peer",
+    };
+    let Some(answer) = f.answer else {
+        return Statement::measured(format!(
+            "{question}: {}",
+            f.not_tested
+                .clone()
+                .unwrap_or_else(|| format!("no answer ({})", runs.join("; ")))
+        ));
+    };
+    let meaning = match answer {
+        ShapeAnswer::Buffers => "the limit counts buffers: another size failed at the same count",
+        ShapeAnswer::Bytes => "the limit counts bytes: another size failed at the same number of bytes",
+        ShapeAnswer::Live => "the limit is on live buffers: capacity came back after release",
+        ShapeAnswer::Cumulative => "the limit is cumulative (a leak or a counter): releasing every buffer gave no capacity back",
+        ShapeAnswer::PerContext => "the limit is per context: two contexts reached twice as far",
+        ShapeAnswer::PerProcess => "the limit is per process: two contexts together reached as far as one",
+        ShapeAnswer::PerPeer => "the limit is per peer: one more device in the context cut the count by its share",
+        ShapeAnswer::NotPerPeer => "the limit does not depend on peers: one more device left the count where it was",
+        ShapeAnswer::Neither => "the runs fit none of the simple answers",
+    };
+    Statement::measured(format!("{question}: {meaning} ({})", runs.join("; ")))
+}
+
+/// The statement of a failure no candidate explains.
+pub fn not_explained(unmeasured: &[String], had_candidates: bool) -> Statement {
+    let why = if had_candidates {
+        "no candidate was confirmed by moving its limit".to_owned()
+    } else {
+        format!(
+            "no growing resource was within one buffer's growth (or {:.0}%) of its limit with a line that meets it at the failing count",
+            crate::analysis::AT_LIMIT_SHARE * 100.0
+        )
+    };
+    Statement::inferred(
+        "every measured resource",
+        format!(
+            "the failure is not explained by what was measured: {why}. Not measured here: {}",
+            unmeasured.join("; ")
+        ),
+    )
+}

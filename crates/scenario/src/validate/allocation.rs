@@ -1,0 +1,215 @@
+//! `[allocation]` and `[guards]`: what each buffer is, how many, how each is made
+//! resident, and when the loop stops early.
+
+use super::{one_of, positive, problem, size, Problem};
+use super::{DEFAULT_MAX_SECONDS, MAX_SECONDS};
+use crate::model::*;
+use crate::raw::*;
+
+pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Allocation, Problem> {
+    let size_bytes = raw
+        .size
+        .as_ref()
+        .map(|s| size("allocation.size", s))
+        .transpose()?
+        .unwrap_or(1 << 20);
+    if size_bytes == 0 {
+        return Err(problem(
+            "allocation.size",
+            "a buffer must have at least 1 byte",
+        ));
+    }
+    let count = match &raw.count {
+        None => Count::Fixed(1000),
+        Some(RawNumberOrWord::Number(n)) => Count::Fixed(positive("allocation.count", *n)?),
+        Some(RawNumberOrWord::Word(w)) if w == "until-failure" => Count::UntilFailure,
+        Some(RawNumberOrWord::Word(w)) => {
+            return Err(problem(
+                "allocation.count",
+                format!("expected a positive integer or \"until-failure\", got {w:?}"),
+            ))
+        }
+    };
+    let mut flags = Vec::new();
+    for (i, f) in raw.flags.iter().flatten().enumerate() {
+        let key = format!("allocation.flags[{i}]");
+        let name = f.trim().trim_start_matches("CL_MEM_").to_ascii_uppercase();
+        let flag = one_of(
+            &key,
+            &name,
+            &[
+                ("READ_WRITE", MemFlag::ReadWrite),
+                ("READ_ONLY", MemFlag::ReadOnly),
+                ("WRITE_ONLY", MemFlag::WriteOnly),
+                ("ALLOC_HOST_PTR", MemFlag::AllocHostPtr),
+                ("USE_HOST_PTR", MemFlag::UseHostPtr),
+                ("COPY_HOST_PTR", MemFlag::CopyHostPtr),
+            ],
+        )?;
+        if flags.contains(&flag) {
+            return Err(problem(&key, format!("{f} is listed twice")));
+        }
+        flags.push(flag);
+    }
+    if flags.is_empty() {
+        flags.push(MemFlag::ReadWrite);
+    }
+    flags.sort();
+    let has = |f| flags.contains(&f);
+    let access = [MemFlag::ReadWrite, MemFlag::ReadOnly, MemFlag::WriteOnly];
+    if access.iter().filter(|f| has(**f)).count() > 1 {
+        return Err(problem(
+            "allocation.flags",
+            "READ_WRITE, READ_ONLY and WRITE_ONLY exclude each other (OpenCL spec)",
+        ));
+    }
+    if has(MemFlag::UseHostPtr) && (has(MemFlag::AllocHostPtr) || has(MemFlag::CopyHostPtr)) {
+        return Err(problem(
+            "allocation.flags",
+            "USE_HOST_PTR excludes ALLOC_HOST_PTR and COPY_HOST_PTR (OpenCL spec)",
+        ));
+    }
+
+    let placement = match &raw.placement {
+        None => Placement::RoundRobin,
+        Some(RawNumberOrWord::Word(w)) if w == "round-robin" => Placement::RoundRobin,
+        Some(RawNumberOrWord::Word(w)) => {
+            return Err(problem(
+                "allocation.placement",
+                format!("expected \"round-robin\" or a device index, got {w:?}"),
+            ))
+        }
+        Some(RawNumberOrWord::Number(n)) => {
+            let index = usize::try_from(*n)
+                .map_err(|_| problem("allocation.placement", "a device index must be >= 0"))?;
+            if index >= devices.set.len() {
+                return Err(problem(
+                    "allocation.placement",
+                    format!(
+                        "device {index} is not among the {} selected device(s) (indices start at 0)",
+                        devices.set.len()
+                    ),
+                ));
+            }
+            Placement::Device(index)
+        }
+    };
+    let strategy = match raw.strategy.as_deref() {
+        None => Strategy::Create,
+        Some(s) => one_of(
+            "allocation.strategy",
+            s,
+            &[
+                ("create", Strategy::Create),
+                ("fill", Strategy::Fill),
+                ("migrate", Strategy::Migrate),
+                ("pin", Strategy::Pin),
+                ("pool", Strategy::Pool),
+            ],
+        )?,
+    };
+    let pool_size_bytes = match (strategy, &raw.pool_size) {
+        (Strategy::Pool, None) => Some(size_bytes.max(256 << 20)),
+        (Strategy::Pool, Some(s)) => {
+            let pool = size("allocation.pool_size", s)?;
+            if pool < size_bytes {
+                return Err(problem(
+                    "allocation.pool_size",
+                    format!("a pool of {pool} bytes cannot hold one {size_bytes}-byte buffer"),
+                ));
+            }
+            Some(pool)
+        }
+        (_, Some(_)) => {
+            return Err(problem(
+                "allocation.pool_size",
+                "only applies with allocation.strategy = \"pool\"",
+            ))
+        }
+        (_, None) => None,
+    };
+    if strategy == Strategy::Pool
+        && flags
+            .iter()
+            .any(|f| f.needs_host_memory() || *f == MemFlag::AllocHostPtr)
+    {
+        return Err(problem(
+            "allocation.flags",
+            "host-pointer flags apply to the pool buffer, not its sub-buffers: use strategy \"create\" with them",
+        ));
+    }
+    let keep = raw.keep.unwrap_or(true);
+    if !keep && strategy == Strategy::Pool {
+        return Err(problem(
+            "allocation.keep",
+            "a pool keeps its memory until the end; keep = false contradicts strategy \"pool\"",
+        ));
+    }
+    let release_every = raw
+        .release_every
+        .map(|n| positive("allocation.release_every", n))
+        .transpose()?;
+    if release_every.is_some() && (!keep || strategy == Strategy::Pool) {
+        return Err(problem(
+            "allocation.release_every",
+            "releases kept buffers in rounds: it needs keep = true and a strategy other than \"pool\"",
+        ));
+    }
+    Ok(Allocation {
+        size_bytes,
+        count,
+        flags,
+        placement,
+        keep,
+        release_every,
+        strategy,
+        pool_size_bytes,
+    })
+}
+
+pub(super) fn guards(raw: &RawGuards) -> Result<Guards, Problem> {
+    let max_rss = match &raw.max_rss {
+        None => RssLimit::FractionOfRam(0.5),
+        Some(RawSize::Text(t)) if t.trim_end().ends_with('%') => {
+            let pct: f64 = t.trim().trim_end_matches('%').trim().parse().map_err(|_| {
+                problem(
+                    "guards.max_rss",
+                    format!("{t:?} is not a percentage like \"50%\""),
+                )
+            })?;
+            if !(pct > 0.0 && pct <= 100.0) {
+                return Err(problem(
+                    "guards.max_rss",
+                    "a percentage of RAM must be in (0, 100]",
+                ));
+            }
+            RssLimit::FractionOfRam(pct / 100.0)
+        }
+        Some(s) => RssLimit::Bytes(size("guards.max_rss", s)?),
+    };
+    let max_seconds = match raw.max_seconds {
+        None => DEFAULT_MAX_SECONDS,
+        Some(s) if s > MAX_SECONDS => {
+            return Err(problem(
+                "guards.max_seconds",
+                format!("must be at most {MAX_SECONDS} (a week), got {s}"),
+            ))
+        }
+        Some(s) if s.is_finite() && s > 0.0 => s,
+        Some(s) => {
+            return Err(problem(
+                "guards.max_seconds",
+                format!("must be > 0, got {s}"),
+            ))
+        }
+    };
+    Ok(Guards {
+        max_total_bytes: raw
+            .max_total
+            .as_ref()
+            .map(|s| size("guards.max_total", s))
+            .transpose()?,
+        max_rss,
+        max_seconds,
+    })
+}

@@ -1,0 +1,113 @@
+//! `[devices]`: which platform, which type, which devices, and their partition.
+
+use super::{one_of, positive, problem, Problem};
+use crate::model::*;
+use crate::raw::*;
+
+pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
+    let platform = match &raw.platform {
+        None => Platform::Auto,
+        Some(RawNumberOrWord::Number(n)) => Platform::Index(
+            usize::try_from(*n)
+                .map_err(|_| problem("devices.platform", "a platform index must be >= 0"))?,
+        ),
+        Some(RawNumberOrWord::Word(w)) if w.eq_ignore_ascii_case("auto") => Platform::Auto,
+        Some(RawNumberOrWord::Word(w)) if w.trim().is_empty() => {
+            return Err(problem(
+                "devices.platform",
+                "must not be empty; use \"auto\"",
+            ))
+        }
+        Some(RawNumberOrWord::Word(w)) => Platform::Name(w.clone()),
+    };
+    let device_type = match raw.device_type.as_deref() {
+        None => DeviceType::Gpu,
+        Some(t) => one_of(
+            "devices.type",
+            t,
+            &[
+                ("gpu", DeviceType::Gpu),
+                ("cpu", DeviceType::Cpu),
+                ("accelerator", DeviceType::Accelerator),
+                ("all", DeviceType::All),
+            ],
+        )?,
+    };
+    let set = match (&raw.count, &raw.indices) {
+        (Some(_), Some(_)) => {
+            return Err(problem(
+                "devices.indices",
+                "give either devices.count or devices.indices, not both",
+            ))
+        }
+        (Some(n), None) => DeviceSet::Count(positive("devices.count", *n)? as usize),
+        (None, Some(list)) => {
+            if list.is_empty() {
+                return Err(problem("devices.indices", "must name at least one device"));
+            }
+            let mut seen = Vec::new();
+            for (i, v) in list.iter().enumerate() {
+                let index = usize::try_from(*v).map_err(|_| {
+                    problem(
+                        &format!("devices.indices[{i}]"),
+                        "a device index must be >= 0",
+                    )
+                })?;
+                if seen.contains(&index) {
+                    return Err(problem(
+                        &format!("devices.indices[{i}]"),
+                        format!("device {index} is listed twice"),
+                    ));
+                }
+                seen.push(index);
+            }
+            DeviceSet::Indices(seen)
+        }
+        (None, None) => DeviceSet::Count(1),
+    };
+    let fallback_to_any_type = match raw.fallback.as_deref() {
+        None => true,
+        Some(f) => one_of(
+            "devices.fallback",
+            f,
+            &[("any-type", true), ("none", false)],
+        )?,
+    };
+    let partition = match &raw.partition {
+        None => None,
+        Some(RawPartition::Word(w)) if w == "equally" => Some(Partition::Equally(1)),
+        Some(RawPartition::Word(w)) => {
+            return Err(problem(
+                "devices.partition",
+                format!(
+                    "expected \"equally\" or a list of compute-unit counts like [1, 1], got {w:?}"
+                ),
+            ))
+        }
+        Some(RawPartition::Counts(counts)) => {
+            if counts.is_empty() {
+                return Err(problem("devices.partition", "needs at least one count"));
+            }
+            let counts = counts
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    u32::try_from(*c).ok().filter(|c| *c > 0).ok_or_else(|| {
+                        problem(
+                            &format!("devices.partition[{i}]"),
+                            format!("a compute-unit count must be a positive integer, got {c}"),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<u32>, Problem>>()?;
+            Some(Partition::ByCounts(counts))
+        }
+    };
+    Ok(Devices {
+        platform,
+        device_type,
+        set,
+        fallback_to_any_type,
+        partition,
+    })
+}

@@ -1,0 +1,245 @@
+//! Raw TOML values to the trusted [`Scenario`]: defaults, units, contradictions.
+//! The process's environment and limits are checked in [`process`], the device
+//! selection in [`devices`].
+
+mod allocation;
+mod devices;
+mod process;
+
+use crate::model::*;
+use crate::raw::*;
+use crate::size::parse_size;
+use std::collections::BTreeMap;
+
+/// A problem at a key path (`allocation.size`), before it is given a file location.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Dotted key path.
+    pub key: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+pub(crate) fn problem(key: &str, message: impl Into<String>) -> Problem {
+    Problem {
+        key: key.to_owned(),
+        message: message.into(),
+    }
+}
+
+pub(crate) fn size(key: &str, raw: &RawSize) -> Result<u64, Problem> {
+    match raw {
+        RawSize::Bytes(b) => Ok(*b),
+        RawSize::Text(t) => parse_size(t).map_err(|e| problem(key, e.to_string())),
+    }
+}
+
+pub(crate) fn positive(key: &str, value: i64) -> Result<u64, Problem> {
+    u64::try_from(value)
+        .ok()
+        .filter(|v| *v > 0)
+        .ok_or_else(|| problem(key, format!("must be a positive integer, got {value}")))
+}
+
+pub(crate) fn one_of<T: Copy>(key: &str, value: &str, choices: &[(&str, T)]) -> Result<T, Problem> {
+    choices
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(value))
+        .map(|(_, v)| *v)
+        .ok_or_else(|| {
+            let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+            problem(
+                key,
+                format!(
+                    "unknown value {value:?}; expected one of: {}",
+                    names.join(", ")
+                ),
+            )
+        })
+}
+
+/// Default wall-clock guard for the allocation loop, seconds.
+pub const DEFAULT_MAX_SECONDS: f64 = 300.0;
+/// The longest time guard: a week.
+pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+/// The most shared contexts one run may create.
+pub const MAX_CONTEXTS: u64 = 64;
+/// Default sampling interval.
+pub const DEFAULT_SAMPLE_EVERY: u64 = 1000;
+/// At most this many `[env]` variables (setting each one scans the environment).
+pub const MAX_ENV_VARS: usize = 256;
+/// `[env]` keys whose values are paths (`:`-separated lists for the first two):
+/// relative entries are resolved against the scenario's folder, and each must exist.
+pub const PATH_ENV_KEYS: [&str; 4] = [
+    "OPENCL_LAYERS",
+    "OCL_ICD_FILENAMES",
+    "OCL_ICD_VENDORS",
+    "LD_PRELOAD",
+];
+/// Linux refuses to start a process with one environment string (`KEY=VALUE`) longer
+/// than this (MAX_ARG_STRLEN, with its NUL).
+pub const MAX_ENV_ENTRY_BYTES: usize = 128 * 1024 - 1;
+/// The file name of clmulti's emulation layer (crate `clmulti-layer`).
+pub const LAYER_FILE_NAME: &str = "libclmulti_layer.so";
+/// In a path-valued `[env]` entry: the emulation layer built beside the running
+/// clmulti binary (`target/debug` or `target/release`).
+pub const LAYER_TOKEN: &str = "{clmulti-layer}";
+
+/// What validation needs to know beyond the file: where relative paths start, and the
+/// hard limits of the machine that will run it (`None`: not checked).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    /// The scenario file's folder; `None` resolves relative paths against the
+    /// current directory.
+    pub base_dir: Option<std::path::PathBuf>,
+    /// The hard resource limits a run's soft ones cannot exceed (absent: unlimited
+    /// or not checked).
+    pub hard_limits: BTreeMap<Rlimit, u64>,
+    /// Where the emulation layer is ([`LAYER_TOKEN`] stands for it).
+    pub layer: Option<std::path::PathBuf>,
+}
+
+pub(crate) fn validate(
+    raw: RawScenario,
+    file: &str,
+    fallback_name: &str,
+    grid_point: BTreeMap<String, String>,
+    context: &Context,
+) -> Result<Scenario, Problem> {
+    let base_name = match raw.name {
+        Some(n) if n.trim().is_empty() => return Err(problem("name", "must not be empty")),
+        Some(n) if n.chars().any(char::is_control) => {
+            return Err(problem(
+                "name",
+                "must be one line without control characters (it names files and table rows)",
+            ))
+        }
+        Some(n) => n,
+        None => fallback_name.to_owned(),
+    };
+    let name = if grid_point.is_empty() {
+        base_name
+    } else {
+        let point: Vec<String> = grid_point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{base_name}[{}]", point.join(","))
+    };
+
+    let devices = devices::devices(&raw.devices)?;
+    let context_mode = match raw.context.mode.as_deref() {
+        None => ContextMode::Shared,
+        Some(m) => one_of(
+            "context.mode",
+            m,
+            &[
+                ("shared", ContextMode::Shared),
+                ("per-device", ContextMode::PerDevice),
+            ],
+        )?,
+    };
+    let context_count = raw
+        .context
+        .count
+        .map(|n| positive("context.count", n))
+        .transpose()?
+        .unwrap_or(1);
+    if context_count > 1 && context_mode != ContextMode::Shared {
+        return Err(problem(
+            "context.count",
+            "several contexts apply to mode = \"shared\" (per-device makes one per device)",
+        ));
+    }
+    if context_count > MAX_CONTEXTS {
+        return Err(problem(
+            "context.count",
+            format!("{context_count} contexts; at most {MAX_CONTEXTS} are allowed"),
+        ));
+    }
+    let allocation = allocation::allocation(&raw.allocation, &devices)?;
+    if context_count > 1 && allocation.strategy == Strategy::Pool {
+        return Err(problem(
+            "context.count",
+            "a pool belongs to one context: use one context with strategy \"pool\"",
+        ));
+    }
+
+    let env = process::env(raw.env, context)?;
+    let limits = process::limits(&raw.limits, context)?;
+
+    let guards = allocation::guards(&raw.guards)?;
+    let sample_every = raw
+        .sampling
+        .every
+        .map(|n| positive("sampling.every", n))
+        .transpose()?
+        .unwrap_or(DEFAULT_SAMPLE_EVERY);
+
+    let split = raw.axpy.split.unwrap_or(false);
+    let axpy_check = match raw.axpy.check.as_deref() {
+        None | Some("none") => {
+            if raw.axpy.samples.is_some() {
+                return Err(problem(
+                    "axpy.samples",
+                    "only applies with axpy.check = \"sample\"",
+                ));
+            }
+            AxpyCheck::None
+        }
+        Some("all") => AxpyCheck::All,
+        Some("sample") => AxpyCheck::Sample(
+            raw.axpy
+                .samples
+                .map(|n| positive("axpy.samples", n))
+                .transpose()?
+                .unwrap_or(8),
+        ),
+        Some(other) => {
+            return Err(problem(
+                "axpy.check",
+                format!("unknown value {other:?}; expected one of: none, sample, all"),
+            ))
+        }
+    };
+    if axpy_check != AxpyCheck::None && !allocation.keep {
+        return Err(problem(
+            "axpy.check",
+            "dAxpy runs over kept buffers; allocation.keep = false releases each at once",
+        ));
+    }
+    if axpy_check != AxpyCheck::None && allocation.size_bytes < 8 {
+        return Err(problem(
+            "axpy.check",
+            "dAxpy needs buffers of at least 8 bytes (two floats)",
+        ));
+    }
+    if axpy_check != AxpyCheck::None && context_count > 1 {
+        return Err(problem(
+            "axpy.check",
+            "dAxpy pairs buffers of one context; with context.count > 1 a device's buffers span contexts",
+        ));
+    }
+    if axpy_check != AxpyCheck::None && allocation.strategy == Strategy::Pin {
+        return Err(problem(
+            "axpy.check",
+            "the check runs over kept buffers of strategy create, fill, migrate or pool",
+        ));
+    }
+
+    Ok(Scenario {
+        name,
+        description: raw.description.unwrap_or_default(),
+        file: file.to_owned(),
+        grid_point,
+        devices,
+        context_mode,
+        context_count,
+        allocation,
+        env,
+        limits,
+        guards,
+        sample_every,
+        axpy: Axpy {
+            check: axpy_check,
+            split,
+        },
+    })
+}

@@ -1,0 +1,159 @@
+//! The process a run gets: its `[env]` (paths resolved, the layer's knobs checked)
+//! and its `[limits]` (against this machine's hard limits).
+
+use super::{positive, problem, size, Context, Problem};
+use super::{LAYER_FILE_NAME, LAYER_TOKEN, MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS, PATH_ENV_KEYS};
+use crate::model::{Limits, Rlimit};
+use crate::raw::RawLimits;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The smallest `RLIMIT_AS` that loads an OpenCL runtime at all.
+const MIN_ADDRESS_SPACE: u64 = 64 << 20;
+
+pub(super) fn limits(raw: &RawLimits, context: &Context) -> Result<Limits, Problem> {
+    let mut soft = BTreeMap::new();
+    let count = |key: &str, v: Option<i64>| v.map(|n| positive(key, n)).transpose();
+    let bytes =
+        |key: &str, v: &Option<crate::raw::RawSize>| v.as_ref().map(|s| size(key, s)).transpose();
+    let values = [
+        (Rlimit::NoFile, count("limits.nofile", raw.nofile)?),
+        (
+            Rlimit::AddressSpace,
+            bytes("limits.as", &raw.address_space)?,
+        ),
+        (Rlimit::MemLock, bytes("limits.memlock", &raw.memlock)?),
+        (Rlimit::NProc, count("limits.nproc", raw.nproc)?),
+        (Rlimit::Data, bytes("limits.data", &raw.data)?),
+    ];
+    for (which, value) in values {
+        let Some(value) = value else { continue };
+        let key = format!("limits.{}", which.key());
+        if which == Rlimit::AddressSpace && value < MIN_ADDRESS_SPACE {
+            return Err(problem(
+                &key,
+                "below 64MiB the process cannot even load the OpenCL runtime",
+            ));
+        }
+        if let Some(hard) = context.hard_limits.get(&which).filter(|h| value > **h) {
+            let unit = if which.in_bytes() { " bytes" } else { "" };
+            return Err(problem(
+                &key,
+                format!(
+                    "{value}{unit} is above this machine's hard {} ({hard}{unit}); a process can raise its soft limit only up to the hard one (`ulimit -H`)",
+                    which.name()
+                ),
+            ));
+        }
+        soft.insert(which, value);
+    }
+    Ok(Limits { soft })
+}
+
+pub(super) fn env(
+    raw: BTreeMap<String, String>,
+    context: &Context,
+) -> Result<BTreeMap<String, String>, Problem> {
+    if raw.len() > MAX_ENV_VARS {
+        return Err(problem(
+            "env",
+            format!(
+                "{} variables; at most {MAX_ENV_VARS} are allowed",
+                raw.len()
+            ),
+        ));
+    }
+    let mut env = BTreeMap::new();
+    for (key, value) in raw {
+        let at = format!("env.{key}");
+        if key.is_empty() || key.contains('=') || key.contains('\0') {
+            return Err(problem(
+                &at,
+                "an environment variable name must be non-empty without '=' or NUL",
+            ));
+        }
+        if value.contains('\0') {
+            return Err(problem(
+                &at,
+                "an environment variable value cannot contain NUL",
+            ));
+        }
+        if key.len() + 1 + value.len() > MAX_ENV_ENTRY_BYTES {
+            return Err(problem(
+                &at,
+                format!(
+                    "{} bytes as KEY=VALUE; Linux starts no process with an entry over {MAX_ENV_ENTRY_BYTES}",
+                    key.len() + 1 + value.len()
+                ),
+            ));
+        }
+        let value = if PATH_ENV_KEYS.contains(&key.as_str()) {
+            resolve_paths(&at, &value, context)?
+        } else {
+            value
+        };
+        env.insert(key, value);
+    }
+    crate::layer::LayerSettings::read(|k| env.get(k).cloned())
+        .map_err(|(key, message)| problem(&format!("env.{key}"), message))?;
+    let names_layer = env
+        .get("OPENCL_LAYERS")
+        .is_some_and(|l| l.split(':').any(|p| p.ends_with(LAYER_FILE_NAME)));
+    if names_layer && !env.contains_key(crate::layer::POLICY) {
+        let names: Vec<&str> = crate::layer::Policy::ALL.iter().map(|(n, _)| *n).collect();
+        return Err(problem(
+            "env.OPENCL_LAYERS",
+            format!(
+                "names clmulti's layer but no {} ({})",
+                crate::layer::POLICY,
+                names.join(", ")
+            ),
+        ));
+    }
+    Ok(env)
+}
+
+/// Resolves each `:`-separated path against the scenario's folder and checks it exists
+/// (LD_PRELOAD: also space-separated, and a bare name is the dynamic linker's to find).
+fn resolve_paths(key: &str, value: &str, context: &Context) -> Result<String, Problem> {
+    let preload = key == "env.LD_PRELOAD";
+    let mut resolved = Vec::new();
+    for entry in value
+        .split(|c| c == ':' || (preload && c == ' '))
+        .filter(|e| !e.is_empty())
+    {
+        if preload && !entry.contains('/') {
+            resolved.push(entry.to_owned());
+            continue;
+        }
+        let path = if entry == LAYER_TOKEN {
+            context.layer.clone().ok_or_else(|| {
+                problem(key, format!("{LAYER_TOKEN} names the layer built beside clmulti; this tool does not know where that is"))
+            })?
+        } else {
+            let path = Path::new(entry);
+            match (&context.base_dir, path.is_relative()) {
+                (Some(base), true) => base.join(path),
+                _ => path.to_path_buf(),
+            }
+        };
+        if !path.exists() {
+            let hint = if path.file_name().is_some_and(|n| n == LAYER_FILE_NAME) {
+                format!(
+                    "; build it with `cargo build{} -p clmulti-layer` (`cargo xtask sweep` builds it too)",
+                    if path.to_string_lossy().contains("/release/") { " --release" } else { "" }
+                )
+            } else if path.to_string_lossy().contains(".intel-opencl") {
+                "; install Intel's CPU runtime there with scripts/setup-intel-opencl.sh".into()
+            } else {
+                String::new()
+            };
+            return Err(problem(
+                key,
+                format!("{} does not exist{hint}", path.display()),
+            ));
+        }
+        resolved.push(path.to_string_lossy().into_owned());
+    }
+    Ok(resolved.join(":"))
+}
