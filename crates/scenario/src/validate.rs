@@ -77,6 +77,10 @@ pub const LAYER_FILE_NAME: &str = "libclmulti_layer.so";
 /// In a path-valued `[env]` entry: the emulation layer built beside the running
 /// clmulti binary (`target/debug` or `target/release`).
 pub const LAYER_TOKEN: &str = "{clmulti-layer}";
+/// In any `[env]` value: the number of devices the run selects (`devices.count`, or how
+/// many `devices.indices` name), so that a grid over `devices.count` can tell a runtime
+/// how many devices to emulate (NEO's `CreateMultipleRootDevices = "{devices.count}"`).
+pub const DEVICE_COUNT_TOKEN: &str = "{devices.count}";
 
 /// What validation needs to know beyond the file: where relative paths start, and the
 /// hard limits of the machine that will run it (`None`: not checked).
@@ -132,7 +136,7 @@ pub(crate) fn validate(
     };
     let allocation = allocation(&raw.allocation, &devices)?;
 
-    let env = env(raw.env, context)?;
+    let env = env(raw.env, devices.set.len(), context)?;
     let limits = Limits {
         nofile: raw
             .limits
@@ -240,6 +244,7 @@ pub(crate) fn validate(
 
 fn env(
     raw: BTreeMap<String, String>,
+    device_count: usize,
     context: &Context,
 ) -> Result<BTreeMap<String, String>, Problem> {
     if raw.len() > MAX_ENV_VARS {
@@ -266,6 +271,7 @@ fn env(
                 "an environment variable value cannot contain NUL",
             ));
         }
+        let value = value.replace(DEVICE_COUNT_TOKEN, &device_count.to_string());
         if key.len() + 1 + value.len() > MAX_ENV_ENTRY_BYTES {
             return Err(problem(
                 &at,
@@ -333,6 +339,9 @@ fn resolve_paths(key: &str, value: &str, context: &Context) -> Result<String, Pr
                 )
             } else if path.to_string_lossy().contains(".intel-opencl") {
                 "; install Intel's CPU runtime there with scripts/setup-intel-opencl.sh".into()
+            } else if path.to_string_lossy().contains(".intel-gpu") {
+                "; install Intel's GPU runtime NEO and its vendors folder with scripts/setup-intel-gpu.sh"
+                    .into()
             } else {
                 String::new()
             };
