@@ -57,6 +57,7 @@ mod engine;
 pub mod knowledge;
 mod report;
 mod resource;
+pub mod runtime_log;
 
 pub use costs::{fit, Facts, Line};
 pub use engine::{

@@ -141,19 +141,25 @@ pub fn emulation(
     })
 }
 
-/// [`emulation`] for a run: the scenario's `[env]` over this process's environment.
-pub fn emulation_in(
+/// [`emulation`] for a run, which may use only some of the platform's devices: the
+/// scenario's `[env]` over this process's environment, and the platform's device count
+/// as NEO sets it, `CreateMultipleRootDevices` (1 when unset or unreadable).
+pub fn emulation_for_run(
     platform_name: &str,
     driver_version: &str,
-    device_count: usize,
     scenario_env: &BTreeMap<String, String>,
 ) -> Option<NeoEmulation> {
-    emulation(platform_name, driver_version, device_count, |k| {
+    let env = |k: &str| {
         scenario_env
             .get(k)
             .cloned()
             .or_else(|| std::env::var(k).ok())
-    })
+    };
+    let roots = env("CreateMultipleRootDevices")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(1);
+    emulation(platform_name, driver_version, roots, env)
 }
 
 /// The variables that turn NEO's allocation log on: type lines on stdout, flushed one
@@ -367,6 +373,19 @@ impl AllocationsPerBuffer {
         self.by_type.values().sum()
     }
 
+    /// This case's lines per buffer by type minus `other`'s (a type one of them lacks
+    /// counts 0 there): what a shared context costs over per-device contexts.
+    pub fn minus(&self, other: &AllocationsPerBuffer) -> BTreeMap<String, f64> {
+        self.by_type
+            .keys()
+            .chain(other.by_type.keys())
+            .map(|k| {
+                let at = |p: &AllocationsPerBuffer| p.by_type.get(k).copied().unwrap_or(0.0);
+                (k.clone(), at(self) - at(other))
+            })
+            .collect()
+    }
+
     /// `BUFFER 2.00, BUFFER_HOST_MEMORY 2.00` (types whose rate rounds to 0 left out).
     pub fn summary(&self) -> String {
         let parts: Vec<String> = self
@@ -443,8 +462,12 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
-        let e = emulation_in("Intel(R) OpenCL HD Graphics", "22.43.24595", 8, &env).unwrap();
-        assert_eq!((e.devices, e.product.as_deref()), (8, Some("DG2")));
+        let e = emulation_for_run("Intel(R) OpenCL HD Graphics", "22.43.24595", &env).unwrap();
+        assert_eq!((e.devices, e.product.as_deref()), (1, Some("DG2")));
+        let mut eight = env.clone();
+        eight.insert("CreateMultipleRootDevices".into(), "8".into());
+        let e = emulation_for_run("Intel(R) OpenCL HD Graphics", "22.43.24595", &eight).unwrap();
+        assert_eq!(e.devices, 8);
     }
 
     #[test]
@@ -492,6 +515,15 @@ mod tests {
         assert_eq!(p.by_type["TAG_BUFFER"], 0.0);
         assert_eq!(p.total(), 2.0);
         assert_eq!(p.summary(), "BUFFER 1.00, BUFFER_HOST_MEMORY 1.00");
+        let only_buffer = |buffers: u64| {
+            AllocationLog::parse(
+                &"Created Graphics Allocation of type BUFFER\n".repeat(buffers as usize),
+            )
+        };
+        let per_device =
+            AllocationLog::per_buffer(&only_buffer(10), 10, &only_buffer(20), 20).unwrap();
+        let extra = p.minus(&per_device);
+        assert_eq!((extra["BUFFER"], extra["BUFFER_HOST_MEMORY"]), (0.0, 1.0));
         assert!(p.by_pool.is_empty() && p.by_root_device.is_empty());
         assert!(AllocationLog::per_buffer(&at(10), 10, &at(10), 10).is_none());
     }
