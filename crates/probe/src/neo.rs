@@ -68,15 +68,11 @@ impl NeoEmulation {
     /// "Intel GPU runtime NEO 22.43.24595 with 2 emulated DG2 devices, AUB mode:
     /// host-side allocation only, no kernel driver, kernels not executed".
     pub fn label(&self) -> String {
-        let product = self
-            .product
-            .as_deref()
-            .map_or_else(String::new, |p| format!("{p} "));
-        format!(
-            "Intel GPU runtime NEO {} with {} emulated {product}device{}, {AUB_MODE_LIMITS}",
-            self.version,
-            self.devices,
-            if self.devices == 1 { "" } else { "s" }
+        label(
+            &self.version,
+            self.product.as_deref(),
+            &self.devices.to_string(),
+            self.devices != 1,
         )
     }
 
@@ -84,6 +80,37 @@ impl NeoEmulation {
     pub fn statement(&self) -> String {
         format!("{} {EVIDENCE}", self.label())
     }
+}
+
+fn label(version: &str, product: Option<&str>, devices: &str, plural: bool) -> String {
+    let product = product.map_or_else(String::new, |p| format!("{p} "));
+    let s = if plural { "s" } else { "" };
+    format!("Intel GPU runtime NEO {version} with {devices} emulated {product}device{s}, {AUB_MODE_LIMITS}")
+}
+
+/// One label for several runs (a sweep over device counts): "Intel GPU runtime NEO
+/// 22.43.24595 with 1, 2, 4 or 8 emulated DG2 devices, AUB mode: ...", one per NEO
+/// version and product, in order.
+pub fn combined_labels(all: &[NeoEmulation]) -> Vec<String> {
+    let mut groups: BTreeMap<(String, Option<String>), std::collections::BTreeSet<usize>> =
+        BTreeMap::new();
+    for e in all {
+        groups
+            .entry((e.version.clone(), e.product.clone()))
+            .or_default()
+            .insert(e.devices);
+    }
+    groups
+        .into_iter()
+        .map(|((version, product), counts)| {
+            let counts: Vec<String> = counts.iter().map(usize::to_string).collect();
+            let devices = match counts.split_last() {
+                Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+                _ => counts.concat(),
+            };
+            label(&version, product.as_deref(), &devices, devices != "1")
+        })
+        .collect()
 }
 
 /// Whether a platform is NEO, by its `CL_PLATFORM_NAME`: "Intel(R) OpenCL HD Graphics"
@@ -450,6 +477,25 @@ mod tests {
             emulation(neo, "1.2", 4, no_product).unwrap().label(),
             format!("Intel GPU runtime NEO 1.2 with 4 emulated devices, {AUB_MODE_LIMITS}")
         );
+    }
+
+    #[test]
+    fn runs_over_device_counts_share_one_label() {
+        let at = |devices| {
+            emulation(
+                "Intel(R) OpenCL HD Graphics",
+                "22.43.24595",
+                devices,
+                aub_env,
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            combined_labels(&[at(8), at(1), at(2), at(2), at(4)]),
+            [format!("Intel GPU runtime NEO 22.43.24595 with 1, 2, 4 or 8 emulated DG2 devices, {AUB_MODE_LIMITS}")]
+        );
+        assert_eq!(combined_labels(&[at(1)]), [at(1).label()]);
+        assert!(combined_labels(&[]).is_empty());
     }
 
     #[test]
