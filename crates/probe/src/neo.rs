@@ -8,9 +8,10 @@
 //! (DG2) devices and `CreateMultipleRootDevices=N` gives N of them in one platform, on a
 //! machine with no Intel GPU at all (`AUBDumpCaptureFileName=/dev/null` keeps the capture
 //! from filling the disk). In that mode NEO uses its OS-agnostic memory manager: no
-//! kernel driver, so no GTT, no dma-buf fds and no device memory; its devices report a
-//! largest work-group of 0, so no kernel can be enqueued. What NEO allocates on the host
-//! for each buffer is NEO's real code. [`emulation`] recognises such a platform and
+//! kernel driver, so no GTT, no dma-buf fds and no device memory; kernels are recorded,
+//! not executed (NEO 22.43's devices report a largest work-group of 0 and refuse them;
+//! NEO 26.27 accepts them and computes nothing). What NEO allocates on the host for each
+//! buffer is NEO's real code. [`emulation`] recognises such a platform and
 //! [`NeoEmulation::label`] says so in the words every report uses.
 //!
 //! # The allocation log
@@ -47,8 +48,8 @@ pub const KERNELS_CANNOT_RUN: &str = "kernels cannot run on this emulated device
 pub const EVIDENCE: &str = "[inferred from the environment: NEOReadDebugKeys=1, \
 SetCommandStreamReceiver=1; known: NEO gives the AUB receiver its OS-agnostic memory manager, \
 not the DRM one (intel/compute-runtime, shared/source/execution_environment/execution_environment.cpp); \
-measured on NEO 22.43: CL_DEVICE_MAX_WORK_GROUP_SIZE 0, so clEnqueueNDRangeKernel returns \
-CL_INVALID_WORK_GROUP_SIZE (-54)]";
+measured: a kernel that doubles its input leaves it unchanged (NEO 26.27 enqueues it, NEO 22.43 \
+reports CL_DEVICE_MAX_WORK_GROUP_SIZE 0 and refuses it with CL_INVALID_WORK_GROUP_SIZE (-54))]";
 
 /// NEO running emulated devices in AUB mode.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
