@@ -7,7 +7,7 @@
 #   scripts/intel-gpu-next.sh run clinfo -l          # a command inside: NEO alone, 2 devices
 #   CLMULTI_NEO_DEVICES=8 scripts/intel-gpu-next.sh run target/release/clmulti devices
 #   scripts/intel-gpu-next.sh run target/release/xtask sweep configs/intel-neo \
-#       --clmulti target/release/clmulti --out results/intel-neo-26.27/sweep
+#       --bin target/release/clmulti --out results/intel-neo-26.27/sweep
 #
 # Why a root folder: NEO 26 needs glibc 2.43 and clmulti starts children that load it
 # too, so everything must use one dynamic loader. `run` enters the folder in a private

@@ -19,10 +19,12 @@
 //! stdout each time it logs a graphics allocation, in release builds too (so on real
 //! Arc GPUs as well). NEO 22.43 logs a buffer's allocation twice: when the memory
 //! manager creates it (with the type asked for) and again when `Buffer::create` sets its
-//! final type (`GraphicsAllocation::setAllocationType`): a count of lines is a count of
-//! log calls, not of distinct allocations. Debug builds, and newer NEO with
-//! `LogAllocationStdout=1`, print a detailed line per allocation with its memory pool
-//! and root device. [`AllocationLog::parse`] counts every form, apart from any meaning;
+//! final type (`GraphicsAllocation::setAllocationType`); NEO 26.27 logs it once: a
+//! count of lines is a count of log calls, not of distinct allocations. Host memory NEO
+//! takes with plain `alignedMalloc` (the host copy of `MigrationSyncData`) is not a
+//! graphics allocation and is never logged. Debug builds, and NEO 26 with
+//! `LogAllocationStdout=1`, also print a detailed line per allocation with its memory
+//! pool and root device. [`AllocationLog::parse`] counts every form, apart from any meaning;
 //! [`AllocationLog::per_buffer`] turns two runs of the same case at N and 2N buffers
 //! into log lines per buffer, in which the setup's allocations cancel out.
 //!

@@ -40,3 +40,47 @@ fn the_release_log_counts_types_and_leaves_the_report_line_alone() {
     let json: serde_json::Value = serde_json::from_str(report).unwrap();
     assert_eq!(json["buffers"], 3);
 }
+
+#[test]
+fn detailed_lines_give_pool_and_root_device_and_count_once_per_allocation() {
+    let log = AllocationLog::parse(&fixture("26.27-2dev-shared-3buffers-detailed.stdout"));
+    assert_eq!(counts(&log), [("BUFFER", 6), ("TAG_BUFFER", 20)]);
+    let detailed: Vec<(&str, Option<&str>, Option<u32>, u64)> = log
+        .detailed
+        .iter()
+        .map(|(k, n)| {
+            (
+                k.allocation_type.as_str(),
+                k.pool.as_deref(),
+                k.root_device,
+                *n,
+            )
+        })
+        .collect();
+    assert_eq!(
+        detailed,
+        [
+            ("BUFFER", Some("LocalMemory"), Some(0), 3),
+            ("BUFFER", Some("LocalMemory"), Some(1), 3),
+            ("TAG_BUFFER", Some("System4KBPages"), Some(0), 10),
+            ("TAG_BUFFER", Some("System4KBPages"), Some(1), 10),
+        ]
+    );
+    // Each allocation printed in both forms counts once by type.
+    let none = AllocationLog::default();
+    let per = AllocationLog::per_buffer(&none, 0, &log, 3).unwrap();
+    assert_eq!(per.by_type["BUFFER"], 2.0);
+    assert_eq!(per.by_root_device["0"], 13.0 / 3.0);
+    assert_eq!(per.by_pool["LocalMemory"], 2.0);
+    // The unflushed last detailed line came out after the report line, which is intact.
+    let text = fixture("26.27-2dev-shared-3buffers-detailed.stdout");
+    let lines: Vec<&str> = text.lines().collect();
+    let report = lines.iter().position(|l| l.starts_with('{')).unwrap();
+    assert!(
+        lines[report + 1].contains("Type: BUFFER"),
+        "{}",
+        lines[report + 1]
+    );
+    let json: serde_json::Value = serde_json::from_str(lines[report]).unwrap();
+    assert_eq!(json["buffers"], 3);
+}
