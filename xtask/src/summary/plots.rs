@@ -559,7 +559,9 @@ pub fn scaling(runs: &[&RunView]) -> Result<Option<String>, String> {
         at.0 += rss;
         at.1 += 1;
     }
-    let lines: Vec<((String, String), Vec<(usize, f64)>)> = sums
+    // ((context mode, strategy), [(device count, mean RSS per buffer)])
+    type Line = ((String, String), Vec<(usize, f64)>);
+    let lines: Vec<Line> = sums
         .into_iter()
         .map(|(key, at)| {
             let points = at
