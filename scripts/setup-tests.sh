@@ -2,8 +2,9 @@
 # Installs everything the test suite runs against, on Debian/Ubuntu: the OpenCL
 # loader and PoCL (setup-opencl.sh), Mesa's rusticl (broken profiling events) and
 # oclgrind (hangs through the loader), Intel's OpenCL CPU runtime into .intel-opencl/
-# (setup-intel-opencl.sh), Debian's chromium for the report's browser test, and
-# Slurm with munge for the one-node cluster the Slurm test starts
+# (setup-intel-opencl.sh), Intel's GPU runtime NEO with a vendors folder in .intel-gpu/
+# (setup-intel-gpu.sh: its AUB mode emulates Arc GPUs), Debian's chromium for the
+# report's browser test, and Slurm with munge for the one-node cluster the Slurm test starts
 # (scripts/slurm/local-cluster.sh). Idempotent; sudo only when not root.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -26,3 +27,4 @@ if ((${#missing[@]} > 0)); then
 fi
 
 "$here/setup-intel-opencl.sh" >&2
+"$here/setup-intel-gpu.sh" >&2

@@ -49,6 +49,7 @@
 
 pub mod child;
 mod engine;
+pub mod runtime_log;
 
 pub use engine::{
     blank_report, hang_margin, run, BufferCheck, BufferPair, EngineError, Observer, OnHang,

@@ -120,6 +120,42 @@ struct AxpyReport {
     devices: Vec<DeviceResult>,
     cross_device: Option<Result<CrossDevice, String>>,
     split: Option<SplitReport>,
+    /// Set when the platform cannot run kernels at all: nothing was run or measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unsupported: Option<Unsupported>,
+}
+
+/// Why dAxpy was not run.
+#[derive(Debug, Serialize)]
+struct Unsupported {
+    /// In a few words.
+    reason: String,
+    /// The facts behind it, each tagged with where it comes from.
+    evidence: Vec<String>,
+}
+
+/// NEO's emulated devices (AUB mode) record commands and execute none (NEO 22.43's also
+/// report a largest work-group of 0 and refuse every kernel): dAxpy is not tried.
+fn unsupported_on(platform: &str, devices: &[Device]) -> Option<Unsupported> {
+    let driver = devices
+        .first()
+        .and_then(|d| d.info().driver_version.value().cloned())
+        .unwrap_or_default();
+    let neo = clmulti_probe::neo::emulation_for_run(platform, &driver, &Default::default())?;
+    let mut evidence = vec![neo.statement()];
+    for d in devices {
+        let info = d.info();
+        if info.max_work_group_size.value() == Some(&0) {
+            evidence.push(format!(
+                "device {} reports CL_DEVICE_MAX_WORK_GROUP_SIZE = 0: no kernel can be enqueued [measured]",
+                info.selector
+            ));
+        }
+    }
+    Some(Unsupported {
+        reason: clmulti_probe::neo::KERNELS_CANNOT_RUN.to_owned(),
+        evidence,
+    })
 }
 
 /// Cases every device must pass: offsets, increments, n not a multiple of the
@@ -223,6 +259,29 @@ pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, 
 
 pub fn run(args: &Args) -> Result<(), Failure> {
     let (platform, devices) = devices_from_args(&args.devices, args.partition.as_ref())?;
+    if let Some(unsupported) = unsupported_on(&platform, &devices) {
+        let reason = unsupported.reason.clone();
+        let report = AxpyReport {
+            schema_version: AXPY_SCHEMA_VERSION,
+            platform,
+            devices: Vec::new(),
+            cross_device: None,
+            split: None,
+            unsupported: Some(unsupported),
+        };
+        match args.format {
+            Format::Json => format::print_json(&report)?,
+            Format::Text => {
+                let u = report.unsupported.as_ref().expect("set above");
+                println!("platform {}", report.platform);
+                println!("unsupported: {}; dAxpy not run", u.reason);
+                for e in &u.evidence {
+                    println!("  {e}");
+                }
+            }
+        }
+        return Err(Failure::Unsupported(reason));
+    }
     let kernels: &[KernelChoice] = match args.kernel {
         KernelArg::Seed => &[KernelChoice::Seed],
         KernelArg::Fast => &[KernelChoice::Fast],
@@ -255,6 +314,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             devices: Vec::new(),
             cross_device: None,
             split: Some(report),
+            unsupported: None,
         };
         return match args.format {
             Format::Json => format::print_json(&report),
@@ -280,6 +340,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         devices: results,
         cross_device,
         split: None,
+        unsupported: None,
     };
     match args.format {
         Format::Json => format::print_json(&report)?,

@@ -35,6 +35,9 @@ fn print_table(report: &DevicesReport) {
             "platform {}: {} | {} | {}",
             p.index, p.name, p.vendor, p.version
         );
+        if let Some(neo) = &p.neo_emulation {
+            println!("  {}", neo.statement());
+        }
         if let Some(err) = &p.devices_error {
             println!("  devices: <{err}>");
         }

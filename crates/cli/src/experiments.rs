@@ -70,7 +70,9 @@ impl Runner for ChildRunner {
         }
         note!("experiment: {}", scenario.name);
         let report = crate::run::run_child(&scenario, None).map_err(|f| match f {
-            crate::Failure::Tool(m) | crate::Failure::Input(m) => m,
+            crate::Failure::Tool(m) | crate::Failure::Input(m) | crate::Failure::Unsupported(m) => {
+                m
+            }
         })?;
         note!("experiment:   {}", report.headline());
         Ok(report)

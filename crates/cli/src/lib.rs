@@ -5,7 +5,9 @@
 //! definition (for completions and man pages), [`main`] the program.
 //!
 //! Exit codes: 0 done (a run that stopped on an OpenCL error is still a successful
-//! measurement), 1 the tool itself failed, 2 bad input.
+//! measurement), 1 the tool itself failed, 2 bad input, 3 unsupported: the platform
+//! cannot do what was asked (e.g. `clmulti axpy` on NEO's emulated devices, which run
+//! no kernel), said on stdout in the command's format.
 
 mod axpy;
 mod bench;
@@ -75,6 +77,8 @@ pub enum Failure {
     Tool(String),
     /// The input was wrong (scenario, arguments): exit 2.
     Input(String),
+    /// The platform cannot do what was asked, and the output said why: exit 3.
+    Unsupported(String),
 }
 
 /// Runs `clmulti` with the process's arguments.
@@ -110,6 +114,10 @@ pub fn main() -> ExitCode {
         Err(Failure::Input(msg)) => {
             eprintln!("error: {msg}");
             ExitCode::from(2)
+        }
+        Err(Failure::Unsupported(msg)) => {
+            eprintln!("unsupported: {msg}");
+            ExitCode::from(3)
         }
     }
 }

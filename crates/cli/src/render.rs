@@ -10,6 +10,17 @@ table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #bbb;paddin
 th{background:#eee}.verdict li{margin:.3em 0}.tag{font-family:monospace;color:#555}\
 li.measured .tag{color:#05a}li.inferred .tag{color:#a50}li.known .tag{color:#070}";
 
+/// NEO in AUB mode, when the run's platform is NEO and its environment (the scenario's
+/// `[env]` over this process's) put it in that mode.
+pub fn neo_emulation(r: &Report) -> Option<clmulti_probe::neo::NeoEmulation> {
+    let driver = r
+        .devices
+        .first()
+        .and_then(|d| d.driver_version.value().cloned())
+        .unwrap_or_default();
+    clmulti_probe::neo::emulation_for_run(&r.platform, &driver, &r.scenario.env)
+}
+
 /// The full text of one report; warnings already in `shown` are left out (each is
 /// said once per invocation), new ones are added to it.
 pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> String {
@@ -39,6 +50,9 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
                 .trim()
                 .to_owned(),
         );
+    }
+    if let Some(neo) = neo_emulation(r) {
+        line(&mut s, "runtime", neo.statement());
     }
     if !devices.is_empty() {
         line(&mut s, "devices", devices.join(", "));

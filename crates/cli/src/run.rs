@@ -113,7 +113,8 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                         reports.push(report);
                     }
                 }
-                Err(Failure::Tool(m)) => {
+                // A run's own unsupported outcome is in its report, not a Failure.
+                Err(Failure::Tool(m) | Failure::Unsupported(m)) => {
                     eprintln!("error: {}: {m}", scenario.name);
                     tool_failure = Some(m);
                 }

@@ -1,7 +1,7 @@
 //! # clmulti-probe: what the OpenCL runtimes and the host offer
 //!
 //! The bottom layer of clmulti, and the only crate that calls the raw OpenCL C API
-//! (through `cl-sys`). It answers four questions without allocating any buffer:
+//! (through `cl-sys`). It answers five questions without allocating any buffer:
 //!
 //! - **Which platforms and devices exist**, with the facts that bound allocation
 //!   (global memory, max allocation size, host-unified memory, extensions, PCI bus
@@ -16,6 +16,8 @@
 //! - **How much of them this process uses**: RSS, virtual size, open fds, dma-buf
 //!   fds, mappings, the DRM memory the kernel accounts to its GPU clients (outside
 //!   RSS), and the system's available memory: [`UsageReader`].
+//! - **Whether a platform is Intel's GPU runtime NEO running emulated devices** (AUB
+//!   mode, no GPU), and what NEO's own allocation log says: [`neo`].
 //!
 //! Every OpenCL status is shown by name and number through [`ClCode`]:
 //! `CL_OUT_OF_HOST_MEMORY (-6)`.
@@ -51,6 +53,7 @@ mod device;
 pub mod drm;
 mod error_names;
 mod host;
+pub mod neo;
 #[cfg(feature = "nvml")]
 mod nvml;
 mod platform;

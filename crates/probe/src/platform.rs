@@ -46,6 +46,11 @@ pub struct PlatformInfo {
     pub devices: Vec<DeviceInfo>,
     /// Set when listing the devices failed.
     pub devices_error: Option<String>,
+    /// Set when the platform is Intel's GPU runtime NEO running emulated devices in AUB
+    /// mode (this process's environment holds its debug keys): what it is and what it
+    /// does not exercise ([`crate::neo`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub neo_emulation: Option<crate::neo::NeoEmulation>,
 }
 
 impl PlatformInfo {
@@ -67,11 +72,19 @@ pub struct DevicesReport {
 }
 
 impl DevicesReport {
-    /// Reads the host limits and describes `platforms`.
+    /// Reads the host limits and describes `platforms`, recognising NEO's emulated
+    /// devices from this process's environment.
     pub fn new(platforms: &[Platform]) -> Self {
         DevicesReport {
             schema_version: DEVICES_SCHEMA_VERSION,
-            platforms: platforms.iter().map(Platform::info).collect(),
+            platforms: platforms
+                .iter()
+                .map(|p| {
+                    let mut info = p.info();
+                    info.neo_emulation = p.neo_emulation(|k| std::env::var(k).ok());
+                    info
+                })
+                .collect(),
             host: HostLimits::read(),
         }
     }
@@ -88,7 +101,22 @@ impl Platform {
             profile: self.profile.clone(),
             devices: self.devices.iter().map(|d| d.info().clone()).collect(),
             devices_error: self.devices_error.clone(),
+            neo_emulation: None,
         }
+    }
+
+    /// [`crate::neo::emulation`] for this platform: NEO in AUB mode under `env`, with
+    /// its first device's driver version and its device count.
+    pub fn neo_emulation(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Option<crate::neo::NeoEmulation> {
+        let driver = self
+            .devices
+            .first()
+            .and_then(|d| d.info().driver_version.value().cloned())
+            .unwrap_or_else(|| "?".into());
+        crate::neo::emulation(self.display_name(), &driver, self.devices.len(), env)
     }
 
     /// Whether `needle` (case-insensitive) occurs in the platform's name or vendor.

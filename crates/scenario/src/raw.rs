@@ -54,7 +54,8 @@ pub struct RawScenario {
     pub allocation: RawAllocation,
     /// Environment variables set before the OpenCL runtime loads. OPENCL_LAYERS,
     /// OCL_ICD_VENDORS and OCL_ICD_FILENAMES are paths, relative to this file;
-    /// "{clmulti-layer}" names clmulti's emulation layer.
+    /// "{clmulti-layer}" names clmulti's emulation layer; "{devices.count}" in any
+    /// value is the run's device count (e.g. CreateMultipleRootDevices for NEO).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Resource limits (soft) for the process that runs the scenario.

@@ -322,6 +322,13 @@ const CASES: &[(&str, &str, usize, &str, &str)] = &[
         "scripts/setup-intel-opencl.sh",
     ),
     (
+        "Intel's GPU runtime not set up yet",
+        "[env]\nOCL_ICD_VENDORS = \"/nowhere/.intel-gpu/vendors\"\n",
+        2,
+        "env.OCL_ICD_VENDORS",
+        "scripts/setup-intel-gpu.sh",
+    ),
+    (
         "an absurd time guard",
         "[guards]\nmax_seconds = 1e300\n",
         2,
@@ -547,6 +554,42 @@ fn relative_paths_in_env_start_at_the_scenario_file() {
         dir.join("icd/x.icd").display().to_string()
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_env_value_can_follow_the_device_count_of_each_run() {
+    // NEO emulates as many devices as CreateMultipleRootDevices says: a grid over
+    // devices.count must change it with the count, not multiply the runs.
+    let file = ScenarioFile::parse(
+        "[devices]\ncount = 1\n[env]\nCreateMultipleRootDevices = \"{devices.count}\"\n\
+         [grid]\n\"devices.count\" = [1, 2, 8]\n\"context.mode\" = [\"shared\", \"per-device\"]\n",
+        "neo.toml",
+    )
+    .unwrap();
+    assert_eq!(file.len(), 6);
+    let roots: Vec<(usize, String)> = file
+        .runs()
+        .map(|r| {
+            let r = r.unwrap();
+            (
+                r.devices.set.len(),
+                r.env["CreateMultipleRootDevices"].clone(),
+            )
+        })
+        .collect();
+    for (count, env) in &roots {
+        assert_eq!(env, &count.to_string());
+    }
+    assert_eq!(
+        roots.iter().map(|(c, _)| *c).collect::<Vec<_>>(),
+        [1, 2, 8, 1, 2, 8]
+    );
+    let indices = load_str(
+        "[devices]\nindices = [0, 3]\n[env]\nN = \"x{devices.count}x\"\n",
+        "indices.toml",
+    )
+    .unwrap();
+    assert_eq!(indices[0].env["N"], "x2x");
 }
 
 #[test]

@@ -60,7 +60,12 @@ pub fn header_lines(view: &View<'_>) -> Vec<String> {
         .filter(|t| *t > 0)
         .min();
     let last = view.runs.iter().map(|r| r.finished_at).max();
-    vec![
+    let neo: Vec<clmulti_probe::neo::NeoEmulation> = view
+        .runs
+        .iter()
+        .filter_map(|r| r.neo_emulation.clone())
+        .collect();
+    let mut lines = vec![
         format!("**Machine:** {}", set(&|r| vec![r.row.host.clone()])),
         format!("**OS:** {}", set(&|r| vec![r.os.clone()])),
         format!(
@@ -79,7 +84,19 @@ pub fn header_lines(view: &View<'_>) -> Vec<String> {
                 _ => "dates not recorded".into(),
             }
         ),
-    ]
+    ];
+    let runtimes = clmulti_probe::neo::combined_labels(&neo);
+    if !runtimes.is_empty() {
+        lines.insert(
+            3,
+            format!(
+                "**Runtime:** {} {}",
+                runtimes.join("; "),
+                clmulti_probe::neo::EVIDENCE
+            ),
+        );
+    }
+    lines
 }
 
 fn markdown_bold_to_html(line: &str) -> String {

@@ -53,6 +53,8 @@ pub struct RunView {
     pub platform: String,
     pub device_names: Vec<String>,
     pub drivers: Vec<String>,
+    /// NEO running emulated devices (AUB mode), when the run's platform and `[env]` say so.
+    pub neo_emulation: Option<clmulti_probe::neo::NeoEmulation>,
     pub tool: String,
     pub os: String,
     pub finished_at: u64,
@@ -169,6 +171,11 @@ impl RunView {
             platform: format!("{} {}", r.platform, r.platform_version)
                 .trim()
                 .to_owned(),
+            neo_emulation: clmulti_probe::neo::emulation_for_run(
+                &r.platform,
+                drivers.first().map_or("", String::as_str),
+                &r.scenario.env,
+            ),
             device_names: names,
             drivers,
             tool: record.tool.clone(),

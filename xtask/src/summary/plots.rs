@@ -538,9 +538,12 @@ fn panel(
 }
 
 /// Per-buffer cost against device count, one line per context mode and strategy:
-/// for groups whose runs differ in device count. `None` when no group does.
+/// for groups whose runs differ in device count. `None` when no group does. Runs of
+/// one line at one count (two files sharing a case) are averaged; shared contexts are
+/// solid, per-device dashed; each strategy has its marker, and a line that another
+/// one hides (within 3% at every count) says so in the legend.
 pub fn scaling(runs: &[&RunView]) -> Result<Option<String>, String> {
-    let mut lines: BTreeMap<String, Vec<(usize, f64)>> = BTreeMap::new();
+    let mut sums: BTreeMap<(String, String), BTreeMap<usize, (f64, usize)>> = BTreeMap::new();
     for run in runs {
         if run.row.device_count == 0 {
             continue;
@@ -548,23 +551,50 @@ pub fn scaling(runs: &[&RunView]) -> Result<Option<String>, String> {
         let Some(rss) = run.cost(&Resource::HostRss) else {
             continue;
         };
-        lines
-            .entry(format!("{} {}", run.row.context_mode, run.row.strategy))
+        let at = sums
+            .entry((run.row.context_mode.clone(), run.row.strategy.clone()))
             .or_default()
-            .push((run.row.device_count, rss));
+            .entry(run.row.device_count)
+            .or_insert((0.0, 0));
+        at.0 += rss;
+        at.1 += 1;
     }
-    let counts: std::collections::BTreeSet<usize> = lines.values().flatten().map(|p| p.0).collect();
+    // ((context mode, strategy), [(device count, mean RSS per buffer)])
+    type Line = ((String, String), Vec<(usize, f64)>);
+    let lines: Vec<Line> = sums
+        .into_iter()
+        .map(|(key, at)| {
+            let points = at
+                .into_iter()
+                .map(|(n, (sum, runs))| (n, sum / runs as f64))
+                .collect();
+            (key, points)
+        })
+        .collect();
+    let counts: std::collections::BTreeSet<usize> = lines
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|p| p.0))
+        .collect();
     if counts.len() < 2 {
         return Ok(None);
     }
-    let max_n = *counts.iter().max().unwrap_or(&1) as f64;
-    let y_max = lines.values().flatten().map(|p| p.1).fold(1.0, f64::max);
+    let max_n = *counts.iter().max().unwrap_or(&1);
+    let y_max = lines
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|p| p.1))
+        .fold(1.0, f64::max);
     let (div, unit) = scale(Unit::Bytes, y_max);
+    let same = |a: &[(usize, f64)], b: &[(usize, f64)]| {
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(p, q)| p.0 == q.0 && (p.1 - q.1).abs() <= 0.03 * p.1.abs().max(q.1.abs()))
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (1100, 520)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        let (plot_area, legend) = root.split_horizontally(820);
+        let (plot_area, legend) = root.split_horizontally(780);
         let mut chart = ChartBuilder::on(&plot_area)
             .caption(
                 format!("host RSS per buffer ({unit}) against device count"),
@@ -573,26 +603,66 @@ pub fn scaling(runs: &[&RunView]) -> Result<Option<String>, String> {
             .margin(12)
             .x_label_area_size(34)
             .y_label_area_size(60)
-            .build_cartesian_2d(0.5f64..max_n + 0.5, 0f64..y_max / div * 1.15)
+            .build_cartesian_2d(0.5f64..max_n as f64 + 0.5, 0f64..y_max / div * 1.15)
             .map_err(plot_err)?;
+        // A tick at every whole count, labelled only where a run is.
+        let labelled = counts.clone();
         chart
             .configure_mesh()
             .x_desc("devices")
-            .x_labels(counts.len())
-            .x_label_formatter(&|x| format!("{}", x.round() as u64))
+            .x_labels(max_n)
+            .x_label_formatter(&|x| {
+                let n = x.round();
+                if (x - n).abs() < 1e-6 && labelled.contains(&(n as usize)) {
+                    format!("{n}")
+                } else {
+                    String::new()
+                }
+            })
             .y_label_formatter(&|y| format!("{y:.2}"))
             .draw()
             .map_err(plot_err)?;
-        for (i, (name, mut points)) in lines.into_iter().enumerate() {
-            points.sort_by_key(|p| p.0);
+        for (i, ((mode, strategy), points)) in lines.iter().enumerate() {
             let color = series_color(i);
             let pts: Vec<(f64, f64)> = points.iter().map(|&(n, v)| (n as f64, v / div)).collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+            if mode == "per-device" {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        pts.clone(),
+                        8,
+                        5,
+                        color.stroke_width(2),
+                    ))
+                    .map_err(plot_err)?;
+            } else {
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                    .map_err(plot_err)?;
+            }
+            // Crosses drawn over filled markers: a line hidden by another still shows.
+            for &p in &pts {
+                match strategy.as_str() {
+                    "fill" => chart
+                        .draw_series([TriangleMarker::new(p, 7, color.filled())])
+                        .map(|_| ()),
+                    "migrate" => chart
+                        .draw_series([Cross::new(p, 6, color.stroke_width(2))])
+                        .map(|_| ()),
+                    _ => chart
+                        .draw_series([Circle::new(p, 6, color.filled())])
+                        .map(|_| ()),
+                }
                 .map_err(plot_err)?;
-            chart
-                .draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))
-                .map_err(plot_err)?;
+            }
+            let hidden_by: Vec<String> = lines[..i]
+                .iter()
+                .filter(|(_, other)| same(points, other))
+                .map(|((m, s), _)| format!("{m} {s}"))
+                .collect();
+            let mut name = format!("{mode} {strategy}");
+            if !hidden_by.is_empty() {
+                name.push_str(&format!(" (= {})", hidden_by.join(", ")));
+            }
             let y = 30 + 20 * i as i32;
             legend
                 .draw(&Rectangle::new([(8, y - 5), (24, y + 5)], color.filled()))
@@ -605,6 +675,20 @@ pub fn scaling(runs: &[&RunView]) -> Result<Option<String>, String> {
                 ))
                 .map_err(plot_err)?;
         }
+        legend
+            .draw(&Text::new(
+                "solid: shared context; dashed: one per device",
+                (8, 30 + 20 * lines.len() as i32 + 10),
+                ("sans-serif", 12).into_font(),
+            ))
+            .map_err(plot_err)?;
+        legend
+            .draw(&Text::new(
+                "marker: \u{25b2} fill, x migrate, o create and others",
+                (8, 30 + 20 * lines.len() as i32 + 28),
+                ("sans-serif", 12).into_font(),
+            ))
+            .map_err(plot_err)?;
         root.present().map_err(plot_err)?;
     }
     Ok(Some(svg))

@@ -161,3 +161,35 @@ pub fn clmulti_intel() -> Command {
         .env_remove("POCL_DEVICES");
     cmd
 }
+
+/// The folder of ICD files that selects Intel's GPU runtime NEO, written by
+/// `scripts/setup-intel-gpu.sh` (the README's test setup runs it).
+pub fn neo_vendors() -> PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.intel-gpu/vendors");
+    assert!(
+        dir.join("intel-neo.icd").exists(),
+        "Intel's GPU runtime NEO is not set up: run scripts/setup-intel-gpu.sh"
+    );
+    dir.canonicalize().unwrap()
+}
+
+/// NEO's AUB mode with `devices` emulated Arc (DG2) devices, as `[env]` lines and as
+/// variables: what `.intel-gpu/env.sh` sets.
+pub fn neo_aub_env(devices: usize) -> Vec<(&'static str, String)> {
+    vec![
+        ("NEOReadDebugKeys", "1".into()),
+        ("SetCommandStreamReceiver", "1".into()),
+        ("ProductFamilyOverride", "dg2".into()),
+        ("CreateMultipleRootDevices", devices.to_string()),
+        ("AUBDumpCaptureFileName", "/dev/null".into()),
+    ]
+}
+
+/// `clmulti` on NEO only, in AUB mode with `devices` emulated devices.
+pub fn clmulti_neo(devices: usize) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.env("OCL_ICD_VENDORS", neo_vendors())
+        .env_remove("POCL_DEVICES")
+        .envs(neo_aub_env(devices));
+    cmd
+}

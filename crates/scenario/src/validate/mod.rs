@@ -84,6 +84,10 @@ pub const LAYER_FILE_NAME: &str = "libclmulti_layer.so";
 /// In a path-valued `[env]` entry: the emulation layer built beside the running
 /// clmulti binary (`target/debug` or `target/release`).
 pub const LAYER_TOKEN: &str = "{clmulti-layer}";
+/// In any `[env]` value: the number of devices the run selects (`devices.count`, or how
+/// many `devices.indices` name), so that a grid over `devices.count` can tell a runtime
+/// how many devices to emulate (NEO's `CreateMultipleRootDevices = "{devices.count}"`).
+pub const DEVICE_COUNT_TOKEN: &str = "{devices.count}";
 
 /// What validation needs to know beyond the file: where relative paths start, and the
 /// hard limits of the machine that will run it (`None`: not checked).
@@ -162,7 +166,7 @@ pub(crate) fn validate(
         ));
     }
 
-    let env = process::env(raw.env, context)?;
+    let env = process::env(raw.env, devices.set.len(), context)?;
     let limits = process::limits(&raw.limits, context)?;
 
     let guards = allocation::guards(&raw.guards)?;

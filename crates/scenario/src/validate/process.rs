@@ -2,7 +2,10 @@
 //! and its `[limits]` (against this machine's hard limits).
 
 use super::{positive, problem, size, Context, Problem};
-use super::{LAYER_FILE_NAME, LAYER_TOKEN, MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS, PATH_ENV_KEYS};
+use super::{
+    DEVICE_COUNT_TOKEN, LAYER_FILE_NAME, LAYER_TOKEN, MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS,
+    PATH_ENV_KEYS,
+};
 use crate::model::{Limits, Rlimit};
 use crate::raw::RawLimits;
 use std::collections::BTreeMap;
@@ -52,6 +55,7 @@ pub(super) fn limits(raw: &RawLimits, context: &Context) -> Result<Limits, Probl
 
 pub(super) fn env(
     raw: BTreeMap<String, String>,
+    device_count: usize,
     context: &Context,
 ) -> Result<BTreeMap<String, String>, Problem> {
     if raw.len() > MAX_ENV_VARS {
@@ -78,6 +82,7 @@ pub(super) fn env(
                 "an environment variable value cannot contain NUL",
             ));
         }
+        let value = value.replace(DEVICE_COUNT_TOKEN, &device_count.to_string());
         if key.len() + 1 + value.len() > MAX_ENV_ENTRY_BYTES {
             return Err(problem(
                 &at,
@@ -145,6 +150,9 @@ fn resolve_paths(key: &str, value: &str, context: &Context) -> Result<String, Pr
                 )
             } else if path.to_string_lossy().contains(".intel-opencl") {
                 "; install Intel's CPU runtime there with scripts/setup-intel-opencl.sh".into()
+            } else if path.to_string_lossy().contains(".intel-gpu") {
+                "; install Intel's GPU runtime NEO and its vendors folder with scripts/setup-intel-gpu.sh"
+                    .into()
             } else {
                 String::new()
             };
