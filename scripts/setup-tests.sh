@@ -3,14 +3,15 @@
 # loader and PoCL (setup-opencl.sh), Mesa's rusticl (broken profiling events) and
 # oclgrind (hangs through the loader), Intel's OpenCL CPU runtime into .intel-opencl/
 # (setup-intel-opencl.sh), Debian's chromium for the report's browser test, and
-# Slurm with munge for the one-node cluster the Slurm test starts
-# (scripts/slurm/local-cluster.sh). Idempotent; sudo only when not root.
+# for the three-node cluster the Slurm tests start (scripts/slurm/local-cluster.sh):
+# Slurm with munge, iproute2 (network namespaces, veths, a bridge), util-linux (unshare,
+# nsenter) and procps (pgrep). Idempotent; sudo only when not root.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 "$here/setup-opencl.sh"
 
-packages=(mesa-opencl-icd oclgrind chromium fonts-dejavu-core slurmd slurmctld slurm-client munge python3-pip)
+packages=(mesa-opencl-icd oclgrind chromium fonts-dejavu-core slurmd slurmctld slurm-client munge iproute2 util-linux procps python3-pip)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
