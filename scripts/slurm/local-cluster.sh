@@ -303,44 +303,54 @@ start_node() {
     die "$name did not start (nsenter/unshare: the kernel needs network, UTS, pid and mount namespaces; a container CAP_SYS_ADMIN)"
 }
 
-# A node dies at once: SIGKILL to every process in it (slurmd, job steps, jobs; the
-# pid namespace's init first, so none can outlive it). Its address stays, refusing
+# Nodes die at once: SIGKILL to every process in them (slurmd, job steps, jobs; the
+# pid namespace's init first, so none can outlive it), all nodes before waiting for
+# any (a pid namespace takes a second or two to go). Their addresses stay, refusing
 # connections, so Slurm notices within SlurmdTimeout (a silent address makes every
 # ping wait MessageTimeout first).
-kill_node() {
-    local name=$1 ns pid init
-    ns=$(node_netns "$name")
-    if pid=$(live_pid "$(node_pidfile "$name")" unshare); then
-        init=$(pgrep -P "$pid" || true)
-        # shellcheck disable=SC2086
-        kill -9 $init "$pid" 2>/dev/null || true
-        wait_gone "$pid" 10 || die "$name: unshare ($pid) still there 10 s after SIGKILL"
-    fi
-    rm -f "$(node_pidfile "$name")"
-    # Whatever else runs in its network (a node started by an older run).
-    if [ -e "/run/netns/$ns" ]; then
+kill_nodes() {
+    local name pid ns pids=()
+    for name in "$@"; do
+        if pid=$(live_pid "$(node_pidfile "$name")" unshare); then
+            # shellcheck disable=SC2046
+            kill -9 $(pgrep -P "$pid") "$pid" 2>/dev/null || true
+            pids+=("$pid")
+        fi
+        rm -f "$(node_pidfile "$name")"
+    done
+    for pid in "${pids[@]}"; do
+        wait_gone "$pid" 10 || die "unshare ($pid) of a node still there 10 s after SIGKILL"
+    done
+    # Whatever else runs in their networks (a node started by an older run).
+    for name in "$@"; do
+        ns=$(node_netns "$name")
+        [ -e "/run/netns/$ns" ] || continue
         for pid in $(ip netns pids "$ns" 2>/dev/null); do
             kill -9 "$pid" 2>/dev/null || true
         done
-    fi
+    done
 }
 
 # Every node, the network and the namespaces this script creates, by their names.
 remove_nodes() {
-    local ns link pidfile name
+    local ns link pidfile names=()
     for pidfile in "$DIR"/run/"$NODE_PREFIX"*.pid; do
-        [ -e "$pidfile" ] || continue
-        name=$(basename "$pidfile" .pid)
-        log "stopping $name"
-        kill_node "$name"
+        [ -e "$pidfile" ] && names+=("$(basename "$pidfile" .pid)")
     done
     for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${NETNS_PREFIX}[0-9]+\$" || true); do
-        kill_node "$NODE_PREFIX${ns#"$NETNS_PREFIX"}"
+        [ -e "$DIR/run/$NODE_PREFIX${ns#"$NETNS_PREFIX"}.pid" ] || names+=("$NODE_PREFIX${ns#"$NETNS_PREFIX"}")
+    done
+    if ((${#names[@]})); then
+        log "stopping ${names[*]}"
+        kill_nodes "${names[@]}"
+    fi
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${NETNS_PREFIX}[0-9]+\$" || true); do
         ip netns del "$ns"
     done
     for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^(${VETH_PREFIX}[0-9]+|$BRIDGE)\$" || true); do
         ip link del "$link" 2>/dev/null || true
     done
+    rm -f "$DIR"/run/"$NODE_PREFIX"*.pid
 }
 
 descendants() {
@@ -427,7 +437,7 @@ cmd_start() {
     fi
     for name in $(conf_nodes); do
         live_pid "$(node_pidfile "$name")" unshare >/dev/null && continue
-        kill_node "$name" # what a dead node left behind
+        kill_nodes "$name" # what a dead node left behind
         start_node_net "$name"
         start_node "$name"
     done
@@ -465,7 +475,7 @@ cmd_kill_node() {
     [ -n "$name" ] || die "kill-node NAME (one of: $(conf_nodes | tr '\n' ' '))"
     conf_nodes | grep -qxF "$name" || die "$name is no node of this cluster (nodes: $(conf_nodes | tr '\n' ' '))"
     need_root kill-node "$name"
-    kill_node "$name"
+    kill_nodes "$name"
     log "$name killed (every process in it)"
 }
 

@@ -16,6 +16,19 @@ use std::time::{Duration, Instant};
 /// One cluster, one test at a time: the nodes share this machine's two CPUs.
 static CLUSTER: Mutex<()> = Mutex::new(());
 
+/// Prints how long a test took, the cluster's start included, passed or not.
+struct Took(&'static str, Instant);
+
+impl Drop for Took {
+    fn drop(&mut self) {
+        eprintln!(
+            "slurm: {} took {:.1} s",
+            self.0,
+            self.1.elapsed().as_secs_f64()
+        );
+    }
+}
+
 /// Nodes of the test cluster: clm-node1 .. clm-node3, one CPU each.
 const NODES: usize = 3;
 
@@ -196,6 +209,12 @@ fn task_nodes(conf: &str, array: &str) -> BTreeMap<usize, Vec<(String, String)>>
     runs
 }
 
+/// Whole records in a folder's results.jsonl, read while its sweep may be writing one.
+fn records_written(folder: &Path) -> usize {
+    std::fs::read(folder.join("results.jsonl"))
+        .map_or(0, |bytes| bytes.iter().filter(|&&b| b == b'\n').count())
+}
+
 /// A shard folder's plan (`plan.json`).
 fn plan(shard: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(shard.join("plan.json")).unwrap()).unwrap()
@@ -290,6 +309,10 @@ count = 100
 #[test]
 fn shards_on_three_nodes_merge_into_what_a_local_sweep_gives() {
     let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _took = Took(
+        "shards_on_three_nodes_merge_into_what_a_local_sweep_gives",
+        Instant::now(),
+    );
     let conf = slurm_conf();
     let dir = temp_dir("slurm-nodes");
     let scenarios = dir.join("scenarios");
@@ -432,6 +455,10 @@ every = 5000
 #[test]
 fn a_shard_whose_node_dies_finishes_on_another_node() {
     let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _took = Took(
+        "a_shard_whose_node_dies_finishes_on_another_node",
+        Instant::now(),
+    );
     let conf = slurm_conf();
     let dir = temp_dir("slurm-node-dies");
     let scenario = dir.join("slow.toml");
@@ -456,7 +483,7 @@ fn a_shard_whose_node_dies_finishes_on_another_node() {
     let (task, shard) = loop {
         let running = (1..=3)
             .map(|k| (k, cluster_out.join(k.to_string())))
-            .find(|(_, shard)| results(shard).len() == 1);
+            .find(|(_, shard)| records_written(shard) == 1);
         if let Some(found) = running {
             break found;
         }
@@ -504,23 +531,30 @@ fn a_shard_whose_node_dies_finishes_on_another_node() {
     let out = local_cluster(&["kill-node", &dead]);
     assert!(out.status.success(), "{}", stderr(&out));
     let file = shard.join("results.jsonl");
-    let before = std::fs::read_to_string(&file).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    // A record is one write; a SIGKILL stops it between pages at most, so the kill
+    // itself seldom tears one, while a node dying mid-write on a network file system
+    // can leave part of one. Half a record, as either would leave it (unless the kill
+    // did): the restarted shard must cut it off, keep it aside, and lose or glue no
+    // record.
+    let whole_end = text.rfind('\n').map_or(0, |i| i + 1);
+    let (before, torn) = if whole_end < text.len() {
+        (text[..whole_end].to_owned(), text[whole_end..].to_owned())
+    } else {
+        let last = text.lines().last().unwrap();
+        let torn = last[..last.len() / 2].to_owned();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, torn.as_bytes()))
+            .unwrap();
+        (text.clone(), torn)
+    };
     let done_before = before.lines().count();
     assert!(
         (1..4).contains(&done_before),
         "killed mid-shard ({done_before} of 4 done)"
     );
-    // A record is one write, which a killed process does not tear; a node dying
-    // mid-write on a network file system can leave part of one. Half a record, as it
-    // would leave it: the restarted shard must cut it off, keep it aside, and lose or
-    // glue no record.
-    let last = before.lines().last().unwrap();
-    let torn = &last[..last.len() / 2];
-    std::fs::OpenOptions::new()
-        .append(true)
-        .open(&file)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, torn.as_bytes()))
-        .unwrap();
 
     // Slurm marks the node down (SlurmdTimeout) and requeues the shard.
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -633,6 +667,10 @@ fn a_shard_whose_node_dies_finishes_on_another_node() {
 #[test]
 fn a_cancelled_shard_requeued_resumes_without_rerunning() {
     let _one = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _took = Took(
+        "a_cancelled_shard_requeued_resumes_without_rerunning",
+        Instant::now(),
+    );
     let conf = slurm_conf();
     let dir = temp_dir("slurm-requeue");
     std::fs::write(dir.join("slow.toml"), SLOW).unwrap();
@@ -670,7 +708,7 @@ fn a_cancelled_shard_requeued_resumes_without_rerunning() {
     // Cancel it after two runs.
     let file = shards.join("1/results.jsonl");
     let deadline = Instant::now() + Duration::from_secs(120);
-    while results(&shards.join("1")).len() < 2 {
+    while records_written(&shards.join("1")) < 2 {
         let ended = job_states(&conf, &job)
             .iter()
             .any(|s| ENDED.contains(&s.as_str()));
