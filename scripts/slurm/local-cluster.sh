@@ -4,7 +4,7 @@
 #
 #   eval "$(scripts/slurm/local-cluster.sh start [--nodes N])"   # exports SLURM_CONF
 #   scripts/slurm/local-cluster.sh status
-#   scripts/slurm/local-cluster.sh kill-node NAME   # the node dies: every process in it at once
+#   scripts/slurm/local-cluster.sh kill-node NAME   # the node dies: every process in it, its network
 #   scripts/slurm/local-cluster.sh logs             # the daemons' logs (tails)
 #   scripts/slurm/local-cluster.sh stop
 #   scripts/slurm/local-cluster.sh env              # prints the export line
@@ -305,9 +305,8 @@ start_node() {
 
 # Nodes die at once: SIGKILL to every process in them (slurmd, job steps, jobs; the
 # pid namespace's init first, so none can outlive it), all nodes before waiting for
-# any (a pid namespace takes a second or two to go). Their addresses stay, refusing
-# connections, so Slurm notices within SlurmdTimeout (a silent address makes every
-# ping wait MessageTimeout first).
+# any (a pid namespace takes a second or two to go); then their cables are pulled, so
+# their addresses go silent as a dead host's do (start plugs them in again).
 kill_nodes() {
     local name pid ns pids=()
     for name in "$@"; do
@@ -321,8 +320,9 @@ kill_nodes() {
     for pid in "${pids[@]}"; do
         wait_gone "$pid" 10 || die "unshare ($pid) of a node still there 10 s after SIGKILL"
     done
-    # Whatever else runs in their networks (a node started by an older run).
     for name in "$@"; do
+        ip link set "$(node_veth "$name")" down 2>/dev/null || true
+        # Whatever else runs in its network (a node started by an older run).
         ns=$(node_netns "$name")
         [ -e "/run/netns/$ns" ] || continue
         for pid in $(ip netns pids "$ns" 2>/dev/null); do
@@ -476,7 +476,7 @@ cmd_kill_node() {
     conf_nodes | grep -qxF "$name" || die "$name is no node of this cluster (nodes: $(conf_nodes | tr '\n' ' '))"
     need_root kill-node "$name"
     kill_nodes "$name"
-    log "$name killed (every process in it)"
+    log "$name killed (every process in it, then its network)"
 }
 
 cmd_stop() {

@@ -16,12 +16,15 @@ use std::time::{Duration, Instant};
 /// One cluster, one test at a time: the nodes share this machine's two CPUs.
 static CLUSTER: Mutex<()> = Mutex::new(());
 
-/// Prints how long a test took, the cluster's start included, passed or not.
+/// Prints how long a test took, the cluster's start included, passed or not; straight
+/// to stderr, past the test harness's capture, so CI's log shows it.
 struct Took(&'static str, Instant);
 
 impl Drop for Took {
     fn drop(&mut self) {
-        eprintln!(
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
             "slurm: {} took {:.1} s",
             self.0,
             self.1.elapsed().as_secs_f64()
