@@ -545,7 +545,11 @@ fn a_shard_whose_node_dies_finishes_on_another_node() {
         (text[..whole_end].to_owned(), text[whole_end..].to_owned())
     } else {
         let last = text.lines().last().unwrap();
-        let torn = last[..last.len() / 2].to_owned();
+        let half = (0..=last.len() / 2)
+            .rev()
+            .find(|&i| last.is_char_boundary(i))
+            .unwrap();
+        let torn = last[..half].to_owned();
         std::fs::OpenOptions::new()
             .append(true)
             .open(&file)
