@@ -4,14 +4,15 @@
 # oclgrind (hangs through the loader), Intel's OpenCL CPU runtime into .intel-opencl/
 # (setup-intel-opencl.sh), Intel's GPU runtime NEO with a vendors folder in .intel-gpu/
 # (setup-intel-gpu.sh: its AUB mode emulates Arc GPUs), Debian's chromium for the
-# report's browser test, and Slurm with munge for the one-node cluster the Slurm test starts
-# (scripts/slurm/local-cluster.sh). Idempotent; sudo only when not root.
+# report's browser test, and for the three-node cluster the Slurm tests start
+# (scripts/slurm/local-cluster.sh): Slurm with munge, iproute2 (network namespaces,
+# veths, a bridge), util-linux (unshare, nsenter) and procps.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 "$here/setup-opencl.sh"
 
-packages=(mesa-opencl-icd oclgrind chromium fonts-dejavu-core slurmd slurmctld slurm-client munge python3-pip)
+packages=(mesa-opencl-icd oclgrind chromium fonts-dejavu-core slurmd slurmctld slurm-client munge iproute2 util-linux procps python3-pip)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

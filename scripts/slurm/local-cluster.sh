@@ -1,24 +1,44 @@
 #!/usr/bin/env bash
-# Throw-away one-node Slurm cluster (Debian 12 / slurm 22.05) for testing
-# clmulti's batch scripts in CI or locally.
+# Throw-away Slurm cluster of N nodes on one machine (Debian 12 / slurm 22.05) for
+# testing clmulti's batch scripts in CI or locally.
 #
-#   eval "$(scripts/slurm/local-cluster.sh start)"   # exports SLURM_CONF
+#   eval "$(scripts/slurm/local-cluster.sh start [--nodes N])"   # exports SLURM_CONF
 #   scripts/slurm/local-cluster.sh status
+#   scripts/slurm/local-cluster.sh kill-node NAME   # the node dies: every process in it, its network
+#   scripts/slurm/local-cluster.sh logs             # the daemons' logs (tails)
 #   scripts/slurm/local-cluster.sh stop
-#   scripts/slurm/local-cluster.sh env               # prints the export line
+#   scripts/slurm/local-cluster.sh env              # prints the export line
+#
+# Each node (clm-node1 .. clm-nodeN, N >= 1, default 1) is one slurmd in its own
+# namespaces: network (a named netns, clmulti-node<K>, joined by a veth pair to the
+# bridge clmulti-br), UTS (its host name), PID (its slurmd, job steps and jobs die
+# together when the node is killed) and mount (its own /proc); its spool, pid file and
+# log are its own (%n in slurm.conf). One slurmctld and munged run outside, on the
+# bridge's address; munge is shared (one key, one socket). The addresses are the
+# bridge's and the nodes' on CLMULTI_SLURM_NET (a /24 of the benchmarking range
+# 198.18.0.0/15 by default); start refuses when the machine already uses it. The file
+# system is shared by all nodes, as a cluster's shared file system would be. The
+# nodes split the machine's CPUs and memory between them.
+#
+# start is idempotent: it starts what is missing (a killed node comes back) and waits
+# until every node is idle; a different node count or setting restarts the cluster.
+# stop removes the namespaces, veths, bridge, daemons and state whatever state they
+# are in (logs stay in $CLMULTI_SLURM_DIR/log until the next start).
 #
 # Everything except the Debian packages and the system munge daemon lives in
 # $CLMULTI_SLURM_DIR (default /tmp/clmulti-slurm); /etc/slurm is not touched,
 # so callers must export SLURM_CONF (start prints the line on stdout, all
-# progress goes to stderr).
+# progress goes to stderr). One such cluster per machine (its names and ports are fixed).
 #
 # Daemons are started directly (no systemd), run as root, and use no cgroup
-# plugins, so this also works in containers (docker, gVisor).
+# plugins, so this also works in containers that allow namespaces.
 #
 # Tunables: CLMULTI_SLURM_DIR, CLMULTI_SLURM_TIMEOUT (seconds to wait for the
-# node to become idle, default 60), CLMULTI_SLURM_CTLD_PORT (6817),
+# nodes to become idle, default 60), CLMULTI_SLURM_CTLD_PORT (6817),
 # CLMULTI_SLURM_SLURMD_PORT (6818), CLMULTI_SLURM_CRED_EXPIRE (10 s; also the
-# delay before a requeued job may start again).
+# delay before a requeued job may start again), CLMULTI_SLURM_NET (198.18.24: the
+# bridge is .1, node K is .(10+K)), CLMULTI_SLURM_NODE_TIMEOUT (10 s: how long a
+# node may stay silent before Slurm marks it DOWN; 300 on a real cluster).
 set -euo pipefail
 
 DIR=${CLMULTI_SLURM_DIR:-/tmp/clmulti-slurm}
@@ -26,8 +46,16 @@ TIMEOUT=${CLMULTI_SLURM_TIMEOUT:-60}
 CTLD_PORT=${CLMULTI_SLURM_CTLD_PORT:-6817}
 SLURMD_PORT=${CLMULTI_SLURM_SLURMD_PORT:-6818}
 CRED_EXPIRE=${CLMULTI_SLURM_CRED_EXPIRE:-10}
+NET=${CLMULTI_SLURM_NET:-198.18.24}
+NODE_TIMEOUT=${CLMULTI_SLURM_NODE_TIMEOUT:-10}
 CONF=$DIR/etc/slurm.conf
 export SLURM_CONF=$CONF
+SELF=$(readlink -f "$0")
+BRIDGE=clmulti-br
+# Names this script creates, and the only ones stop removes.
+NODE_PREFIX=clm-node
+NETNS_PREFIX=clmulti-node
+VETH_PREFIX=clmulti-n
 
 log() { printf 'local-cluster: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -36,10 +64,10 @@ as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-# Only root can run slurmd/slurmctld as SlurmUser=root; re-exec once.
+# Only root can create namespaces and run slurmd/slurmctld as SlurmUser=root; re-exec once.
 need_root() {
     if [ "$(id -u)" -ne 0 ]; then
-        exec sudo --preserve-env=CLMULTI_SLURM_DIR,CLMULTI_SLURM_TIMEOUT,CLMULTI_SLURM_CTLD_PORT,CLMULTI_SLURM_SLURMD_PORT,CLMULTI_SLURM_CRED_EXPIRE "$0" "$@"
+        exec sudo --preserve-env=CLMULTI_SLURM_DIR,CLMULTI_SLURM_TIMEOUT,CLMULTI_SLURM_CTLD_PORT,CLMULTI_SLURM_SLURMD_PORT,CLMULTI_SLURM_CRED_EXPIRE,CLMULTI_SLURM_NET,CLMULTI_SLURM_NODE_TIMEOUT "$0" "$@"
     fi
 }
 
@@ -49,6 +77,8 @@ install_packages() {
     command -v slurmd >/dev/null 2>&1 || missing+=(slurmd)
     command -v sbatch >/dev/null 2>&1 || missing+=(slurm-client)
     command -v munged >/dev/null 2>&1 || missing+=(munge)
+    command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+    command -v pgrep >/dev/null 2>&1 || missing+=(procps)
     [ ${#missing[@]} -eq 0 ] && return 0
     log "installing ${missing[*]} (apt-get, log in $DIR/log/apt.log)"
     local t0=$SECONDS
@@ -74,6 +104,16 @@ live_pid() {
     [ -n "$pid" ] && [ -r "/proc/$pid/comm" ] || return 1
     [ "$(cat "/proc/$pid/comm")" = "$name" ] || return 1
     echo "$pid"
+}
+
+# Waits until a process is gone; true if it went within the seconds given.
+wait_gone() {
+    local pid=$1 seconds=$2 i
+    for ((i = 0; i < seconds * 10; i++)); do
+        [ -d "/proc/$pid" ] || return 0
+        sleep 0.1
+    done
+    return 1
 }
 
 munge_works() { munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; }
@@ -111,22 +151,33 @@ start_munge() {
     die "munged did not come up"
 }
 
+# The nodes of the configuration in use, one name a line.
+conf_nodes() {
+    [ -f "$CONF" ] || return 0
+    sed -n "s/^NodeName=\(${NODE_PREFIX}[0-9]*\) .*/\1/p" "$CONF"
+}
+
+node_number() { echo "${1#"$NODE_PREFIX"}"; }
+node_addr() { echo "$NET.$((10 + $(node_number "$1")))"; }
+node_netns() { echo "$NETNS_PREFIX$(node_number "$1")"; }
+node_veth() { echo "$VETH_PREFIX$(node_number "$1")"; }
+node_pidfile() { echo "$DIR/run/$1.pid"; }
+
 write_conf() {
-    local host hw tmp
+    local nodes=$1 host cpus mem tmp k
     host=$(hostname -s)
-    # slurmd -C reports what slurmd itself will detect; using exactly that
-    # avoids the node being drained for "Low RealMemory"/CPU mismatch.
-    # The first line is "NodeName=... CPUs=... RealMemory=..."; drop NodeName.
-    hw=$(slurmd -C 2>/dev/null | head -n 1 | sed -e 's/^NodeName=[^ ]* *//')
-    if ! grep -q 'CPUs=' <<<"$hw"; then
-        hw="CPUs=$(nproc) RealMemory=$(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo)"
-    fi
+    # The nodes share this machine: each gets its share of the CPUs and memory (at
+    # least one CPU), never more than slurmd detects, so no node is drained for
+    # "Low RealMemory" or a CPU mismatch.
+    cpus=$(($(nproc) / nodes))
+    ((cpus >= 1)) || cpus=1
+    mem=$(($(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) * 9 / 10 / nodes))
     tmp=$(mktemp "$DIR/etc/slurm.conf.XXXXXX")
     cat >"$tmp" <<EOF
 # Generated by clmulti scripts/slurm/local-cluster.sh; overwritten on start.
 ClusterName=clmulti
-# Literal address: the host name need not resolve (containers, CI runners).
-SlurmctldHost=$host(127.0.0.1)
+# Literal addresses: host names need not resolve (containers, CI runners).
+SlurmctldHost=$host($NET.1)
 SlurmctldPort=$CTLD_PORT
 SlurmdPort=$SLURMD_PORT
 SlurmUser=root
@@ -138,11 +189,12 @@ AuthInfo=cred_expire=$CRED_EXPIRE
 # Default /bin/mail is not installed; avoids an error in the log.
 MailProg=/bin/true
 StateSaveLocation=$DIR/state
-SlurmdSpoolDir=$DIR/spool
+# %n: each node's own.
+SlurmdSpoolDir=$DIR/spool/%n
 SlurmctldPidFile=$DIR/run/slurmctld.pid
-SlurmdPidFile=$DIR/run/slurmd.pid
+SlurmdPidFile=$DIR/spool/%n/slurmd.pid
 SlurmctldLogFile=$DIR/log/slurmctld.log
-SlurmdLogFile=$DIR/log/slurmd.log
+SlurmdLogFile=$DIR/log/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 # No cgroup plugins: containers usually cannot delegate cgroups, and with
@@ -151,26 +203,32 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
+# Every job's end (and requeue) with its nodes, for sacct --completion: accounting
+# without slurmdbd and a database.
+JobCompType=jobcomp/filetxt
+JobCompLoc=$DIR/log/jobcomp.txt
 MpiDefault=none
 # Rlimits of the submitting shell may not be settable inside containers.
 PropagateResourceLimits=NONE
 ReturnToService=2
 JobRequeue=1
-# Per-CPU allocation, memory not consumable: several 1-CPU jobs share the
+# Per-CPU allocation, memory not consumable: several 1-CPU jobs share a
 # node and a --mem request never makes a job wait.
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/backfill
 # Quick turnaround for tests.
 SchedulerParameters=sched_interval=2
-SlurmdTimeout=60
+# A node silent this long is marked DOWN and its jobs requeued (tests kill one).
+SlurmdTimeout=$NODE_TIMEOUT
 InactiveLimit=0
 KillWait=5
 MinJobAge=300
-NodeName=$host NodeAddr=127.0.0.1 $hw State=UNKNOWN
-PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
+    for ((k = 1; k <= nodes; k++)); do
+        echo "NodeName=$NODE_PREFIX$k NodeAddr=$NET.$((10 + k)) CPUs=$cpus RealMemory=$mem State=UNKNOWN" >>"$tmp"
+    done
+    echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO" >>"$tmp"
     if cmp -s "$tmp" "$CONF"; then
         rm -f "$tmp"
         return 1
@@ -178,6 +236,121 @@ EOF
     mv "$tmp" "$CONF"
     chmod 0644 "$CONF"
     return 0
+}
+
+# The bridge on the host side, with the controller's address.
+start_bridge() {
+    if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
+        # Addresses already in use on this machine are not ours to take.
+        if [ -n "$(ip -o -4 addr show to "$NET.0/24")" ]; then
+            die "$NET.0/24 is in use on this machine ($(ip -o -4 addr show to "$NET.0/24" | awk '{print $2, $4}' | tr '\n' ' ')); set CLMULTI_SLURM_NET to a free /24 prefix"
+        fi
+        ip link add "$BRIDGE" type bridge ||
+            die "cannot create the bridge $BRIDGE (the kernel needs bridge support, a container CAP_NET_ADMIN)"
+        ip addr add "$NET.1/24" dev "$BRIDGE"
+    fi
+    ip link set "$BRIDGE" up
+}
+
+# A node's network: its netns and a veth pair to the bridge (again after kill-node).
+start_node_net() {
+    local name=$1 ns veth
+    ns=$(node_netns "$name")
+    veth=$(node_veth "$name")
+    [ -e "/run/netns/$ns" ] || ip netns add "$ns" ||
+        die "cannot create the network namespace $ns (a container needs CAP_SYS_ADMIN)"
+    if ! ip link show "$veth" >/dev/null 2>&1; then
+        ip link add "$veth" type veth peer name eth0 netns "$ns" ||
+            die "cannot create the veth pair $veth (the kernel needs veth support)"
+        ip -n "$ns" addr add "$(node_addr "$name")/24" dev eth0
+    fi
+    ip link set "$veth" master "$BRIDGE" up
+    ip -n "$ns" link set lo up
+    ip -n "$ns" link set eth0 up
+}
+
+# The node's pid 1 (inside its namespaces): its host name, then slurmd in the
+# foreground; this shell reaps the job steps slurmd leaves to it, and when slurmd
+# ends the node ends, with every process in it.
+cmd_node_init() {
+    local name=$1
+    hostname "$name"
+    slurmd -D -N "$name" &
+    wait "$!"
+}
+
+start_node() {
+    local name=$1 ns pid
+    ns=$(node_netns "$name")
+    mkdir -p "$DIR/spool/$name"
+    log "starting $name ($(node_addr "$name"))"
+    # nsenter and unshare exec in place: the pid is unshare's, whose child is the
+    # node's pid 1; --kill-child takes the node down if unshare dies. (Not `ip netns
+    # exec`: it mounts a fresh /sys without /sys/fs/cgroup, which slurmd reads.)
+    setsid nsenter --net="/run/netns/$ns" unshare --uts --mount --pid --fork --mount-proc \
+        --kill-child=SIGKILL -- "$SELF" node-init "$name" \
+        </dev/null >>"$DIR/log/$name.console" 2>&1 &
+    pid=$!
+    echo "$pid" >"$(node_pidfile "$name")"
+    # Until it is unshare (after two execs), the node would look dead.
+    local i
+    for ((i = 0; i < 50; i++)); do
+        live_pid "$(node_pidfile "$name")" unshare >/dev/null && return 0
+        [ -d "/proc/$pid" ] || break
+        sleep 0.1
+    done
+    cat "$DIR/log/$name.console" >&2 || true
+    die "$name did not start (nsenter/unshare: the kernel needs network, UTS, pid and mount namespaces; a container CAP_SYS_ADMIN)"
+}
+
+# Nodes die at once: SIGKILL to every process in them (slurmd, job steps, jobs; the
+# pid namespace's init first, so none can outlive it), all nodes before waiting for
+# any (a pid namespace takes a second or two to go); then their cables are pulled, so
+# their addresses go silent as a dead host's do (start plugs them in again).
+kill_nodes() {
+    local name pid ns pids=()
+    for name in "$@"; do
+        if pid=$(live_pid "$(node_pidfile "$name")" unshare); then
+            # shellcheck disable=SC2046
+            kill -9 $(pgrep -P "$pid") "$pid" 2>/dev/null || true
+            pids+=("$pid")
+        fi
+        rm -f "$(node_pidfile "$name")"
+    done
+    for pid in "${pids[@]}"; do
+        wait_gone "$pid" 10 || die "unshare ($pid) of a node still there 10 s after SIGKILL"
+    done
+    for name in "$@"; do
+        ip link set "$(node_veth "$name")" down 2>/dev/null || true
+        # Whatever else runs in its network (a node started by an older run).
+        ns=$(node_netns "$name")
+        [ -e "/run/netns/$ns" ] || continue
+        for pid in $(ip netns pids "$ns" 2>/dev/null); do
+            kill -9 "$pid" 2>/dev/null || true
+        done
+    done
+}
+
+# Every node, the network and the namespaces this script creates, by their names.
+remove_nodes() {
+    local ns link pidfile names=()
+    for pidfile in "$DIR"/run/"$NODE_PREFIX"*.pid; do
+        [ -e "$pidfile" ] && names+=("$(basename "$pidfile" .pid)")
+    done
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${NETNS_PREFIX}[0-9]+\$" || true); do
+        [ -e "$DIR/run/$NODE_PREFIX${ns#"$NETNS_PREFIX"}.pid" ] || names+=("$NODE_PREFIX${ns#"$NETNS_PREFIX"}")
+    done
+    if ((${#names[@]})); then
+        log "stopping ${names[*]}"
+        kill_nodes "${names[@]}"
+    fi
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${NETNS_PREFIX}[0-9]+\$" || true); do
+        ip netns del "$ns"
+    done
+    for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^(${VETH_PREFIX}[0-9]+|$BRIDGE)\$" || true); do
+        ip link del "$link" 2>/dev/null || true
+    done
+    rm -f "$DIR"/run/"$NODE_PREFIX"*.pid
 }
 
 descendants() {
@@ -188,45 +361,30 @@ descendants() {
     done
 }
 
-node_state() { sinfo -h -o %T 2>/dev/null | head -n 1; }
+node_states() { sinfo -N -h -o '%N %T' 2>/dev/null | sort -u; }
 
-dump_logs() {
+cmd_logs() {
     local f
-    for f in "$DIR/log/slurmctld.log" "$DIR/log/slurmd.log"; do
-        [ -f "$f" ] || continue
-        log "---- tail $f"
-        tail -n 30 "$f" >&2
+    for f in "$DIR/log/slurmctld.log" "$DIR"/log/slurmd-*.log "$DIR"/log/*.console; do
+        [ -s "$f" ] || continue
+        echo "---- tail $f"
+        tail -n 40 "$f"
     done
 }
 
-stop_daemons() {
+stop_slurm() {
     local name pid
-    # Running jobs' slurmstepd processes outlive slurmd; cancel them first.
-    if live_pid "$DIR/run/slurmctld.pid" slurmctld >/dev/null; then
-        local ids
-        ids=$(timeout 10 squeue -h -o %A 2>/dev/null || true)
-        if [ -n "$ids" ]; then
-            # shellcheck disable=SC2086
-            timeout 10 scancel --quiet $ids 2>/dev/null || true
-        fi
-        for _ in $(seq 1 20); do
-            [ -z "$(timeout 5 squeue -h -t running,completing -o %A 2>/dev/null || true)" ] && break
-            sleep 0.5
-        done
-    fi
+    remove_nodes
+    # slurmd here is a one-node cluster of an older version of this script.
     for name in slurmd slurmctld; do
         pid=$(live_pid "$DIR/run/$name.pid" "$name") || continue
         log "stopping $name ($pid)"
         kill "$pid" 2>/dev/null || true
-        for _ in $(seq 1 30); do
-            [ -d "/proc/$pid" ] || break
-            sleep 0.5
-        done
-        kill -9 "$pid" 2>/dev/null || true
+        wait_gone "$pid" 15 || kill -9 "$pid" 2>/dev/null || true
         rm -f "$DIR/run/$name.pid"
     done
-    # Leftover step daemons of this cluster (they inherit our SLURM_CONF)
-    # and the job processes under them.
+    # Leftover step daemons of this cluster outside the nodes' namespaces (they
+    # inherit our SLURM_CONF) and the job processes under them.
     for pid in $(pgrep -x slurmstepd || true); do
         if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$CONF"; then
             log "killing leftover slurmstepd $pid and its job processes"
@@ -235,82 +393,103 @@ stop_daemons() {
             kill -9 $(descendants "$pid") "$pid" 2>/dev/null || true
         fi
     done
-    if pid=$(live_pid "$DIR/run/munged.pid" munged); then
-        log "stopping munged ($pid)"
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 1 20); do
-            [ -d "/proc/$pid" ] || break
-            sleep 0.5
-        done
-    fi
-    rm -f "$DIR/run/munged.pid"
+    rm -rf "$DIR/state" "$DIR/spool"
 }
 
 cmd_start() {
-    need_root start
-    local t0=$SECONDS changed=0
+    local nodes=1
+    while (($#)); do
+        case $1 in
+            --nodes)
+                nodes=${2:-}
+                shift 2 || die "--nodes needs a number"
+                ;;
+            *) die "start: unknown argument $1 (start [--nodes N])" ;;
+        esac
+    done
+    [[ $nodes =~ ^[1-9][0-9]*$ ]] || die "--nodes $nodes: expected a whole number >= 1"
+    need_root start --nodes "$nodes"
+    local t0=$SECONDS name
     install_packages
     mkdir -p "$DIR/etc" "$DIR/state" "$DIR/spool" "$DIR/log" "$DIR/run"
     # Job output and the spool must be reachable by non-root job users too.
     chmod 0755 "$DIR" "$DIR/etc" "$DIR/spool"
     chmod 0700 "$DIR/state"
     start_munge
-    write_conf && changed=1
-    if [ "$changed" -eq 1 ]; then
-        # A new config needs fresh daemons; restart whatever runs.
-        stop_daemons_keep_munge
+    if write_conf "$nodes"; then
+        # A new config needs fresh daemons and nodes; restart whatever runs.
+        stop_slurm
+        mkdir -p "$DIR/state" "$DIR/spool"
+        chmod 0700 "$DIR/state"
+        rm -f "$DIR"/log/slurm*.log "$DIR"/log/*.console
     fi
     local t1=$SECONDS
+    start_bridge
     if ! live_pid "$DIR/run/slurmctld.pid" slurmctld >/dev/null; then
-        log "starting slurmctld"
-        # -c: start from an empty job/node state (test cluster).
-        slurmctld -c || { dump_logs; die "slurmctld failed to start"; }
+        log "starting slurmctld ($NET.1:$CTLD_PORT)"
+        # -c: start from an empty job/node state (test cluster); job ids start again,
+        # so the completion log of the jobs before goes too.
+        rm -f "$DIR/log/jobcomp.txt"
+        slurmctld -c || {
+            cmd_logs >&2
+            die "slurmctld failed to start"
+        }
     fi
-    if ! live_pid "$DIR/run/slurmd.pid" slurmd >/dev/null; then
-        log "starting slurmd"
-        slurmd -N "$(hostname -s)" || { dump_logs; die "slurmd failed to start"; }
-    fi
-    local deadline=$((SECONDS + TIMEOUT)) state="" resumed=0
-    while [ "$SECONDS" -lt "$deadline" ]; do
-        state=$(node_state || true)
-        case $state in
-            idle | mixed | allocated) break ;;
-            down* | drain*)
-                # ReturnToService=2 normally does this; a stale state may not.
-                if [ "$resumed" -eq 0 ]; then
-                    scontrol update NodeName="$(hostname -s)" State=RESUME 2>/dev/null || true
-                    resumed=1
-                fi
-                ;;
-        esac
-        sleep 1
+    for name in $(conf_nodes); do
+        live_pid "$(node_pidfile "$name")" unshare >/dev/null && continue
+        kill_nodes "$name" # what a dead node left behind
+        start_node_net "$name"
+        start_node "$name"
     done
-    case $state in
-        idle | mixed | allocated) ;;
-        *)
-            dump_logs
-            scontrol show node >&2 2>/dev/null || true
-            die "node not idle after ${TIMEOUT} s (state: '${state:-none}')"
-            ;;
-    esac
-    log "cluster up: node $state (total $((SECONDS - t0)) s, daemons $((SECONDS - t1)) s)"
+    local deadline=$((SECONDS + TIMEOUT)) states="" resumed="" waiting
+    while :; do
+        states=$(node_states || true)
+        waiting=$(awk '$2 !~ /^(idle|mixed|allocated)$/' <<<"$states")
+        [ -n "$states" ] && [ -z "$waiting" ] && break
+        [ "$SECONDS" -lt "$deadline" ] || break
+        for name in $(conf_nodes); do
+            live_pid "$(node_pidfile "$name")" unshare >/dev/null && continue
+            cmd_logs >&2
+            die "$name ended while starting (its slurmd exited; logs above)"
+        done
+        # ReturnToService=2 normally brings a node back; a stale state may not.
+        # shellcheck disable=SC2013 # node names are words
+        for name in $(awk '$2 ~ /^(down|drain)/ {print $1}' <<<"$waiting"); do
+            case " $resumed " in *" $name "*) continue ;; esac
+            scontrol update NodeName="$name" State=RESUME 2>/dev/null || true
+            resumed+=" $name"
+        done
+        sleep 0.5
+    done
+    if [ -z "$states" ] || [ -n "$waiting" ]; then
+        cmd_logs >&2
+        scontrol show node >&2 2>/dev/null || true
+        die "nodes not idle after ${TIMEOUT} s: ${waiting:-no node answered}"
+    fi
+    log "cluster up: $(wc -l <<<"$states") node(s) $(awk '{print $1 "=" $2}' <<<"$states" | tr '\n' ' ')(total $((SECONDS - t0)) s, daemons $((SECONDS - t1)) s)"
     echo "export SLURM_CONF=$CONF"
 }
 
-# Config change while running: restart slurm daemons, keep munge.
-stop_daemons_keep_munge() {
-    local keep=""
-    [ -f "$DIR/run/munged.pid" ] && keep=$(cat "$DIR/run/munged.pid")
-    rm -f "$DIR/run/munged.pid"
-    stop_daemons
-    [ -n "$keep" ] && echo "$keep" >"$DIR/run/munged.pid"
-    return 0
+cmd_kill_node() {
+    local name=${1:-}
+    [ -n "$name" ] || die "kill-node NAME (one of: $(conf_nodes | tr '\n' ' '))"
+    conf_nodes | grep -qxF "$name" || die "$name is no node of this cluster (nodes: $(conf_nodes | tr '\n' ' '))"
+    need_root kill-node "$name"
+    kill_nodes "$name"
+    log "$name killed (every process in it, then its network)"
 }
 
 cmd_stop() {
     [ -d "$DIR" ] || return 0
     need_root stop
-    stop_daemons
+    stop_slurm
+    local pid
+    if pid=$(live_pid "$DIR/run/munged.pid" munged); then
+        log "stopping munged ($pid)"
+        kill "$pid" 2>/dev/null || true
+        wait_gone "$pid" 10 || true
+    fi
+    rm -f "$DIR/run/munged.pid"
     log "stopped"
 }
 
@@ -321,7 +500,7 @@ cmd_status() {
     fi
     echo "export SLURM_CONF=$CONF"
     local name pid
-    for name in munged slurmctld slurmd; do
+    for name in munged slurmctld; do
         if pid=$(live_pid "$DIR/run/$name.pid" "$name"); then
             echo "$name: running ($pid)"
         elif [ "$name" = munged ] && munge_works; then
@@ -330,18 +509,30 @@ cmd_status() {
             echo "$name: not running"
         fi
     done
+    for name in $(conf_nodes); do
+        if pid=$(live_pid "$(node_pidfile "$name")" unshare); then
+            echo "$name: running ($(node_addr "$name"), namespaces of pid $pid)"
+        else
+            echo "$name: not running"
+        fi
+    done
     live_pid "$DIR/run/slurmctld.pid" slurmctld >/dev/null || return 0
-    timeout 10 sinfo || true
+    timeout 10 sinfo -N || true
     timeout 10 squeue || true
 }
 
-case ${1:-} in
-    start) cmd_start ;;
+command=${1:-}
+shift || true
+case $command in
+    start) cmd_start "$@" ;;
     stop) cmd_stop ;;
     status) cmd_status ;;
+    kill-node) cmd_kill_node "$@" ;;
+    logs) cmd_logs ;;
     env) echo "export SLURM_CONF=$CONF" ;;
+    node-init) cmd_node_init "$@" ;;
     *)
-        echo "usage: $0 start|stop|status|env" >&2
+        echo "usage: $0 start [--nodes N]|stop|status|kill-node NAME|logs|env" >&2
         exit 2
         ;;
 esac

@@ -62,7 +62,7 @@ array=${array%%;*}
 shard_dirs=()
 for k in $(seq 1 "$shards"); do shard_dirs+=("$out/$k"); done
 merge=$(sbatch --parsable --dependency="afterany:$array" --time=00:30:00 --job-name=clmulti-merge \
-  --output="$out/logs/merge.log" "${extra[@]}" \
+  --requeue --open-mode=append --output="$out/logs/merge.log" "${extra[@]}" \
   --wrap="$(printf '%q ' "$xtask" merge "${shard_dirs[@]}" --out "$out/merged" --expect "$shards" --force)")
 merge=${merge%%;*}
 echo "array $array"

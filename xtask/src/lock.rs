@@ -1,4 +1,9 @@
 //! One sweep per output folder at a time: a second one says who holds it.
+//!
+//! The lock is `flock` on `.sweep.lock` in the folder, so it holds across the hosts of a
+//! shared file system that supports locks (NFS, as byte-range locks), and it goes with
+//! its holder: nothing here decides a lock is stale. The holder's pid names a process
+//! on the holder's host (in its pid namespace), which another host cannot check.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
@@ -24,25 +29,51 @@ pub fn lock(dir: &Path) -> Result<FolderLock, String> {
         .map_err(|e| format!("{}: {e}", path.display()))?;
     // SAFETY: flock on a descriptor this function owns.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::WouldBlock {
+            return Err(format!(
+                "{}: cannot lock it ({error}): its file system takes no locks (Lustre: mount with -o flock), and without one two sweeps could write this folder at once; use an --out on a file system with locks",
+                path.display()
+            ));
+        }
         let mut holder = String::new();
         let _ = file.read_to_string(&mut holder);
-        return Err(format!(
-            "{} is in use by another sweep ({}); wait for it, or use another --out",
-            dir.display(),
-            holder.trim()
-        ));
+        let holder = holder.trim();
+        let here = host_name();
+        let elsewhere = holder
+            .split_once(" on ")
+            .and_then(|(_, rest)| rest.split(',').next())
+            .filter(|host| !host.is_empty() && *host != here);
+        return Err(match elsewhere {
+            Some(host) => format!(
+                "{} is in use by a sweep on another host ({holder}); wait for it, or use another --out (if {host} is down for good and its lock outlived it, as NFSv3 locks can, delete {} to take over)",
+                dir.display(),
+                path.display()
+            ),
+            None => format!(
+                "{} is in use by another sweep ({holder}); wait for it, or use another --out",
+                dir.display()
+            ),
+        });
     }
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let _ = file.set_len(0);
     let _ = file.rewind();
     let _ = write!(
         file,
         "pid {} on {}, started {}",
         std::process::id(),
-        host.trim(),
+        host_name(),
         unix_time()
     );
     Ok(FolderLock { _file: file })
+}
+
+/// This host's name, as the kernel has it (a node's own in its UTS namespace).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
 }
 
 /// Seconds since the epoch, as text.

@@ -45,6 +45,7 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
     let mut found = 0;
     let mut missing = Vec::new();
     let mut incomplete = Vec::new();
+    let mut restarted = Vec::new();
     let mut found_shards = BTreeSet::new();
     let mut duplicates = 0usize;
     for input in &args.inputs {
@@ -82,15 +83,36 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
             return Err(format!("{}: {e}", tmp.display()));
         }
         if let Some(plan) = plan {
+            let shard = plan
+                .shard
+                .map_or(String::new(), |(k, n)| format!(" (shard {k}/{n})"));
             let done = plan.keys.iter().filter(|k| in_shard.contains(*k)).count();
             if done < plan.keys.len() {
                 incomplete.push(format!(
-                    "{}{} on {}: {done} of {} run(s)",
+                    "{}{shard} on {}: {done} of {} run(s)",
                     input.display(),
-                    plan.shard
-                        .map_or(String::new(), |(k, n)| format!(" (shard {k}/{n})")),
                     plan.host,
                     plan.keys.len()
+                ));
+            }
+            if plan.starts.len() > 1 {
+                let starts: Vec<String> = plan
+                    .starts
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "on {} (pid {}) with {} of {} done",
+                            s.host,
+                            s.pid,
+                            s.done,
+                            plan.keys.len()
+                        )
+                    })
+                    .collect();
+                restarted.push(format!(
+                    "{}{shard}: started {}",
+                    input.display(),
+                    starts.join(", restarted ")
                 ));
             }
         }
@@ -112,6 +134,12 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
     );
     for (host, n) in &hosts {
         eprintln!("merge:   {n} run(s) on {host}");
+    }
+    if !restarted.is_empty() {
+        eprintln!("merge: shard(s) that restarted, resuming where they stopped:");
+        for shard in &restarted {
+            eprintln!("merge:   {shard}");
+        }
     }
     if duplicates > 0 {
         eprintln!(

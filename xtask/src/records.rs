@@ -261,6 +261,23 @@ pub struct Plan {
     pub host: String,
     /// The key of every run planned in this folder, done before or not.
     pub keys: Vec<String>,
+    /// Every start of a sweep on this plan, oldest first: a shard requeued onto
+    /// another node has two, naming both hosts.
+    #[serde(default)]
+    pub starts: Vec<Start>,
+}
+
+/// One start of a sweep in a folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Start {
+    /// The host name (the kernel's; a node's own on a cluster).
+    pub host: String,
+    /// The sweep's process id on that host.
+    pub pid: u32,
+    /// Unix seconds.
+    pub at: u64,
+    /// Planned runs already done when it started.
+    pub done: usize,
 }
 
 impl Plan {

@@ -167,10 +167,9 @@ pub fn machine(report: &DevicesReport) -> (String, String) {
     }
     parts.sort();
     names.dedup();
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     (
         fnv64(&parts.join("\n")),
-        format!("{}: {}", host.trim(), names.join(", ")),
+        format!("{}: {}", lock::host_name(), names.join(", ")),
     )
 }
 
@@ -339,10 +338,22 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
             }
         }
     }
+    // A resumed shard (a requeue, maybe on another node) keeps its earlier starts.
+    let mut starts = match records::Plan::read(&args.out) {
+        Ok(Some(earlier)) if args.resume && earlier.shard == args.shard => earlier.starts,
+        _ => Vec::new(),
+    };
+    starts.push(records::Start {
+        host: lock::host_name(),
+        pid: std::process::id(),
+        at: unix_now(),
+        done: planned_keys.len() - todo.len(),
+    });
     records::Plan {
         shard: args.shard,
         host: host.clone(),
         keys: planned_keys,
+        starts,
     }
     .write(&args.out)
     .map_err(|e| format!("{}: {e}", args.out.join(records::Plan::FILE_NAME).display()))?;
