@@ -26,6 +26,9 @@ use std::time::{Duration, Instant};
 pub enum Launcher {
     /// One host thread enqueues and flushes each part in turn, then waits.
     OneThread,
+    /// One host thread enqueues every part, then flushes every queue, then waits:
+    /// no part waits for another's flush to be enqueued.
+    OneThreadFlushAfter,
     /// A host thread per device, released together: each enqueues and flushes its
     /// own part and waits for it.
     ThreadPerDevice,
@@ -66,6 +69,9 @@ impl Strategy {
                 (Launcher::OneThread, Completion::FinishInOrder),
                 (Launcher::OneThread, Completion::WaitForEvents),
                 (Launcher::OneThread, Completion::Poll),
+                (Launcher::OneThreadFlushAfter, Completion::FinishInOrder),
+                (Launcher::OneThreadFlushAfter, Completion::WaitForEvents),
+                (Launcher::OneThreadFlushAfter, Completion::Poll),
                 (Launcher::ThreadPerDevice, Completion::FinishInOrder),
                 (Launcher::ThreadPerDevice, Completion::WaitForEvents),
                 (Launcher::ThreadPerDevice, Completion::Poll),
@@ -86,12 +92,18 @@ impl Strategy {
             "{}, {}, {}",
             match self.launcher {
                 Launcher::OneThread => "one thread",
+                Launcher::OneThreadFlushAfter => "one thread flushing after all enqueues",
                 Launcher::ThreadPerDevice => "a thread per device",
             },
             match (self.launcher, self.completion) {
-                (Launcher::OneThread, Completion::FinishInOrder) => "clFinish in order",
+                (Launcher::OneThread | Launcher::OneThreadFlushAfter, Completion::FinishInOrder) => {
+                    "clFinish in order"
+                }
                 (Launcher::ThreadPerDevice, Completion::FinishInOrder) => "clFinish",
-                (Launcher::OneThread, Completion::WaitForEvents) => "clWaitForEvents on all",
+                (
+                    Launcher::OneThread | Launcher::OneThreadFlushAfter,
+                    Completion::WaitForEvents,
+                ) => "clWaitForEvents on all",
                 (Launcher::ThreadPerDevice, Completion::WaitForEvents) => "clWaitForEvents",
                 (_, Completion::Poll) => "polling",
             },
@@ -117,8 +129,10 @@ pub struct StrategyFigures {
     pub total_us_best: f64,
     /// Host time from the first part's enqueue call to the last part's.
     pub skew_us: f64,
-    /// The longest enqueue plus flush of one part, on the host.
+    /// The longest clEnqueueNDRangeKernel of one part, on the host.
     pub enqueue_us: f64,
+    /// The longest clFlush of one part, on the host.
+    pub flush_us: f64,
     /// From enqueue to the kernel's start on the device's clock (profiling
     /// CL_PROFILING_COMMAND_QUEUED to _START), the latest part's; `None` without
     /// profiling or where the runtime's QUEUED stamp is not usable.
@@ -155,6 +169,8 @@ unsafe impl Sync for Prepared<'_> {}
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct PartRep {
     pub launch_at: f64,
+    pub enqueued_at: f64,
+    pub flush_at: f64,
     pub launched_at: f64,
     pub seen_at: f64,
     pub profile: Option<[u64; 3]>,
@@ -217,7 +233,12 @@ pub(crate) fn figures(strategy: Strategy, reps: &[Rep], kernel_best_s: f64) -> S
     };
     let enqueue = |r: &Rep| {
         r.iter()
-            .map(|p| p.launched_at - p.launch_at)
+            .map(|p| p.enqueued_at - p.launch_at)
+            .fold(0.0, f64::max)
+    };
+    let flush = |r: &Rep| {
+        r.iter()
+            .map(|p| p.launched_at - p.flush_at)
             .fold(0.0, f64::max)
     };
     let start_lag = |r: &Rep| {
@@ -244,6 +265,7 @@ pub(crate) fn figures(strategy: Strategy, reps: &[Rep], kernel_best_s: f64) -> S
         total_us_best: totals.iter().copied().fold(f64::MAX, f64::min) * us,
         skew_us: median(reps.iter().map(skew).collect()) * us,
         enqueue_us: median(reps.iter().map(enqueue).collect()) * us,
+        flush_us: median(reps.iter().map(flush).collect()) * us,
         start_lag_us: median_of(reps.iter().map(start_lag).collect()).map(|s| s * us),
         detect_us: median_of(reps.iter().map(detect).collect()).map(|s| s * us),
         overhead_us: (total - kernel_best_s) * us,
@@ -260,22 +282,27 @@ impl Prepared<'_> {
     }
 }
 
-/// Enqueues and flushes a part; its event, when the strategy needs one (`None` for
-/// an empty part).
-fn start(part: &Prepared<'_>, strategy: Strategy) -> Result<Option<Event>, AxpyError> {
+/// Enqueues a part (not flushed); its event, when the strategy needs one (`None`
+/// for an empty part).
+fn enqueue(part: &Prepared<'_>, strategy: Strategy) -> Result<Option<Event>, AxpyError> {
     let Some((kernel, global)) = &part.kernel else {
         return Ok(None);
     };
     let queue = part.queue(strategy);
-    let event = if strategy.profiling || strategy.completion != Completion::FinishInOrder {
-        Some(launch(queue, kernel, *global)?)
+    if strategy.profiling || strategy.completion != Completion::FinishInOrder {
+        Ok(Some(launch(queue, kernel, *global)?))
     } else {
         launch_without_event(queue, kernel, *global)?;
-        None
-    };
-    // Some runtimes start a queue's work only when it is flushed.
-    queue.flush().map_err(cl3("clFlush"))?;
-    Ok(event)
+        Ok(None)
+    }
+}
+
+/// Flushes a part's queue: some runtimes start a queue's work only then.
+fn flush(part: &Prepared<'_>, strategy: Strategy) -> Result<(), AxpyError> {
+    if part.kernel.is_some() {
+        part.queue(strategy).flush().map_err(cl3("clFlush"))?;
+    }
+    Ok(())
 }
 
 /// Whether the event's command completed; its error status as an error.
@@ -314,10 +341,23 @@ fn one_thread(
     let at = || epoch.elapsed().as_secs_f64();
     let mut reps = vec![PartRep::default(); parts.len()];
     let mut events = Vec::with_capacity(parts.len());
+    let flush_after = strategy.launcher == Launcher::OneThreadFlushAfter;
     for (part, rep) in parts.iter().zip(&mut reps) {
         rep.launch_at = at();
-        events.push(start(part, strategy)?);
-        rep.launched_at = at();
+        events.push(enqueue(part, strategy)?);
+        rep.enqueued_at = at();
+        if !flush_after {
+            rep.flush_at = rep.enqueued_at;
+            flush(part, strategy)?;
+            rep.launched_at = at();
+        }
+    }
+    if flush_after {
+        for (part, rep) in parts.iter().zip(&mut reps) {
+            rep.flush_at = at();
+            flush(part, strategy)?;
+            rep.launched_at = at();
+        }
     }
     match strategy.completion {
         Completion::FinishInOrder => {
@@ -382,7 +422,10 @@ fn own_part(part: &Prepared<'_>, strategy: Strategy, epoch: Instant) -> Result<P
         launch_at: at(),
         ..PartRep::default()
     };
-    let event = start(part, strategy)?;
+    let event = enqueue(part, strategy)?;
+    rep.enqueued_at = at();
+    rep.flush_at = rep.enqueued_at;
+    flush(part, strategy)?;
     rep.launched_at = at();
     if part.kernel.is_some() {
         match (strategy.completion, &event) {
@@ -505,7 +548,9 @@ pub(crate) fn measure(
         let threads: Vec<std::thread::Thread> =
             handles.iter().map(|h| h.thread().clone()).collect();
         let run = |strategy: Strategy| match strategy.launcher {
-            Launcher::OneThread => one_thread(parts, strategy, workers.epoch),
+            Launcher::OneThread | Launcher::OneThreadFlushAfter => {
+                one_thread(parts, strategy, workers.epoch)
+            }
             Launcher::ThreadPerDevice => workers.rep(strategy, &threads),
         };
         let result = (|| {
@@ -581,6 +626,8 @@ mod tests {
     fn part(launch_at: f64, launched_at: f64, seen_at: f64, profile: [u64; 3]) -> PartRep {
         PartRep {
             launch_at,
+            enqueued_at: launch_at + (launched_at - launch_at) * 0.75,
+            flush_at: launch_at + (launched_at - launch_at) * 0.75,
             launched_at,
             seen_at,
             profile: Some(profile),
@@ -599,7 +646,8 @@ mod tests {
         let f = figures(all[0], &[rep.clone(), rep], 1000e-6);
         assert!((f.total_us - 1045.0).abs() < 1e-6, "{f:?}");
         assert!((f.skew_us - 20.0).abs() < 1e-6);
-        assert!((f.enqueue_us - 20.0).abs() < 1e-6);
+        assert!((f.enqueue_us - 15.0).abs() < 1e-6);
+        assert!((f.flush_us - 5.0).abs() < 1e-6);
         assert!((f.start_lag_us.unwrap() - 5.0).abs() < 1e-6);
         // Part 1 ended at 20 + 1005 = 1025 us on the host's clock: seen 20 us later.
         assert!((f.detect_us.unwrap() - 20.0).abs() < 1e-6);
@@ -613,10 +661,10 @@ mod tests {
     #[test]
     fn every_strategy_is_tried_and_described_once() {
         let all = Strategy::all();
-        assert_eq!(all.len(), 12);
+        assert_eq!(all.len(), 18);
         let names: std::collections::BTreeSet<String> =
             all.iter().map(Strategy::describe).collect();
-        assert_eq!(names.len(), 12);
+        assert_eq!(names.len(), 18);
         assert!(names.contains("a thread per device, polling, no profiling"));
     }
 }

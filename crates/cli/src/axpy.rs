@@ -268,6 +268,9 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                 Failure::Tool(e)
             }
         })?;
+        if shows(Verbosity::Verbose) {
+            print_strategies(&report);
+        }
         let report = AxpyReport {
             schema_version: AXPY_SCHEMA_VERSION,
             platform,
@@ -595,9 +598,6 @@ fn print_split(report: &AxpyReport, devices: &[Device]) {
             println!("  {line}");
         }
     }
-    if shows(Verbosity::Verbose) {
-        print_strategies(s);
-    }
     for t in &s.transfers {
         println!(
             "  transfers ({}): host to devices {:.3} ms, devices to host {:.3} ms{}",
@@ -627,7 +627,7 @@ fn print_strategies(s: &SplitReport) {
     let us = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
     for r in s.runs.iter().chain(&s.scaling) {
         eprintln!(
-            "launch strategies, {} device(s), {} {} {} (median of each one's trials; skew, enqueue and detection on the host clock, start lag on the device's; detection inferred from the device's queued-to-end time anchored at the enqueue call):",
+            "launch strategies, {} device(s), {} {} {} (median of each one's trials; skew, enqueue, flush and detection on the host clock, start lag on the device's; detection inferred from the device's queued-to-end time anchored at the enqueue call):",
             r.devices,
             mode_name(r.context),
             layout_name(r.layout),
@@ -640,6 +640,7 @@ fn print_strategies(s: &SplitReport) {
             "best us".into(),
             "skew us".into(),
             "enqueue us".into(),
+            "flush us".into(),
             "start lag us".into(),
             "detect us".into(),
             "overhead us".into(),
@@ -660,6 +661,7 @@ fn print_strategies(s: &SplitReport) {
                 format!("{:.1}", f.total_us_best),
                 format!("{:.1}", f.skew_us),
                 format!("{:.1}", f.enqueue_us),
+                format!("{:.1}", f.flush_us),
                 us(f.start_lag_us),
                 us(f.detect_us),
                 format!("{:.1}", f.overhead_us),

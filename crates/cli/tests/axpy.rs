@@ -229,7 +229,7 @@ fn a_split_over_four_and_eight_devices_reports_its_efficiency_per_device_count()
             assert_eq!(r["devices"], devices as u64);
             assert_eq!(r["parts"].as_array().unwrap().len(), devices);
             assert!(r["max_error_ulps"].as_f64().unwrap() <= 2.0, "{r}");
-            assert_eq!(r["strategies"].as_array().unwrap().len(), 12, "{r}");
+            assert_eq!(r["strategies"].as_array().unwrap().len(), 18, "{r}");
             assert!(r["launched_by"]["launcher"].is_string(), "{r}");
         }
         // The default counts: 2, 4... below the device count, each verified.
