@@ -140,9 +140,6 @@ fn set_axpy_args(
     fits(x, xl as usize)?;
     fits(y, yl as usize)?;
     let set = cl3("clSetKernelArg");
-    // SAFETY (every set_arg below): the argument types match the kernel's signature
-    // in kernels/axpy.cl, in order; the buffers hold `buffer_lengths()` floats
-    // (checked above), so every index the kernel forms is in range.
     match kernel {
         KernelRan::Seed => {
             let (n, xo, ix, yo, iy) = (
@@ -152,6 +149,9 @@ fn set_axpy_args(
                 case.y_offset as i32,
                 case.inc_y as i32,
             );
+            // SAFETY: the argument types match dAxpy's signature in kernels/axpy.cl, in
+            // order; the buffers hold `buffer_lengths()` floats (checked above), so
+            // every index the kernel forms is in range.
             unsafe {
                 object.set_arg(0, &n).map_err(&set)?;
                 object.set_arg(1, &case.alpha).map_err(&set)?;
@@ -168,6 +168,8 @@ fn set_axpy_args(
             let n4 = (case.n / 4).max(1);
             let per_item = per_item.max(1);
             let (xo4, yo4) = (case.x_offset / 4, case.y_offset / 4);
+            // SAFETY: as for dAxpy, with axpy_fast's signature; the kernel bounds every
+            // access by n.
             unsafe {
                 object.set_arg(0, &case.n).map_err(&set)?;
                 object.set_arg(1, &case.alpha).map_err(&set)?;

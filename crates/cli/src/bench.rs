@@ -215,7 +215,8 @@ fn run_arm(arm: Arm, args: &Args, size: u64) -> Result<(), Failure> {
             ArmResult {
                 rate: report.allocations_per_second.unwrap_or(0.0),
                 seconds: report.elapsed_seconds - report.sampling_seconds,
-                rss_per_buffer: rss(report.samples.last()).saturating_sub(rss(report.samples.first()))
+                rss_per_buffer: rss(report.samples.last())
+                    .saturating_sub(rss(report.samples.first()))
                     as f64
                     / args.count as f64,
             }
@@ -270,10 +271,20 @@ fn spawn_arm(arm: Arm, args: &Args, count: u64) -> Result<ArmResult, Failure> {
     }
 }
 
+/// What calibration found.
+struct Calibration {
+    /// Buffers per arm.
+    count: u64,
+    /// The plain loop's seconds at each count tried.
+    tried: Vec<(u64, f64)>,
+    /// Whether the memory held the count below what `--min-seconds` needs.
+    capped: bool,
+}
+
 /// The count at which one arm's plain loop takes `min_seconds`, raised from
 /// `count` by measuring, and at most what `memory_bytes` holds at the RSS per buffer
-/// measured; with the plain loop's seconds at each count tried.
-fn calibrate(args: &Args, memory_bytes: f64) -> Result<(u64, Vec<(u64, f64)>, bool), Failure> {
+/// measured.
+fn calibrate(args: &Args, memory_bytes: f64) -> Result<Calibration, Failure> {
     let mut count = args.count;
     let mut tried = Vec::new();
     let mut capped = false;
@@ -293,7 +304,11 @@ fn calibrate(args: &Args, memory_bytes: f64) -> Result<(u64, Vec<(u64, f64)>, bo
         }
         count = next;
     }
-    Ok((count, tried, capped))
+    Ok(Calibration {
+        count,
+        tried,
+        capped,
+    })
 }
 
 /// log(n choose k).
@@ -322,13 +337,7 @@ fn median_interval(sorted: &[f64], confidence: f64) -> Option<(f64, f64, f64)> {
             break;
         }
     }
-    best.map(|(k, coverage)| {
-        (
-            sorted[k as usize - 1],
-            sorted[(n - k) as usize],
-            coverage,
-        )
-    })
+    best.map(|(k, coverage)| (sorted[k as usize - 1], sorted[(n - k) as usize], coverage))
 }
 
 fn median(sorted: &[f64]) -> f64 {
@@ -374,7 +383,11 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         .read()
         .system
         .map_or(1u64 << 30, |s| s.available_bytes);
-    let (count, calibration, capped) = calibrate(args, available as f64 * MEMORY_SHARE)?;
+    let Calibration {
+        count,
+        tried: calibration,
+        capped,
+    } = calibrate(args, available as f64 * MEMORY_SHARE)?;
     note!(
         "bench: {device}; {count} buffers of {} per arm (the plain loop took {:.3} s at that count or the one before), engine sampling every {}; each arm in a fresh process",
         clmulti_scenario::format_size(size),

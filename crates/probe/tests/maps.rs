@@ -42,10 +42,9 @@ fn the_mapping_count_is_the_line_count_of_the_text_and_follows_new_mappings() {
     };
     assert_ne!(region, libc::MAP_FAILED);
     // SAFETY: the middle page of the mapping made above.
-    assert_eq!(
-        unsafe { libc::mprotect(region.cast::<u8>().add(page).cast(), page, libc::PROT_NONE) },
-        0
-    );
+    let protected =
+        unsafe { libc::mprotect(region.cast::<u8>().add(page).cast(), page, libc::PROT_NONE) };
+    assert_eq!(protected, 0);
     let (with, text_with) = counted_and_text(&reader);
     // SAFETY: unmapping the region mapped above, once.
     unsafe { libc::munmap(region, 3 * page) };
