@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Reproduces results/<machine>/ on a GPU node: devices, the seed's diagnosis, dAxpy on
-# each GPU and split over them, the allocation benchmark, and sweeps of configs/,
+# each GPU and split over them (and beside PyTorch), the allocation benchmark three
+# times, and sweeps of configs/,
 # configs/scaling and configs/emulation.
 #
 #   scripts/gpu-results.sh [BIN_DIR] [OUT] [GPUS]
@@ -39,9 +40,16 @@ devices=()
 for k in $(seq 0 $((gpus - 1))); do devices+=(--device "nvidia:$k"); done
 step diagnose 240 "$clmulti" diagnose "${devices[@]}" --out "$out/diagnose"
 step axpy 150 bash -c "'$clmulti' axpy ${devices[*]} --n 268435456 --repeat 20 >'$out/axpy.txt' 2>&1"
-step bench 120 bash -c "'$clmulti' bench --device nvidia:0 >'$out/bench.txt' 2>&1"
+mkdir -p "$out/bench"
+for i in 1 2 3; do
+  step "bench-$i" 120 bash -c "'$clmulti' bench --device nvidia:0 >'$out/bench/bench-$i.txt' 2>&1"
+done
 step axpy-split 150 bash -c "'$clmulti' axpy --split ${devices[*]} --n 536870912 --repeat 20 --format json >'$out/axpy-split.json'"
 step axpy-split-text 150 bash -c "'$clmulti' axpy --split ${devices[*]} --n 536870912 --repeat 20 >'$out/axpy-split.txt' 2>&1"
+# Beside PyTorch (scripts/torch-split-axpy.py), interleaved, three rounds each.
+mkdir -p "$out/split-vs-pytorch"
+step split-vs-pytorch 420 bash -c "scripts/gpu-compare.sh --bin '$bin' --gpus $gpus --out '$out/split-vs-pytorch/g$gpus' 536870912 1073741824 >'$out/split-vs-pytorch/g$gpus.txt'"
+step split-vs-pytorch-1 120 bash -c "scripts/gpu-compare.sh --bin '$bin' --gpus 1 --out '$out/split-vs-pytorch/g1' 268435456 >'$out/split-vs-pytorch/g1.txt'"
 step sweep 120 "$xtask" sweep configs --bin "$clmulti" --out "$out/sweep" --force
 step sweep-scaling 90 "$xtask" sweep configs/scaling --bin "$clmulti" --out "$out/scaling" --force
 # The emulation layer needs a loader with layer support; CUDA's libOpenCL.so.1 has

@@ -79,7 +79,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__axpy)
-            opts="-q -v -h --n --device --partition --repeat --kernel --format --split --context --weights --include-transfers --quiet --verbose --help"
+            opts="-q -v -h --n --device --partition --repeat --kernel --format --split --context --weights --include-transfers --device-counts --quiet --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -117,6 +117,10 @@ _clmulti() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --device-counts)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -125,7 +129,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__bench)
-            opts="-q -v -h --device --count --size --rounds --sample-every --require --format --arm --quiet --verbose --help"
+            opts="-q -v -h --device --count --size --rounds --min-seconds --sample-every --require --format --arm --quiet --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -144,6 +148,10 @@ _clmulti() {
                     return 0
                     ;;
                 --rounds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --min-seconds)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -70,17 +70,19 @@ complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l context -d 'Wit
 per-device\t'One context per device'
 both\t'Both, in one invocation'"
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l weights -d 'With --split: each device\'s share, e.g. 1,3 (default equal)' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l device-counts -d 'With --split: also split over the first k devices for each k given, for the efficiency per device count (default: 2, 4, 8... below the device count)' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l split -d 'Split one dAxpy over all selected devices at once, in one shared context and in per-device contexts, against one device'
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l include-transfers -d 'With --split: also time moving the data (host to devices, back, between devices)'
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -s q -l quiet -d 'Say nothing on stderr but errors'
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -s v -l verbose -d 'Say more on stderr'
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l device -d 'Device selector `PLATFORM[:DEVICE]`' -r
-complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l count -d 'Buffers per arm' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l count -d 'Buffers per arm to start from; raised until an arm takes --min-seconds' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l size -d 'Buffer size' -r
-complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l rounds -d 'Rounds (each runs both arms, in fresh processes)' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l rounds -d 'Rounds (each runs both arms, in fresh processes); at least 6 for a 95% interval' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l min-seconds -d 'Seconds the plain loop of one arm should take at least (the count is raised to reach it, within a quarter of the available memory)' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l sample-every -d 'The engine\'s sampling interval' -r
-complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l require -d 'Fail (exit 1) when the median ratio is below this' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l require -d 'The target ratio (default 0.95); exit 1 when the interval lies wholly below it' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l format -d 'Output format' -r -f -a "text\t'Human-readable text (`table` is accepted too)'
 json\t'JSON with a `schema_version` (field names in docs/json.md)'"
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l arm -d 'Internal: run one arm in this process and print its rate' -r -f -a "plain\t'A plain loop calling clCreateBuffer'

@@ -78,14 +78,17 @@ pub(crate) fn check(
     got: &[f32],
     times: u32,
 ) -> Result<f64, AxpyError> {
+    // The exact result of `times` applications, rounded once: each application on
+    // the device rounds by at most the tolerance of its own magnitudes, and y moves
+    // monotonically from y0 to the result, so `times` tolerances of the larger end
+    // bound the device's error. One pass, whatever `times` is.
     let mut expected = y0.to_vec();
     let mut touched = vec![false; y0.len()];
+    let (alpha, repeats) = (f64::from(case.alpha), f64::from(times));
     for i in 0..case.n {
         let xi = x[(case.x_offset + i * case.inc_x) as usize];
         let yi = (case.y_offset + i * case.inc_y) as usize;
-        for _ in 0..times {
-            expected[yi] += case.alpha * xi;
-        }
+        expected[yi] = (f64::from(expected[yi]) + repeats * alpha * f64::from(xi)) as f32;
         touched[yi] = true;
     }
     let (mut mismatches, mut first, mut worst) = (0u64, None, 0f64);
@@ -208,6 +211,35 @@ mod tests {
                 ..
             }) => assert_eq!((n, mismatches, first_index), (300_000, 2, 250_001)),
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_one_pass_reference_holds_over_many_applications_and_counts_them() {
+        let n = 10_000;
+        let (x, y0) = (test_data(n, 3), test_data(n, 4));
+        let apply = |times: u32, fused: bool| -> Vec<f32> {
+            x.iter()
+                .zip(&y0)
+                .map(|(&x, &y)| {
+                    (0..times).fold(y, |y, _| {
+                        if fused {
+                            0.75f32.mul_add(x, y)
+                        } else {
+                            y + 0.75 * x
+                        }
+                    })
+                })
+                .collect()
+        };
+        for fused in [false, true] {
+            let got = apply(300, fused);
+            assert!(check_contiguous(0.75, &x, &y0, &got, 300).unwrap() <= 2.0);
+            // One application fewer than claimed is caught.
+            assert!(matches!(
+                check_contiguous(0.75, &x, &y0, &apply(299, fused), 300),
+                Err(AxpyError::Mismatch { mismatches, .. }) if mismatches > n / 2
+            ));
         }
     }
 

@@ -50,6 +50,7 @@ mod bandwidth;
 mod case;
 mod cross;
 mod error;
+mod launch;
 mod runner;
 mod split;
 
@@ -57,9 +58,11 @@ pub use bandwidth::{Bandwidth, Clock, Timing};
 pub use case::{test_data, tolerance, AxpyCase};
 pub use cross::CrossDevice;
 pub use error::AxpyError;
+pub use launch::{Completion, Launcher, Strategy, StrategyFigures};
 pub use runner::{KernelChoice, KernelRan, Runner, Verified};
 pub use split::{
-    parts, split, ContextMode, Layout, PartFigures, SplitOptions, SplitReport, SplitRun, Transfers,
+    default_device_counts, parts, split, ContextMode, Layout, PartFigures, SplitOptions,
+    SplitReport, SplitRun, Transfers,
 };
 
 /// The kernels' source (`kernels/axpy.cl` of the workspace).

@@ -7,7 +7,7 @@ use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
 use opencl3::device::Device;
 use opencl3::event::Event;
-use opencl3::kernel::{ExecuteKernel, Kernel};
+use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, ClMem, CL_MEM_READ_WRITE};
 use opencl3::program::Program;
 use opencl3::types::CL_BLOCKING;
@@ -69,7 +69,7 @@ pub struct Runner<'c> {
     seed: Kernel,
     fast: Kernel,
     pub(crate) copy: Kernel,
-    _program: Program,
+    program: Program,
 }
 
 pub(crate) fn round_up(n: u64, to: u64) -> u64 {
@@ -126,6 +126,107 @@ fn fits(buffer: &Buffer<f32>, floats: usize) -> Result<(), AxpyError> {
     Ok(())
 }
 
+/// Sets `object`'s arguments (an instance of `kernel`) for `case` over `x` and `y`,
+/// checking that the buffers hold what the case reaches; returns the global size.
+fn set_axpy_args(
+    object: &Kernel,
+    kernel: KernelRan,
+    case: &AxpyCase,
+    x: &Buffer<f32>,
+    y: &Buffer<f32>,
+    per_item: u32,
+) -> Result<usize, AxpyError> {
+    let (xl, yl) = case.buffer_lengths();
+    fits(x, xl as usize)?;
+    fits(y, yl as usize)?;
+    let set = cl3("clSetKernelArg");
+    match kernel {
+        KernelRan::Seed => {
+            let (n, xo, ix, yo, iy) = (
+                case.n as i32,
+                case.x_offset as i32,
+                case.inc_x as i32,
+                case.y_offset as i32,
+                case.inc_y as i32,
+            );
+            // SAFETY: the argument types match dAxpy's signature in kernels/axpy.cl, in
+            // order; the buffers hold `buffer_lengths()` floats (checked above), so
+            // every index the kernel forms is in range.
+            unsafe {
+                object.set_arg(0, &n).map_err(&set)?;
+                object.set_arg(1, &case.alpha).map_err(&set)?;
+                object.set_arg(2, &x.get()).map_err(&set)?;
+                object.set_arg(3, &xo).map_err(&set)?;
+                object.set_arg(4, &ix).map_err(&set)?;
+                object.set_arg(5, &y.get()).map_err(&set)?;
+                object.set_arg(6, &yo).map_err(&set)?;
+                object.set_arg(7, &iy).map_err(&set)?;
+            }
+            Ok(round_up(case.n, LOCAL_SIZE as u64) as usize)
+        }
+        KernelRan::Fast => {
+            let n4 = (case.n / 4).max(1);
+            let per_item = per_item.max(1);
+            let (xo4, yo4) = (case.x_offset / 4, case.y_offset / 4);
+            // SAFETY: as for dAxpy, with axpy_fast's signature; the kernel bounds every
+            // access by n.
+            unsafe {
+                object.set_arg(0, &case.n).map_err(&set)?;
+                object.set_arg(1, &case.alpha).map_err(&set)?;
+                object.set_arg(2, &x.get()).map_err(&set)?;
+                object.set_arg(3, &xo4).map_err(&set)?;
+                object.set_arg(4, &y.get()).map_err(&set)?;
+                object.set_arg(5, &yo4).map_err(&set)?;
+                object.set_arg(6, &per_item).map_err(&set)?;
+            }
+            Ok(round_up(n4.div_ceil(u64::from(per_item)), LOCAL_SIZE as u64) as usize)
+        }
+    }
+}
+
+/// Enqueues `object` (arguments set) over `global` work-items in groups of
+/// [`LOCAL_SIZE`].
+pub(crate) fn launch(
+    queue: &CommandQueue,
+    object: &Kernel,
+    global: usize,
+) -> Result<Event, AxpyError> {
+    let local = LOCAL_SIZE;
+    // SAFETY: a one-dimensional range whose sizes point at live locals; the kernel's
+    // arguments were set (set_axpy_args) and stay valid while it runs.
+    unsafe { queue.enqueue_nd_range_kernel(object.get(), 1, ptr::null(), &global, &local, &[]) }
+        .map_err(cl3("clEnqueueNDRangeKernel"))
+}
+
+/// [`launch`] without an event: nothing to wait on but the queue (clFinish), and no
+/// event object for the runtime to make.
+pub(crate) fn launch_without_event(
+    queue: &CommandQueue,
+    object: &Kernel,
+    global: usize,
+) -> Result<(), AxpyError> {
+    let local = LOCAL_SIZE;
+    // SAFETY: as in `launch`; a null event pointer asks for no event (OpenCL 3.0,
+    // clEnqueueNDRangeKernel: "event ... can be NULL").
+    let status = unsafe {
+        cl_sys::clEnqueueNDRangeKernel(
+            queue.get().cast(),
+            object.get().cast(),
+            1,
+            ptr::null(),
+            &global,
+            &local,
+            0,
+            ptr::null(),
+            ptr::null_mut(),
+        )
+    };
+    if status != 0 {
+        return Err(crate::error::cl("clEnqueueNDRangeKernel")(status));
+    }
+    Ok(())
+}
+
 /// Seconds between a finished event's start and end, from profiling.
 pub(crate) fn event_seconds(event: &Event) -> Result<f64, AxpyError> {
     event.wait().map_err(cl3("clWaitForEvents"))?;
@@ -168,7 +269,7 @@ impl<'c> Runner<'c> {
             seed: kernel("dAxpy")?,
             fast: kernel("axpy_fast")?,
             copy: kernel("copy_float4")?,
-            _program: program,
+            program,
         })
     }
 
@@ -179,19 +280,26 @@ impl<'c> Runner<'c> {
 
     /// A profiling queue on `device`, which must be one of the context's devices.
     pub fn queue(&self, device: &Device) -> Result<CommandQueue, AxpyError> {
+        self.queue_with(device, true)
+    }
+
+    /// A queue on `device` (one of the context's devices), with or without profiling.
+    pub(crate) fn queue_with(
+        &self,
+        device: &Device,
+        profiling: bool,
+    ) -> Result<CommandQueue, AxpyError> {
         if !self.context.devices().contains(&device.id()) {
             return Err(AxpyError::NotInContext("the device"));
         }
+        let properties = if profiling {
+            CL_QUEUE_PROFILING_ENABLE
+        } else {
+            0
+        };
         // SAFETY: `device` is one of the context's devices (checked above).
-        unsafe {
-            CommandQueue::create_with_properties(
-                self.context,
-                device.id(),
-                CL_QUEUE_PROFILING_ENABLE,
-                0,
-            )
-        }
-        .map_err(cl3("clCreateCommandQueueWithProperties"))
+        unsafe { CommandQueue::create_with_properties(self.context, device.id(), properties, 0) }
+            .map_err(cl3("clCreateCommandQueueWithProperties"))
     }
 
     pub(crate) fn pick(case: &AxpyCase, choice: KernelChoice) -> Result<KernelRan, AxpyError> {
@@ -225,57 +333,32 @@ impl<'c> Runner<'c> {
         if case.n == 0 {
             return Ok(None);
         }
-        let (xl, yl) = case.buffer_lengths();
-        fits(x, xl as usize)?;
-        fits(y, yl as usize)?;
-        let event = match kernel {
-            KernelRan::Seed => {
-                let (n, xo, ix, yo, iy) = (
-                    case.n as i32,
-                    case.x_offset as i32,
-                    case.inc_x as i32,
-                    case.y_offset as i32,
-                    case.inc_y as i32,
-                );
-                // SAFETY: argument types match the kernel's signature; the buffers hold
-                // `buffer_lengths()` floats (checked), so every index it forms is in range.
-                unsafe {
-                    ExecuteKernel::new(&self.seed)
-                        .set_arg(&n)
-                        .set_arg(&case.alpha)
-                        .set_arg(x)
-                        .set_arg(&xo)
-                        .set_arg(&ix)
-                        .set_arg(y)
-                        .set_arg(&yo)
-                        .set_arg(&iy)
-                        .set_global_work_size(round_up(case.n, LOCAL_SIZE as u64) as usize)
-                        .set_local_work_size(LOCAL_SIZE)
-                        .enqueue_nd_range(queue)
-                }
-            }
-            KernelRan::Fast => {
-                let n4 = (case.n / 4).max(1);
-                let items = round_up(n4.div_ceil(u64::from(per_item.max(1))), LOCAL_SIZE as u64);
-                let (xo4, yo4) = (case.x_offset / 4, case.y_offset / 4);
-                // SAFETY: as above; the kernel bounds every access by n.
-                unsafe {
-                    ExecuteKernel::new(&self.fast)
-                        .set_arg(&case.n)
-                        .set_arg(&case.alpha)
-                        .set_arg(x)
-                        .set_arg(&xo4)
-                        .set_arg(y)
-                        .set_arg(&yo4)
-                        .set_arg(&per_item.max(1))
-                        .set_global_work_size(items as usize)
-                        .set_local_work_size(LOCAL_SIZE)
-                        .enqueue_nd_range(queue)
-                }
-            }
+        let object = match kernel {
+            KernelRan::Seed => &self.seed,
+            KernelRan::Fast => &self.fast,
+        };
+        let global = set_axpy_args(object, kernel, case, x, y, per_item)?;
+        launch(queue, object, global).map(Some)
+    }
+
+    /// A kernel object of its own for repeated launches of one axpy, its arguments
+    /// set once: launching it is one clEnqueueNDRangeKernel, with no argument setting
+    /// in between (a split's parts share the runner's kernels otherwise). `None`
+    /// when n = 0.
+    pub(crate) fn prepare(
+        &self,
+        kernel: KernelRan,
+        case: &AxpyCase,
+        x: &Buffer<f32>,
+        y: &Buffer<f32>,
+        per_item: u32,
+    ) -> Result<Option<(Kernel, usize)>, AxpyError> {
+        if case.n == 0 {
+            return Ok(None);
         }
-        .map_err(cl3("clEnqueueNDRangeKernel"))?;
-        Ok(Some(event))
+        let object = Kernel::create(&self.program, kernel.name()).map_err(cl3("clCreateKernel"))?;
+        let global = set_axpy_args(&object, kernel, case, x, y, per_item)?;
+        Ok(Some((object, global)))
     }
 
     /// Runs `case` once on `device` over fresh buffers and checks every element

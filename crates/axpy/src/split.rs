@@ -1,15 +1,18 @@
 //! One dAxpy split over several devices at once: what a multi-device context is for.
 //!
 //! The vector is cut into one contiguous part per device (equal, or by weights),
-//! every part is enqueued on its device's queue before any is waited on, and the
-//! aggregate bandwidth is the bytes of the whole vector over the host time from the
-//! first enqueue to the last completion. The same split runs in one shared context
-//! (parts in buffers of their own, and as sub-buffers of one buffer) and in one
-//! context per device, against the same kernel on one device in the same run.
+//! every part is launched before any is waited on, and the aggregate bandwidth is
+//! the bytes of the whole vector over the host time from the first enqueue to the
+//! last completion seen. How the parts are launched and waited for is chosen per
+//! runtime (see [`crate::launch`]). The same split runs in one shared context (parts
+//! in buffers of their own, and as sub-buffers of one buffer) and in one context per
+//! device, against the same kernel on one device, timed the same way, in the same
+//! run; and over fewer devices, for the efficiency per device count.
 
-use crate::bandwidth::{Clock, Launch};
+use crate::bandwidth::Clock;
 use crate::case::{check_contiguous, test_data, AxpyCase};
 use crate::error::{cl, cl3, AxpyError};
+use crate::launch::{self, Prepared, Strategy, StrategyFigures};
 use crate::runner::{buffer, event_seconds, read, write, KernelChoice, KernelRan, Runner};
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
@@ -37,6 +40,18 @@ pub struct SplitOptions {
     pub kernels: Vec<KernelChoice>,
     /// Also time moving the data: host to devices, back, and between devices.
     pub include_transfers: bool,
+    /// Also split over the first k devices for each k here below the device count
+    /// (buffers per device, every mode and kernel): the efficiency per device count.
+    pub device_counts: Vec<usize>,
+}
+
+/// The default device counts for `devices` devices: 2, 4, 8... below it, and itself.
+pub fn default_device_counts(devices: usize) -> Vec<usize> {
+    let mut counts: Vec<usize> = std::iter::successors(Some(2usize), |k| Some(k * 2))
+        .take_while(|k| *k < devices)
+        .collect();
+    counts.push(devices);
+    counts
 }
 
 /// One context over every device, or one per device.
@@ -73,9 +88,11 @@ pub struct PartFigures {
     pub clock: Clock,
 }
 
-/// One split: mode, layout, kernel.
+/// One split: devices, mode, layout, kernel.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SplitRun {
+    /// Devices the vector was split over (the first this many of those selected).
+    pub devices: usize,
     /// Context mode.
     pub context: ContextMode,
     /// Where the parts live.
@@ -94,6 +111,13 @@ pub struct SplitRun {
     pub scaling_efficiency: f64,
     /// Largest error after every application, in epsilons of the tolerance (<= 2 passes).
     pub max_error_ulps: f64,
+    /// How the timed repetitions were launched and waited for: the fastest of
+    /// `strategies` by median.
+    pub launched_by: Strategy,
+    /// Every way tried, with its launch skew, start lag and completion detection.
+    pub strategies: Vec<StrategyFigures>,
+    /// How the one-device figure was launched and waited for (its own fastest).
+    pub one_device_launched_by: Strategy,
 }
 
 /// The cost of getting the data there and back, apart from the kernels.
@@ -119,8 +143,10 @@ pub struct SplitReport {
     pub parts: Vec<u64>,
     /// Timed repetitions.
     pub repeat: usize,
-    /// Every split run.
+    /// Every split run over all the devices.
     pub runs: Vec<SplitRun>,
+    /// Splits over fewer devices (`device_counts`), buffers per device.
+    pub scaling: Vec<SplitRun>,
     /// Data movement, when asked.
     pub transfers: Vec<Transfers>,
     /// What to know (which layout was faster, clocks used).
@@ -157,10 +183,13 @@ pub fn parts(n: u64, weights: &[f64], align: u64) -> Result<Vec<u64>, AxpyError>
     Ok(parts)
 }
 
-/// One part's buffers and queue.
+/// One part's buffers and queues.
 struct Part<'r> {
     runner: &'r Runner<'r>,
+    /// A profiling queue (writes, reads, tuning, profiled launches).
     queue: CommandQueue,
+    /// The same device without profiling.
+    plain: CommandQueue,
     x: Buffer<f32>,
     y: Buffer<f32>,
     case: AxpyCase,
@@ -168,6 +197,34 @@ struct Part<'r> {
     /// The part's slice of the whole vectors as written (for the check).
     x0: &'r [f32],
     y0: &'r [f32],
+}
+
+/// What timing the parts found.
+struct Timed {
+    measured: launch::Measured,
+    /// Host seconds of each timed repetition, first enqueue to last completion seen.
+    totals: Vec<f64>,
+}
+
+/// Times `parts` together: every launch strategy tried, then `repeat` repetitions
+/// with the fastest. Tuning and earlier launches must be done.
+fn time_parts(parts: &[Part<'_>], kernel: KernelRan, repeat: usize) -> Result<Timed, AxpyError> {
+    let prepared = parts
+        .iter()
+        .map(|p| {
+            Ok(Prepared {
+                profiled: &p.queue,
+                plain: &p.plain,
+                kernel: p.runner.prepare(kernel, &p.case, &p.x, &p.y, p.per_item)?,
+                context: p.runner.context.get() as usize,
+            })
+        })
+        .collect::<Result<Vec<_>, AxpyError>>()?;
+    // Enough trials that a median means something, few enough to stay short.
+    let trials = (repeat / 2).clamp(3, 10);
+    let measured = launch::measure(&prepared, trials, repeat)?;
+    let totals = measured.timed.iter().map(|r| launch::total_s(r)).collect();
+    Ok(Timed { measured, totals })
 }
 
 fn sub_buffer(
@@ -193,37 +250,19 @@ fn sub_buffer(
     Ok(Buffer::new(mem))
 }
 
-/// Runs every part once, concurrently: enqueue all, flush all, then wait for all.
-fn run_all(parts: &[Part<'_>], kernel: KernelRan) -> Result<(f64, Vec<Launch>), AxpyError> {
-    let start = Instant::now();
-    let mut events = Vec::with_capacity(parts.len());
-    for p in parts {
-        events.push(
-            p.runner
-                .enqueue(&p.queue, kernel, &p.case, &p.x, &p.y, p.per_item)?,
-        );
-        // Some runtimes start a queue's work only when it is flushed.
-        p.queue.flush().map_err(cl3("clFlush"))?;
+/// Whether a part's events can be believed: non-zero, and within the host time of
+/// the same launch (which includes waiting for the other parts).
+fn events_within_host(launches: &[launch::PartRep]) -> bool {
+    let mut events: Vec<f64> = launches.iter().filter_map(|l| l.kernel_s()).collect();
+    if events.len() != launches.len() || events.is_empty() {
+        return false;
     }
-    let mut launches = Vec::with_capacity(parts.len());
-    for (p, ev) in parts.iter().zip(&events) {
-        p.queue.finish().map_err(cl3("clFinish"))?;
-        launches.push(Launch {
-            event_s: match ev {
-                Some(e) => event_seconds(e)?,
-                None => 0.0,
-            },
-            host_s: start.elapsed().as_secs_f64(),
-        });
-    }
-    Ok((start.elapsed().as_secs_f64(), launches))
-}
-
-fn events_within_host(launches: &[Launch]) -> bool {
-    let mut events: Vec<f64> = launches.iter().map(|l| l.event_s).collect();
     events.sort_by(f64::total_cmp);
     let median = events[events.len() / 2];
-    median > 0.0 && launches.iter().all(|l| l.event_s <= l.host_s * 1.1 + 1e-5)
+    median > 0.0
+        && launches
+            .iter()
+            .all(|l| l.kernel_s().unwrap_or(0.0) <= l.host_s() * 1.1 + 1e-5)
 }
 
 fn align_floats(devices: &[Device]) -> u64 {
@@ -235,7 +274,8 @@ fn align_floats(devices: &[Device]) -> u64 {
     (bits / 8 / 4).max(4)
 }
 
-/// Runs the split over `devices` (distinct, of one platform).
+/// Runs the split over `devices` (distinct, of one platform), and over the first k
+/// of them for each of `options.device_counts` below their number.
 pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, AxpyError> {
     for (i, d) in devices.iter().enumerate() {
         if devices[..i].iter().any(|o| o.id() == d.id()) {
@@ -253,60 +293,93 @@ pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, 
             devices.len()
         )));
     }
+    if let Some(k) = options
+        .device_counts
+        .iter()
+        .find(|k| **k == 0 || **k > devices.len())
+    {
+        return Err(AxpyError::Split(format!(
+            "device count {k}: expected 1 to {} (the devices selected)",
+            devices.len()
+        )));
+    }
     let align = align_floats(devices);
-    let parts = parts(options.n, &weights, align)?;
+    let all_parts = parts(options.n, &weights, align)?;
     let mut report = SplitReport {
         n: options.n,
-        parts: parts.clone(),
+        parts: all_parts,
         repeat: options.repeat.max(1),
         runs: Vec::new(),
+        scaling: Vec::new(),
         transfers: Vec::new(),
         notes: Vec::new(),
     };
-    let ids: Vec<_> = devices.iter().map(Device::id).collect();
     // Made once: at n = 2^29 each vector is 2 GiB.
     let whole_x = test_data(options.n, 1);
     let whole_y = test_data(options.n, 2);
-    for &mode in &options.modes {
-        let contexts: Vec<Context> = match mode {
-            ContextMode::Shared => {
-                vec![Context::from_devices(&ids, &[], None, std::ptr::null_mut())
-                    .map_err(cl3("clCreateContext"))?]
-            }
-            ContextMode::PerDevice => devices
-                .iter()
-                .map(Context::from_device)
-                .collect::<Result<_, _>>()
-                .map_err(cl3("clCreateContext"))?,
-        };
-        let runners: Vec<Runner<'_>> =
-            contexts.iter().map(Runner::new).collect::<Result<_, _>>()?;
-        let runner_of = |d: usize| &runners[if mode == ContextMode::Shared { 0 } else { d }];
-        let layouts: &[Layout] = match mode {
-            ContextMode::Shared if devices.len() > 1 => &[Layout::Buffers, Layout::SubBuffers],
-            _ => &[Layout::Buffers],
-        };
-        // The same kernel on device 0 alone, once per kernel and mode.
-        let mut one_device: Vec<(KernelRan, f64)> = Vec::new();
-        for &layout in layouts {
-            for (k, &choice) in options.kernels.iter().enumerate() {
-                // Data movement is timed once per mode: first kernel, own buffers.
-                let time_transfers =
-                    options.include_transfers && layout == Layout::Buffers && k == 0;
-                let (run, transfers) = run_split(
-                    devices,
-                    &parts,
-                    (&whole_x, &whole_y),
-                    mode,
-                    layout,
-                    choice,
-                    &runner_of,
-                    options,
-                    time_transfers,
-                    &mut one_device,
-                )?;
-                report.runs.push(run);
-                report.transfers.extend(transfers);
+    let mut counts: Vec<usize> = options
+        .device_counts
+        .iter()
+        .copied()
+        .filter(|k| *k < devices.len())
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    counts.push(devices.len());
+    // The same kernel on device 0 alone, per mode and kernel: the base of every count.
+    let mut one_device: Vec<(ContextMode, KernelRan, f64, Strategy)> = Vec::new();
+    for &k in &counts {
+        let devices = &devices[..k];
+        let parts = parts(options.n, &weights[..k], align)?;
+        let everything = k == report.parts.len();
+        for &mode in &options.modes {
+            let ids: Vec<_> = devices.iter().map(Device::id).collect();
+            let contexts: Vec<Context> = match mode {
+                ContextMode::Shared => {
+                    vec![Context::from_devices(&ids, &[], None, std::ptr::null_mut())
+                        .map_err(cl3("clCreateContext"))?]
+                }
+                ContextMode::PerDevice => devices
+                    .iter()
+                    .map(Context::from_device)
+                    .collect::<Result<_, _>>()
+                    .map_err(cl3("clCreateContext"))?,
+            };
+            let runners: Vec<Runner<'_>> =
+                contexts.iter().map(Runner::new).collect::<Result<_, _>>()?;
+            let runner_of = |d: usize| &runners[if mode == ContextMode::Shared { 0 } else { d }];
+            let layouts: &[Layout] = match mode {
+                ContextMode::Shared if k > 1 && everything => {
+                    &[Layout::Buffers, Layout::SubBuffers]
+                }
+                _ => &[Layout::Buffers],
+            };
+            for &layout in layouts {
+                for (i, &choice) in options.kernels.iter().enumerate() {
+                    // Data movement is timed once per mode: first kernel, own buffers.
+                    let time_transfers = options.include_transfers
+                        && everything
+                        && layout == Layout::Buffers
+                        && i == 0;
+                    let (run, transfers) = run_split(
+                        devices,
+                        &parts,
+                        (&whole_x, &whole_y),
+                        mode,
+                        layout,
+                        choice,
+                        &runner_of,
+                        options,
+                        time_transfers,
+                        &mut one_device,
+                    )?;
+                    if everything {
+                        report.runs.push(run);
+                    } else {
+                        report.scaling.push(run);
+                    }
+                    report.transfers.extend(transfers);
+                }
             }
         }
     }
@@ -360,17 +433,18 @@ fn run_split<'r>(
     runner_of: &dyn Fn(usize) -> &'r Runner<'r>,
     options: &SplitOptions,
     time_transfers: bool,
-    one_device: &mut Vec<(KernelRan, f64)>,
+    one_device: &mut Vec<(ContextMode, KernelRan, f64, Strategy)>,
 ) -> Result<(SplitRun, Option<Transfers>), AxpyError> {
     let kernel = Runner::pick(
         &AxpyCase::contiguous(*parts.iter().max().unwrap_or(&0), 1.0),
         choice,
     )?;
     let alpha = 0.75f32;
+    let total: u64 = parts.iter().sum();
     // One buffer of the whole vector for the sub-buffer layout.
     let parents = if layout == Layout::SubBuffers {
         let r = runner_of(0);
-        Some((buffer(r.context, options.n)?, buffer(r.context, options.n)?))
+        Some((buffer(r.context, total)?, buffer(r.context, total)?))
     } else {
         None
     };
@@ -380,6 +454,7 @@ fn run_split<'r>(
     for (d, (&len, device)) in parts.iter().zip(devices).enumerate() {
         let runner = runner_of(d);
         let queue = runner.queue(device)?;
+        let plain = runner.queue_with(device, false)?;
         let (mut x, mut y) = match &parents {
             Some((px, py)) => (sub_buffer(px, offset, len)?, sub_buffer(py, offset, len)?),
             None => (buffer(runner.context, len)?, buffer(runner.context, len)?),
@@ -392,6 +467,7 @@ fn run_split<'r>(
         built.push(Part {
             runner,
             queue,
+            plain,
             x,
             y,
             case: AxpyCase::contiguous(len, alpha),
@@ -401,6 +477,8 @@ fn run_split<'r>(
         });
     }
     let write_s = write_start.elapsed().as_secs_f64();
+    // Every tuning launch adds alpha * x to y too.
+    let tuning_launches: u32 = if kernel == KernelRan::Fast { 12 } else { 0 };
     if kernel == KernelRan::Fast {
         for p in &mut built {
             if p.case.n >= 4 {
@@ -408,19 +486,7 @@ fn run_split<'r>(
             }
         }
     }
-    // Warm-up (also every tuning launch above added alpha * x to y).
-    let tuning_launches: u32 = if kernel == KernelRan::Fast { 12 } else { 0 };
-    run_all(&built, kernel)?;
-    let mut totals = Vec::with_capacity(options.repeat);
-    let mut per_part: Vec<Vec<Launch>> = vec![Vec::new(); built.len()];
-    for _ in 0..options.repeat.max(1) {
-        let (total, launches) = run_all(&built, kernel)?;
-        totals.push(total);
-        for (i, l) in launches.into_iter().enumerate() {
-            per_part[i].push(l);
-        }
-    }
-    let applications = tuning_launches + 1 + options.repeat.max(1) as u32;
+    let timed = time_parts(&built, kernel, options.repeat.max(1))?;
     let read_start = Instant::now();
     let mut results = Vec::with_capacity(built.len());
     for p in &built {
@@ -431,11 +497,8 @@ fn run_split<'r>(
     let read_s = read_start.elapsed().as_secs_f64();
     let mut worst = 0f64;
     for (p, got) in built.iter().zip(&results) {
-        let times = if p.case.n >= 4 {
-            applications
-        } else {
-            applications - tuning_launches
-        };
+        let tuned = if p.case.n >= 4 { tuning_launches } else { 0 };
+        let times = tuned + timed.measured.applications;
         worst = worst.max(check_contiguous(p.case.alpha, p.x0, p.y0, got, times)?);
     }
     let mut transfers = None;
@@ -468,29 +531,27 @@ fn run_split<'r>(
             device_to_device_s,
         });
     }
-    let bytes = 3 * options.n * 4;
-    let mut sorted = totals.clone();
+    let bytes = 3 * total * 4;
+    let mut sorted = timed.totals.clone();
     sorted.sort_by(f64::total_cmp);
+    let profiled = &timed.measured.profiled;
     let parts_figures = built
         .iter()
-        .zip(&per_part)
         .enumerate()
-        .map(|(d, (p, launches))| {
+        .map(|(d, p)| {
+            let launches: Vec<launch::PartRep> = profiled.iter().map(|r| r[d]).collect();
             // A part's host time includes waiting for the other parts: its events are
             // believed when they are non-zero and within that time.
-            let clock = if events_within_host(launches) {
+            let clock = if events_within_host(&launches) {
                 Clock::Events
             } else {
                 Clock::Host
             };
             let best = launches
                 .iter()
-                .map(|l| {
-                    if clock == Clock::Events {
-                        l.event_s
-                    } else {
-                        l.host_s
-                    }
+                .map(|l| match clock {
+                    Clock::Events => l.kernel_s().unwrap_or(f64::MAX),
+                    Clock::Host => l.host_s(),
                 })
                 .fold(f64::MAX, f64::min);
             PartFigures {
@@ -501,18 +562,30 @@ fn run_split<'r>(
             }
         })
         .collect();
-    // The same kernel on device 0 alone, whole vector, host-timed the same way.
-    let one = match one_device.iter().find(|(k, _)| *k == kernel) {
-        Some(&(_, one)) => one,
+    // The same kernel on device 0 alone, whole vector, timed the same way.
+    let (one, one_strategy) = match one_device
+        .iter()
+        .find(|(m, k, _, _)| *m == mode && *k == kernel)
+    {
+        Some(&(_, _, one, strategy)) => (one, strategy),
         None => {
-            let one = single_device(runner_of(0), &devices[0], kernel, options, whole_x, whole_y)?;
-            one_device.push((kernel, one));
-            one
+            let (one, strategy) = single_device(
+                runner_of(0),
+                &devices[0],
+                kernel,
+                total,
+                options,
+                whole_x,
+                whole_y,
+            )?;
+            one_device.push((mode, kernel, one, strategy));
+            (one, strategy)
         }
     };
     let aggregate_best = bytes as f64 / sorted[0] / 1e9;
     Ok((
         SplitRun {
+            devices: devices.len(),
             context: mode,
             layout,
             kernel,
@@ -522,27 +595,33 @@ fn run_split<'r>(
             one_device_gb_per_s: one,
             scaling_efficiency: aggregate_best / (one * devices.len() as f64),
             max_error_ulps: worst,
+            launched_by: timed.measured.chosen,
+            strategies: timed.measured.strategies,
+            one_device_launched_by: one_strategy,
         },
         transfers,
     ))
 }
 
-/// Best host-timed bandwidth of the kernel over the whole vector on one device.
+/// Best host-timed bandwidth of the kernel over the whole vector (`n` elements) on
+/// one device, launched the fastest way for it, and that way.
 fn single_device(
     runner: &Runner<'_>,
     device: &Device,
     kernel: KernelRan,
+    n: u64,
     options: &SplitOptions,
     whole_x: &[f32],
     whole_y: &[f32],
-) -> Result<f64, AxpyError> {
-    let case = AxpyCase::contiguous(options.n, 0.5);
+) -> Result<(f64, Strategy), AxpyError> {
+    let case = AxpyCase::contiguous(n, 0.5);
     let queue = runner.queue(device)?;
-    let mut x = buffer(runner.context, options.n)?;
-    let mut y = buffer(runner.context, options.n)?;
-    write(&queue, &mut x, whole_x)?;
-    write(&queue, &mut y, whole_y)?;
-    let per_item = if kernel == KernelRan::Fast && options.n >= 4 {
+    let plain = runner.queue_with(device, false)?;
+    let mut x = buffer(runner.context, n)?;
+    let mut y = buffer(runner.context, n)?;
+    write(&queue, &mut x, &whole_x[..n as usize])?;
+    write(&queue, &mut y, &whole_y[..n as usize])?;
+    let per_item = if kernel == KernelRan::Fast && n >= 4 {
         runner.tune(&queue, &case, &x, &y)?
     } else {
         1
@@ -550,6 +629,7 @@ fn single_device(
     let part = Part {
         runner,
         queue,
+        plain,
         x,
         y,
         case,
@@ -557,13 +637,9 @@ fn single_device(
         x0: &[],
         y0: &[],
     };
-    let parts = [part];
-    run_all(&parts, kernel)?;
-    let mut best = f64::MAX;
-    for _ in 0..options.repeat.max(1) {
-        best = best.min(run_all(&parts, kernel)?.0);
-    }
-    Ok(3.0 * options.n as f64 * 4.0 / best / 1e9)
+    let timed = time_parts(std::slice::from_ref(&part), kernel, options.repeat.max(1))?;
+    let best = timed.totals.iter().copied().fold(f64::MAX, f64::min);
+    Ok((3.0 * n as f64 * 4.0 / best / 1e9, timed.measured.chosen))
 }
 
 #[cfg(test)]

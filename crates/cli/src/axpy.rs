@@ -1,7 +1,7 @@
 //! `clmulti axpy`, and the dAxpy check the allocation engine runs when a scenario
 //! asks for `[axpy] check`.
 
-use crate::format::{self, table, Format};
+use crate::format::{self, shows, table, Format, Verbosity};
 use crate::{note, Failure};
 use clmulti_alloc::{BufferCheck, BufferPair};
 use clmulti_axpy::{
@@ -83,6 +83,10 @@ pub struct Args {
     /// With --split: also time moving the data (host to devices, back, between devices).
     #[arg(long, requires = "split")]
     include_transfers: bool,
+    /// With --split: also split over the first k devices for each k given, for the
+    /// efficiency per device count (default: 2, 4, 8... below the device count).
+    #[arg(long, value_delimiter = ',', requires = "split", value_parser = clap::value_parser!(u32).range(1..))]
+    device_counts: Option<Vec<u32>>,
 }
 
 /// The context modes of `--split`.
@@ -299,15 +303,22 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             },
             kernels: kernels.to_vec(),
             include_transfers: args.include_transfers,
+            device_counts: match &args.device_counts {
+                Some(counts) => counts.iter().map(|&k| k as usize).collect(),
+                None => clmulti_axpy::default_device_counts(devices.len()),
+            },
         };
         note!("axpy --split over {} device(s)", devices.len());
         let report = split(&devices, &options).map_err(|e| {
-            if e.contains("named twice") || e.contains("weights") {
+            if e.contains("named twice") || e.contains("weights") || e.contains("device count") {
                 Failure::Input(e)
             } else {
                 Failure::Tool(e)
             }
         })?;
+        if shows(Verbosity::Verbose) {
+            print_strategies(&report);
+        }
         let report = AxpyReport {
             schema_version: AXPY_SCHEMA_VERSION,
             platform,
@@ -547,11 +558,7 @@ fn print_split(report: &AxpyReport, devices: &[Device]) {
     for r in &s.runs {
         let mut row = vec![
             mode_name(r.context).to_owned(),
-            match r.layout {
-                clmulti_axpy::Layout::Buffers => "buffers",
-                clmulti_axpy::Layout::SubBuffers => "sub-buffers",
-            }
-            .to_owned(),
+            layout_name(r.layout).to_owned(),
             r.kernel.name().to_owned(),
             format!("{:.1}", r.aggregate_gb_per_s_best),
             format!("{:.1}", r.aggregate_gb_per_s_median),
@@ -579,6 +586,68 @@ fn print_split(report: &AxpyReport, devices: &[Device]) {
             .map(|r| r.max_error_ulps / 2.0)
             .fold(0.0, f64::max)
     );
+    let ways = s.runs.first().map_or(0, |r| r.strategies.len());
+    let mut chosen: Vec<String> = s.runs.iter().map(|r| r.launched_by.describe()).collect();
+    chosen.dedup();
+    if chosen.len() == 1 {
+        println!(
+            "  launched by: {} (the fastest by median of {ways} ways tried in each run; -v shows each) [measured]",
+            chosen[0]
+        );
+    } else {
+        println!(
+            "  launched by (the fastest by median of {ways} ways tried; -v shows each) [measured]:"
+        );
+        for r in &s.runs {
+            println!(
+                "    {} {} {}: {}",
+                mode_name(r.context),
+                layout_name(r.layout),
+                r.kernel.name(),
+                r.launched_by.describe()
+            );
+        }
+    }
+    if !s.scaling.is_empty() {
+        println!("  efficiency per device count (buffers per device; each against the same kernel on device 0 alone) [measured]:");
+        let mut rows = vec![vec![
+            "devices".to_owned(),
+            "context".into(),
+            "kernel".into(),
+            "aggregate GB/s".into(),
+            "1 device".into(),
+            "efficiency".into(),
+        ]];
+        let mut all: Vec<&clmulti_axpy::SplitRun> = s
+            .scaling
+            .iter()
+            .chain(
+                s.runs
+                    .iter()
+                    .filter(|r| r.layout == clmulti_axpy::Layout::Buffers),
+            )
+            .collect();
+        all.sort_by_key(|r| {
+            (
+                r.context == ContextMode::PerDevice,
+                r.kernel.name(),
+                r.devices,
+            )
+        });
+        for r in all {
+            rows.push(vec![
+                r.devices.to_string(),
+                mode_name(r.context).to_owned(),
+                r.kernel.name().to_owned(),
+                format!("{:.1}", r.aggregate_gb_per_s_best),
+                format!("{:.1}", r.one_device_gb_per_s),
+                format!("{:.3}", r.scaling_efficiency),
+            ]);
+        }
+        for line in table(&rows).lines() {
+            println!("  {line}");
+        }
+    }
     for t in &s.transfers {
         println!(
             "  transfers ({}): host to devices {:.3} ms, devices to host {:.3} ms{}",
@@ -593,5 +662,61 @@ fn print_split(report: &AxpyReport, devices: &[Device]) {
     }
     for n in &s.notes {
         println!("  note: {n}");
+    }
+}
+
+fn layout_name(layout: clmulti_axpy::Layout) -> &'static str {
+    match layout {
+        clmulti_axpy::Layout::Buffers => "buffers",
+        clmulti_axpy::Layout::SubBuffers => "sub-buffers",
+    }
+}
+
+/// `-v`: every launch strategy each split tried, and where its time went (stderr).
+fn print_strategies(s: &SplitReport) {
+    let us = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
+    for r in s.runs.iter().chain(&s.scaling) {
+        eprintln!(
+            "launch strategies, {} device(s), {} {} {} (median of each one's trials; skew, enqueue, flush and detection on the host clock, start lag on the device's; detection inferred from the device's queued-to-end time anchored at the enqueue call):",
+            r.devices,
+            mode_name(r.context),
+            layout_name(r.layout),
+            r.kernel.name()
+        );
+        let mut rows = vec![vec![
+            "strategy".to_owned(),
+            "trials".into(),
+            "total us".into(),
+            "best us".into(),
+            "skew us".into(),
+            "enqueue us".into(),
+            "flush us".into(),
+            "start lag us".into(),
+            "detect us".into(),
+            "overhead us".into(),
+        ]];
+        for f in &r.strategies {
+            rows.push(vec![
+                format!(
+                    "{}{}",
+                    f.strategy.describe(),
+                    if f.strategy == r.launched_by {
+                        " (chosen)"
+                    } else {
+                        ""
+                    }
+                ),
+                f.reps.to_string(),
+                format!("{:.1}", f.total_us),
+                format!("{:.1}", f.total_us_best),
+                format!("{:.1}", f.skew_us),
+                format!("{:.1}", f.enqueue_us),
+                format!("{:.1}", f.flush_us),
+                us(f.start_lag_us),
+                us(f.detect_us),
+                format!("{:.1}", f.overhead_us),
+            ]);
+        }
+        eprint!("{}", table(&rows));
     }
 }

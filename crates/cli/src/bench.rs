@@ -1,7 +1,9 @@
 //! `clmulti bench`: the engine's allocation rate against a plain `clCreateBuffer`
 //! loop on the same device. Each arm of each round runs in a fresh process (a warm
 //! runtime or reused memory would favour whichever runs second), the order
-//! alternates, and the verdict is the median ratio with its spread.
+//! alternates, every arm runs long enough not to be noise (the count is raised until
+//! the plain loop takes `--min-seconds`), and the verdict comes from the median ratio
+//! and its 95% interval: "not resolved" when the interval straddles the target.
 
 use crate::format::{self, table, Format};
 use crate::{note, Failure};
@@ -10,6 +12,12 @@ use serde::{Deserialize, Serialize};
 
 /// The engine's rate should be at least this share of the plain loop's.
 const TARGET: f64 = 0.95;
+/// The confidence of the median's interval.
+const CONFIDENCE: f64 = 0.95;
+/// Calibration runs at most, each raising the count toward `--min-seconds`.
+const CALIBRATIONS: usize = 4;
+/// Share of the host's available memory the buffers of one arm may take.
+const MEMORY_SHARE: f64 = 0.25;
 
 /// Arguments of `clmulti bench`.
 #[derive(Debug, clap::Args)]
@@ -17,19 +25,23 @@ pub struct Args {
     /// Device selector `PLATFORM[:DEVICE]`.
     #[arg(long, default_value = "auto")]
     device: String,
-    /// Buffers per arm.
+    /// Buffers per arm to start from; raised until an arm takes --min-seconds.
     #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
     count: u64,
     /// Buffer size.
     #[arg(long, default_value = "1MiB")]
     size: String,
-    /// Rounds (each runs both arms, in fresh processes).
-    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Rounds (each runs both arms, in fresh processes); at least 6 for a 95% interval.
+    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..))]
     rounds: u32,
+    /// Seconds the plain loop of one arm should take at least (the count is raised
+    /// to reach it, within a quarter of the available memory).
+    #[arg(long, default_value_t = 0.5, value_parser = positive_seconds)]
+    min_seconds: f64,
     /// The engine's sampling interval.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     sample_every: u64,
-    /// Fail (exit 1) when the median ratio is below this.
+    /// The target ratio (default 0.95); exit 1 when the interval lies wholly below it.
     #[arg(long, value_name = "RATIO")]
     require: Option<f64>,
     /// Output format.
@@ -38,6 +50,13 @@ pub struct Args {
     /// Internal: run one arm in this process and print its rate.
     #[arg(long, hide = true, value_enum)]
     arm: Option<Arm>,
+}
+
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .ok_or_else(|| format!("{text}: expected seconds > 0"))
 }
 
 /// One side of the comparison.
@@ -50,9 +69,15 @@ enum Arm {
     Engine,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+/// What one arm's process reports.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 struct ArmResult {
+    /// Allocations per second.
     rate: f64,
+    /// Seconds the allocations took.
+    seconds: f64,
+    /// Host RSS gained per buffer, bytes.
+    rss_per_buffer: f64,
 }
 
 #[derive(Debug, Serialize)]
@@ -60,29 +85,69 @@ struct Round {
     plain: f64,
     engine: f64,
     ratio: f64,
+    plain_seconds: f64,
+    engine_seconds: f64,
+}
+
+/// Whether the engine met the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Verdict {
+    /// The whole interval is at or above the target.
+    Met,
+    /// The whole interval is below it.
+    NotMet,
+    /// The interval straddles it (or there are too few rounds for one).
+    NotResolved,
+}
+
+impl Verdict {
+    fn text(self) -> &'static str {
+        match self {
+            Verdict::Met => "met",
+            Verdict::NotMet => "NOT met",
+            Verdict::NotResolved => "not resolved",
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
 struct BenchReport {
     schema_version: u32,
     device: String,
+    /// Buffers per arm, after calibration.
     count: u64,
     size_bytes: u64,
+    /// The plain loop's seconds at each calibration count.
+    calibration: Vec<(u64, f64)>,
+    /// Whether a quarter of the available memory held the count below what
+    /// `--min-seconds` asked for.
+    count_capped_by_memory: bool,
     rounds: Vec<Round>,
     ratio_min: f64,
     ratio_median: f64,
     ratio_max: f64,
+    /// Distribution-free interval of the median ratio (order statistics), when the
+    /// rounds allow one.
+    ratio_interval: Option<(f64, f64)>,
+    /// Its coverage (at least `CONFIDENCE`).
+    interval_coverage: Option<f64>,
     target: f64,
-    met: bool,
+    verdict: Verdict,
 }
 
 /// Allocations per second of a plain loop calling `clCreateBuffer` on one device in
 /// its own context, releasing every buffer at the end: the reference.
-fn plain_loop_rate(device: &clmulti_probe::Device, size: usize, count: u64) -> Result<f64, ClCode> {
+fn plain_loop(
+    device: &clmulti_probe::Device,
+    size: usize,
+    count: u64,
+) -> Result<ArmResult, ClCode> {
     use opencl3::context::Context;
     let context = Context::from_devices(&[device.id()], &[], None, std::ptr::null_mut())
         .map_err(|e| ClCode(e.0))?;
     let mut live = Vec::with_capacity(count as usize);
+    let rss_before = clmulti_probe::ProcessUsage::read().rss_bytes;
     let start = std::time::Instant::now();
     let mut failure = None;
     for _ in 0..count {
@@ -103,13 +168,18 @@ fn plain_loop_rate(device: &clmulti_probe::Device, size: usize, count: u64) -> R
         }
     }
     let seconds = start.elapsed().as_secs_f64();
+    let rss_after = clmulti_probe::ProcessUsage::read().rss_bytes;
     for mem in live {
         // SAFETY: created above, released once.
         let _ = unsafe { opencl3::memory::release_mem_object(mem) };
     }
     match failure {
         Some(code) => Err(code),
-        None => Ok(count as f64 / seconds),
+        None => Ok(ArmResult {
+            rate: count as f64 / seconds,
+            seconds,
+            rss_per_buffer: rss_after.saturating_sub(rss_before) as f64 / count as f64,
+        }),
     }
 }
 
@@ -118,9 +188,9 @@ fn run_arm(arm: Arm, args: &Args, size: u64) -> Result<(), Failure> {
     let selection = clmulti_probe::select(&platforms, &DeviceRequest::from_selector(&args.device))
         .map_err(|e| Failure::Input(e.to_string()))?;
     let device = &selection.devices[0];
-    let rate = match arm {
-        Arm::Plain => plain_loop_rate(device, size as usize, args.count)
-            .map_err(|e| Failure::Tool(format!("plain loop: {e}")))?,
+    let result = match arm {
+        Arm::Plain => plain_loop(device, size as usize, args.count)
+            .map_err(|e| Failure::Tool(format!("plain loop: clCreateBuffer: {e}")))?,
         Arm::Engine => {
             let toml = format!(
                 "name = \"bench\"\n[devices]\nplatform = {}\ntype = \"all\"\nindices = [{}]\n\
@@ -141,17 +211,22 @@ fn run_arm(arm: Arm, args: &Args, size: u64) -> Result<(), Failure> {
                     report.stop.summary()
                 )));
             }
-            report.allocations_per_second.unwrap_or(0.0)
+            let rss = |s: Option<&clmulti_explain::Sample>| s.map_or(0, |s| s.host.rss_bytes);
+            ArmResult {
+                rate: report.allocations_per_second.unwrap_or(0.0),
+                seconds: report.elapsed_seconds - report.sampling_seconds,
+                rss_per_buffer: rss(report.samples.last())
+                    .saturating_sub(rss(report.samples.first()))
+                    as f64
+                    / args.count as f64,
+            }
         }
     };
-    println!(
-        "{}",
-        serde_json::to_string(&ArmResult { rate }).unwrap_or_default()
-    );
+    println!("{}", serde_json::to_string(&result).unwrap_or_default());
     Ok(())
 }
 
-fn spawn_arm(arm: Arm, args: &Args) -> Result<f64, Failure> {
+fn spawn_arm(arm: Arm, args: &Args, count: u64) -> Result<ArmResult, Failure> {
     let exe = std::env::current_exe()
         .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
     let arm_name = match arm {
@@ -170,7 +245,7 @@ fn spawn_arm(arm: Arm, args: &Args) -> Result<f64, Failure> {
         ])
         .args([
             "--count",
-            &args.count.to_string(),
+            &count.to_string(),
             "--sample-every",
             &args.sample_every.to_string(),
         ])
@@ -181,7 +256,7 @@ fn spawn_arm(arm: Arm, args: &Args) -> Result<f64, Failure> {
         .lines()
         .find_map(|l| serde_json::from_str::<ArmResult>(l).ok())
     {
-        Some(r) if out.status.success() => Ok(r.rate),
+        Some(r) if out.status.success() => Ok(r),
         _ => {
             let err = String::from_utf8_lossy(&out.stderr);
             let why = err
@@ -193,6 +268,92 @@ fn spawn_arm(arm: Arm, args: &Args) -> Result<f64, Failure> {
                 _ => Failure::Tool(format!("the {arm_name} arm failed: {why}")),
             })
         }
+    }
+}
+
+/// What calibration found.
+struct Calibration {
+    /// Buffers per arm.
+    count: u64,
+    /// The plain loop's seconds at each count tried.
+    tried: Vec<(u64, f64)>,
+    /// Whether the memory held the count below what `--min-seconds` needs.
+    capped: bool,
+}
+
+/// The count at which one arm's plain loop takes `min_seconds`, raised from
+/// `count` by measuring, and at most what `memory_bytes` holds at the RSS per buffer
+/// measured.
+fn calibrate(args: &Args, memory_bytes: f64) -> Result<Calibration, Failure> {
+    let mut count = args.count;
+    let mut tried = Vec::new();
+    let mut capped = false;
+    for _ in 0..CALIBRATIONS {
+        let plain = spawn_arm(Arm::Plain, args, count)?;
+        tried.push((count, plain.seconds));
+        if plain.seconds >= args.min_seconds {
+            break;
+        }
+        // 20% beyond the estimate: a larger count can run at another rate.
+        let wanted = count as f64 * args.min_seconds / plain.seconds.max(1e-6) * 1.2;
+        let cap = memory_bytes / plain.rss_per_buffer.max(64.0);
+        capped = wanted > cap;
+        let next = wanted.min(cap).ceil() as u64;
+        if next <= count {
+            break;
+        }
+        count = next;
+    }
+    Ok(Calibration {
+        count,
+        tried,
+        capped,
+    })
+}
+
+/// log(n choose k).
+fn ln_choose(n: u64, k: u64) -> f64 {
+    (1..=k).map(|i| ((n - k + i) as f64 / i as f64).ln()).sum()
+}
+
+/// The distribution-free interval of the median of `sorted` (ascending): order
+/// statistics k and n + 1 - k, with the largest k whose coverage, 1 - 2 P(B < k)
+/// for B ~ Binomial(n, 1/2), is at least `confidence`; with that coverage. `None`
+/// when even the extremes cover less (n < 6 at 95%).
+fn median_interval(sorted: &[f64], confidence: f64) -> Option<(f64, f64, f64)> {
+    let n = sorted.len() as u64;
+    let below = |k: u64| -> f64 {
+        // P(B <= k - 1)
+        (0..k)
+            .map(|i| (ln_choose(n, i) - n as f64 * 2f64.ln()).exp())
+            .sum()
+    };
+    let mut best = None;
+    for k in 1..=n.div_ceil(2) {
+        let coverage = 1.0 - 2.0 * below(k);
+        if coverage >= confidence {
+            best = Some((k, coverage));
+        } else {
+            break;
+        }
+    }
+    best.map(|(k, coverage)| (sorted[k as usize - 1], sorted[(n - k) as usize], coverage))
+}
+
+fn median(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+fn verdict(interval: Option<(f64, f64, f64)>, target: f64) -> Verdict {
+    match interval {
+        Some((low, _, _)) if low >= target => Verdict::Met,
+        Some((_, high, _)) if high < target => Verdict::NotMet,
+        _ => Verdict::NotResolved,
     }
 }
 
@@ -218,78 +379,148 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         devices[0].info().selector,
         devices[0].info().display_name()
     );
+    let available = clmulti_probe::UsageReader::open()
+        .read()
+        .system
+        .map_or(1u64 << 30, |s| s.available_bytes);
+    let Calibration {
+        count,
+        tried: calibration,
+        capped,
+    } = calibrate(args, available as f64 * MEMORY_SHARE)?;
     note!(
-        "bench: {device}; {} buffers of {} per arm, engine sampling every {}; each arm in a fresh process",
-        args.count,
+        "bench: {device}; {count} buffers of {} per arm (the plain loop took {:.3} s at that count or the one before), engine sampling every {}; each arm in a fresh process",
         clmulti_scenario::format_size(size),
+        calibration.last().map_or(0.0, |c| c.1),
         args.sample_every
     );
     let mut rounds = Vec::new();
     for round in 0..args.rounds {
         // Alternate which arm goes first.
         let (plain, engine) = if round % 2 == 0 {
-            let p = spawn_arm(Arm::Plain, args)?;
-            (p, spawn_arm(Arm::Engine, args)?)
+            let p = spawn_arm(Arm::Plain, args, count)?;
+            (p, spawn_arm(Arm::Engine, args, count)?)
         } else {
-            let e = spawn_arm(Arm::Engine, args)?;
-            (spawn_arm(Arm::Plain, args)?, e)
+            let e = spawn_arm(Arm::Engine, args, count)?;
+            (spawn_arm(Arm::Plain, args, count)?, e)
         };
         rounds.push(Round {
-            plain,
-            engine,
-            ratio: engine / plain,
+            plain: plain.rate,
+            engine: engine.rate,
+            ratio: engine.rate / plain.rate,
+            plain_seconds: plain.seconds,
+            engine_seconds: engine.seconds,
         });
     }
     let mut ratios: Vec<f64> = rounds.iter().map(|r| r.ratio).collect();
     ratios.sort_by(f64::total_cmp);
-    let median = ratios[ratios.len() / 2];
+    let interval = median_interval(&ratios, CONFIDENCE);
     let target = args.require.unwrap_or(TARGET);
     let report = BenchReport {
-        schema_version: 1,
+        schema_version: 2,
         device,
-        count: args.count,
+        count,
         size_bytes: size,
+        calibration,
+        count_capped_by_memory: capped,
         ratio_min: ratios[0],
-        ratio_median: median,
+        ratio_median: median(&ratios),
         ratio_max: ratios[ratios.len() - 1],
+        ratio_interval: interval.map(|(low, high, _)| (low, high)),
+        interval_coverage: interval.map(|(_, _, coverage)| coverage),
         target,
-        met: median >= target,
+        verdict: verdict(interval, target),
         rounds,
     };
     match args.format {
         Format::Json => format::print_json(&report)?,
-        Format::Text => {
-            println!("device {}", report.device);
-            let mut rows = vec![vec![
-                "round".to_owned(),
-                "plain alloc/s".into(),
-                "clmulti alloc/s".into(),
-                "ratio".into(),
-            ]];
-            for (i, r) in report.rounds.iter().enumerate() {
-                rows.push(vec![
-                    (i + 1).to_string(),
-                    format!("{:.0}", r.plain),
-                    format!("{:.0}", r.engine),
-                    format!("{:.3}", r.ratio),
-                ]);
-            }
-            print!("{}", table(&rows));
-            println!(
-                "verdict: the engine allocates at {:.3} (median; min {:.3}, max {:.3} over {} rounds) of a plain clCreateBuffer loop's rate; target >= {target}: {}",
-                report.ratio_median,
-                report.ratio_min,
-                report.ratio_max,
-                report.rounds.len(),
-                if report.met { "met" } else { "NOT met" }
-            );
-        }
+        Format::Text => print_text(&report, args.min_seconds),
     }
-    if args.require.is_some() && !report.met {
+    if args.require.is_some() && report.verdict == Verdict::NotMet {
         return Err(Failure::Tool(format!(
-            "median ratio {:.3} is below --require {target}",
+            "the engine's rate is below --require {target} of the plain loop's (median {:.3}, 95% interval below it)",
             report.ratio_median
         )));
     }
     Ok(())
+}
+
+fn print_text(report: &BenchReport, min_seconds: f64) {
+    println!("device {}", report.device);
+    let mut rows = vec![vec![
+        "round".to_owned(),
+        "plain alloc/s".into(),
+        "clmulti alloc/s".into(),
+        "ratio".into(),
+        "plain s".into(),
+        "clmulti s".into(),
+    ]];
+    for (i, r) in report.rounds.iter().enumerate() {
+        rows.push(vec![
+            (i + 1).to_string(),
+            format!("{:.0}", r.plain),
+            format!("{:.0}", r.engine),
+            format!("{:.3}", r.ratio),
+            format!("{:.3}", r.plain_seconds),
+            format!("{:.3}", r.engine_seconds),
+        ]);
+    }
+    print!("{}", table(&rows));
+    if report.count_capped_by_memory {
+        println!(
+            "  note: a quarter of the available memory held the count below what {min_seconds} s per arm needs: rounds are shorter, and noisier"
+        );
+    }
+    let interval = match (report.ratio_interval, report.interval_coverage) {
+        (Some((low, high)), Some(coverage)) => format!(
+            "{:.0}% interval {low:.3} to {high:.3} (order statistics, {:.1}% coverage)",
+            CONFIDENCE * 100.0,
+            coverage * 100.0
+        ),
+        _ => format!(
+            "no {:.0}% interval from {} rounds (6 at least)",
+            CONFIDENCE * 100.0,
+            report.rounds.len()
+        ),
+    };
+    println!(
+        "verdict [measured]: the engine allocates at {:.3} (median of {} rounds; {interval}; min {:.3}, max {:.3}) of a plain clCreateBuffer loop's rate, {} buffers per arm; target >= {}: {}",
+        report.ratio_median,
+        report.rounds.len(),
+        report.ratio_min,
+        report.ratio_max,
+        report.count,
+        report.target,
+        report.verdict.text()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_interval_uses_the_order_statistics_that_cover_95_percent() {
+        let sorted: Vec<f64> = (1..=11).map(f64::from).collect();
+        // n = 11: P(B <= 1) = 12/2048, so k = 2 covers 98.8%; k = 3 only 93.5%.
+        let (low, high, coverage) = median_interval(&sorted, 0.95).unwrap();
+        assert_eq!((low, high), (2.0, 10.0));
+        assert!((coverage - (1.0 - 24.0 / 2048.0)).abs() < 1e-12);
+        // n = 6: only the extremes, 96.9%; n = 5: none.
+        let (low, high, _) = median_interval(&sorted[..6], 0.95).unwrap();
+        assert_eq!((low, high), (1.0, 6.0));
+        assert!(median_interval(&sorted[..5], 0.95).is_none());
+        assert_eq!(median(&sorted[..6]), 3.5);
+    }
+
+    #[test]
+    fn the_verdict_is_resolved_only_when_the_interval_clears_the_target() {
+        assert_eq!(verdict(Some((0.96, 1.02, 0.98)), 0.95), Verdict::Met);
+        assert_eq!(verdict(Some((0.80, 0.94, 0.98)), 0.95), Verdict::NotMet);
+        assert_eq!(
+            verdict(Some((0.90, 1.00, 0.98)), 0.95),
+            Verdict::NotResolved
+        );
+        assert_eq!(verdict(None, 0.95), Verdict::NotResolved);
+    }
 }

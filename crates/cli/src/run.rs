@@ -283,6 +283,7 @@ fn run_here(scenario: &Scenario, format: Format, is_child: bool) -> Result<Repor
                 clmulti_axpy::KernelChoice::Fast,
             ],
             include_transfers: false,
+            device_counts: Vec::new(),
         };
         match crate::axpy::split(devices, &options) {
             Ok(report) => serde_json::to_value(report).unwrap_or_default(),

@@ -199,3 +199,83 @@ fn a_scenario_records_split_throughput_beside_its_allocations() {
             .all(|run| run["max_error_ulps"].as_f64().unwrap() <= 2.0));
     }
 }
+
+#[test]
+fn a_split_over_four_and_eight_devices_reports_its_efficiency_per_device_count() {
+    for (devices, smaller) in [(4usize, vec![2u64]), (8, vec![2, 4])] {
+        let split = split_json(clmulti(devices).args([
+            "axpy",
+            "--split",
+            "--n",
+            "100003",
+            "--repeat",
+            "2",
+            "--kernel",
+            "fast",
+            "--context",
+            "shared",
+            "--format",
+            "json",
+        ]));
+        let parts = split["parts"].as_array().unwrap();
+        assert_eq!(parts.len(), devices, "{split}");
+        assert_eq!(
+            parts.iter().map(|p| p.as_u64().unwrap()).sum::<u64>(),
+            100_003
+        );
+        let runs = split["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "buffers and sub-buffers: {split}");
+        for r in runs {
+            assert_eq!(r["devices"], devices as u64);
+            assert_eq!(r["parts"].as_array().unwrap().len(), devices);
+            assert!(r["max_error_ulps"].as_f64().unwrap() <= 2.0, "{r}");
+            assert_eq!(r["strategies"].as_array().unwrap().len(), 18, "{r}");
+            assert!(r["launched_by"]["launcher"].is_string(), "{r}");
+        }
+        // The default counts: 2, 4... below the device count, each verified.
+        let scaling = split["scaling"].as_array().unwrap();
+        let counts: Vec<u64> = scaling
+            .iter()
+            .map(|r| r["devices"].as_u64().unwrap())
+            .collect();
+        assert_eq!(counts, smaller, "{split}");
+        for r in scaling {
+            assert!(r["scaling_efficiency"].as_f64().unwrap() > 0.0, "{r}");
+            assert!(r["max_error_ulps"].as_f64().unwrap() <= 2.0, "{r}");
+            assert_eq!(r["layout"], "buffers");
+        }
+    }
+}
+
+#[test]
+fn the_text_split_shows_the_launch_and_verbose_shows_every_way_tried() {
+    let out = run(clmulti(4).args([
+        "-v",
+        "axpy",
+        "--split",
+        "--n",
+        "65536",
+        "--repeat",
+        "2",
+        "--kernel",
+        "seed",
+        "--context",
+        "per-device",
+        "--device-counts",
+        "3",
+    ]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("launched by"), "{text}");
+    assert!(text.contains("efficiency per device count"), "{text}");
+    let err = stderr(&out);
+    assert!(
+        err.contains("launch strategies, 3 device(s), per-device buffers dAxpy")
+            && err.contains("a thread per device, polling, no profiling")
+            && err.contains("(chosen)"),
+        "{err}"
+    );
+    let bad = run(clmulti(2).args(["axpy", "--split", "--device-counts", "3"]));
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("device count 3"), "{}", stderr(&bad));
+}

@@ -83,12 +83,95 @@ pub struct UsageReader {
     statm: Option<File>,
     status: Option<File>,
     maps: Option<File>,
+    /// How to count mappings: `Some(extra)` when `PROCMAP_QUERY` works on `maps` (the
+    /// count of VMAs it walks, plus the lines the text has beyond them: the gate
+    /// VMA, `[vsyscall]`); `None` reads the text.
+    maps_by_query: Option<u64>,
     meminfo: Option<File>,
     fd_dir: Option<File>,
     fdinfo_dir: Option<File>,
     spare: std::cell::Cell<i32>,
     /// Whether the files are this process's own (their fds appear in the fd listing).
     own_proc: bool,
+}
+
+/// Lines of the text of /proc/<pid>/maps: one per mapping.
+fn maps_lines(maps: &File) -> u64 {
+    let mut lines = 0u64;
+    UsageReader::read_all::<16384>(Some(maps), |chunk| {
+        lines += chunk.iter().filter(|&&c| c == b'\n').count() as u64;
+    });
+    lines
+}
+
+/// `struct procmap_query` of Linux's include/uapi/linux/fs.h (6.11 and later).
+#[repr(C)]
+#[derive(Default)]
+struct ProcmapQuery {
+    size: u64,
+    query_flags: u64,
+    query_addr: u64,
+    vma_start: u64,
+    vma_end: u64,
+    vma_flags: u64,
+    vma_page_size: u64,
+    vma_offset: u64,
+    inode: u64,
+    dev_major: u32,
+    dev_minor: u32,
+    vma_name_size: u32,
+    build_id_size: u32,
+    vma_name_addr: u64,
+    build_id_addr: u64,
+}
+
+/// `_IOWR('f', 17, struct procmap_query)`.
+const PROCMAP_QUERY: libc::c_ulong =
+    (3 << 30) | ((std::mem::size_of::<ProcmapQuery>() as libc::c_ulong) << 16) | (0x66 << 8) | 17;
+/// `PROCMAP_QUERY_COVERING_OR_NEXT_VMA`.
+const COVERING_OR_NEXT_VMA: u64 = 0x10;
+
+/// The process's VMAs, walked with `PROCMAP_QUERY` (names not asked for): the same
+/// count as the text's lines without the kernel formatting each one (on a 6.18 VM,
+/// ~100 us instead of ~180 us for 130 mappings, measured). `None` where the kernel
+/// or the file does not answer the query.
+fn count_vmas(maps: &File) -> Option<u64> {
+    let mut count = 0u64;
+    let mut addr = 0u64;
+    loop {
+        let mut query = ProcmapQuery {
+            size: std::mem::size_of::<ProcmapQuery>() as u64,
+            query_flags: COVERING_OR_NEXT_VMA,
+            query_addr: addr,
+            ..ProcmapQuery::default()
+        };
+        // SAFETY: PROCMAP_QUERY reads and writes one `struct procmap_query`, whose size
+        // it is told; no name or build-id buffer is given (their sizes are 0).
+        let status = unsafe { libc::ioctl(maps.as_raw_fd(), PROCMAP_QUERY as _, &mut query) };
+        if status != 0 {
+            let done = std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT);
+            return done.then_some(count);
+        }
+        count += 1;
+        if query.vma_end <= addr {
+            return None;
+        }
+        addr = query.vma_end;
+    }
+}
+
+/// Whether `PROCMAP_QUERY` can count `maps`' mappings, and the lines the text has
+/// beyond the VMAs it walks (the gate VMA): counted between two readings of the text
+/// that agree, so no mapping came or went in between.
+fn query_offset(maps: &File) -> Option<u64> {
+    for _ in 0..3 {
+        let before = maps_lines(maps);
+        let vmas = count_vmas(maps)?;
+        if maps_lines(maps) == before && before >= vmas {
+            return Some(before - vmas);
+        }
+    }
+    None
 }
 
 fn open_dir(path: &Path) -> Option<File> {
@@ -114,10 +197,12 @@ impl UsageReader {
     /// test gives a fixture tree here.
     pub fn open_at(proc_root: &Path) -> Self {
         let this = proc_root.join("self");
+        let maps = File::open(this.join("maps")).ok();
         UsageReader {
             statm: File::open(this.join("statm")).ok(),
             status: File::open(this.join("status")).ok(),
-            maps: File::open(this.join("maps")).ok(),
+            maps_by_query: maps.as_ref().and_then(query_offset),
+            maps,
             meminfo: File::open(proc_root.join("meminfo")).ok(),
             fd_dir: open_dir(&this.join("fd")),
             fdinfo_dir: open_dir(&this.join("fdinfo")),
@@ -153,9 +238,11 @@ impl UsageReader {
         self.statm().1
     }
 
-    fn read_all(file: &Option<File>, mut each: impl FnMut(&[u8])) {
+    /// Reads `file` from its start in chunks of `N` bytes (each file's own size: a
+    /// 16 KiB buffer zeroed for 40 bytes of statm cost more than the read).
+    fn read_all<const N: usize>(file: Option<&File>, mut each: impl FnMut(&[u8])) {
         let Some(file) = file else { return };
-        let mut buf = [0u8; 16384];
+        let mut buf = [0u8; N];
         let mut offset = 0u64;
         while let Ok(n) = file.read_at(&mut buf, offset) {
             if n == 0 {
@@ -170,7 +257,7 @@ impl UsageReader {
         let page = crate::host::page_size();
         let mut text = [0u8; 256];
         let mut len = 0;
-        Self::read_all(&self.statm, |chunk| {
+        Self::read_all::<256>(self.statm.as_ref(), |chunk| {
             let take = chunk.len().min(text.len() - len);
             text[len..len + take].copy_from_slice(&chunk[..take]);
             len += take;
@@ -191,7 +278,7 @@ impl UsageReader {
     fn status(&self) -> StatusFigures {
         let mut text = [0u8; 8192];
         let mut len = 0;
-        Self::read_all(&self.status, |chunk| {
+        Self::read_all::<4096>(self.status.as_ref(), |chunk| {
             let take = chunk.len().min(text.len() - len);
             text[len..len + take].copy_from_slice(&chunk[..take]);
             len += take;
@@ -206,17 +293,18 @@ impl UsageReader {
     }
 
     fn memory_maps(&self) -> u64 {
-        let mut lines = 0u64;
-        Self::read_all(&self.maps, |chunk| {
-            lines += chunk.iter().filter(|&&c| c == b'\n').count() as u64;
-        });
-        lines
+        if let (Some(extra), Some(maps)) = (self.maps_by_query, &self.maps) {
+            if let Some(vmas) = count_vmas(maps) {
+                return vmas + extra;
+            }
+        }
+        self.maps.as_ref().map_or(0, maps_lines)
     }
 
     fn system_memory(&self) -> Option<SystemMemory> {
         let mut text = [0u8; 8192];
         let mut len = 0;
-        Self::read_all(&self.meminfo, |chunk| {
+        Self::read_all::<8192>(self.meminfo.as_ref(), |chunk| {
             let take = chunk.len().min(text.len() - len);
             text[len..len + take].copy_from_slice(&chunk[..take]);
             len += take;
