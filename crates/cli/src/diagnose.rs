@@ -6,7 +6,8 @@
 
 use crate::format::{table, Format};
 use crate::{note, Failure};
-use clmulti_explain::diagnosis::{fixes_for, Diagnosis, Fix, Placed, Role};
+use clmulti_alloc::runtime_log::neo_allocations_per_buffer;
+use clmulti_explain::diagnosis::{fixes_for, Diagnosis, Fix, LoggedCase, Placed, Role};
 use clmulti_explain::verdict::Statement;
 use clmulti_explain::{Report, StopReason};
 use clmulti_probe::Device;
@@ -127,6 +128,56 @@ fn run_case(scenario: &Scenario) -> Result<Report, Failure> {
     let report = crate::run::run_child(scenario, None)?;
     note!("diagnose:   {}", report.headline());
     Ok(report)
+}
+
+/// Two rounds of one completed run per strategy whose readings stayed up after
+/// release (the shared case first): a cache or a leak.
+fn second_rounds(reports: &mut [(Role, Report)]) {
+    for strategy in [Strategy::Create, Strategy::Fill] {
+        let kept = |(role, r): &(Role, Report)| {
+            r.scenario.allocation.strategy == strategy
+                && matches!(r.stop, StopReason::Completed)
+                && !r.leak_check.not_returned.is_empty()
+                && r.leak_check.second_round.is_none()
+                && *role == Role::Shared
+        };
+        let any_role = |(_, r): &(Role, Report)| {
+            r.scenario.allocation.strategy == strategy
+                && matches!(r.stop, StopReason::Completed)
+                && !r.leak_check.not_returned.is_empty()
+        };
+        let pick = reports
+            .iter()
+            .position(kept)
+            .or_else(|| reports.iter().position(any_role));
+        if let Some(i) = pick {
+            crate::experiments::investigate(&mut reports[i].1);
+        }
+    }
+}
+
+/// NEO's own allocation log per buffer for each `create` case of the matrix: two
+/// more runs of each (N and 2N buffers, a tenth of the matrix's count within 100 and
+/// 1000), each in a fresh process.
+fn allocation_logs(reports: &[(Role, Report)], count: u64) -> Result<Vec<LoggedCase>, Failure> {
+    let program = std::env::current_exe()
+        .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
+    let buffers = (count / 10).clamp(100, 1000);
+    let mut cases = Vec::new();
+    for (role, report) in reports {
+        if report.scenario.allocation.strategy != Strategy::Create {
+            continue;
+        }
+        note!("diagnose: NEO's allocation log, {} ...", report.run_name);
+        match neo_allocations_per_buffer(&program, &report.scenario, buffers, &Default::default()) {
+            Ok(found) => cases.push(LoggedCase {
+                role: *role,
+                per_buffer: found.per_buffer,
+            }),
+            Err(e) => note!("diagnose:   no allocation log: {e}"),
+        }
+    }
+    Ok(cases)
 }
 
 /// Whether the shared case calls for fixes: it failed, or it heads for a limit well
@@ -269,6 +320,9 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         let per = find(&reports, Role::PerDevice, strategy).map(|p| &reports[p].1);
         fix_reports = run_fixes(&reports[shared].1, per)?;
     }
+    if args.experiments {
+        second_rounds(&mut reports);
+    }
     let placed: Vec<Placed<'_>> = reports
         .iter()
         .map(|(role, report)| Placed {
@@ -281,6 +335,9 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         .map(|(f, r)| (f.clone(), r.as_ref().map_err(Clone::clone)))
         .collect();
     let mut diagnosis = Diagnosis::new(&placed, &fixes);
+    if diagnosis.neo_emulation.is_some() {
+        diagnosis.add_allocation_log(allocation_logs(&reports, args.count)?);
+    }
     if let Some(why) = single {
         diagnosis.verdict.insert(
             0,

@@ -4,7 +4,7 @@
 use crate::note;
 use clmulti_explain::experiment::{apply, Runner};
 use clmulti_explain::verdict::{Change, Knob};
-use clmulti_explain::Report;
+use clmulti_explain::{Report, StopReason};
 use clmulti_scenario::Scenario;
 
 /// PoCL makes one CPU device per word of this variable.
@@ -79,13 +79,20 @@ impl Runner for ChildRunner {
     }
 }
 
-/// Tests the causes of a failed run by experiment (a run that did not fail is left
-/// as it is).
+/// Tests the causes of a failed run by experiment; for a completed run whose
+/// readings stayed up after release, runs it in two rounds (a cache or a leak).
 pub fn investigate(report: &mut Report) {
-    if report.analysis.cause.is_none() {
-        return;
-    }
-    note!("experiment: testing what stopped {}", report.run_name);
     let mut runner = ChildRunner::for_report(report);
-    clmulti_explain::experiment::investigate(report, &mut runner);
+    if report.analysis.cause.is_some() {
+        note!("experiment: testing what stopped {}", report.run_name);
+        clmulti_explain::experiment::investigate(report, &mut runner);
+    } else if matches!(report.stop, StopReason::Completed)
+        && !report.leak_check.not_returned.is_empty()
+    {
+        note!(
+            "experiment: {} in two rounds (what stayed after release: reused or added to?)",
+            report.run_name
+        );
+        clmulti_explain::experiment::second_round(report, &mut runner);
+    }
 }

@@ -10,17 +10,6 @@ table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #bbb;paddin
 th{background:#eee}.verdict li{margin:.3em 0}.tag{font-family:monospace;color:#555}\
 li.measured .tag{color:#05a}li.inferred .tag{color:#a50}li.known .tag{color:#070}";
 
-/// NEO in AUB mode, when the run's platform is NEO and its environment (the scenario's
-/// `[env]` over this process's) put it in that mode.
-pub fn neo_emulation(r: &Report) -> Option<clmulti_probe::neo::NeoEmulation> {
-    let driver = r
-        .devices
-        .first()
-        .and_then(|d| d.driver_version.value().cloned())
-        .unwrap_or_default();
-    clmulti_probe::neo::emulation_for_run(&r.platform, &driver, &r.scenario.env)
-}
-
 /// The full text of one report; warnings already in `shown` are left out (each is
 /// said once per invocation), new ones are added to it.
 pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> String {
@@ -51,7 +40,7 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
                 .to_owned(),
         );
     }
-    if let Some(neo) = neo_emulation(r) {
+    if let Some(neo) = &r.neo_emulation {
         line(&mut s, "runtime", neo.statement());
     }
     if !devices.is_empty() {

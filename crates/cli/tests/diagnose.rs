@@ -379,6 +379,40 @@ fn a_byte_budget_is_found_to_count_live_bytes() {
     );
 }
 
+/// Release calls that succeed while the memory stays: the leak check reads every
+/// resource after release, and two rounds tell a leak from a cache.
+#[test]
+fn memory_release_never_frees_is_found_and_told_from_a_cache() {
+    let d = diagnose(&mut under("leak", &[]), 200);
+    assert!(
+        says(
+            &d,
+            "measured",
+            "every release call succeeded, yet host RSS stayed"
+        ),
+        "{}",
+        verdict(&d)
+    );
+    assert!(
+        says(&d, "measured", "it keeps growing (a leak"),
+        "{}",
+        verdict(&d)
+    );
+    assert!(!d.release.is_empty());
+    let round = d
+        .release
+        .iter()
+        .find_map(|f| f.second_round.as_ref())
+        .expect("two rounds ran");
+    assert!(
+        round
+            .readings
+            .iter()
+            .any(|r| r.kept() == clmulti_explain::Kept::Leak),
+        "{round:?}"
+    );
+}
+
 #[test]
 fn out_writes_markdown_json_and_a_page_that_leads_with_the_verdict() {
     let dir = std::env::temp_dir().join(format!("clmulti-diagnose-out-{}", std::process::id()));

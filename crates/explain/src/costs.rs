@@ -96,8 +96,9 @@ fn device_memory_estimates(measured: &[Cost], facts: Facts<'_>) -> Vec<Cost> {
     let scenario = facts.scenario;
     let size = scenario.allocation.size_bytes as f64;
     let n = facts.devices.len();
-    // A run that releases each buffer at once holds one at a time: nothing grows.
-    if n == 0 || size <= 0.0 || !scenario.allocation.keep {
+    // A run that releases each buffer at once holds one at a time: nothing grows;
+    // emulated devices have no memory of their own.
+    if n == 0 || size <= 0.0 || !scenario.allocation.keep || facts.emulated_devices {
         return Vec::new();
     }
     let rss = measured

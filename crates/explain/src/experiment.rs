@@ -15,7 +15,7 @@
 //! fresh process (the CLI's child harness; a table of reports in tests).
 
 use crate::analysis::conclusions;
-use crate::report::{Report, StopReason};
+use crate::report::{Report, RoundReadings, SecondRound, StopReason};
 use crate::resource::Resource;
 use crate::verdict::{
     Candidate, CandidateTest, Change, EnvUnit, Experiment, ExperimentOutcome, Knob, ShapeAnswer,
@@ -355,6 +355,77 @@ pub fn investigate(report: &mut Report, runner: &mut dyn Runner) {
         shape(report, runner)
     };
     report.analysis = conclusions(report, candidates, shape);
+}
+
+/// Rounds of the same run that [`second_round`] makes.
+pub const ROUNDS: u64 = 4;
+
+/// For a run whose readings stayed up after release: the same run in [`ROUNDS`]
+/// rounds (release everything after each), to tell memory the runtime reuses (a
+/// cache: the last round ends where the one before did) from memory it adds to (a
+/// leak: each round adds about what the first kept). Two rounds are not enough: a
+/// heap can grow in the second and settle after (measured on NEO 22.43). Recorded in
+/// the report's leak check.
+pub fn second_round(report: &mut Report, runner: &mut dyn Runner) {
+    let n = report.buffers;
+    if report.leak_check.not_returned.is_empty() || n == 0 {
+        return;
+    }
+    let trial = Trial {
+        change: Change {
+            knob: Knob::ReleaseEvery,
+            from: 0,
+            to: n,
+        },
+        asked: ROUNDS * n,
+        predicted: None,
+    };
+    let run = runner.run(std::slice::from_ref(&trial.change), trial.asked);
+    let experiment = judge(&trial, n, run.as_ref());
+    let readings = match &run {
+        Ok(r) => round_readings(report, r),
+        Err(_) => Vec::new(),
+    };
+    report.leak_check.second_round = Some(SecondRound {
+        experiment,
+        readings,
+    });
+    report.analysis = conclusions(
+        report,
+        report.analysis.candidates.clone(),
+        report.analysis.shape.clone(),
+    );
+}
+
+/// What each resource that stayed up read after each round of `rounds`.
+fn round_readings(report: &Report, rounds: &Report) -> Vec<RoundReadings> {
+    let mut released: Vec<&crate::report::Sample> = rounds
+        .samples
+        .iter()
+        .filter(|s| s.live == Some(0) && s.allocations > 0)
+        .collect();
+    released.dedup_by_key(|s| s.allocations);
+    let Some(start) = rounds.samples.first().filter(|_| released.len() >= 2) else {
+        return Vec::new();
+    };
+    let host = &rounds.host_limits;
+    report
+        .leak_check
+        .not_returned
+        .iter()
+        .filter_map(|n| {
+            let read = |s: &crate::report::Sample| n.resource.reading(s, host);
+            let before = read(start)?;
+            let after_rounds: Vec<f64> = released.iter().map(|s| read(s)).collect::<Option<_>>()?;
+            let first = after_rounds[0] - before;
+            Some(RoundReadings {
+                resource: n.resource.clone(),
+                before,
+                after_rounds,
+                tolerance: crate::analysis::return_tolerance(n.resource.unit(), first),
+            })
+        })
+        .collect()
 }
 
 /// The shape questions, each run as the failing case with one thing moved.

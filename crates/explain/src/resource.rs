@@ -23,6 +23,9 @@ pub struct Facts<'a> {
     pub layers: Option<&'a Layers>,
     /// Whether the run ended in a failure.
     pub failed: bool,
+    /// Whether the devices are emulated without memory of their own (NEO in AUB
+    /// mode): nothing is resident anywhere but the host.
+    pub emulated_devices: bool,
 }
 
 /// A resource whose growth per buffer is measured.

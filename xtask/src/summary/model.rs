@@ -171,11 +171,7 @@ impl RunView {
             platform: format!("{} {}", r.platform, r.platform_version)
                 .trim()
                 .to_owned(),
-            neo_emulation: clmulti_probe::neo::emulation_for_run(
-                &r.platform,
-                drivers.first().map_or("", String::as_str),
-                &r.scenario.env,
-            ),
+            neo_emulation: r.neo_emulation.clone(),
             device_names: names,
             drivers,
             tool: record.tool.clone(),

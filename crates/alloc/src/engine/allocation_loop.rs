@@ -254,13 +254,17 @@ pub(crate) fn allocation_loop(
         out.buffers += 1;
         out.live += 1;
         out.bytes = next_total;
-        if plan.release_every == Some(out.live) {
+        let released = plan.release_every == Some(out.live);
+        if released {
             backend.release_live();
             out.live = 0;
-            sample(&mut out, meter, clock.start);
         }
-        if out.buffers == next_sample {
+        let due = out.buffers == next_sample;
+        if due {
             next_sample += plan.sample_every;
+        }
+        // One sample for both reasons: right after a release, or at the interval.
+        if released || due {
             sample(&mut out, meter, clock.start);
             let latest = out.samples.last().map_or(0, |s| s.host.rss_bytes);
             rss.observe(latest, out.bytes);

@@ -312,6 +312,13 @@ fn select_devices(
     report.devices = selection.devices.iter().map(|d| d.info().clone()).collect();
     report.driver_limits =
         DriverLimits::read(std::path::Path::new("/sys"), report.host_limits.page_size);
+    let driver = report
+        .devices
+        .first()
+        .and_then(|d| d.driver_version.value().cloned())
+        .unwrap_or_default();
+    report.neo_emulation =
+        clmulti_probe::neo::emulation_for_run(&report.platform, &driver, &scenario.env);
     if selection.fell_back_to_any_type {
         report.warnings.push(Warning {
             kind: WarningKind::FellBackToAnyType,

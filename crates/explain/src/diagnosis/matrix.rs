@@ -2,8 +2,8 @@
 //! shared case, and the fixes' runs.
 
 use super::{
-    cost_of, differs, failed, Diagnosis, Fix, FixOutcome, Investigation, Outcome, Placed,
-    ReleaseFinding, Role, RunBrief, SharingCost, DIAGNOSIS_SCHEMA_VERSION,
+    cost_of, differs, failed, Diagnosis, Fix, FixOutcome, Investigation, LoggedCase, Outcome,
+    Placed, ReleaseFinding, Role, RunBrief, SharingCost, DIAGNOSIS_SCHEMA_VERSION,
 };
 use crate::knowledge::{runtime_of, SEED_ANSWER_CORRECTIONS};
 use crate::report::{Report, StopReason};
@@ -68,7 +68,11 @@ impl Diagnosis {
             .map_or_else(String::new, |r| r.platform.clone());
         let devices = shared_any.map_or_else(Vec::new, |r| r.devices.clone());
         let n = devices.len().max(2);
-        let mut verdict = Vec::new();
+        let neo_emulation = shared_any.and_then(|r| r.neo_emulation.clone());
+        let mut verdict: Vec<Statement> = neo_emulation
+            .iter()
+            .map(crate::analysis::emulation_statement)
+            .collect();
         let mut sharing_costs = Vec::new();
         let mut investigated = None;
         for strategy in matrix.strategies() {
@@ -81,9 +85,8 @@ impl Diagnosis {
             sharing_costs.extend(costs);
             verdict.extend(extra);
             verdict.extend(cause(shared, per, n));
-            if investigated.is_none() && failed(shared) && !shared.analysis.candidates.is_empty()
-                || investigated.is_none() && !shared.analysis.shape.is_empty()
-            {
+            let found = !shared.analysis.candidates.is_empty() || !shared.analysis.shape.is_empty();
+            if investigated.is_none() && failed(shared) && found {
                 investigated = Some(Investigation {
                     run_name: shared.run_name.clone(),
                     candidates: shared.analysis.candidates.clone(),
@@ -95,7 +98,17 @@ impl Diagnosis {
             verdict.extend(no_failure(shared_any));
         }
         let release = release_findings(runs);
-        verdict.extend(release.iter().map(release_statement));
+        verdict.extend(
+            runs.iter()
+                .filter(|p| !p.report.leak_check.not_returned.is_empty())
+                .filter_map(|p| {
+                    let s = crate::analysis::release_statement(p.report)?;
+                    Some(Statement {
+                        text: format!("{}: {}", p.report.run_name, s.text),
+                        ..s
+                    })
+                }),
+        );
         verdict.extend(known(&platform));
         Diagnosis {
             schema_version: DIAGNOSIS_SCHEMA_VERSION,
@@ -103,11 +116,58 @@ impl Diagnosis {
             devices,
             runs: runs.iter().map(brief).collect(),
             sharing_costs,
+            neo_emulation,
+            allocation_log: Vec::new(),
             investigation: investigated,
             release,
             fixes: fixes.iter().map(fix_outcome).collect(),
             verdict,
         }
+    }
+
+    /// Adds what the runtime logged per buffer in each case (NEO's allocation log),
+    /// and what the shared context adds over one context per device, to the verdict.
+    pub fn add_allocation_log(&mut self, cases: Vec<LoggedCase>) {
+        let n = self.devices.len().max(2);
+        let at = |role: Role| cases.iter().find(|c| c.role == role).map(|c| &c.per_buffer);
+        let mut statements: Vec<Statement> = cases
+            .iter()
+            .map(|c| {
+                Statement::measured(format!(
+                    "NEO's allocation log, {}: {} lines per buffer by allocation type (runs of {} and {} buffers, each in a fresh process)",
+                    c.role.label(n),
+                    c.per_buffer.summary(),
+                    c.per_buffer.buffers.0,
+                    c.per_buffer.buffers.1
+                ))
+            })
+            .collect();
+        if let (Some(shared), Some(per)) = (at(Role::Shared), at(Role::PerDevice)) {
+            let extra: Vec<String> = shared
+                .minus(per)
+                .into_iter()
+                .filter(|(_, v)| v.abs() >= 0.005)
+                .map(|(k, v)| format!("{k} {v:+.2}"))
+                .collect();
+            statements.push(Statement::inferred(
+                "NEO's allocation log in the shared and per-device cases",
+                if extra.is_empty() {
+                    "NEO's own log shows no more allocations per buffer in the shared context than with one context per device".to_owned()
+                } else {
+                    format!(
+                        "NEO's own log shows, per buffer, {} lines by type in the shared context over one context per device (a line is one allocation logged; a runtime may log one allocation again when it retypes it)",
+                        extra.join(", ")
+                    )
+                },
+            ));
+        }
+        let at_end = self
+            .verdict
+            .iter()
+            .position(|s| matches!(s.basis, Basis::Known(_)))
+            .unwrap_or(self.verdict.len());
+        self.verdict.splice(at_end..at_end, statements);
+        self.allocation_log = cases;
     }
 
     /// The statements a person reads first: measured and inferred ones.
@@ -344,16 +404,9 @@ fn release_findings(runs: &[Placed<'_>]) -> Vec<ReleaseFinding> {
                     )
                 })
                 .collect(),
+            second_round: p.report.leak_check.second_round.clone(),
         })
         .collect()
-}
-
-fn release_statement(f: &ReleaseFinding) -> Statement {
-    Statement::measured(format!(
-        "{}: every release call succeeded, yet {}",
-        f.run_name,
-        f.not_returned.join("; ")
-    ))
 }
 
 fn known(platform: &str) -> Vec<Statement> {

@@ -211,6 +211,15 @@ pub struct Investigation {
     pub shape: Vec<ShapeFinding>,
 }
 
+/// What the runtime logged per buffer in one case of the matrix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoggedCase {
+    /// The case.
+    pub role: Role,
+    /// Log lines per buffer, by type (the difference of two runs, N and 2N buffers).
+    pub per_buffer: clmulti_probe::neo::AllocationsPerBuffer,
+}
+
 /// A run whose readings did not come back after release.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReleaseFinding {
@@ -218,6 +227,9 @@ pub struct ReleaseFinding {
     pub run_name: String,
     /// What stayed, in words.
     pub not_returned: Vec<String>,
+    /// Two rounds of the run, when they were made: a cache or a leak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second_round: Option<crate::report::SecondRound>,
 }
 
 /// One run of the diagnosis, in brief.
@@ -253,6 +265,13 @@ pub struct Diagnosis {
     /// What sharing a context costs, per strategy and resource (only resources that
     /// differ or grow).
     pub sharing_costs: Vec<SharingCost>,
+    /// Intel's GPU runtime NEO emulating the devices in AUB mode, when it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub neo_emulation: Option<clmulti_probe::neo::NeoEmulation>,
+    /// The runtime's own account of what it allocated for each buffer, per case
+    /// (NEO's allocation log), when it keeps one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allocation_log: Vec<LoggedCase>,
     /// The experiments on the failing shared case, when one failed.
     #[serde(default)]
     pub investigation: Option<Investigation>,

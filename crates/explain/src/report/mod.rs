@@ -104,6 +104,10 @@ pub struct LeakCheck {
     /// Resources that grew during the run and did not come back after release.
     #[serde(default)]
     pub not_returned: Vec<NotReturned>,
+    /// For those, a re-run of two rounds (allocate, release all, allocate again,
+    /// release all): whether the second round reused what the first kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second_round: Option<SecondRound>,
     /// True when every object was released without error and every reading came
     /// back within its tolerance.
     pub clean: bool,
@@ -117,6 +121,61 @@ impl LeakCheck {
             && self.pools_released == self.pools_created
             && self.queues_released == self.queues_created
             && self.contexts_released == self.contexts_created
+    }
+}
+
+/// The same run in several rounds (allocate, release everything, again): what each
+/// resource that did not come back read after each round's release.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SecondRound {
+    /// The re-run.
+    pub experiment: crate::verdict::Experiment,
+    /// Each resource that did not come back, after each round.
+    pub readings: Vec<RoundReadings>,
+}
+
+/// One resource over the rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundReadings {
+    /// Which resource.
+    #[serde(flatten)]
+    pub resource: Resource,
+    /// Before the first buffer.
+    pub before: f64,
+    /// After each round's release, in order.
+    pub after_rounds: Vec<f64>,
+    /// How far apart two rounds still count as the same.
+    pub tolerance: f64,
+}
+
+/// What the rounds say about memory kept after release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kept {
+    /// The last round ended where the one before did: reused (a cache).
+    Reused,
+    /// Each round added less than the one before, but still more than the tolerance:
+    /// settling (a cache still filling, or a slow leak).
+    Settling,
+    /// The last round added about as much as the first kept: a leak.
+    Leak,
+}
+
+impl RoundReadings {
+    /// What the rounds say.
+    pub fn kept(&self) -> Kept {
+        let first = self.after_rounds.first().map_or(0.0, |r| r - self.before);
+        let last = match self.after_rounds.as_slice() {
+            [.., a, b] => b - a,
+            _ => return Kept::Settling,
+        };
+        if last <= self.tolerance {
+            Kept::Reused
+        } else if last >= 0.5 * first {
+            Kept::Leak
+        } else {
+            Kept::Settling
+        }
     }
 }
 
@@ -282,6 +341,10 @@ pub struct Report {
     /// saw it), and the settings of clmulti's emulation layer among them.
     #[serde(default)]
     pub layers: Option<Layers>,
+    /// Intel's GPU runtime NEO emulating its devices in AUB mode, when it was (read
+    /// from the platform and the run's environment when the run started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub neo_emulation: Option<clmulti_probe::neo::NeoEmulation>,
     /// Whether the run had its process to itself (a fresh process, or the first
     /// run in it): costs from a reused process can read low.
     #[serde(default = "yes")]
@@ -353,6 +416,7 @@ impl Report {
             driver_limits: DriverLimits::default(),
             device_memory_source: DeviceMemorySource::None,
             layers,
+            neo_emulation: None,
             fresh_process: true,
             buffers: 0,
             bytes_requested: 0,
