@@ -1,6 +1,7 @@
 //! `cargo xtask`: sweeps over scenario grids, run by run in child processes, with
 //! results that survive a crash, and the summaries, merges and comparisons around
-//! them. Kept lean: the measuring is clmulti's; this orchestrates and renders.
+//! them; `docs` for completions, man pages and the scenario schema. The measuring
+//! and the reasoning are clmulti's crates'; this orchestrates, stores and renders.
 
 mod bench_sweep;
 mod compare;

@@ -174,6 +174,8 @@ impl Drop for TempFiles {
 }
 
 /// Runs a child to completion or its timeout.
+///
+/// Long on purpose: one child's life from spawn to reap (files, pipes drained by threads, the wait with timeout and interrupt, the group killed); split, the ordering of kill and drain would be harder to see.
 pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
     let progress_file = temp_path("progress", "tsv");
     let mut temp = TempFiles(vec![progress_file.clone()]);

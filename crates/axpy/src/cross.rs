@@ -1,13 +1,11 @@
 //! dAxpy on one device, then on another over the same buffers, in one shared context.
 
 use crate::case::{check, test_data, AxpyCase};
-use crate::error::{cl, cl3, AxpyError};
+use crate::error::{cl3, AxpyError};
 use crate::runner::{buffer, event_seconds, read, write, KernelChoice, KernelRan, Runner};
 use opencl3::device::Device;
-use opencl3::event::Event;
 use opencl3::memory::ClMem;
 use serde::{Deserialize, Serialize};
-use std::ptr;
 
 /// dAxpy on device 0, then on device 1 over the same buffers, in one shared context.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -62,18 +60,9 @@ impl Runner<'_> {
         let mems = [x.get(), y.get()];
         let migrate_start = std::time::Instant::now();
         // SAFETY: both buffers belong to this context; the list outlives the call.
-        let migrate = unsafe {
-            opencl3::command_queue::enqueue_migrate_mem_object(
-                q1.get(),
-                2,
-                mems.as_ptr(),
-                0,
-                0,
-                ptr::null(),
-            )
-        }
-        .map_err(cl("clEnqueueMigrateMemObjects"))?;
-        let migration_s = event_seconds(&Event::new(migrate))?;
+        let migrate = unsafe { q1.enqueue_migrate_mem_object(2, mems.as_ptr(), 0, &[]) }
+            .map_err(cl3("clEnqueueMigrateMemObjects"))?;
+        let migration_s = event_seconds(&migrate)?;
         let migration_wall_s = migrate_start.elapsed().as_secs_f64();
         let second_kernel_s = match self.enqueue(&q1, kernel, &case, &x, &y, 1)? {
             Some(ev) => event_seconds(&ev)?,

@@ -61,8 +61,8 @@ pub use error::AxpyError;
 pub use launch::{Completion, Launcher, Strategy, StrategyFigures};
 pub use runner::{KernelChoice, KernelRan, Runner, Verified};
 pub use split::{
-    default_device_counts, parts, split, ContextMode, Layout, PartFigures, SplitOptions,
-    SplitReport, SplitRun, Transfers,
+    default_device_counts, parts, split, Layout, PartFigures, SplitOptions, SplitReport, SplitRun,
+    Transfers,
 };
 
 /// The kernels' source (`kernels/axpy.cl` of the workspace).

@@ -4,6 +4,7 @@ use crate::case::{check, test_data, AxpyCase};
 use crate::error::{cl3, AxpyError};
 use crate::KERNELS;
 use opencl3::command_queue::CommandQueue;
+use opencl3::command_queue::CL_QUEUE_PROFILING_ENABLE;
 use opencl3::context::Context;
 use opencl3::device::Device;
 use opencl3::event::Event;
@@ -15,7 +16,6 @@ use serde::{Deserialize, Serialize};
 use std::ptr;
 
 const BUILD_OPTIONS: &str = "-DOPENCL -D CL_TARGET_OPENCL_VERSION=220";
-const CL_QUEUE_PROFILING_ENABLE: u64 = 1 << 1;
 /// Work-group size for every launch (a multiple of 32 and 64, within every device's limit here).
 pub(crate) const LOCAL_SIZE: usize = 256;
 

@@ -5,11 +5,11 @@ use crate::format::{self, shows, table, Format, Verbosity};
 use crate::{note, Failure};
 use clmulti_alloc::{BufferCheck, BufferPair};
 use clmulti_axpy::{
-    AxpyCase, Bandwidth, ContextMode, CrossDevice, KernelChoice, Runner, SplitOptions, SplitReport,
-    Verified,
+    AxpyCase, Bandwidth, CrossDevice, KernelChoice, Runner, SplitOptions, SplitReport, Verified,
 };
 use clmulti_probe::{Device, DeviceChoice, DeviceRequest, DeviceTypeFilter, PlatformSelector};
 use clmulti_scenario::format_bytes;
+use clmulti_scenario::ContextMode;
 use opencl3::context::Context;
 use serde::Serialize;
 
@@ -526,13 +526,6 @@ fn print_table(report: &AxpyReport) {
     }
 }
 
-fn mode_name(mode: ContextMode) -> &'static str {
-    match mode {
-        ContextMode::Shared => "shared",
-        ContextMode::PerDevice => "per-device",
-    }
-}
-
 fn print_split(report: &AxpyReport, devices: &[Device]) {
     let Some(s) = &report.split else { return };
     println!("platform {}", report.platform);
@@ -557,8 +550,8 @@ fn print_split(report: &AxpyReport, devices: &[Device]) {
     let mut rows = vec![header];
     for r in &s.runs {
         let mut row = vec![
-            mode_name(r.context).to_owned(),
-            layout_name(r.layout).to_owned(),
+            r.context.name().to_owned(),
+            r.layout.name().to_owned(),
             r.kernel.name().to_owned(),
             format!("{:.1}", r.aggregate_gb_per_s_best),
             format!("{:.1}", r.aggregate_gb_per_s_median),
@@ -601,8 +594,8 @@ fn print_split(report: &AxpyReport, devices: &[Device]) {
         for r in &s.runs {
             println!(
                 "    {} {} {}: {}",
-                mode_name(r.context),
-                layout_name(r.layout),
+                r.context.name(),
+                r.layout.name(),
                 r.kernel.name(),
                 r.launched_by.describe()
             );
@@ -637,7 +630,7 @@ fn print_split(report: &AxpyReport, devices: &[Device]) {
         for r in all {
             rows.push(vec![
                 r.devices.to_string(),
-                mode_name(r.context).to_owned(),
+                r.context.name().to_owned(),
                 r.kernel.name().to_owned(),
                 format!("{:.1}", r.aggregate_gb_per_s_best),
                 format!("{:.1}", r.one_device_gb_per_s),
@@ -651,7 +644,7 @@ fn print_split(report: &AxpyReport, devices: &[Device]) {
     for t in &s.transfers {
         println!(
             "  transfers ({}): host to devices {:.3} ms, devices to host {:.3} ms{}",
-            mode_name(t.context),
+            t.context.name(),
             t.host_to_devices_s * 1e3,
             t.devices_to_host_s * 1e3,
             t.device_to_device_s.map_or(String::new(), |d| format!(
@@ -665,13 +658,6 @@ fn print_split(report: &AxpyReport, devices: &[Device]) {
     }
 }
 
-fn layout_name(layout: clmulti_axpy::Layout) -> &'static str {
-    match layout {
-        clmulti_axpy::Layout::Buffers => "buffers",
-        clmulti_axpy::Layout::SubBuffers => "sub-buffers",
-    }
-}
-
 /// `-v`: every launch strategy each split tried, and where its time went (stderr).
 fn print_strategies(s: &SplitReport) {
     let us = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
@@ -679,8 +665,8 @@ fn print_strategies(s: &SplitReport) {
         eprintln!(
             "launch strategies, {} device(s), {} {} {} (median of each one's trials; skew, enqueue, flush and detection on the host clock, start lag on the device's; detection inferred from the device's queued-to-end time anchored at the enqueue call):",
             r.devices,
-            mode_name(r.context),
-            layout_name(r.layout),
+            r.context.name(),
+            r.layout.name(),
             r.kernel.name()
         );
         let mut rows = vec![vec![

@@ -56,7 +56,8 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("{text}: expected seconds > 0"))
 }
 
-/// What a run's child may take beyond the loop's own limit: setup, release, checks.
+/// Runs every run of the files given, each in a child process when several share
+/// the invocation or one sets `[env]` or `[limits]`, and prints their reports.
 pub fn run(args: &Args) -> Result<(), Failure> {
     if args.resolved {
         return run_resolved(args);
@@ -274,10 +275,7 @@ fn run_here(scenario: &Scenario, format: Format, is_child: bool) -> Result<Repor
             n: 1 << 22,
             weights: None,
             repeat: 5,
-            modes: vec![match scenario.context_mode {
-                clmulti_scenario::ContextMode::Shared => clmulti_axpy::ContextMode::Shared,
-                clmulti_scenario::ContextMode::PerDevice => clmulti_axpy::ContextMode::PerDevice,
-            }],
+            modes: vec![scenario.context_mode],
             kernels: vec![
                 clmulti_axpy::KernelChoice::Seed,
                 clmulti_axpy::KernelChoice::Fast,
@@ -286,8 +284,23 @@ fn run_here(scenario: &Scenario, format: Format, is_child: bool) -> Result<Repor
             device_counts: Vec::new(),
         };
         match crate::axpy::split(devices, &options) {
-            Ok(report) => serde_json::to_value(report).unwrap_or_default(),
-            Err(e) => serde_json::json!({ "error": e }),
+            Ok(report) => clmulti_explain::AxpySplit::Ran {
+                n: report.n,
+                runs: report
+                    .runs
+                    .iter()
+                    .map(|r| clmulti_explain::SplitFigures {
+                        devices: r.devices,
+                        context: r.context,
+                        layout: r.layout.name().to_owned(),
+                        kernel: r.kernel.name().to_owned(),
+                        aggregate_gb_per_s: r.aggregate_gb_per_s_best,
+                        scaling_efficiency: r.scaling_efficiency,
+                        max_error_ulps: r.max_error_ulps,
+                    })
+                    .collect(),
+            },
+            Err(e) => clmulti_explain::AxpySplit::Failed { error: e },
         }
     };
     let result = clmulti_alloc::run(

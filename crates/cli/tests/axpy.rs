@@ -189,14 +189,19 @@ fn a_scenario_records_split_throughput_beside_its_allocations() {
             .axpy_split
             .as_ref()
             .unwrap_or_else(|| panic!("{}: no split", r.run_name));
-        let runs = split["runs"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{split}"));
-        let mode = r.scenario.context_mode.name();
-        assert!(runs.iter().all(|run| run["context"] == mode), "{split}");
-        assert!(runs
-            .iter()
-            .all(|run| run["max_error_ulps"].as_f64().unwrap() <= 2.0));
+        let clmulti_explain::AxpySplit::Ran { runs, .. } = split else {
+            panic!("{split:?}")
+        };
+        assert!(!runs.is_empty());
+        assert!(
+            runs.iter()
+                .all(|run| run.context == r.scenario.context_mode),
+            "{split:?}"
+        );
+        assert!(
+            runs.iter().all(|run| run.max_error_ulps <= 2.0),
+            "{split:?}"
+        );
     }
 }
 

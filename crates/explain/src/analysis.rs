@@ -419,7 +419,7 @@ fn judge_release(report: &mut Report) {
 /// after release).
 pub fn release_statement(report: &Report) -> Option<Statement> {
     let check = &report.leak_check;
-    let sample = check.after_release_sample.as_ref()?;
+    check.after_release_sample.as_ref()?;
     if !check.objects_released() {
         return Some(Statement::measured(format!(
             "release: {} of {} buffers, {} of {} contexts released{}",
@@ -435,11 +435,11 @@ pub fn release_statement(report: &Report) -> Option<Statement> {
     }
     if check.not_returned.is_empty() {
         return Some(Statement::measured(format!(
-            "after every buffer was released, every reading came back to its start (within {:.0}% of its growth, {} or {} for counts); {} buffers held at the end of the loop",
+            "after all {} buffers held at the end were released, every reading came back to its start (within {:.0}% of its growth, {} or {} for counts)",
+            report.samples.last().map_or(0, Sample::live),
             RETURN_SHARE * 100.0,
             format_bytes(RETURN_BYTES),
             RETURN_COUNT,
-            last_live(&report.samples).max(sample.live()),
         )));
     }
     let parts: Vec<String> = check
@@ -463,46 +463,47 @@ pub fn release_statement(report: &Report) -> Option<Statement> {
     );
     match &check.second_round {
         None => out.push_str("; a second round (allocation.release_every) tells a cache it reuses from a leak that grows"),
-        Some(round) if round.readings.is_empty() => out.push_str(&format!(
-            "; a second round could not tell a cache from a leak ({})",
-            round.experiment.stop
-        )),
-        Some(round) => {
-            let rounds: Vec<String> = round
-                .readings
-                .iter()
-                .map(|r| {
-                    let unit = r.resource.unit();
-                    let after: Vec<String> = r
-                        .after_rounds
-                        .iter()
-                        .map(|a| unit.format(a - r.before))
-                        .collect();
-                    format!(
-                        "{} {} above its start after each round: {}",
-                        r.resource.label(),
-                        after.join(", "),
-                        match r.kept() {
-                            crate::report::Kept::Reused => "the last round added nothing, so it is reused (a cache)",
-                            crate::report::Kept::Settling => "each round added less, but still more than the tolerance (a cache still filling, or a slow leak)",
-                            crate::report::Kept::Leak => "the last round still added half of what the first kept, or more: it keeps growing (a leak, unless it settles after more rounds)",
-                        }
-                    )
-                })
-                .collect();
-            out.push_str(&format!(
-                "; in {} rounds of {} buffers, each released in full: {}",
-                round.readings.first().map_or(0, |r| r.after_rounds.len()),
-                round.experiment.change.to,
-                rounds.join("; ")
-            ));
-        }
+        Some(round) => out.push_str(&rounds_words(round)),
     }
     Some(Statement::measured(out))
 }
 
-fn last_live(samples: &[Sample]) -> u64 {
-    samples.last().map_or(0, Sample::live)
+/// What the rounds of a run that kept memory after release found, as a clause.
+fn rounds_words(round: &crate::report::SecondRound) -> String {
+    if round.readings.is_empty() {
+        return format!(
+            "; a second round could not tell a cache from a leak ({})",
+            round.experiment.stop
+        );
+    }
+    let rounds: Vec<String> = round
+        .readings
+        .iter()
+        .map(|r| {
+            let unit = r.resource.unit();
+            let after: Vec<String> = r
+                .after_rounds
+                .iter()
+                .map(|a| unit.format(a - r.before))
+                .collect();
+            format!(
+                "{} {} above its start after each round: {}",
+                r.resource.label(),
+                after.join(", "),
+                match r.kept() {
+                    crate::report::Kept::Reused => "the last round added nothing, so it is reused (a cache)",
+                    crate::report::Kept::Settling => "each round added less, but still more than the tolerance (a cache still filling, or a slow leak)",
+                    crate::report::Kept::Leak => "the last round still added half of what the first kept, or more: it keeps growing (a leak, unless it settles after more rounds)",
+                }
+            )
+        })
+        .collect();
+    format!(
+        "; in {} rounds of {} buffers, each released in full: {}",
+        round.readings[0].after_rounds.len(),
+        round.experiment.change.to,
+        rounds.join("; ")
+    )
 }
 
 /// DRM memory of a device the run did not select (or could not match by PCI address).

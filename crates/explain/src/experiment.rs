@@ -431,6 +431,33 @@ fn round_readings(report: &Report, rounds: &Report) -> Vec<RoundReadings> {
 /// The shape questions, each run as the failing case with one thing moved.
 pub fn shape(report: &Report, runner: &mut dyn Runner) -> Vec<ShapeFinding> {
     let n = report.buffers;
+    shape_trials(report)
+        .into_iter()
+        .map(|(question, trial, not_tested)| {
+            let Some(trial) = trial else {
+                return ShapeFinding {
+                    question,
+                    answer: None,
+                    experiments: Vec::new(),
+                    not_tested: Some(not_tested.to_owned()),
+                };
+            };
+            let run = runner.run(std::slice::from_ref(&trial.change), trial.asked);
+            let experiment = judge(&trial, n, run.as_ref());
+            let answer = run.ok().and_then(|r| answer(question, &trial, n, &r));
+            ShapeFinding {
+                question,
+                answer,
+                experiments: vec![experiment],
+                not_tested: None,
+            }
+        })
+        .collect()
+}
+
+/// Each shape question's re-run, or why it cannot be made here.
+fn shape_trials(report: &Report) -> [(ShapeQuestion, Option<Trial>, &'static str); 4] {
+    let n = report.buffers;
     let scenario = &report.scenario;
     let size = scenario.allocation.size_bytes;
     let max_alloc = report
@@ -440,83 +467,55 @@ pub fn shape(report: &Report, runner: &mut dyn Runner) -> Vec<ShapeFinding> {
         .min()
         .unwrap_or(u64::MAX);
     let devices = report.devices.len().max(scenario.devices.set.len()) as u64;
-    let mut ask = |question: ShapeQuestion, trial: Option<Trial>, not: &str| {
-        let Some(trial) = trial else {
-            return ShapeFinding {
-                question,
-                answer: None,
-                experiments: Vec::new(),
-                not_tested: Some(not.to_owned()),
-            };
-        };
-        let run = runner.run(std::slice::from_ref(&trial.change), trial.asked);
-        let experiment = judge(&trial, n, run.as_ref());
-        let answer = run.ok().and_then(|r| answer(question, &trial, n, &r));
-        ShapeFinding {
-            question,
-            answer,
-            experiments: vec![experiment],
-            not_tested: None,
-        }
+    let other_size = size
+        .checked_mul(2)
+        .filter(|s| *s <= max_alloc)
+        .or((size >= 2).then_some(size / 2));
+    let trial = |knob: Knob, from: u64, to: u64, asked: u64| Trial {
+        change: Change { knob, from, to },
+        asked,
+        predicted: None,
     };
-    let bigger = size.checked_mul(2).filter(|s| *s <= max_alloc);
-    let other_size = bigger.or((size >= 2).then_some(size / 2));
-    let findings = vec![
-        ask(
+    [
+        (
             ShapeQuestion::CountOrBytes,
             // Room for both answers: the same count, or the same bytes.
-            other_size.map(|to| Trial {
-                change: Change {
-                    knob: Knob::BufferSize,
-                    from: size,
+            other_size.map(|to| {
+                trial(
+                    Knob::BufferSize,
+                    size,
                     to,
-                },
-                asked: allowance(n.max(n.saturating_mul(size) / to)),
-                predicted: None,
+                    allowance(n.max(n.saturating_mul(size) / to)),
+                )
             }),
             "no other buffer size fits the devices' largest allocation",
         ),
-        ask(
+        (
             ShapeQuestion::LiveOrCumulative,
-            (n >= 2).then(|| Trial {
-                change: Change {
-                    knob: Knob::ReleaseEvery,
-                    from: 0,
-                    to: n / 2,
-                },
-                asked: (2 * n + 10).min(MAX_EXPERIMENT_BUFFERS),
-                predicted: None,
+            (n >= 2).then(|| {
+                trial(
+                    Knob::ReleaseEvery,
+                    0,
+                    n / 2,
+                    (2 * n + 10).min(MAX_EXPERIMENT_BUFFERS),
+                )
             }),
             "the run failed before its second buffer",
         ),
-        ask(
+        (
             ShapeQuestion::PerContextOrProcess,
-            (scenario.context_mode == ContextMode::Shared).then(|| Trial {
-                change: Change {
-                    knob: Knob::Contexts,
-                    from: scenario.context_count,
-                    to: scenario.context_count * 2,
-                },
-                asked: allowance(2 * n),
-                predicted: None,
+            (scenario.context_mode == ContextMode::Shared).then(|| {
+                let c = scenario.context_count;
+                trial(Knob::Contexts, c, c * 2, allowance(2 * n))
             }),
             "the run made one context per device; the question needs shared contexts",
         ),
-        ask(
+        (
             ShapeQuestion::PerPeer,
-            (devices >= 2).then(|| Trial {
-                change: Change {
-                    knob: Knob::Devices,
-                    from: devices,
-                    to: devices + 1,
-                },
-                asked: allowance(n),
-                predicted: None,
-            }),
+            (devices >= 2).then(|| trial(Knob::Devices, devices, devices + 1, allowance(n))),
             "a single device has no peers",
         ),
-    ];
-    findings
+    ]
 }
 
 /// What one shape run says, from its failing (or completed) count.

@@ -68,9 +68,10 @@ pub mod verdict;
 pub mod words;
 
 pub use report::{
-    signal_name, AxpyCheckReport, Bookkeeping, Call, Cost, DeviceMemorySource, EffectiveGuards,
-    ErrorCode, GuardKind, Kept, Layers, LeakCheck, NotReturned, ReadError, Report, RoundReadings,
-    Sample, SecondRound, StopKind, StopReason, Warning, WarningKind, SCHEMA_VERSION,
+    signal_name, AxpyCheckReport, AxpySplit, Bookkeeping, Call, Cost, DeviceMemorySource,
+    EffectiveGuards, ErrorCode, GuardKind, Kept, Layers, LeakCheck, NotReturned, ReadError, Report,
+    RoundReadings, Sample, SecondRound, SplitFigures, StopKind, StopReason, Warning, WarningKind,
+    SCHEMA_VERSION,
 };
 pub use resource::{Facts, Limit, Resource, Unit};
 pub use verdict::{Basis, Candidate, Cause, Experiment, Statement};

@@ -218,14 +218,8 @@ impl Resource {
 
     /// The limit this resource meets on this machine, where one is known.
     pub fn limit(&self, facts: &Facts<'_>) -> Option<Limit> {
-        let (host, driver, devices) = (facts.host, facts.driver, facts.devices);
-        let limit = |value: u64, name: &str| {
-            Some(Limit {
-                value: value as f64,
-                name: name.to_owned(),
-                of_growth: false,
-            })
-        };
+        let host = facts.host;
+        let limit = limit_named;
         // A soft limit the kernel enforces on this process (root is exempt from some).
         let soft = |which: Rlimit| {
             let value = host.values(which).soft?;
@@ -246,57 +240,13 @@ impl Resource {
             }
             Resource::MemoryMaps => limit(host.max_map_count?, "vm.max_map_count"),
             Resource::SystemMemoryUsed => limit(host.ram_bytes?, "physical RAM (MemTotal)"),
-            Resource::DeviceMemory { device } => {
-                // The layer enforces its device size on the memory of this process's
-                // buffers: the growth, whatever the device held before (NVML counts
-                // the CUDA context too).
-                if let Some(bytes) = facts
-                    .layers
-                    .and_then(|l| l.settings())
-                    .and_then(|s| s.device_memory)
-                {
-                    return Some(Limit {
-                        value: bytes as f64,
-                        name: "the emulation layer's device memory (CLMULTI_LAYER_DEVICE_MEMORY)"
-                            .into(),
-                        of_growth: true,
-                    });
-                }
-                limit(
-                    *devices.get(*device)?.global_mem_bytes.value()?,
-                    "device global memory",
-                )
-            }
+            Resource::DeviceMemory { device } => device_memory_limit(*device, facts),
             Resource::Drm {
                 pdev,
                 device,
                 region,
-                driver: name,
                 ..
-            } => {
-                let amd = pdev
-                    .as_ref()
-                    .and_then(|p| driver.amdgpu.iter().find(|m| &m.pdev == p));
-                if region.starts_with("gtt") {
-                    if let Some(total) = amd.and_then(|m| m.gtt_total) {
-                        return limit(total, "amdgpu mem_info_gtt_total");
-                    }
-                    return limit(driver.ttm_pages_limit_bytes?, "TTM pages_limit (GTT cap)");
-                }
-                if region.starts_with("vram") || region.starts_with("local") {
-                    if let Some(total) = amd.and_then(|m| m.vram_total) {
-                        return limit(total, "amdgpu mem_info_vram_total");
-                    }
-                    let global = devices.get((*device)?)?.global_mem_bytes.value()?;
-                    return limit(*global, "device global memory");
-                }
-                let _ = name;
-                if region.starts_with("system") || region == "cpu" {
-                    let (bytes, ceiling) = host.memory_ceiling()?;
-                    return limit(bytes, ceiling.label());
-                }
-                None
-            }
+            } => drm_limit(pdev.as_deref(), *device, region, facts),
             Resource::SystemShmem => {
                 // The emulation layer's host mirror lives in Shmem, up to its cap.
                 let settings = facts.layers?.settings()?;
@@ -353,6 +303,64 @@ impl Resource {
         list.extend(drm);
         list
     }
+}
+
+fn limit_named(value: u64, name: &str) -> Option<Limit> {
+    Some(Limit {
+        value: value as f64,
+        name: name.to_owned(),
+        of_growth: false,
+    })
+}
+
+/// A device's memory limit: the emulation layer's size (a cap on the growth: NVML
+/// counts the CUDA context too), else its global memory.
+fn device_memory_limit(device: usize, facts: &Facts<'_>) -> Option<Limit> {
+    if let Some(bytes) = facts
+        .layers
+        .and_then(|l| l.settings())
+        .and_then(|s| s.device_memory)
+    {
+        return Some(Limit {
+            value: bytes as f64,
+            name: "the emulation layer's device memory (CLMULTI_LAYER_DEVICE_MEMORY)".into(),
+            of_growth: true,
+        });
+    }
+    limit_named(
+        *facts.devices.get(device)?.global_mem_bytes.value()?,
+        "device global memory",
+    )
+}
+
+/// A DRM region's limit: GTT against amdgpu's total or TTM's cap, VRAM against the
+/// device, system regions against the host's memory ceiling.
+fn drm_limit(
+    pdev: Option<&str>,
+    device: Option<usize>,
+    region: &str,
+    facts: &Facts<'_>,
+) -> Option<Limit> {
+    let driver = facts.driver;
+    let amd = pdev.and_then(|p| driver.amdgpu.iter().find(|m| m.pdev == p));
+    if region.starts_with("gtt") {
+        if let Some(total) = amd.and_then(|m| m.gtt_total) {
+            return limit_named(total, "amdgpu mem_info_gtt_total");
+        }
+        return limit_named(driver.ttm_pages_limit_bytes?, "TTM pages_limit (GTT cap)");
+    }
+    if region.starts_with("vram") || region.starts_with("local") {
+        if let Some(total) = amd.and_then(|m| m.vram_total) {
+            return limit_named(total, "amdgpu mem_info_vram_total");
+        }
+        let global = facts.devices.get(device?)?.global_mem_bytes.value()?;
+        return limit_named(*global, "device global memory");
+    }
+    if region.starts_with("system") || region == "cpu" {
+        let (bytes, ceiling) = facts.host.memory_ceiling()?;
+        return limit_named(bytes, ceiling.label());
+    }
+    None
 }
 
 #[cfg(test)]

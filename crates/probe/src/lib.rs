@@ -11,11 +11,15 @@
 //! - **Which devices a request means**: select by platform name or vendor substring
 //!   (the loader's order changes between boots), or by index: [`select`].
 //! - **Which host limits apply**: RAM, the cgroup's and the Slurm job's memory,
-//!   `RLIMIT_NOFILE`, `RLIMIT_AS`, `vm.max_map_count` ([`HostLimits`]), and GPU
-//!   drivers' own caps ([`DriverLimits`]).
-//! - **How much of them this process uses**: RSS, virtual size, open fds, dma-buf
-//!   fds, mappings, the DRM memory the kernel accounts to its GPU clients (outside
-//!   RSS), and the system's available memory: [`UsageReader`].
+//!   `RLIMIT_NOFILE`, `RLIMIT_AS`, `RLIMIT_MEMLOCK`, `RLIMIT_NPROC`, `RLIMIT_DATA`,
+//!   `vm.max_map_count`, `kernel.threads-max` ([`HostLimits`]), and GPU drivers' own
+//!   caps ([`DriverLimits`]).
+//! - **How much of them this process uses**: RSS, virtual size, data segment, locked
+//!   memory, threads, open fds, dma-buf fds, mappings, the DRM memory the kernel
+//!   accounts to its GPU (and DRM accel) clients outside RSS, and the system's
+//!   available memory: [`UsageReader`].
+//! - **Whether the runtime is Intel's NEO emulating its devices**, and what NEO's own
+//!   allocation log says: [`neo`].
 //! - **Whether a platform is Intel's GPU runtime NEO running emulated devices** (AUB
 //!   mode, no GPU), and what NEO's own allocation log says: [`neo`].
 //!

@@ -238,8 +238,6 @@ fn scale(unit: Unit, max: f64) -> (f64, &'static str) {
     }
 }
 
-/// A group's resources against allocations: one panel per resource with readings,
-/// each limit as a labelled line where it fits, failures marked. `None` when no
 /// A run's name short enough for a plot, keeping what tells grid runs apart: each
 /// grid key by its last part (`scaling[allocation.strategy=fill,devices.count=4]`
 /// becomes `scaling: strategy=fill count=4`), then cut to `max` characters.
@@ -260,6 +258,8 @@ pub fn plot_label(run: &str, max: usize) -> String {
     label.chars().take(max).collect()
 }
 
+/// A group's resources against allocations: one panel per resource with readings,
+/// each limit as a labelled line where it fits, failures marked. `None` when no
 /// resource has readings; the second value names the resources left out.
 pub fn group(name: &str, runs: &[&RunView]) -> Result<(Option<String>, Vec<String>), String> {
     let mut resources: Vec<Resource> = Vec::new();

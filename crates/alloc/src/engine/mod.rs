@@ -62,8 +62,9 @@ pub trait Observer {
 }
 
 /// Runs dAxpy split over the run's devices after the loop (`[axpy] split`); its
-/// JSON goes into the report.
-pub type SplitRun<'a> = dyn FnMut(&[clmulti_probe::Device], &Scenario) -> serde_json::Value + 'a;
+/// figures go into the report.
+pub type SplitRun<'a> =
+    dyn FnMut(&[clmulti_probe::Device], &Scenario) -> clmulti_explain::AxpySplit + 'a;
 
 /// How to run: the hooks around the engine.
 #[derive(Default)]
@@ -74,8 +75,9 @@ pub struct RunOptions<'a> {
     pub split: Option<&'a mut SplitRun<'a>>,
     /// Told about the run's setup and each sample.
     pub observer: Option<&'a mut dyn Observer>,
-    /// Called when an OpenCL call outlives the run's time limit (and a margin);
-    /// without it nothing watches.
+    /// Called from a watchdog thread, with the OpenCL call the run is in, when the
+    /// run (setup, loop and release) outlives its time limit plus a margin; without
+    /// it nothing watches.
     pub on_hang: Option<OnHang>,
     /// False when earlier runs used this process: freed memory may be reused, so
     /// the report warns that costs can read low.
@@ -118,6 +120,8 @@ pub fn blank_report(scenario: &Scenario, stop: StopReason) -> Report {
 /// The scenario's `env` and `limits` are *not* applied here: they must be in force
 /// before the OpenCL runtime loads, so the caller runs the scenario in a fresh
 /// process (`clmulti run` does) and calls [`apply_limits`](crate::apply_limits) there.
+///
+/// Long on purpose: the run's phases in order (setup, guards up front, backend, loop, check, release, reading after release, split, finish); each phase is a call or a few lines, and what they share stays visible.
 pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, EngineError> {
     let RunOptions {
         check,

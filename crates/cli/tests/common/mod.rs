@@ -50,8 +50,7 @@ pub fn clmulti(n: usize) -> Command {
     let mut cmd = Command::new(bin());
     cmd.env("OCL_ICD_VENDORS", POCL_ICD)
         .env("POCL_DEVICES", pocl_devices(n))
-        .env("POCL_MEMORY_LIMIT", "2")
-        .env_remove("CLMULTI_PLATFORM");
+        .env("POCL_MEMORY_LIMIT", "2");
     cmd
 }
 
@@ -103,7 +102,6 @@ pub fn reports(out: &Output) -> Vec<clmulti_explain::Report> {
     lines
 }
 
-/// The cost of a resource in a report.
 /// Every statement of a report's analysis, as one text to search.
 pub fn statements(r: &clmulti_explain::Report) -> String {
     r.analysis

@@ -312,6 +312,44 @@ pub struct AxpyCheckReport {
     pub failures: Vec<String>,
 }
 
+/// The scenario's `[axpy] split`: one dAxpy cut over the run's devices after the
+/// loop (`clmulti axpy --split` has the full figures).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum AxpySplit {
+    /// It ran, and was verified or not (`max_error_ulps`).
+    Ran {
+        /// Elements of the whole vector.
+        n: u64,
+        /// Each layout and kernel.
+        runs: Vec<SplitFigures>,
+    },
+    /// It could not run: why.
+    Failed {
+        /// The error, in words.
+        error: String,
+    },
+}
+
+/// One split run of [`AxpySplit`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SplitFigures {
+    /// Devices split over.
+    pub devices: usize,
+    /// The run's context mode.
+    pub context: clmulti_scenario::ContextMode,
+    /// Where the parts lived: `buffers` or `sub-buffers`.
+    pub layout: String,
+    /// The kernel: `dAxpy` (the seed's) or `axpy_fast`.
+    pub kernel: String,
+    /// Whole-vector bytes over host time, best, GB/s.
+    pub aggregate_gb_per_s: f64,
+    /// The aggregate over one device's times the device count.
+    pub scaling_efficiency: f64,
+    /// Largest error, in epsilons of the tolerance (<= 2 passes).
+    pub max_error_ulps: f64,
+}
+
 /// Everything one run found.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
@@ -379,10 +417,9 @@ pub struct Report {
     pub driver_messages: Vec<String>,
     /// The dAxpy check over allocated buffers, when the scenario asked for one.
     pub axpy_check: Option<AxpyCheckReport>,
-    /// The split dAxpy after the loop, when the scenario asked for one (JSON as
-    /// `clmulti-axpy` reports it).
+    /// The split dAxpy after the loop, when the scenario asked for one.
     #[serde(default)]
-    pub axpy_split: Option<serde_json::Value>,
+    pub axpy_split: Option<AxpySplit>,
     /// The end of the run's stderr, when its process crashed or left no report
     /// (e.g. the runtime's assertion text).
     #[serde(default, skip_serializing_if = "String::is_empty")]

@@ -37,8 +37,42 @@ impl Report {
 }
 
 /// Schema 2 -> 3: the scenario's limits became a map keyed like `[limits]`
-/// (`{"nofile": 1024, "as": 3000000000}`), without unset entries.
+/// (`{"nofile": 1024, "as": 3000000000}`), without unset entries; `axpy_split` went
+/// from clmulti-axpy's JSON to [`AxpySplit`](super::AxpySplit).
 fn upgrade_v2(report: &mut Value) {
+    let split = report["axpy_split"].take();
+    report["axpy_split"] = match split {
+        Value::Object(ref o) if o.contains_key("error") => {
+            json!({"outcome": "failed", "error": o["error"].to_string()})
+        }
+        Value::Object(ref o) => {
+            let devices = o.get("parts").and_then(Value::as_array).map_or(0, Vec::len);
+            let kernel = |k: &Value| match k.as_str() {
+                Some("seed") => "dAxpy".to_owned(),
+                Some("fast") => "axpy_fast".to_owned(),
+                other => other.unwrap_or("?").to_owned(),
+            };
+            let runs: Vec<Value> = o
+                .get("runs")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|r| {
+                    json!({
+                        "devices": r.get("devices").cloned().unwrap_or(json!(devices)),
+                        "context": r["context"],
+                        "layout": r["layout"],
+                        "kernel": kernel(&r["kernel"]),
+                        "aggregate_gb_per_s": r["aggregate_gb_per_s_best"],
+                        "scaling_efficiency": r["scaling_efficiency"],
+                        "max_error_ulps": r["max_error_ulps"],
+                    })
+                })
+                .collect();
+            json!({"outcome": "ran", "n": o.get("n").cloned().unwrap_or(json!(0)), "runs": runs})
+        }
+        _ => Value::Null,
+    };
     let limits = &mut report["scenario"]["limits"];
     if let Some(old) = limits.as_object().cloned() {
         let mut map = serde_json::Map::new();
@@ -109,6 +143,26 @@ mod tests {
             read += 1;
         }
         assert_eq!(read, 16);
+    }
+
+    #[test]
+    fn schema_2_splits_become_typed() {
+        let mut value = json!({"schema_version": 2, "scenario": {"limits": {}}, "axpy_split": {
+            "n": 4096, "parts": [2048, 2048], "runs": [{"context": "shared", "layout": "buffers",
+            "kernel": "fast", "aggregate_gb_per_s_best": 30.5, "scaling_efficiency": 0.9,
+            "max_error_ulps": 0.5}]}});
+        upgrade_v2(&mut value);
+        let split: super::super::AxpySplit =
+            serde_json::from_value(value["axpy_split"].clone()).unwrap();
+        match split {
+            super::super::AxpySplit::Ran { n, runs } => {
+                assert_eq!(
+                    (n, runs[0].devices, runs[0].kernel.as_str()),
+                    (4096, 2, "axpy_fast")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -6,6 +6,8 @@ use super::{DEFAULT_MAX_SECONDS, MAX_SECONDS};
 use crate::model::*;
 use crate::raw::*;
 
+///
+/// Long on purpose: `[allocation]`'s keys in documented order, with the contradictions between them next to the keys they concern.
 pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Allocation, Problem> {
     let size_bytes = raw
         .size

@@ -4,6 +4,8 @@ use super::{one_of, positive, problem, Problem};
 use crate::model::*;
 use crate::raw::*;
 
+///
+/// Long on purpose: `[devices]`'s keys in documented order.
 pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
     let platform = match &raw.platform {
         None => Platform::Auto,

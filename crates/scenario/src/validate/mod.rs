@@ -103,6 +103,8 @@ pub struct Context {
     pub layer: Option<std::path::PathBuf>,
 }
 
+///
+/// Long on purpose: the file's tables in the order they are documented, each checked where its neighbours can be seen (contradictions between tables)
 pub(crate) fn validate(
     raw: RawScenario,
     file: &str,

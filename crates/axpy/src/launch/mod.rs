@@ -19,6 +19,9 @@ use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use threads::{Workers, STOP};
+
+mod threads;
 
 /// Who launches the parts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -336,6 +339,8 @@ fn profile(event: Option<&Event>, profiling: bool) -> Result<Option<[u64; 3]>, A
 }
 
 /// One repetition from this thread: enqueue and flush each part in turn, then wait.
+///
+/// Long on purpose: enqueue, flush and completion for every strategy in one loop, so the timed order of calls is the order read.
 fn one_thread(
     parts: &[Prepared<'_>],
     strategy: Strategy,
@@ -418,118 +423,6 @@ fn one_thread(
     Ok(reps)
 }
 
-/// One part from its own thread: enqueue, flush, meet the other threads
-/// (`all_launched` returns once every part is launched), wait.
-fn own_part(
-    part: &Prepared<'_>,
-    strategy: Strategy,
-    epoch: Instant,
-    all_launched: &dyn Fn(),
-) -> Result<PartRep, AxpyError> {
-    let at = || epoch.elapsed().as_secs_f64();
-    let mut rep = PartRep {
-        launch_at: at(),
-        ..PartRep::default()
-    };
-    let started = (|| {
-        let event = enqueue(part, strategy)?;
-        rep.enqueued_at = at();
-        rep.flush_at = rep.enqueued_at;
-        flush(part, strategy)?;
-        rep.launched_at = at();
-        Ok(event)
-    })();
-    // Waiting calls can take the runtime's locks that another thread's enqueue
-    // needs (in one shared context on NVIDIA, waiting threads made enqueues take
-    // 30-50 us instead of 8): nobody waits before everybody has launched.
-    all_launched();
-    let event = started?;
-    if part.kernel.is_some() {
-        match (strategy.completion, &event) {
-            (Completion::Poll, Some(e)) => {
-                while !complete(e)? {
-                    std::hint::spin_loop();
-                }
-            }
-            (Completion::WaitForEvents, Some(e)) => e.wait().map_err(cl3("clWaitForEvents"))?,
-            _ => part.queue(strategy).finish().map_err(cl3("clFinish"))?,
-        }
-    }
-    rep.seen_at = at();
-    rep.profile = profile(event.as_ref(), strategy.profiling)?;
-    Ok(rep)
-}
-
-/// Spins, then parks, until `ready` holds: a released worker starts within a spin
-/// (microseconds), an idle one stops burning its core after `SPIN`.
-fn wait_until(ready: impl Fn() -> bool) {
-    const SPIN: Duration = Duration::from_millis(5);
-    let since = Instant::now();
-    while !ready() {
-        if since.elapsed() < SPIN {
-            std::hint::spin_loop();
-        } else {
-            std::thread::park_timeout(Duration::from_micros(200));
-        }
-    }
-}
-
-const STOP: u64 = u64::MAX;
-
-/// Host threads, one per part, that launch their part when released.
-struct Workers {
-    generation: AtomicU64,
-    strategy: Mutex<Option<Strategy>>,
-    done: AtomicUsize,
-    launched: AtomicUsize,
-    slots: Vec<Mutex<Option<Result<PartRep, AxpyError>>>>,
-    epoch: Instant,
-}
-
-impl Workers {
-    fn work(&self, index: usize, part: &Prepared<'_>) {
-        let mut seen = 0;
-        loop {
-            wait_until(|| self.generation.load(Ordering::Acquire) != seen);
-            seen = self.generation.load(Ordering::Acquire);
-            if seen == STOP {
-                return;
-            }
-            let strategy = self
-                .strategy
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .expect("set before release");
-            let all_launched = || {
-                self.launched.fetch_add(1, Ordering::AcqRel);
-                wait_until(|| self.launched.load(Ordering::Acquire) == self.slots.len());
-            };
-            let result = own_part(part, strategy, self.epoch, &all_launched);
-            *self.slots[index].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
-            self.done.fetch_add(1, Ordering::AcqRel);
-        }
-    }
-
-    /// Releases every worker for one repetition and collects it.
-    fn rep(&self, strategy: Strategy, threads: &[std::thread::Thread]) -> Result<Rep, AxpyError> {
-        *self.strategy.lock().unwrap_or_else(|e| e.into_inner()) = Some(strategy);
-        self.done.store(0, Ordering::Release);
-        self.launched.store(0, Ordering::Release);
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        threads.iter().for_each(std::thread::Thread::unpark);
-        wait_until(|| self.done.load(Ordering::Acquire) == self.slots.len());
-        self.slots
-            .iter()
-            .map(|s| {
-                s.lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .take()
-                    .expect("every worker reported")
-            })
-            .collect()
-    }
-}
-
 /// What [`measure`] found.
 pub(crate) struct Measured {
     /// The strategy the timed repetitions used.
@@ -546,6 +439,8 @@ pub(crate) struct Measured {
 
 /// Tries every strategy (`trials` repetitions each after one warm-up, round-robin so
 /// drift favours none), then times `repeat` repetitions with the fastest by median.
+///
+/// Long on purpose: warm-up, trials of each strategy and the timed repetitions share the prepared parts and the worker threads' lifetime (a thread scope).
 pub(crate) fn measure(
     parts: &[Prepared<'_>],
     trials: usize,

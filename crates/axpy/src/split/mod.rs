@@ -9,16 +9,20 @@
 //! device, against the same kernel on one device, timed the same way, in the same
 //! run; and over fewer devices, for the efficiency per device count.
 
+mod report;
+
+pub use report::{Layout, PartFigures, SplitReport, SplitRun, Transfers};
+
 use crate::bandwidth::Clock;
 use crate::case::{check_contiguous, test_data, AxpyCase};
-use crate::error::{cl, cl3, AxpyError};
-use crate::launch::{self, Prepared, Strategy, StrategyFigures};
+use crate::error::{cl3, AxpyError};
+use crate::launch::{self, Prepared, Strategy};
 use crate::runner::{buffer, event_seconds, read, write, KernelChoice, KernelRan, Runner};
+use clmulti_scenario::ContextMode;
 use opencl3::command_queue::CommandQueue;
 use opencl3::context::Context;
 use opencl3::device::Device;
 use opencl3::memory::{Buffer, ClMem};
-use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// The smallest relative difference between the shared context's two layouts that
@@ -52,105 +56,6 @@ pub fn default_device_counts(devices: usize) -> Vec<usize> {
         .collect();
     counts.push(devices);
     counts
-}
-
-/// One context over every device, or one per device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ContextMode {
-    /// One context over all devices.
-    Shared,
-    /// One context per device.
-    PerDevice,
-}
-
-/// Where the parts live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Layout {
-    /// A buffer per part, on its device.
-    Buffers,
-    /// Sub-buffers of one buffer (shared context only).
-    SubBuffers,
-}
-
-/// One part's device figures.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PartFigures {
-    /// The device's index in the split.
-    pub device: usize,
-    /// Elements of its part.
-    pub n: u64,
-    /// Its kernel's best bandwidth from its own events (or host time when events
-    /// disagree), GB/s.
-    pub gb_per_s_best: f64,
-    /// Which clock.
-    pub clock: Clock,
-}
-
-/// One split: devices, mode, layout, kernel.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SplitRun {
-    /// Devices the vector was split over (the first this many of those selected).
-    pub devices: usize,
-    /// Context mode.
-    pub context: ContextMode,
-    /// Where the parts live.
-    pub layout: Layout,
-    /// Which kernel.
-    pub kernel: KernelRan,
-    /// Whole-vector bytes over host time, first enqueue to last completion, best, GB/s.
-    pub aggregate_gb_per_s_best: f64,
-    /// The same, median.
-    pub aggregate_gb_per_s_median: f64,
-    /// Each device's part.
-    pub parts: Vec<PartFigures>,
-    /// The same kernel on device 0 alone, whole vector, host-timed, best, GB/s.
-    pub one_device_gb_per_s: f64,
-    /// aggregate / (one device x devices).
-    pub scaling_efficiency: f64,
-    /// Largest error after every application, in epsilons of the tolerance (<= 2 passes).
-    pub max_error_ulps: f64,
-    /// How the timed repetitions were launched and waited for: the fastest of
-    /// `strategies` by median.
-    pub launched_by: Strategy,
-    /// Every way tried, with its launch skew, start lag and completion detection.
-    pub strategies: Vec<StrategyFigures>,
-    /// How the one-device figure was launched and waited for (its own fastest).
-    pub one_device_launched_by: Strategy,
-}
-
-/// The cost of getting the data there and back, apart from the kernels.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Transfers {
-    /// Context mode.
-    pub context: ContextMode,
-    /// Writing every part's x and y, host to devices, seconds.
-    pub host_to_devices_s: f64,
-    /// Reading every part's y back, seconds.
-    pub devices_to_host_s: f64,
-    /// Moving part 0's x and y to device 1 (clEnqueueMigrateMemObjects, host clock;
-    /// shared context only), seconds.
-    pub device_to_device_s: Option<f64>,
-}
-
-/// Everything a split measured.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SplitReport {
-    /// Elements.
-    pub n: u64,
-    /// Each device's elements.
-    pub parts: Vec<u64>,
-    /// Timed repetitions.
-    pub repeat: usize,
-    /// Every split run over all the devices.
-    pub runs: Vec<SplitRun>,
-    /// Splits over fewer devices (`device_counts`), buffers per device.
-    pub scaling: Vec<SplitRun>,
-    /// Data movement, when asked.
-    pub transfers: Vec<Transfers>,
-    /// What to know (which layout was faster, clocks used).
-    pub notes: Vec<String>,
 }
 
 /// Cuts `n` elements into one part per weight, each boundary a multiple of `align`
@@ -226,30 +131,6 @@ fn time_parts(parts: &[Part<'_>], kernel: KernelRan, repeat: usize) -> Result<Ti
     let totals = measured.timed.iter().map(|r| launch::total_s(r)).collect();
     Ok(Timed { measured, totals })
 }
-
-fn sub_buffer(
-    parent: &Buffer<f32>,
-    origin_floats: u64,
-    floats: u64,
-) -> Result<Buffer<f32>, AxpyError> {
-    let region = opencl3::types::cl_buffer_region {
-        origin: (origin_floats * 4) as usize,
-        size: (floats.max(1) * 4) as usize,
-    };
-    // SAFETY: `parent` is live; the region lies inside it (the caller cuts it from
-    // the parent's length) and its origin is aligned to every device's base alignment.
-    let mem = unsafe {
-        opencl3::memory::create_sub_buffer(
-            parent.get(),
-            opencl3::memory::CL_MEM_READ_WRITE,
-            opencl3::memory::CL_BUFFER_CREATE_TYPE_REGION,
-            (&region as *const opencl3::types::cl_buffer_region).cast(),
-        )
-    }
-    .map_err(cl("clCreateSubBuffer"))?;
-    Ok(Buffer::new(mem))
-}
-
 /// Whether a part's events can be believed: non-zero, and within the host time of
 /// the same launch (which includes waiting for the other parts).
 fn events_within_host(launches: &[launch::PartRep]) -> bool {
@@ -276,6 +157,8 @@ fn align_floats(devices: &[Device]) -> u64 {
 
 /// Runs the split over `devices` (distinct, of one platform), and over the first k
 /// of them for each of `options.device_counts` below their number.
+///
+/// Long on purpose: the split's plan in order (parts, contexts per mode, one device for comparison, each layout and kernel, fewer devices, transfers, notes); each step calls out.
 pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, AxpyError> {
     for (i, d) in devices.iter().enumerate() {
         if devices[..i].iter().any(|o| o.id() == d.id()) {
@@ -423,6 +306,8 @@ pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, 
 }
 
 #[allow(clippy::too_many_arguments)]
+///
+/// Long on purpose: one measurement's sequence (buffers, data, warm-up, strategy trials, timed repetitions, verification, figures) must read in the order it happens on the devices.
 fn run_split<'r>(
     devices: &[Device],
     parts: &[u64],
@@ -456,7 +341,20 @@ fn run_split<'r>(
         let queue = runner.queue(device)?;
         let plain = runner.queue_with(device, false)?;
         let (mut x, mut y) = match &parents {
-            Some((px, py)) => (sub_buffer(px, offset, len)?, sub_buffer(py, offset, len)?),
+            Some((px, py)) => {
+                // SAFETY: the region lies inside each parent (cut from its length), its
+                // origin aligned to every device's base address alignment.
+                let sub = |parent: &Buffer<f32>| unsafe {
+                    parent
+                        .create_sub_buffer(
+                            opencl3::memory::CL_MEM_READ_WRITE,
+                            offset as usize,
+                            len.max(1) as usize,
+                        )
+                        .map_err(cl3("clCreateSubBuffer"))
+                };
+                (sub(px)?, sub(py)?)
+            }
             None => (buffer(runner.context, len)?, buffer(runner.context, len)?),
         };
         let range = offset as usize..(offset + len) as usize;
@@ -509,17 +407,12 @@ fn run_split<'r>(
             // SAFETY: both buffers belong to this (shared) context; the list outlives
             // the call, which is waited on below.
             let ev = unsafe {
-                opencl3::command_queue::enqueue_migrate_mem_object(
-                    built[1].queue.get(),
-                    2,
-                    mems.as_ptr(),
-                    0,
-                    0,
-                    std::ptr::null(),
-                )
+                built[1]
+                    .queue
+                    .enqueue_migrate_mem_object(2, mems.as_ptr(), 0, &[])
             }
-            .map_err(cl("clEnqueueMigrateMemObjects"))?;
-            event_seconds(&opencl3::event::Event::new(ev))?;
+            .map_err(cl3("clEnqueueMigrateMemObjects"))?;
+            event_seconds(&ev)?;
             Some(start.elapsed().as_secs_f64())
         } else {
             None

@@ -1,0 +1,299 @@
+//! The loop against a fake backend and meter: guards, sampling, rounds, stops.
+
+use super::*;
+use std::cell::Cell;
+
+/// A backend that "allocates" by growing a fake RSS, fails at a chosen buffer,
+/// and can be slow.
+struct Fake {
+    devices: usize,
+    rss: std::rc::Rc<Cell<u64>>,
+    rss_per_buffer: u64,
+    fail_at: Option<u64>,
+    delay: Duration,
+    placed: Vec<usize>,
+    held: u64,
+    released: u64,
+}
+
+impl Backend for Fake {
+    fn allocate(&mut self, index: u64, device: usize) -> Result<(), (ClCode, Call)> {
+        if Some(index) == self.fail_at {
+            return Err((ClCode::OUT_OF_HOST_MEMORY, Call::CreateBuffer));
+        }
+        if !self.delay.is_zero() {
+            std::thread::sleep(self.delay);
+        }
+        self.rss.set(self.rss.get() + self.rss_per_buffer);
+        self.placed.push(device);
+        self.held += 1;
+        Ok(())
+    }
+
+    fn device_count(&self) -> usize {
+        self.devices
+    }
+
+    fn release_live(&mut self) {
+        self.rss
+            .set(self.rss.get() - self.rss_per_buffer * self.held);
+        self.released += self.held;
+        self.held = 0;
+    }
+}
+
+struct FakeMeter {
+    rss: std::rc::Rc<Cell<u64>>,
+    rss_reads: Cell<u64>,
+}
+
+impl Meter for FakeMeter {
+    fn rss_bytes(&self) -> u64 {
+        self.rss_reads.set(self.rss_reads.get() + 1);
+        self.rss.get()
+    }
+
+    fn usage(&self) -> Usage {
+        let mut usage = Usage::default();
+        usage.process.rss_bytes = self.rss.get();
+        usage
+    }
+
+    fn device_used(&mut self) -> Vec<Option<u64>> {
+        Vec::new()
+    }
+}
+
+const MIB: u64 = 1 << 20;
+
+fn plan() -> LoopPlan {
+    LoopPlan {
+        size: MIB,
+        target: 100,
+        placement: Placement::RoundRobin,
+        release_every: None,
+        sample_every: 10,
+        max_total: u64::MAX,
+        max_rss: u64::MAX,
+        max_seconds: 60.0,
+        rss_per_byte: 1.0,
+    }
+}
+
+fn fake(rss_per_buffer: u64) -> (Fake, FakeMeter) {
+    let rss = std::rc::Rc::new(Cell::new(100 * MIB));
+    (
+        Fake {
+            devices: 2,
+            rss: rss.clone(),
+            rss_per_buffer,
+            fail_at: None,
+            delay: Duration::ZERO,
+            placed: Vec::new(),
+            held: 0,
+            released: 0,
+        },
+        FakeMeter {
+            rss,
+            rss_reads: Cell::new(0),
+        },
+    )
+}
+
+#[test]
+fn completes_with_samples_at_the_interval_and_round_robin_placement() {
+    let (mut backend, mut meter) = fake(0);
+    let out = allocation_loop(&plan(), &mut backend, &mut meter);
+    assert_eq!(out.stop, StopReason::Completed);
+    assert_eq!(out.buffers, 100);
+    assert_eq!(out.bytes, 100 * MIB);
+    let at: Vec<u64> = out.samples.iter().map(|s| s.allocations).collect();
+    assert_eq!(at, (0..=10).map(|i| i * 10).collect::<Vec<_>>());
+    assert_eq!(&backend.placed[..4], &[0, 1, 0, 1]);
+}
+
+#[test]
+fn release_every_releases_in_rounds_and_samples_what_is_held() {
+    let (mut backend, mut meter) = fake(MIB);
+    let plan = LoopPlan {
+        release_every: Some(30),
+        ..plan()
+    };
+    let out = allocation_loop(&plan, &mut backend, &mut meter);
+    assert_eq!(out.stop, StopReason::Completed);
+    assert_eq!((out.buffers, out.live, backend.released), (100, 10, 90));
+    let after_first_round = out
+        .samples
+        .iter()
+        .find(|s| s.allocations == 30 && s.live == Some(0))
+        .expect("a sample right after the first release");
+    assert_eq!(after_first_round.host.rss_bytes, 100 * MIB);
+    // Held buffers, not created ones, are what the readings follow.
+    assert_eq!(out.samples.last().unwrap().live(), 10);
+}
+
+#[test]
+fn a_failure_stops_the_run_and_is_sampled() {
+    let (mut backend, mut meter) = fake(0);
+    backend.fail_at = Some(37);
+    let out = allocation_loop(&plan(), &mut backend, &mut meter);
+    assert_eq!(out.buffers, 37);
+    match &out.stop {
+        StopReason::Failed { error, call, index } => {
+            assert_eq!(error.code, -6);
+            assert_eq!(*call, Call::CreateBuffer);
+            assert_eq!(*index, 37);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(out.samples.last().unwrap().allocations, 37);
+}
+
+#[test]
+fn the_rss_guard_stops_before_crossing_and_reads_rss_only_near_it() {
+    // 4 MiB of RSS per 1 MiB buffer (a runtime with copies), guard at 100 + 200 MiB.
+    let (mut backend, mut meter) = fake(4 * MIB);
+    let plan = LoopPlan {
+        target: 1000,
+        max_rss: 300 * MIB,
+        sample_every: 1000,
+        ..plan()
+    };
+    let out = allocation_loop(&plan, &mut backend, &mut meter);
+    assert!(
+        matches!(
+            out.stop,
+            StopReason::Guard {
+                guard: GuardKind::MaxRss,
+                ..
+            }
+        ),
+        "{:?}",
+        out.stop
+    );
+    let peak = meter.rss.get();
+    assert!(
+        peak <= 300 * MIB,
+        "RSS {} MiB passed the 300 MiB guard",
+        peak / MIB
+    );
+    assert!(
+        peak >= 290 * MIB,
+        "stopped far too early: {} MiB",
+        peak / MIB
+    );
+    assert!(
+        meter.rss_reads.get() < 40,
+        "{} RSS reads",
+        meter.rss_reads.get()
+    );
+}
+
+#[test]
+fn lazy_runs_far_from_the_guard_read_rss_rarely() {
+    let (mut backend, mut meter) = fake(0);
+    let plan = LoopPlan {
+        target: 10_000,
+        max_rss: 1100 * MIB,
+        sample_every: 100_000,
+        ..plan()
+    };
+    let out = allocation_loop(&plan, &mut backend, &mut meter);
+    assert_eq!(out.stop, StopReason::Completed);
+    // log2(10000) learning reads, and one each time the estimate meets the guard.
+    assert!(
+        meter.rss_reads.get() < 40,
+        "{} RSS reads",
+        meter.rss_reads.get()
+    );
+}
+
+#[test]
+fn one_buffer_larger_than_a_guard_is_refused_up_front() {
+    let (mut backend, mut meter) = fake(MIB);
+    let plan = LoopPlan {
+        size: 4 << 30,
+        max_rss: 1 << 30,
+        ..plan()
+    };
+    let out = allocation_loop(&plan, &mut backend, &mut meter);
+    assert_eq!(out.buffers, 0);
+    assert!(backend.placed.is_empty());
+    assert!(matches!(
+        out.stop,
+        StopReason::Guard {
+            guard: GuardKind::MaxRss,
+            ..
+        }
+    ));
+    let plan = LoopPlan {
+        max_total: MIB - 1,
+        ..self::plan()
+    };
+    let out = allocation_loop(&plan, &mut backend, &mut meter);
+    assert!(matches!(
+        out.stop,
+        StopReason::Guard {
+            guard: GuardKind::MaxTotalBytes,
+            ..
+        }
+    ));
+    assert!(backend.placed.is_empty());
+}
+
+#[test]
+fn a_copy_source_block_counts_before_the_backend_exists() {
+    // 600 MiB buffers under a 1 GiB guard: the first fits alone, not beside the
+    // COPY_HOST_PTR source block the backend would allocate first.
+    let plan = LoopPlan {
+        size: 600 * MIB,
+        max_rss: 1 << 30,
+        ..plan()
+    };
+    assert_eq!(refused_up_front(&plan, 100 * MIB, 0), None);
+    match refused_up_front(&plan, 100 * MIB, 600 * MIB) {
+        Some(StopReason::Guard {
+            guard: GuardKind::MaxRss,
+            value,
+            ..
+        }) => assert_eq!(value, (1300 * MIB) as f64),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_total_guard_is_exact() {
+    let (mut backend, mut meter) = fake(0);
+    let plan = LoopPlan {
+        max_total: 10 * MIB,
+        ..plan()
+    };
+    let out = allocation_loop(&plan, &mut backend, &mut meter);
+    assert_eq!(out.buffers, 10);
+}
+
+#[test]
+fn the_time_guard_holds_with_slow_allocations() {
+    let (mut backend, mut meter) = fake(0);
+    backend.delay = Duration::from_millis(20);
+    let plan = LoopPlan {
+        target: u64::MAX,
+        max_seconds: 0.2,
+        ..plan()
+    };
+    let out = allocation_loop(&plan, &mut backend, &mut meter);
+    assert!(matches!(
+        out.stop,
+        StopReason::Guard {
+            guard: GuardKind::MaxSeconds,
+            ..
+        }
+    ));
+    // Each allocation takes at least 20 ms: at most 10 fit in 0.2 s, and the
+    // clock is read before each slow one, so at most one more starts.
+    assert!(
+        out.buffers <= 11,
+        "{} allocations under a 0.2 s guard",
+        out.buffers
+    );
+}
