@@ -41,6 +41,10 @@ pub struct Args {
     /// Bytes per buffer (the seed's 1 MiB by default).
     #[arg(long, default_value = "1MiB")]
     size: String,
+    /// Split each device into sub-devices first (`equally`, or compute-unit counts
+    /// such as `1,1`): two devices out of one CPU, for Intel's CPU runtime.
+    #[arg(long, value_parser = clmulti_scenario::Partition::parse)]
+    partition: Option<clmulti_scenario::Partition>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     format: DiagnoseFormat,
@@ -66,8 +70,9 @@ impl From<DiagnoseFormat> for Format {
 /// The devices to diagnose, their platform's name, and why only one when only one.
 fn choose(args: &Args) -> Result<(String, Vec<Device>, Option<String>), Failure> {
     let platforms = clmulti_probe::platforms().map_err(|e| Failure::Tool(e.to_string()))?;
-    if !args.devices.is_empty() {
-        let (name, devices) = crate::axpy::devices_from_args(&args.devices, None)?;
+    if !args.devices.is_empty() || args.partition.is_some() {
+        let (name, devices) =
+            crate::axpy::devices_from_args(&args.devices, args.partition.as_ref())?;
         let why = (devices.len() < 2).then(|| "one device was named".to_owned());
         return Ok((name, devices, why));
     }
@@ -99,18 +104,28 @@ fn case_scenario(
     name: &str,
     role: Role,
     strategy: Strategy,
-    platform: &str,
+    (platform, partition): (&str, Option<&clmulti_scenario::Partition>),
     devices: &[Device],
     size: u64,
     count: u64,
 ) -> Result<Scenario, Failure> {
+    // Sub-devices are picked by their place among the parent's sub-devices.
+    let index = |(i, d): (usize, &Device)| match partition {
+        Some(_) => i.to_string(),
+        None => d.info().index.to_string(),
+    };
     let indices: Vec<String> = match role {
-        Role::OneDevice => vec![devices[0].info().index.to_string()],
-        _ => devices.iter().map(|d| d.info().index.to_string()).collect(),
+        Role::OneDevice => vec![index((0, &devices[0]))],
+        _ => devices.iter().enumerate().map(index).collect(),
+    };
+    let partition = match partition {
+        Some(clmulti_scenario::Partition::ByCounts(counts)) => format!("partition = {counts:?}\n"),
+        Some(clmulti_scenario::Partition::Equally(_)) => "partition = \"equally\"\n".to_owned(),
+        None => String::new(),
     };
     let quoted = platform.replace('\\', "\\\\").replace('"', "\\\"");
     let text = format!(
-        "name = \"{name}\"\n[devices]\nplatform = \"{quoted}\"\ntype = \"all\"\nindices = [{}]\n[context]\nmode = \"{}\"\n\
+        "name = \"{name}\"\n[devices]\nplatform = \"{quoted}\"\ntype = \"all\"\nindices = [{}]\n{partition}[context]\nmode = \"{}\"\n\
          [allocation]\nsize = {size}\ncount = {count}\nstrategy = \"{}\"\nplacement = \"round-robin\"\n\
          [sampling]\nevery = {}\n[guards]\nmax_seconds = 120\n",
         indices.join(", "),
@@ -196,7 +211,7 @@ fn needs_fixes(shared: &Report, per_device: Option<&Report>) -> bool {
 
 /// The seed's matrix: each case with `create`, then with `fill` (a tenth as many).
 fn run_matrix(
-    platform: &str,
+    platform: (&str, Option<&clmulti_scenario::Partition>),
     devices: &[Device],
     size: u64,
     count: u64,
@@ -299,7 +314,12 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         format_size(size),
         args.count / 10
     );
-    let mut reports = run_matrix(&platform_name, &devices, size, args.count)?;
+    let mut reports = run_matrix(
+        (&platform_name, args.partition.as_ref()),
+        &devices,
+        size,
+        args.count,
+    )?;
     let find = |reports: &[(Role, Report)], role: Role, strategy: Strategy| {
         reports
             .iter()

@@ -67,9 +67,18 @@ pub fn costs(samples: &[Sample], facts: Facts<'_>) -> Vec<Cost> {
             let limit = resource.limit(&facts);
             let first = points.first()?.1;
             let predicted_count = limit.as_ref().and_then(|l| {
-                // A cap on growth starts counting at the first reading.
-                let base = if l.of_growth { first } else { 0.0 };
-                predict(line, l.value + base, &resource)
+                // A cap on growth counts what the buffers add: the slope alone (a
+                // reading can also hold one-off setup, e.g. the layer's queues that NVML
+                // counts at the first buffer, which the intercept absorbs).
+                let line = if l.of_growth {
+                    Line {
+                        intercept: 0.0,
+                        ..line
+                    }
+                } else {
+                    line
+                };
+                predict(line, l.value, &resource)
             });
             Some(Cost {
                 first,

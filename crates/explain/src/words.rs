@@ -92,15 +92,35 @@ pub fn candidate(c: &Candidate, estimated: bool) -> Statement {
     }
 }
 
-/// The statement a shape finding adds to the verdict.
-pub fn shape(f: &ShapeFinding) -> Statement {
-    let runs: Vec<String> = f.experiments.iter().map(experiment_words).collect();
-    let question = match f.question {
+/// A shape question in words: `buffers or bytes`.
+pub fn question(q: ShapeQuestion) -> &'static str {
+    match q {
         ShapeQuestion::CountOrBytes => "buffers or bytes",
         ShapeQuestion::LiveOrCumulative => "live or cumulative",
         ShapeQuestion::PerContextOrProcess => "per context or per process",
         ShapeQuestion::PerPeer => "per peer",
-    };
+    }
+}
+
+/// A shape answer in a word or two: `bytes`, `per process`.
+pub fn answer(a: ShapeAnswer) -> &'static str {
+    match a {
+        ShapeAnswer::Buffers => "buffers",
+        ShapeAnswer::Bytes => "bytes",
+        ShapeAnswer::Live => "live",
+        ShapeAnswer::Cumulative => "cumulative",
+        ShapeAnswer::PerContext => "per context",
+        ShapeAnswer::PerProcess => "per process",
+        ShapeAnswer::PerPeer => "per peer",
+        ShapeAnswer::NotPerPeer => "not per peer",
+        ShapeAnswer::Neither => "neither",
+    }
+}
+
+/// The statement a shape finding adds to the verdict.
+pub fn shape(f: &ShapeFinding) -> Statement {
+    let runs: Vec<String> = f.experiments.iter().map(experiment_words).collect();
+    let question = question(f.question);
     let Some(answer) = f.answer else {
         return Statement::measured(format!(
             "{question}: {}",

@@ -113,13 +113,13 @@ impl Diagnosis {
         for f in &inv.shape {
             for e in &f.experiments {
                 rows.push([
-                    format!("shape: {:?}", f.question).to_lowercase(),
+                    format!("shape: {}?", words::question(f.question)),
                     words::change(&e.change),
                     "-".into(),
                     format!("{} (before {})", e.observed_count, e.before_count),
                     f.answer.map_or_else(
                         || e.stop.clone(),
-                        |a| format!("{a:?}: {}", e.stop).to_lowercase(),
+                        |a| format!("{}: {}", words::answer(a), e.stop),
                     ),
                 ]);
             }

@@ -175,3 +175,36 @@ fn a_run_that_releases_each_buffer_estimates_no_device_memory() {
         Some(Resource::DeviceMemory { .. })
     ));
 }
+
+/// Reports recorded on two H200s (`results/nvidia-h200x2/diagnose-emulation`),
+/// concluded again by this reasoning: the eager layer's 128 MiB devices, read by NVML
+/// with the CUDA context and the layer's queues on top, still make device memory the
+/// candidate; fd-per-peer's descriptors likewise.
+#[test]
+fn real_h200_failures_name_their_candidates() {
+    for (file, resource) in [
+        (
+            include_str!("../../../../results/nvidia-h200x2/diagnose-emulation/eager/runs.jsonl"),
+            Resource::DeviceMemory { device: 0 },
+        ),
+        (
+            include_str!(
+                "../../../../results/nvidia-h200x2/diagnose-emulation/fd-per-peer/runs.jsonl"
+            ),
+            Resource::OpenFds,
+        ),
+    ] {
+        let mut shared = file
+            .lines()
+            .map(|l| Report::from_json(l).unwrap())
+            .find(|r| r.run_name == "shared-create")
+            .unwrap();
+        shared.conclude();
+        assert!(
+            candidates(&shared).contains(&&resource),
+            "{resource:?}: {:?}\n{}",
+            shared.analysis.candidates,
+            text(&shared)
+        );
+    }
+}
