@@ -215,7 +215,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__diagnose)
-            opts="-q -v -h --device --count --size --format --out --no-experiments --quiet --verbose --help"
+            opts="-q -v -h --device --count --size --partition --format --out --no-experiments --quiet --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -230,6 +230,10 @@ _clmulti() {
                     return 0
                     ;;
                 --size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --partition)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -93,6 +93,7 @@ complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -s h -l help -d '
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l device -d 'Devices to diagnose (`PLATFORM[:DEVICE]`, repeat); default: every GPU of the first platform with two, else the first platform with two devices' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l count -d 'Buffers in the `create` runs (the `fill` runs make a tenth as many). The seed failed at ~1000; for the long version use --count 100000' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l size -d 'Bytes per buffer (the seed\'s 1 MiB by default)' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l partition -d 'Split each device into sub-devices first (`equally`, or compute-unit counts such as `1,1`): two devices out of one CPU, for Intel\'s CPU runtime' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l format -d 'Output format' -r -f -a "text\t'Terminal text (`table` is accepted too, as for the other commands)'
 json\t'The versioned JSON shape (docs/json.md)'
 markdown\t'Markdown, as diagnose.md'"
