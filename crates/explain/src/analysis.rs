@@ -442,21 +442,7 @@ pub fn release_statement(report: &Report) -> Option<Statement> {
             RETURN_COUNT,
         )));
     }
-    let parts: Vec<String> = check
-        .not_returned
-        .iter()
-        .map(|n| {
-            let unit = n.resource.unit();
-            format!(
-                "{} stayed {} above its start ({} -> peak {} -> {} after release)",
-                n.resource.label(),
-                unit.format(n.after - n.before),
-                unit.format(n.before),
-                unit.format(n.peak),
-                unit.format(n.after)
-            )
-        })
-        .collect();
+    let parts: Vec<String> = check.not_returned.iter().map(words::not_returned).collect();
     let mut out = format!(
         "every release call succeeded, yet {}: memory the runtime (or a layer) keeps after release",
         parts.join("; ")

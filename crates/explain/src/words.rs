@@ -161,3 +161,17 @@ pub fn not_explained(unmeasured: &[String], had_candidates: bool) -> Statement {
         ),
     )
 }
+
+/// A resource that stayed up after release, in words: `host RSS stayed 12.00 MiB
+/// above its start (80.00 MiB -> peak 100.00 MiB -> 92.00 MiB after release)`.
+pub fn not_returned(n: &crate::report::NotReturned) -> String {
+    let unit = n.resource.unit();
+    format!(
+        "{} stayed {} above its start ({} -> peak {} -> {} after release)",
+        n.resource.label(),
+        unit.format(n.after - n.before),
+        unit.format(n.before),
+        unit.format(n.peak),
+        unit.format(n.after)
+    )
+}

@@ -392,17 +392,7 @@ fn release_findings(runs: &[Placed<'_>]) -> Vec<ReleaseFinding> {
                 .leak_check
                 .not_returned
                 .iter()
-                .map(|n| {
-                    let unit = n.resource.unit();
-                    format!(
-                        "{} stayed {} above its start ({} -> peak {} -> {} after release)",
-                        n.resource.label(),
-                        unit.format(n.after - n.before),
-                        unit.format(n.before),
-                        unit.format(n.peak),
-                        unit.format(n.after)
-                    )
-                })
+                .map(words::not_returned)
                 .collect(),
             second_round: p.report.leak_check.second_round.clone(),
         })

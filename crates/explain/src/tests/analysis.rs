@@ -1,18 +1,11 @@
 //! One run's analysis: which resource is a candidate cause (proximity), what is
 //! only a cost, the first limit ahead, the leak check by readings.
 
+use super::text;
 use crate::testing::{rerun_failing_at, run};
 use crate::verdict::{CandidateTest, Cause};
 use crate::{Report, Resource, StopReason};
 use clmulti_scenario::{ContextMode, Rlimit, Strategy};
-
-fn text(r: &Report) -> String {
-    r.analysis
-        .statements
-        .iter()
-        .map(|s| format!("{s}\n"))
-        .collect()
-}
 
 fn candidates(r: &Report) -> Vec<&Resource> {
     r.analysis.candidates.iter().map(|c| &c.resource).collect()

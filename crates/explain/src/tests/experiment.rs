@@ -1,6 +1,7 @@
 //! Experiments over a runner that answers from a rule: confirmed, refuted, not
 //! testable, and the shape answers.
 
+use super::text;
 use crate::experiment::{investigate, plan, Plan, Runner};
 use crate::testing::{failed_at_limit, rerun_failing_at, run};
 use crate::verdict::{
@@ -25,14 +26,6 @@ impl<F: FnMut(&[Change], u64) -> Option<u64>> Runner for Rule<F> {
 
 fn rule<F: FnMut(&[Change], u64) -> Option<u64>>(f: F) -> Rule<F> {
     Rule(f, Vec::new())
-}
-
-fn text(r: &Report) -> String {
-    r.analysis
-        .statements
-        .iter()
-        .map(|s| format!("{s}\n"))
-        .collect()
 }
 
 fn answer(r: &Report, q: ShapeQuestion) -> Option<ShapeAnswer> {

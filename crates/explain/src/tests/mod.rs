@@ -3,3 +3,12 @@
 mod analysis;
 mod diagnosis;
 mod experiment;
+
+/// Every statement of a report's analysis, one a line.
+fn text(r: &crate::Report) -> String {
+    r.analysis
+        .statements
+        .iter()
+        .map(|s| format!("{s}\n"))
+        .collect()
+}
