@@ -3,7 +3,7 @@
 //! seconds and at the end.
 
 use crate::records::{self, fnv64, SweepRecord};
-use crate::summary::Summary;
+use crate::summary::{Summary, SweepState};
 use crate::{compare, lock, progress::Progress, workspace};
 use clmulti_alloc::child::{self, ChildCommand};
 use clmulti_explain::StopReason;
@@ -293,6 +293,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     let (_lock, results) = prepare_out(args)?;
 
     let mut summary = Summary::new(&args.out);
+    summary.set_state(SweepState::Running);
     let mut done: HashSet<String> = HashSet::new();
     let mut retry: HashSet<String> = HashSet::new();
     let mut other_machines = HashSet::new();
@@ -441,6 +442,11 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
             .push(iteration.elapsed().as_secs_f64() - outcome.wall_seconds);
     }
     progress.finish();
+    summary.set_state(if INTERRUPTED.load(Ordering::Relaxed) {
+        SweepState::Interrupted
+    } else {
+        SweepState::Ended
+    });
     summary
         .write()
         .map_err(|e| format!("writing the summary: {e}"))?;

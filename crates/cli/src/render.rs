@@ -2,7 +2,7 @@
 
 use crate::format::table;
 use clmulti_explain::{Report, StopReason};
-use clmulti_scenario::{format_bytes, format_size, Count};
+use clmulti_scenario::{format_bytes, format_count, format_rate, format_size, Count};
 
 /// The style of the HTML pages clmulti writes.
 pub const PAGE_STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;line-height:1.4}\
@@ -87,8 +87,10 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
             format_bytes(r.bytes_requested as f64),
             r.elapsed_seconds,
             r.sampling_seconds,
-            r.allocations_per_second
-                .map_or(String::new(), |a| format!(", {a:.0} allocations/s"))
+            r.allocations_per_second.map_or(String::new(), |a| format!(
+                ", {}",
+                format_rate(a, "allocations")
+            ))
         ),
     );
     line(&mut s, "stopped", r.stop.summary());
@@ -124,8 +126,9 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
                 c.limit.as_ref().map_or("-".into(), |l| {
                     format!("{} ({})", unit.format(l.value), l.name)
                 }),
-                c.predicted_count
-                    .map_or("-".into(), |n| format!("~{n} buffers")),
+                c.predicted_count.map_or("-".into(), |n| {
+                    format!("~{} buffers", format_count(n as f64))
+                }),
             ]);
         }
         for row in table(&rows).lines() {
