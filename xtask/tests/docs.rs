@@ -1,6 +1,10 @@
 //! The generated documentation is current, and every shipped scenario follows the
 //! JSON Schema editors use to complete and check keys.
 
+#[path = "../../crates/scenario/tests/cases/malformed.rs"]
+mod malformed;
+
+use malformed::{ForSchema, CASES};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -38,6 +42,115 @@ fn validator() -> jsonschema::Validator {
 
 fn as_json(text: &str) -> serde_json::Value {
     serde_json::to_value(toml::from_str::<toml::Value>(text).unwrap()).unwrap()
+}
+
+/// Files `clmulti check` accepts, written the ways people write them: the schema
+/// accepts them too (it never refuses a file a run takes).
+const VALID: &[&str] = &[
+    "[allocation]\nsize = \"1.5 GiB\"\ncount = \"until-failure\"\n",
+    "[allocation]\nsize = \"0.5KiB\"\npool_size = \"1_000_000\"\nstrategy = \"pool\"\n",
+    "[allocation]\nsize = \"64KB\"\nflags = [\"CL_MEM_READ_ONLY\", \"ALLOC_HOST_PTR\"]\n",
+    "[allocation]\nsize = \"1.250 KB\"\nplacement = 1\n[devices]\ncount = 2\n",
+    "[allocation]\nsize = 4096\nplacement = 2\n[devices]\nindices = [0, 4, 7]\n",
+    "[allocation]\nsize = \" 2gb \"\nkeep = false\n",
+    "[allocation]\nstrategy = \"pin\"\nplacement = \"round-robin\"\n[devices]\ncount = 2\n",
+    "[allocation]\nrelease_every = 100\nstrategy = \"fill\"\n",
+    "[guards]\nmax_rss = \"12.5%\"\nmax_seconds = 0.5\nmax_total = \"1TiB\"\n",
+    "[guards]\nmax_rss = \"100%\"\n",
+    "[guards]\nmax_rss = 8589934592\n",
+    "[limits]\nnofile = 64\nas = \"3GB\"\nmemlock = 0\ndata = \"512 MiB\"\n",
+    "[limits]\nas = \"64MiB\"\n",
+    "[devices]\nplatform = \"NVIDIA\"\ntype = \"all\"\npartition = [1, 1]\nfallback = \"none\"\n",
+    "[devices]\nplatform = 1\npartition = \"equally\"\n",
+    "[context]\nmode = \"shared\"\ncount = 2\n",
+    "[axpy]\ncheck = \"sample\"\nsamples = 3\nsplit = true\n",
+    "[env]\nOPENCL_LAYERS = \"{clmulti-layer}\"\nCLMULTI_LAYER_POLICY = \"fail-after, fd-per-peer\"\nCLMULTI_LAYER_FAIL_AFTER = \"40\"\nCLMULTI_LAYER_MIRROR_LIMIT = \"25%\"\nCLMULTI_LAYER_FAIL_ERROR = \"-5\"\nCLMULTI_LAYER_FAIL_SCOPE = \"context\"\n",
+    "[env]\nCreateMultipleRootDevices = \"{devices.count}\"\nPOCL_DEVICES = \"pthread pthread\"\n",
+    "name = \"x\"\n[allocation]\nkeep = false\n[grid]\n\"allocation.keep\" = [true]\n\"allocation.strategy\" = [\"pool\", \"create\"]\n\"env.X\" = [\"a\", \"b\"]\n\"name\" = [\"p\"]\n",
+    "[allocation]\npool_size = \"1GiB\"\n[grid]\n\"allocation.strategy\" = [\"pool\"]\n",
+    "[axpy]\nsamples = 4\n[grid]\n\"axpy.check\" = [\"sample\"]\n\"devices.count\" = [1, 2]\n",
+];
+
+/// The schema editors use refuses every malformed file of the shared corpus that
+/// does not depend on the machine; `clmulti check` refuses all of them; both accept
+/// the valid ones. The corpus also holds what a schema cannot say, with why.
+#[test]
+fn the_schema_refuses_every_mistake_that_does_not_depend_on_the_machine() {
+    let validator = validator();
+    let mut refused = 0;
+    for case in CASES {
+        assert!(
+            clmulti_scenario::load_str(case.text, "case.toml").is_err(),
+            "{}: clmulti accepts it",
+            case.what
+        );
+        match case.schema {
+            ForSchema::Refuses => {
+                let json = as_json(case.text);
+                assert!(
+                    !validator.is_valid(&json),
+                    "{}: the schema accepts {:?}",
+                    case.what,
+                    case.text
+                );
+                refused += 1;
+            }
+            ForSchema::Machine(why) | ForSchema::Cannot(why) => assert!(!why.is_empty()),
+        }
+    }
+    assert!(refused >= 20, "{refused} files");
+    for text in VALID {
+        // The layer's file stands for itself: what matters is that one exists.
+        let checked = clmulti_scenario::ScenarioFile::parse(text, "valid.toml")
+            .map(|f| f.with_layer(root().join("Cargo.toml")))
+            .and_then(|f| f.check());
+        assert!(checked.is_ok(), "{text}: {checked:?}");
+        let errors: Vec<String> = validator
+            .iter_errors(&as_json(text))
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{text}: {errors:?}");
+    }
+}
+
+/// Every key a scenario can have is described, in the schema and in every grid entry.
+#[test]
+fn every_key_and_value_of_the_schema_is_described() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("configs/scenario.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let mut keys = 0;
+    for (table, value) in schema["properties"].as_object().unwrap() {
+        let described = |v: &serde_json::Value, key: &str| {
+            let d = v["description"].as_str().unwrap_or("");
+            assert!(d.len() > 10, "{key}: {d:?}");
+        };
+        described(value, table);
+        if let Some(fields) = value["properties"].as_object() {
+            for (field, v) in fields {
+                let key = format!("{table}.{field}");
+                described(v, &key);
+                keys += 1;
+                // What taplo 0.9 cannot complete: a key whose schema is a union
+                // (listed once per branch, without its text), or that holds an
+                // `allOf` (its key completion recursed until its stack ran out).
+                for union in ["anyOf", "oneOf", "allOf"] {
+                    assert!(v.get(union).is_none(), "{key}: {union}");
+                }
+                assert!(
+                    !v.to_string().contains("\"null\""),
+                    "{key}: TOML has no null"
+                );
+                // Each word a key takes says what it means.
+                if let Some(values) = v["enum"].as_array() {
+                    let docs = v["x-taplo"]["docs"]["enumValues"].as_array().unwrap();
+                    assert_eq!(docs.len(), values.len(), "{key}");
+                }
+            }
+        }
+    }
+    assert!(keys >= 40, "{keys} keys");
 }
 
 #[test]

@@ -43,14 +43,10 @@ struct ErrorJson {
     text: String,
 }
 
-/// Loads a scenario file with this machine's hard limits, so that everything a run
-/// would reject from the file alone is rejected here too.
+/// Loads a scenario file as a run on this machine would check it (this machine's
+/// hard limits, the layer beside clmulti), as `clmulti_scenario::load_file` does.
 pub fn load(path: &Path) -> Result<ScenarioFile, ScenarioError> {
-    let mut file = ScenarioFile::load(path)?.with_hard_limits(clmulti_probe::hard_limits());
-    if let Ok(exe) = std::env::current_exe() {
-        file = file.with_layer(exe.with_file_name(clmulti_scenario::LAYER_FILE_NAME));
-    }
-    Ok(file)
+    ScenarioFile::load(path)
 }
 
 pub fn run(args: &Args) -> Result<(), Failure> {

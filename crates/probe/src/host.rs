@@ -231,14 +231,6 @@ pub fn set_soft_rlimit(which: Rlimit, value: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-/// This process's finite hard limits: what a scenario's soft ones may reach.
-pub fn hard_limits() -> std::collections::BTreeMap<Rlimit, u64> {
-    Rlimit::ALL
-        .into_iter()
-        .filter_map(|which| Some((which, rlimit(which).hard?)))
-        .collect()
-}
-
 /// Sets a scenario's soft limits on this process (before the OpenCL runtime loads).
 pub fn set_soft_rlimits(limits: &Limits) -> std::io::Result<()> {
     for (&which, &value) in &limits.soft {

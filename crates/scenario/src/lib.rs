@@ -51,10 +51,15 @@ pub mod layer;
 mod load;
 mod model;
 mod raw;
+#[cfg(feature = "schema")]
+mod schema;
 mod size;
 mod validate;
 
-pub use load::{load_file, load_str, ScenarioError, ScenarioFile, MAX_FILE_BYTES, MAX_RUNS};
+pub use load::{
+    default_layer, hard_limits, load_file, load_str, ScenarioError, ScenarioFile, MAX_FILE_BYTES,
+    MAX_RUNS,
+};
 pub use model::{
     Allocation, Axpy, AxpyCheck, ContextMode, Count, DeviceSet, DeviceType, Devices, Guards,
     Limits, MemFlag, Partition, Placement, Platform, Rlimit, RssLimit, Scenario, Strategy,
