@@ -1,6 +1,7 @@
 //! The generated documentation is current, and every shipped scenario follows the
 //! JSON Schema editors use to complete and check keys.
 
+mod common;
 #[path = "../../crates/scenario/tests/cases/malformed.rs"]
 mod malformed;
 
@@ -195,4 +196,197 @@ fn shipped_scenarios_follow_the_schema_and_point_to_it() {
     assert!(validator.is_valid(&as_json(
         "[allocation]\nsize = \"1MiB\"\n[grid]\n\"allocation.count\" = [1, 2]\n"
     )));
+}
+
+/// The field tables of docs/json.md: per section heading, each row's paths and
+/// whether the row says the field may be absent (*Only* ...).
+fn documented_fields() -> Vec<(String, Vec<(String, bool)>)> {
+    let text = std::fs::read_to_string(root().join("docs/json.md")).unwrap();
+    let mut sections: Vec<(String, Vec<(String, bool)>)> = Vec::new();
+    for line in text.lines() {
+        if let Some(heading) = line.strip_prefix("## ") {
+            sections.push((heading.to_owned(), Vec::new()));
+            continue;
+        }
+        let Some(row) = line.strip_prefix("| `") else {
+            continue;
+        };
+        let Some((first, meaning)) = row.split_once(" | ") else {
+            continue;
+        };
+        let optional = meaning.trim_start().starts_with("*Only*");
+        let paths: Vec<(String, bool)> = format!("`{first}")
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|p| (p.to_owned(), optional))
+            .collect();
+        if let Some(section) = sections.last_mut() {
+            section.1.extend(paths);
+        }
+    }
+    sections
+}
+
+/// Whether `path` (`a.b`, `a[].b`) is in `value`; a list's fields are looked up in
+/// its first element, and an empty list has them all.
+fn has_path(value: &serde_json::Value, path: &str) -> bool {
+    let mut current = vec![value];
+    for part in path.split('.') {
+        let (name, list) = match part.strip_suffix("[]") {
+            Some(name) => (name, true),
+            None => (part, false),
+        };
+        let mut next = Vec::new();
+        for v in current {
+            let Some(field) = v.as_object().and_then(|o| o.get(name)) else {
+                return false;
+            };
+            if list {
+                match field.as_array() {
+                    Some(items) if items.is_empty() => return true,
+                    Some(items) => next.push(&items[0]),
+                    None => return false,
+                }
+            } else {
+                next.push(field);
+            }
+        }
+        current = next;
+    }
+    true
+}
+
+/// docs/json.md against what each command prints: every field a table lists is in
+/// the output (unless the row says *Only* ...), and every field of the output's top
+/// level is in its table.
+#[test]
+fn the_json_documentation_matches_every_commands_output() {
+    let dir = common::temp_dir("json-docs");
+    std::fs::write(
+        dir.join("grid.toml"),
+        "[devices]\ntype = \"cpu\"\ncount = 2\n[allocation]\nsize = \"64KiB\"\ncount = 200\n[sampling]\nevery = 50\n[grid]\n\"devices.count\" = [2]\n",
+    )
+    .unwrap();
+    let clmulti = |args: &[&str]| -> String {
+        let out = Command::new(common::clmulti_bin())
+            .args(args)
+            .env("OCL_ICD_VENDORS", "/etc/OpenCL/vendors/pocl.icd")
+            .env("POCL_DEVICES", "pthread pthread")
+            .env("POCL_MEMORY_LIMIT", "2")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", common::stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json = |text: &str| -> serde_json::Value { serde_json::from_str(text).unwrap() };
+    let grid = dir.join("grid.toml");
+    let grid = grid.to_str().unwrap();
+    let sweep_out = dir.join("sweep");
+    let out = common::xtask_bare()
+        .args(["sweep", grid, "--out", sweep_out.to_str().unwrap(), "--bin"])
+        .arg(common::clmulti_bin())
+        .env("POCL_DEVICES", "pthread pthread")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let outputs: Vec<(&str, serde_json::Value)> = vec![
+        (
+            "`clmulti devices`",
+            json(&clmulti(&["devices", "--format", "json"])),
+        ),
+        (
+            "`clmulti check`",
+            json(&clmulti(&["check", "--format", "json", grid])),
+        ),
+        (
+            "`clmulti run`: the report",
+            json(
+                clmulti(&["run", "--format", "json", grid])
+                    .lines()
+                    .next()
+                    .unwrap(),
+            ),
+        ),
+        (
+            "`clmulti axpy`",
+            json(&clmulti(&[
+                "axpy", "--n", "65536", "--repeat", "2", "--format", "json", "-q",
+            ])),
+        ),
+        (
+            "`clmulti bench`",
+            json(&clmulti(&[
+                "bench",
+                "--count",
+                "2000",
+                "--size",
+                "4KiB",
+                "--rounds",
+                "6",
+                "--min-seconds",
+                "0.01",
+                "--format",
+                "json",
+                "-q",
+            ])),
+        ),
+        (
+            "`clmulti diagnose`",
+            json(&clmulti(&[
+                "diagnose",
+                "--count",
+                "300",
+                "--size",
+                "64KiB",
+                "--no-experiments",
+                "--format",
+                "json",
+                "-q",
+            ])),
+        ),
+        (
+            "Sweep records (`results.jsonl`)",
+            json(
+                std::fs::read_to_string(sweep_out.join("results.jsonl"))
+                    .unwrap()
+                    .lines()
+                    .next()
+                    .unwrap(),
+            ),
+        ),
+        (
+            "Sweep plans (`plan.json`)",
+            json(&std::fs::read_to_string(sweep_out.join("plan.json")).unwrap()),
+        ),
+    ];
+    let sections = documented_fields();
+    for (heading, output) in &outputs {
+        let fields = &sections
+            .iter()
+            .find(|(h, _)| h == heading)
+            .unwrap_or_else(|| panic!("docs/json.md has no section {heading}"))
+            .1;
+        assert!(!fields.is_empty(), "{heading}: no field table");
+        for (path, optional) in fields {
+            assert!(
+                *optional || has_path(output, path),
+                "{heading}: docs/json.md lists `{path}`, the output has none: {output:.400}"
+            );
+        }
+        for key in output.as_object().unwrap().keys() {
+            assert!(
+                fields
+                    .iter()
+                    .any(|(p, _)| { p.split(['.', '[']).next() == Some(key.as_str()) }),
+                "{heading}: the output has `{key}`, docs/json.md does not say what it is"
+            );
+        }
+    }
+    // The shapes the issue found wrong: no Rust enum wrapper, typed grid values.
+    let axpy = &outputs[3].1["cross_device"];
+    assert!(axpy["max_error_ulps"].is_number(), "{axpy}");
+    let report = &outputs[2].1;
+    assert_eq!(report["scenario"]["grid_point"]["devices.count"], 2);
+    assert!(report["host_limits"]["page_size_bytes"].as_u64().unwrap() >= 4096);
 }

@@ -116,5 +116,8 @@ fn print_table(report: &DevicesReport) {
             .map_or("unlimited".into(), |b| format_bytes(b as f64))
     );
     println!("  vm.max_map_count  {}", format::limit(h.max_map_count));
-    println!("  page size         {} B", h.page_size);
+    println!(
+        "  page size         {}",
+        format_bytes(h.page_size_bytes as f64)
+    );
 }

@@ -257,7 +257,7 @@ impl ScenarioFile {
                     &message,
                 )
             })?;
-            labels.insert(key.clone(), label(&values[i]));
+            labels.insert(key.clone(), values[i].clone());
         }
         if let Some(table) = misplaced_table(&run_table) {
             let axis = self.axes.iter().position(|(k, _)| k == table).unwrap_or(0);
@@ -487,7 +487,8 @@ fn friendly(message: &str) -> String {
     message.replace("invalid type: ", "wrong type: found ")
 }
 
-fn label(value: &toml::Value) -> String {
+/// A grid value as a run's name shows it: strings without quotes.
+pub(crate) fn label(value: &toml::Value) -> String {
     match value {
         toml::Value::String(s) => s.clone(),
         other => other.to_string(),

@@ -310,8 +310,10 @@ fn select_devices(
     report.platform = selection.platform_name;
     report.platform_version = selection.platform_version;
     report.devices = selection.devices.iter().map(|d| d.info().clone()).collect();
-    report.driver_limits =
-        DriverLimits::read(std::path::Path::new("/sys"), report.host_limits.page_size);
+    report.driver_limits = DriverLimits::read(
+        std::path::Path::new("/sys"),
+        report.host_limits.page_size_bytes,
+    );
     if selection.fell_back_to_any_type {
         report.warnings.push(Warning {
             kind: WarningKind::FellBackToAnyType,
