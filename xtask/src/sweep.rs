@@ -252,11 +252,19 @@ pub fn sweep(args: &Args) -> Result<ExitCode, String> {
 pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     let mut stats = Stats::default();
     catch_interrupts();
+    // Bad input exits 2, as `clmulti run` does.
+    let input_error = |message: String| {
+        eprintln!("error: {message}");
+        Ok((ExitCode::from(2), Stats::default()))
+    };
     if let Some(old) = args.compare.as_ref().filter(|p| !p.exists()) {
-        return Err(format!("--compare {}: no such file", old.display()));
+        return input_error(format!("--compare {}: no such file", old.display()));
     }
+    let files = match scenario_files(&args.paths) {
+        Ok(files) => files,
+        Err(message) => return input_error(message),
+    };
     let root = workspace::root()?;
-    let files = scenario_files(&args.paths)?;
     let bin = match &args.bin {
         Some(b) => b.clone(),
         None => workspace::build_release(&root, args.features.as_deref())?,

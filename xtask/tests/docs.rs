@@ -390,3 +390,89 @@ fn the_json_documentation_matches_every_commands_output() {
     assert_eq!(report["scenario"]["grid_point"]["devices.count"], 2);
     assert!(report["host_limits"]["page_size_bytes"].as_u64().unwrap() >= 4096);
 }
+
+/// The man pages have what a reader looks for, say nothing literal in backticks,
+/// cite only pages that exist, and their examples parse; neither they nor the
+/// completions offer clmulti's internal flags.
+#[test]
+fn man_pages_and_completions_are_complete_and_hide_internal_flags() {
+    let man = root().join("docs/man");
+    let mut pages = 0;
+    for entry in std::fs::read_dir(&man).unwrap() {
+        let path = entry.unwrap().path();
+        let page = std::fs::read_to_string(&path).unwrap();
+        let name = path.display().to_string();
+        pages += 1;
+        for section in [
+            ".SH NAME",
+            ".SH SYNOPSIS",
+            ".SH OPTIONS",
+            ".SH \"EXIT STATUS\"",
+            ".SH ENVIRONMENT",
+            ".SH EXAMPLES",
+            ".SH \"SEE ALSO\"",
+        ] {
+            assert!(page.contains(section), "{name}: no {section}");
+        }
+        assert!(!page.contains('`'), "{name}: a literal backtick");
+        assert!(
+            !page.contains("help(1)"),
+            "{name}: cites a page that does not exist"
+        );
+        for cited in page.split("\\fB").skip(1) {
+            if let Some(cited) = cited.split_once("\\fR(1)").map(|c| c.0) {
+                let file = man.join(format!("{}.1", cited.replace("\\-", "-")));
+                assert!(file.exists(), "{name} cites {}", file.display());
+            }
+        }
+        for hidden in ["child", "resolved", "arm"] {
+            assert!(
+                !page.contains(&format!("\\-\\-{hidden}")),
+                "{name}: --{hidden}"
+            );
+        }
+        // A value is named in the synopsis: `--format FORMAT`, never a bare `--format`.
+        let synopsis = page
+            .split(".SH SYNOPSIS")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .nth(1)
+            .unwrap();
+        assert!(
+            !synopsis.contains("format\\fR]") && !synopsis.contains("device\\fR]"),
+            "{name}: {synopsis}"
+        );
+        let mut examples = 0;
+        for block in page.split(".nf\n").skip(1) {
+            for line in block.split("\n.fi").next().unwrap().lines() {
+                let line = line.replace("\\-", "-");
+                let command = line.split('|').next().unwrap();
+                let words: Vec<&str> = command.split_whitespace().collect();
+                clmulti::command()
+                    .try_get_matches_from(&words)
+                    .unwrap_or_else(|e| panic!("{name}: example `{line}`: {e}"));
+                examples += 1;
+            }
+        }
+        assert!(examples >= 1, "{name}: no example");
+    }
+    assert_eq!(pages, 7);
+    for file in ["clmulti.bash", "_clmulti", "clmulti.fish"] {
+        let text = std::fs::read_to_string(root().join("docs/completions").join(file)).unwrap();
+        for hidden in [
+            "--child",
+            "--resolved",
+            "--arm",
+            "-l child",
+            "-l resolved",
+            "-l arm",
+        ] {
+            assert!(!text.contains(hidden), "{file}: {hidden}");
+        }
+        assert!(
+            text.contains("verbose") && text.contains("format"),
+            "{file}"
+        );
+    }
+}

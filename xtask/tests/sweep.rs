@@ -303,6 +303,20 @@ fn runs_the_machine_cannot_do_are_skipped_not_failed() {
 }
 
 #[test]
+fn a_missing_scenario_path_is_bad_input_like_clmulti_runs() {
+    let out = xtask_bare()
+        .args(["sweep", "/nonexistent.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("/nonexistent.toml: no such file or folder"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn summary_files_are_valid_and_shards_merge() {
     let dir = temp_dir("summary");
     std::fs::write(dir.join("grid.toml"), GRID).unwrap();
