@@ -350,7 +350,33 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             device.info().selector,
             device.info().display_name()
         );
-        results.push(run_device(device, args, kernels));
+        let result = run_device(device, args, kernels);
+        for v in &result.verified {
+            crate::verbose!(
+                "axpy: {} verified {:?}: kernel {:?}, max error {} ulps",
+                result.selector,
+                v.case,
+                v.kernel,
+                v.max_error_ulps
+            );
+        }
+        for b in &result.bandwidth {
+            for t in [&b.axpy, &b.copy] {
+                crate::verbose!(
+                    "axpy: {} {} over {} elements, {} runs: {:.6} s best, {:.6} s median, {:.6} s worst ({:.2} / {:.2} GB/s)",
+                    result.selector,
+                    t.kernel,
+                    b.n,
+                    b.repeat,
+                    t.min_s,
+                    t.median_s,
+                    t.max_s,
+                    t.gb_per_s_best,
+                    t.gb_per_s_median
+                );
+            }
+        }
+        results.push(result);
     }
     let cross_device = (devices.len() >= 2).then(|| {
         cross(&devices[..2], args.n.min(1 << 26))

@@ -52,7 +52,46 @@ pub fn load(path: &Path) -> Result<ScenarioFile, ScenarioError> {
 pub fn run(args: &Args) -> Result<(), Failure> {
     let mut results = Vec::new();
     for file in &args.files {
-        let checked = load(file).and_then(|f| f.check());
+        let checked = load(file).and_then(|f| {
+            if crate::format::shows(crate::format::Verbosity::Verbose) {
+                for (index, run) in f.runs().enumerate() {
+                    let Ok(s) = run else { break };
+                    let a = &s.allocation;
+                    eprintln!(
+                        "check: {} --index {index}: {}: {} device(s) of type {}, context {}, strategy {}, {} x {}{}{}",
+                        file.display(),
+                        s.name,
+                        s.devices.set.len(),
+                        format!("{:?}", s.devices.device_type).to_lowercase(),
+                        s.context_mode.name(),
+                        a.strategy.name(),
+                        clmulti_scenario::format_size(a.size_bytes),
+                        match a.count {
+                            clmulti_scenario::Count::Fixed(n) => n.to_string(),
+                            clmulti_scenario::Count::UntilFailure => "until failure".into(),
+                        },
+                        if s.env.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                ", env {}",
+                                s.env
+                                    .iter()
+                                    .map(|(k, v)| format!("{k}={v}"))
+                                    .collect::<Vec<_>>()
+                                    .join(" ")
+                            )
+                        },
+                        if s.limits.any() {
+                            format!(", limits {:?}", s.limits.soft)
+                        } else {
+                            String::new()
+                        },
+                    );
+                }
+            }
+            f.check()
+        });
         results.push(match checked {
             Ok(runs) => FileResult {
                 file: file.display().to_string(),

@@ -237,3 +237,69 @@ pub fn comparison(reports: &[Report]) -> String {
     }
     format!("comparison\n{}", table(&rows))
 }
+
+/// What `-v` adds about a run on stderr: how long each step took, and every sample
+/// with the readings that moved or that a limit applies to.
+pub fn details(r: &Report) -> String {
+    let mut s = format!("run {}: details\n", r.run_name);
+    if !r.phases.is_empty() {
+        s.push_str("  steps:\n");
+        for p in &r.phases {
+            s.push_str(&format!("    {:>9.3} s  {}\n", p.seconds, p.phase));
+        }
+    }
+    if r.samples.is_empty() {
+        s.push_str("  no samples\n");
+        return s;
+    }
+    let mut rows = vec![vec![
+        "buffers".to_owned(),
+        "live".into(),
+        "requested".into(),
+        "s".into(),
+        "RSS".into(),
+        "virtual".into(),
+        "fds".into(),
+        "maps".into(),
+        "threads".into(),
+        "dma-buf".into(),
+        "available".into(),
+        "shmem".into(),
+        "device used".into(),
+    ]];
+    let bytes = |b: u64| format_bytes(b as f64);
+    for x in &r.samples {
+        rows.push(vec![
+            format_count(x.allocations as f64),
+            x.live.map_or("-".into(), |l| format_count(l as f64)),
+            bytes(x.bytes_requested),
+            format!("{:.3}", x.elapsed_seconds),
+            bytes(x.host.rss_bytes),
+            bytes(x.host.virtual_bytes),
+            format_count(x.host.open_fds as f64),
+            format_count(x.host.memory_maps as f64),
+            format_count(x.host.threads as f64),
+            bytes(x.host.dmabuf_bytes),
+            x.system
+                .as_ref()
+                .map_or("-".into(), |m| bytes(m.available_bytes)),
+            x.system
+                .as_ref()
+                .map_or("-".into(), |m| bytes(m.shmem_bytes)),
+            if x.device_used_bytes.is_empty() {
+                "-".into()
+            } else {
+                x.device_used_bytes
+                    .iter()
+                    .map(|d| d.map_or("?".into(), bytes))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            },
+        ]);
+    }
+    s.push_str(&format!("  {} sample(s):\n", r.samples.len()));
+    for row in table(&rows).lines() {
+        s.push_str(&format!("  {row}\n"));
+    }
+    s
+}

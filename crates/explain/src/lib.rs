@@ -69,8 +69,8 @@ pub mod words;
 
 pub use report::{
     signal_name, AxpyCheckReport, Bookkeeping, Call, Cost, DeviceMemorySource, EffectiveGuards,
-    ErrorCode, GuardKind, Layers, LeakCheck, NotReturned, ReadError, Report, Sample, StopKind,
-    StopReason, Warning, WarningKind, SCHEMA_VERSION,
+    ErrorCode, GuardKind, Layers, LeakCheck, NotReturned, Phase, ReadError, Report, Sample,
+    StopKind, StopReason, Warning, WarningKind, SCHEMA_VERSION,
 };
 pub use resource::{Facts, Limit, Resource, Unit};
 pub use verdict::{Basis, Candidate, Cause, Experiment, Statement};
