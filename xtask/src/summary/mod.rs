@@ -508,6 +508,29 @@ mod tests {
         }
     }
 
+    /// A run named with markup and a right-to-left override reads as written on
+    /// every page: no tag, no emphasis, no reordered text.
+    #[test]
+    fn names_with_markup_and_bidi_controls_are_shown_not_obeyed() {
+        let dir = std::env::temp_dir().join(format!("clmulti-names-{}", std::process::id()));
+        let mut summary = Summary::new(&dir);
+        let mut report = run(2, ContextMode::Shared).completed(100);
+        report.run_name = "<img src=x>*bold* [a](b) \u{202e}fdp.exe".into();
+        summary.add(record(report, "evil.toml"));
+        let (view, _) = summary.view().unwrap();
+        let md = tables::Markdown.render(&view).unwrap();
+        let html = html::Html.render(&view).unwrap();
+        for page in [&md, &html] {
+            assert!(!page.contains('\u{202e}'), "{page}");
+            assert!(
+                page.contains(r"\<U+202E\>") || page.contains("&lt;U+202E&gt;"),
+                "{page}"
+            );
+            assert!(!page.contains("<img src=x>"), "{page}");
+        }
+        assert!(md.contains(r"\<img src=x\>\*bold\* \[a\](b)"), "{md}");
+    }
+
     /// The diagnosis's wording the summary rewrites: if it changed, a page with a
     /// failed run outside the matrix would say "no run failed" again.
     #[test]
