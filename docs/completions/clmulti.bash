@@ -129,7 +129,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__bench)
-            opts="-q -v -h --device --count --size --rounds --min-seconds --sample-every --require --format --arm --quiet --verbose --help"
+            opts="-q -v -h --device --count --size --rounds --min-seconds --sample-every --require --format --quiet --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -165,10 +165,6 @@ _clmulti() {
                     ;;
                 --format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
-                    return 0
-                    ;;
-                --arm)
-                    COMPREPLY=($(compgen -W "plain engine" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -365,7 +361,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__run)
-            opts="-q -v -h --format --index --isolate --list --timeout --experiment --child --resolved --quiet --verbose --help"
+            opts="-q -v -h --format --index --isolate --list --timeout --experiment --quiet --verbose --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -52,8 +52,6 @@ complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l timeout -d 'Kill
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l isolate -d 'Run every run in its own child process (always done when several runs share the invocation, or a run sets `[env]` or `[limits]`)'
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l list -d 'Print each file\'s runs with their `--index`, and run nothing'
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l experiment -d 'When a run fails, move the limit of each candidate cause (and, when none is confirmed, the buffer size, a release half way, a second context, one more device) and re-run it in fresh processes: the report then says which cause moved the failure, measured'
-complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l child -d 'Internal: this process is the child that runs the run'
-complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l resolved -d 'Internal: the file is a resolved scenario (JSON), run as it is'
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -s q -l quiet -d 'Say nothing on stderr but errors'
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -s v -l verbose -d 'Say more on stderr'
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -85,8 +83,6 @@ complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l sample-every -
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l require -d 'The target ratio (default 0.95); exit 1 when the interval lies wholly below it' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l format -d 'Output format' -r -f -a "text\t'Human-readable text (`table` is accepted too)'
 json\t'JSON with a `schema_version` (field names in docs/json.md)'"
-complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l arm -d 'Internal: run one arm in this process and print its rate' -r -f -a "plain\t'A plain loop calling clCreateBuffer'
-engine\t'clmulti\'s engine on the same scenario'"
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -s q -l quiet -d 'Say nothing on stderr but errors'
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -s v -l verbose -d 'Say more on stderr'
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -s h -l help -d 'Print help (see more with \'--help\')'

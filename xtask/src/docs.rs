@@ -1,6 +1,11 @@
 //! `cargo xtask docs`: shell completions and man pages from clmulti's clap
 //! definitions, and the JSON Schema of scenario files from their raw types. The
 //! generated files are committed; `--check` says whether they are current.
+//!
+//! The man pages are clap_mangen's NAME, DESCRIPTION, OPTIONS and COMMANDS, with a
+//! SYNOPSIS that names every value (`--format FORMAT`), and EXIT STATUS,
+//! ENVIRONMENT, EXAMPLES and SEE ALSO of their own. Hidden arguments (`run --child`,
+//! `--resolved`: clmulti's own, for the child processes it starts) appear nowhere.
 
 use std::path::{Path, PathBuf};
 
@@ -12,10 +17,240 @@ pub struct Args {
     check: bool,
 }
 
+/// The clmulti command line as people see it: hidden arguments left out, global
+/// ones (`-q`, `-v`) on every subcommand; the `help` subcommand only where asked
+/// (completions offer it; it has no man page).
+fn visible(cmd: &clap::Command, help: bool) -> clap::Command {
+    let mut out = clap::Command::new(cmd.get_name().to_owned())
+        .disable_help_flag(true)
+        .disable_version_flag(true)
+        .disable_help_subcommand(true);
+    if let Some(about) = cmd.get_about() {
+        out = out.about(about.clone());
+    }
+    if let Some(about) = cmd.get_long_about() {
+        out = out.long_about(about.clone());
+    }
+    if let Some(version) = cmd.get_version() {
+        out = out.version(version.to_owned());
+    }
+    // `help` takes command names, not the global options propagated to it.
+    if cmd.get_name() != "help" {
+        // Not global again: each subcommand already holds its copy.
+        out = out.args(
+            cmd.get_arguments()
+                .filter(|a| !a.is_hide_set())
+                .map(|a| a.clone().global(false)),
+        );
+    }
+    out.subcommands(
+        cmd.get_subcommands()
+            .filter(|s| !s.is_hide_set() && (help || s.get_name() != "help"))
+            .map(|s| visible(s, help)),
+    )
+}
+
+/// `clmulti` with every global argument propagated, as its subcommands parse.
+fn built(help: bool) -> clap::Command {
+    let mut cmd = clmulti::command();
+    cmd.build();
+    visible(&cmd, help)
+}
+
+/// Roff-escaped text: backslashes and leading dots, hyphens as `\-`.
+fn roff(text: &str) -> String {
+    text.replace('\\', "\\e").replace('-', "\\-")
+}
+
+/// `` `code` `` in help text as bold, the way man pages set literal text.
+fn code_to_bold(page: &str) -> String {
+    let mut out = String::with_capacity(page.len());
+    let mut parts = page.split('`');
+    out.push_str(parts.next().unwrap_or(""));
+    for (i, part) in parts.enumerate() {
+        out.push_str(if i % 2 == 0 { "\\fB" } else { "\\fR" });
+        out.push_str(part);
+    }
+    out
+}
+
+/// SYNOPSIS: the command and each visible argument with its value's placeholder.
+fn synopsis(name: &str, cmd: &clap::Command) -> String {
+    let mut words = vec![format!("\\fB{}\\fR", roff(name))];
+    for arg in cmd.get_arguments() {
+        let value = arg
+            .get_value_names()
+            .and_then(|v| v.first())
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| arg.get_id().as_str().to_uppercase());
+        let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
+        let word = if arg.is_positional() {
+            let many = arg.get_num_args().is_some_and(|n| n.max_values() > 1);
+            let w = format!("\\fI{}\\fR{}", roff(&value), if many { "..." } else { "" });
+            if arg.is_required_set() {
+                w
+            } else {
+                format!("[{w}]")
+            }
+        } else {
+            let flag = match (arg.get_short(), arg.get_long()) {
+                (Some(s), Some(l)) => format!("\\fB\\-{s}\\fR|\\fB\\-\\-{}\\fR", roff(l)),
+                (None, Some(l)) => format!("\\fB\\-\\-{}\\fR", roff(l)),
+                (Some(s), None) => format!("\\fB\\-{s}\\fR"),
+                (None, None) => continue,
+            };
+            if takes_value {
+                format!("[{flag} \\fI{}\\fR]", roff(&value))
+            } else {
+                format!("[{flag}]")
+            }
+        };
+        words.push(word);
+    }
+    if cmd.get_subcommands().next().is_some() {
+        words.push("\\fICOMMAND\\fR".into());
+    }
+    format!(".SH SYNOPSIS\n{}\n", words.join(" "))
+}
+
+const EXIT_STATUS: &str = ".SH \"EXIT STATUS\"
+.TP
+\\fB0\\fR
+Done. A run that stopped on an OpenCL error is still a successful measurement: the error is in its report.
+.TP
+\\fB1\\fR
+clmulti itself failed: no OpenCL runtime, a child process that could not start, a file that could not be written.
+.TP
+\\fB2\\fR
+Bad input: an invalid scenario file (the message names file:line:col and the key), an invalid option value.
+.TP
+\\fB3\\fR
+Unsupported: the platform cannot do what was asked (e.g. \\fBclmulti axpy\\fR on NEO's emulated devices, which run no kernel); the output says why, in the command's format.
+";
+
+const ENVIRONMENT: &str = ".SH ENVIRONMENT
+clmulti passes its environment to the OpenCL runtime; a scenario's \\fB[env]\\fR table sets more for its run, before the runtime loads.
+.TP
+\\fBOCL_ICD_VENDORS\\fR, \\fBOCL_ICD_FILENAMES\\fR
+Read by the ICD loader: which runtimes it loads (a folder of .icd files or one .icd file; or the libraries themselves).
+.TP
+\\fBOPENCL_LAYERS\\fR
+Read by the ICD loader (ocl\\-icd >= 2.3): layers in the call path. clmulti checks that its emulation layer is in the path when a scenario names it, and reports the run as unsupported when it is not.
+.TP
+\\fBCLMULTI_LAYER_POLICY\\fR, \\fBCLMULTI_LAYER_*\\fR
+Read by clmulti's emulation layer: which candidate cause it models and its knobs (see configs/README.md).
+.TP
+\\fBPOCL_DEVICES\\fR, \\fBPOCL_MEMORY_LIMIT\\fR
+Read by PoCL: its CPU devices (\\fBpthread pthread\\fR gives two) and their memory in GiB.
+.TP
+\\fBNEOReadDebugKeys\\fR, \\fBSetCommandStreamReceiver\\fR, \\fBProductFamilyOverride\\fR, \\fBCreateMultipleRootDevices\\fR, \\fBAUBDumpCaptureFileName\\fR
+Read by Intel's GPU runtime NEO; clmulti reads them too, to say when NEO runs emulated devices (AUB mode).
+.TP
+\\fBSLURM_MEM_PER_NODE\\fR, \\fBSLURM_MEM_PER_CPU\\fR, \\fBSLURM_CPUS_ON_NODE\\fR
+Read by clmulti: a Slurm job's memory, a ceiling for the host-memory guard like RAM and the cgroup's limit.
+.TP
+\\fBCLMULTI_PROGRESS_FILE\\fR
+Set by clmulti for each child process it starts (\\fBrun\\fR with several runs, \\fBdiagnose\\fR, \\fBbench\\fR, sweeps); the child writes its setup and every sample there, so a crash keeps what it measured.
+";
+
+/// What each page shows as EXAMPLES: (what it does, the command line).
+fn examples(name: &str) -> &'static [(&'static str, &'static str)] {
+    match name {
+        "clmulti" => &[
+            ("List the platforms and devices, with what bounds allocation:", "clmulti devices"),
+            ("Check every shipped scenario without running it:", "clmulti check configs/*.toml"),
+            ("Run the seed's shared-context case and read its report:", "clmulti run configs/seed-2gpu-shared.toml"),
+            ("Ask the seed's question on two GPUs, with a page to share:", "clmulti diagnose --device 0:0 --device 0:1 --out diag"),
+        ],
+        "clmulti-devices" => &[
+            ("The devices as a table:", "clmulti devices"),
+            ("Each device's name and memory, with jq:", "clmulti devices --format json | jq '.platforms[].devices[] | {name, global_mem_bytes}'"),
+        ],
+        "clmulti-check" => &[
+            ("Check scenario files (exit 2 and file:line:col: key for the first problem of each):", "clmulti check configs/*.toml"),
+            ("The same as JSON, for an editor or CI:", "clmulti check --format json my.toml"),
+        ],
+        "clmulti-run" => &[
+            ("Run a scenario and print its report:", "clmulti run configs/seed-2gpu-shared.toml"),
+            ("List the runs a grid expands to, then run the fourth as JSON:", "clmulti run --list configs/scaling/device-count.toml\nclmulti run --index 3 --format json configs/scaling/device-count.toml | jq .stop"),
+            ("Say why a run failed, measured, by moving each candidate's limit:", "clmulti run --experiment configs/emulation/fd-per-peer.toml"),
+            ("Every sample, the setup's timings and the child's command line on stderr:", "clmulti -v run --isolate configs/seed-1gpu.toml"),
+        ],
+        "clmulti-axpy" => &[
+            ("Verify dAxpy on every device and measure its bandwidth:", "clmulti axpy"),
+            ("Split one dAxpy over two devices:", "clmulti axpy --split --device 0:0 --device 0:1"),
+        ],
+        "clmulti-bench" => &[
+            ("Compare the engine's allocation rate with a plain loop on one device:", "clmulti bench --device 0:0 --rounds 11"),
+        ],
+        "clmulti-diagnose" => &[
+            ("Diagnose the first two GPUs and write diag/index.html, .md and .json:", "clmulti diagnose --out diag"),
+            ("Quicker, without re-running the fixes:", "clmulti diagnose --count 2000 --no-experiments"),
+        ],
+        _ => &[],
+    }
+}
+
+fn examples_section(name: &str) -> String {
+    let mut out = String::from(".SH EXAMPLES\n");
+    for (what, command) in examples(name) {
+        out.push_str(&format!(
+            ".PP\n{}\n.PP\n.RS 4\n.nf\n{}\n.fi\n.RE\n",
+            roff(what),
+            roff(command)
+        ));
+    }
+    out
+}
+
+fn see_also(name: &str, pages: &[String]) -> String {
+    let others: Vec<String> = pages
+        .iter()
+        .filter(|p| p.as_str() != name)
+        .map(|p| format!("\\fB{}\\fR(1)", roff(p)))
+        .collect();
+    format!(
+        ".SH \"SEE ALSO\"\n{}. Scenario files: configs/README.md; JSON output: docs/json.md.\n",
+        others.join(", ")
+    )
+}
+
+/// One man page: clap_mangen's sections with ours between them.
+fn man_page(
+    name: &str,
+    shown: &str,
+    cmd: clap::Command,
+    pages: &[String],
+) -> Result<Vec<u8>, String> {
+    let err = |e: std::io::Error| format!("man page {name}: {e}");
+    let man = clap_mangen::Man::new(cmd.clone().name(name.to_owned()));
+    let mut head = Vec::new();
+    man.render_title(&mut head).map_err(err)?;
+    man.render_name_section(&mut head).map_err(err)?;
+    let mut body = Vec::new();
+    man.render_description_section(&mut body).map_err(err)?;
+    if cmd.get_arguments().next().is_some() {
+        man.render_options_section(&mut body).map_err(err)?;
+    }
+    if cmd.get_subcommands().next().is_some() {
+        man.render_subcommands_section(&mut body).map_err(err)?;
+    }
+    let mut page = String::from_utf8(head).map_err(|e| e.to_string())?;
+    page.push_str(&synopsis(shown, &cmd));
+    page.push_str(&code_to_bold(
+        &String::from_utf8(body).map_err(|e| e.to_string())?,
+    ));
+    page.push_str(EXIT_STATUS);
+    page.push_str(ENVIRONMENT);
+    page.push_str(&examples_section(name));
+    page.push_str(&see_also(name, pages));
+    Ok(page.into_bytes())
+}
+
 /// Every generated file: path relative to the workspace, and its content.
 fn generate() -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
     let mut files = Vec::new();
-    let mut command = clmulti::command();
+    let mut command = built(true);
     for (shell, name) in [
         (clap_complete::Shell::Bash, "clmulti.bash"),
         (clap_complete::Shell::Zsh, "_clmulti"),
@@ -25,19 +260,20 @@ fn generate() -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
         clap_complete::generate(shell, &mut command, "clmulti", &mut out);
         files.push((PathBuf::from("docs/completions").join(name), out));
     }
-    let command = clmulti::command();
-    let mut pages = vec![("clmulti".to_owned(), command.clone())];
+    let command = built(false);
+    let mut pages = vec![("clmulti".to_owned(), "clmulti".to_owned(), command.clone())];
     for sub in command.get_subcommands() {
         // Each subcommand's page carries its full name, as man(1) looks it up.
-        let name = format!("clmulti-{}", sub.get_name());
-        pages.push((name.clone(), sub.clone().name(name)));
+        pages.push((
+            format!("clmulti-{}", sub.get_name()),
+            format!("clmulti {}", sub.get_name()),
+            sub.clone(),
+        ));
     }
-    for (name, page) in pages {
-        let mut out = Vec::new();
-        clap_mangen::Man::new(page)
-            .render(&mut out)
-            .map_err(|e| format!("man page {name}: {e}"))?;
-        files.push((PathBuf::from("docs/man").join(format!("{name}.1")), out));
+    let names: Vec<String> = pages.iter().map(|(n, _, _)| n.clone()).collect();
+    for (name, shown, cmd) in pages {
+        let page = man_page(&name, &shown, cmd, &names)?;
+        files.push((PathBuf::from("docs/man").join(format!("{name}.1")), page));
     }
     let schema = serde_json::to_string_pretty(&clmulti_scenario::schema())
         .map_err(|e| format!("schema: {e}"))?;
@@ -47,6 +283,14 @@ fn generate() -> Result<Vec<(PathBuf, Vec<u8>)>, String> {
     ));
     Ok(files)
 }
+
+/// Where the generated files go, and how to read them before installing.
+const WHERE: &str = "docs: read a page before installing with `man -l docs/man/clmulti-run.1`; install them with
+  install -Dm644 docs/man/*.1 -t ~/.local/share/man/man1        (then `man clmulti-run`)
+  install -Dm644 docs/completions/clmulti.bash ~/.local/share/bash-completion/completions/clmulti
+  install -Dm644 docs/completions/_clmulti ~/.local/share/zsh/site-functions/_clmulti   (a folder on $fpath)
+  install -Dm644 docs/completions/clmulti.fish ~/.config/fish/completions/clmulti.fish
+editors find configs/scenario.schema.json through the `#:schema` line at the top of each scenario file";
 
 pub fn docs(args: &Args) -> Result<std::process::ExitCode, String> {
     let root = crate::workspace::root()?;
@@ -68,6 +312,9 @@ pub fn docs(args: &Args) -> Result<std::process::ExitCode, String> {
             stale.join(", ")
         );
         return Ok(std::process::ExitCode::from(1));
+    }
+    if !args.check {
+        eprintln!("{WHERE}");
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

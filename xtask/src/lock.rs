@@ -68,6 +68,17 @@ pub fn lock(dir: &Path) -> Result<FolderLock, String> {
     Ok(FolderLock { _file: file })
 }
 
+/// Whether a sweep holds the folder's lock now (a summary rebuilt meanwhile says the
+/// sweep is still running). Takes and drops the lock when it is free.
+pub fn is_locked(dir: &Path) -> bool {
+    let Ok(file) = File::open(dir.join(".sweep.lock")) else {
+        return false;
+    };
+    // SAFETY: flock on a descriptor this function owns; released when it closes.
+    let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
+    !taken
+}
+
 /// This host's name, as the kernel has it (a node's own in its UTS namespace).
 pub fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -3,7 +3,7 @@
 //! seconds and at the end.
 
 use crate::records::{self, fnv64, SweepRecord};
-use crate::summary::Summary;
+use crate::summary::{Summary, SweepState};
 use crate::{compare, lock, progress::Progress, workspace};
 use clmulti_alloc::child::{self, ChildCommand};
 use clmulti_explain::StopReason;
@@ -252,11 +252,19 @@ pub fn sweep(args: &Args) -> Result<ExitCode, String> {
 pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     let mut stats = Stats::default();
     catch_interrupts();
+    // Bad input exits 2, as `clmulti run` does.
+    let input_error = |message: String| {
+        eprintln!("error: {message}");
+        Ok((ExitCode::from(2), Stats::default()))
+    };
     if let Some(old) = args.compare.as_ref().filter(|p| !p.exists()) {
-        return Err(format!("--compare {}: no such file", old.display()));
+        return input_error(format!("--compare {}: no such file", old.display()));
     }
+    let files = match scenario_files(&args.paths) {
+        Ok(files) => files,
+        Err(message) => return input_error(message),
+    };
     let root = workspace::root()?;
-    let files = scenario_files(&args.paths)?;
     let bin = match &args.bin {
         Some(b) => b.clone(),
         None => workspace::build_release(&root, args.features.as_deref())?,
@@ -293,6 +301,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     let (_lock, results) = prepare_out(args)?;
 
     let mut summary = Summary::new(&args.out);
+    summary.set_state(SweepState::Running);
     let mut done: HashSet<String> = HashSet::new();
     let mut retry: HashSet<String> = HashSet::new();
     let mut other_machines = HashSet::new();
@@ -441,6 +450,11 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
             .push(iteration.elapsed().as_secs_f64() - outcome.wall_seconds);
     }
     progress.finish();
+    summary.set_state(if INTERRUPTED.load(Ordering::Relaxed) {
+        SweepState::Interrupted
+    } else {
+        SweepState::Ended
+    });
     summary
         .write()
         .map_err(|e| format!("writing the summary: {e}"))?;

@@ -1,6 +1,11 @@
 //! The generated documentation is current, and every shipped scenario follows the
 //! JSON Schema editors use to complete and check keys.
 
+mod common;
+#[path = "../../crates/scenario/tests/cases/malformed.rs"]
+mod malformed;
+
+use malformed::{ForSchema, CASES};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -38,6 +43,115 @@ fn validator() -> jsonschema::Validator {
 
 fn as_json(text: &str) -> serde_json::Value {
     serde_json::to_value(toml::from_str::<toml::Value>(text).unwrap()).unwrap()
+}
+
+/// Files `clmulti check` accepts, written the ways people write them: the schema
+/// accepts them too (it never refuses a file a run takes).
+const VALID: &[&str] = &[
+    "[allocation]\nsize = \"1.5 GiB\"\ncount = \"until-failure\"\n",
+    "[allocation]\nsize = \"0.5KiB\"\npool_size = \"1_000_000\"\nstrategy = \"pool\"\n",
+    "[allocation]\nsize = \"64KB\"\nflags = [\"CL_MEM_READ_ONLY\", \"ALLOC_HOST_PTR\"]\n",
+    "[allocation]\nsize = \"1.250 KB\"\nplacement = 1\n[devices]\ncount = 2\n",
+    "[allocation]\nsize = 4096\nplacement = 2\n[devices]\nindices = [0, 4, 7]\n",
+    "[allocation]\nsize = \" 2gb \"\nkeep = false\n",
+    "[allocation]\nstrategy = \"pin\"\nplacement = \"round-robin\"\n[devices]\ncount = 2\n",
+    "[allocation]\nrelease_every = 100\nstrategy = \"fill\"\n",
+    "[guards]\nmax_rss = \"12.5%\"\nmax_seconds = 0.5\nmax_total = \"1TiB\"\n",
+    "[guards]\nmax_rss = \"100%\"\n",
+    "[guards]\nmax_rss = 8589934592\n",
+    "[limits]\nnofile = 64\nas = \"3GB\"\nmemlock = 0\ndata = \"512 MiB\"\n",
+    "[limits]\nas = \"64MiB\"\n",
+    "[devices]\nplatform = \"NVIDIA\"\ntype = \"all\"\npartition = [1, 1]\nfallback = \"none\"\n",
+    "[devices]\nplatform = 1\npartition = \"equally\"\n",
+    "[context]\nmode = \"shared\"\ncount = 2\n",
+    "[axpy]\ncheck = \"sample\"\nsamples = 3\nsplit = true\n",
+    "[env]\nOPENCL_LAYERS = \"{clmulti-layer}\"\nCLMULTI_LAYER_POLICY = \"fail-after, fd-per-peer\"\nCLMULTI_LAYER_FAIL_AFTER = \"40\"\nCLMULTI_LAYER_MIRROR_LIMIT = \"25%\"\nCLMULTI_LAYER_FAIL_ERROR = \"-5\"\nCLMULTI_LAYER_FAIL_SCOPE = \"context\"\n",
+    "[env]\nCreateMultipleRootDevices = \"{devices.count}\"\nPOCL_DEVICES = \"pthread pthread\"\n",
+    "name = \"x\"\n[allocation]\nkeep = false\n[grid]\n\"allocation.keep\" = [true]\n\"allocation.strategy\" = [\"pool\", \"create\"]\n\"env.X\" = [\"a\", \"b\"]\n\"name\" = [\"p\"]\n",
+    "[allocation]\npool_size = \"1GiB\"\n[grid]\n\"allocation.strategy\" = [\"pool\"]\n",
+    "[axpy]\nsamples = 4\n[grid]\n\"axpy.check\" = [\"sample\"]\n\"devices.count\" = [1, 2]\n",
+];
+
+/// The schema editors use refuses every malformed file of the shared corpus that
+/// does not depend on the machine; `clmulti check` refuses all of them; both accept
+/// the valid ones. The corpus also holds what a schema cannot say, with why.
+#[test]
+fn the_schema_refuses_every_mistake_that_does_not_depend_on_the_machine() {
+    let validator = validator();
+    let mut refused = 0;
+    for case in CASES {
+        assert!(
+            clmulti_scenario::load_str(case.text, "case.toml").is_err(),
+            "{}: clmulti accepts it",
+            case.what
+        );
+        match case.schema {
+            ForSchema::Refuses => {
+                let json = as_json(case.text);
+                assert!(
+                    !validator.is_valid(&json),
+                    "{}: the schema accepts {:?}",
+                    case.what,
+                    case.text
+                );
+                refused += 1;
+            }
+            ForSchema::Machine(why) | ForSchema::Cannot(why) => assert!(!why.is_empty()),
+        }
+    }
+    assert!(refused >= 20, "{refused} files");
+    for text in VALID {
+        // The layer's file stands for itself: what matters is that one exists.
+        let checked = clmulti_scenario::ScenarioFile::parse(text, "valid.toml")
+            .map(|f| f.with_layer(root().join("Cargo.toml")))
+            .and_then(|f| f.check());
+        assert!(checked.is_ok(), "{text}: {checked:?}");
+        let errors: Vec<String> = validator
+            .iter_errors(&as_json(text))
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{text}: {errors:?}");
+    }
+}
+
+/// Every key a scenario can have is described, in the schema and in every grid entry.
+#[test]
+fn every_key_and_value_of_the_schema_is_described() {
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("configs/scenario.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let mut keys = 0;
+    for (table, value) in schema["properties"].as_object().unwrap() {
+        let described = |v: &serde_json::Value, key: &str| {
+            let d = v["description"].as_str().unwrap_or("");
+            assert!(d.len() > 10, "{key}: {d:?}");
+        };
+        described(value, table);
+        if let Some(fields) = value["properties"].as_object() {
+            for (field, v) in fields {
+                let key = format!("{table}.{field}");
+                described(v, &key);
+                keys += 1;
+                // What taplo 0.9 cannot complete: a key whose schema is a union
+                // (listed once per branch, without its text), or that holds an
+                // `allOf` (its key completion recursed until its stack ran out).
+                for union in ["anyOf", "oneOf", "allOf"] {
+                    assert!(v.get(union).is_none(), "{key}: {union}");
+                }
+                assert!(
+                    !v.to_string().contains("\"null\""),
+                    "{key}: TOML has no null"
+                );
+                // Each word a key takes says what it means.
+                if let Some(values) = v["enum"].as_array() {
+                    let docs = v["x-taplo"]["docs"]["enumValues"].as_array().unwrap();
+                    assert_eq!(docs.len(), values.len(), "{key}");
+                }
+            }
+        }
+    }
+    assert!(keys >= 40, "{keys} keys");
 }
 
 #[test]
@@ -82,4 +196,283 @@ fn shipped_scenarios_follow_the_schema_and_point_to_it() {
     assert!(validator.is_valid(&as_json(
         "[allocation]\nsize = \"1MiB\"\n[grid]\n\"allocation.count\" = [1, 2]\n"
     )));
+}
+
+/// The field tables of docs/json.md: per section heading, each row's paths and
+/// whether the row says the field may be absent (*Only* ...).
+fn documented_fields() -> Vec<(String, Vec<(String, bool)>)> {
+    let text = std::fs::read_to_string(root().join("docs/json.md")).unwrap();
+    let mut sections: Vec<(String, Vec<(String, bool)>)> = Vec::new();
+    for line in text.lines() {
+        if let Some(heading) = line.strip_prefix("## ") {
+            sections.push((heading.to_owned(), Vec::new()));
+            continue;
+        }
+        let Some(row) = line.strip_prefix("| `") else {
+            continue;
+        };
+        let Some((first, meaning)) = row.split_once(" | ") else {
+            continue;
+        };
+        let optional = meaning.trim_start().starts_with("*Only*");
+        let paths: Vec<(String, bool)> = format!("`{first}")
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|p| (p.to_owned(), optional))
+            .collect();
+        if let Some(section) = sections.last_mut() {
+            section.1.extend(paths);
+        }
+    }
+    sections
+}
+
+/// Whether `path` (`a.b`, `a[].b`) is in `value`; a list's fields are looked up in
+/// its first element, and an empty list has them all.
+fn has_path(value: &serde_json::Value, path: &str) -> bool {
+    let mut current = vec![value];
+    for part in path.split('.') {
+        let (name, list) = match part.strip_suffix("[]") {
+            Some(name) => (name, true),
+            None => (part, false),
+        };
+        let mut next = Vec::new();
+        for v in current {
+            let Some(field) = v.as_object().and_then(|o| o.get(name)) else {
+                return false;
+            };
+            if list {
+                match field.as_array() {
+                    Some(items) if items.is_empty() => return true,
+                    Some(items) => next.push(&items[0]),
+                    None => return false,
+                }
+            } else {
+                next.push(field);
+            }
+        }
+        current = next;
+    }
+    true
+}
+
+/// docs/json.md against what each command prints: every field a table lists is in
+/// the output (unless the row says *Only* ...), and every field of the output's top
+/// level is in its table.
+#[test]
+fn the_json_documentation_matches_every_commands_output() {
+    let dir = common::temp_dir("json-docs");
+    std::fs::write(
+        dir.join("grid.toml"),
+        "[devices]\ntype = \"cpu\"\ncount = 2\n[allocation]\nsize = \"64KiB\"\ncount = 200\n[sampling]\nevery = 50\n[grid]\n\"devices.count\" = [2]\n",
+    )
+    .unwrap();
+    let clmulti = |args: &[&str]| -> String {
+        let out = Command::new(common::clmulti_bin())
+            .args(args)
+            .env("OCL_ICD_VENDORS", "/etc/OpenCL/vendors/pocl.icd")
+            .env("POCL_DEVICES", "pthread pthread")
+            .env("POCL_MEMORY_LIMIT", "2")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", common::stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json = |text: &str| -> serde_json::Value { serde_json::from_str(text).unwrap() };
+    let grid = dir.join("grid.toml");
+    let grid = grid.to_str().unwrap();
+    let sweep_out = dir.join("sweep");
+    let out = common::xtask_bare()
+        .args(["sweep", grid, "--out", sweep_out.to_str().unwrap(), "--bin"])
+        .arg(common::clmulti_bin())
+        .env("POCL_DEVICES", "pthread pthread")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let outputs: Vec<(&str, serde_json::Value)> = vec![
+        (
+            "`clmulti devices`",
+            json(&clmulti(&["devices", "--format", "json"])),
+        ),
+        (
+            "`clmulti check`",
+            json(&clmulti(&["check", "--format", "json", grid])),
+        ),
+        (
+            "`clmulti run`: the report",
+            json(
+                clmulti(&["run", "--format", "json", grid])
+                    .lines()
+                    .next()
+                    .unwrap(),
+            ),
+        ),
+        (
+            "`clmulti axpy`",
+            json(&clmulti(&[
+                "axpy", "--n", "65536", "--repeat", "2", "--format", "json", "-q",
+            ])),
+        ),
+        (
+            "`clmulti bench`",
+            json(&clmulti(&[
+                "bench",
+                "--count",
+                "2000",
+                "--size",
+                "4KiB",
+                "--rounds",
+                "6",
+                "--min-seconds",
+                "0.01",
+                "--format",
+                "json",
+                "-q",
+            ])),
+        ),
+        (
+            "`clmulti diagnose`",
+            json(&clmulti(&[
+                "diagnose",
+                "--count",
+                "300",
+                "--size",
+                "64KiB",
+                "--no-experiments",
+                "--format",
+                "json",
+                "-q",
+            ])),
+        ),
+        (
+            "Sweep records (`results.jsonl`)",
+            json(
+                std::fs::read_to_string(sweep_out.join("results.jsonl"))
+                    .unwrap()
+                    .lines()
+                    .next()
+                    .unwrap(),
+            ),
+        ),
+        (
+            "Sweep plans (`plan.json`)",
+            json(&std::fs::read_to_string(sweep_out.join("plan.json")).unwrap()),
+        ),
+    ];
+    let sections = documented_fields();
+    for (heading, output) in &outputs {
+        let fields = &sections
+            .iter()
+            .find(|(h, _)| h == heading)
+            .unwrap_or_else(|| panic!("docs/json.md has no section {heading}"))
+            .1;
+        assert!(!fields.is_empty(), "{heading}: no field table");
+        for (path, optional) in fields {
+            assert!(
+                *optional || has_path(output, path),
+                "{heading}: docs/json.md lists `{path}`, the output has none: {output:.400}"
+            );
+        }
+        for key in output.as_object().unwrap().keys() {
+            assert!(
+                fields
+                    .iter()
+                    .any(|(p, _)| { p.split(['.', '[']).next() == Some(key.as_str()) }),
+                "{heading}: the output has `{key}`, docs/json.md does not say what it is"
+            );
+        }
+    }
+    // The shapes the issue found wrong: no Rust enum wrapper, typed grid values.
+    let axpy = &outputs[3].1["cross_device"];
+    assert!(axpy["max_error_ulps"].is_number(), "{axpy}");
+    let report = &outputs[2].1;
+    assert_eq!(report["scenario"]["grid_point"]["devices.count"], 2);
+    assert!(report["host_limits"]["page_size_bytes"].as_u64().unwrap() >= 4096);
+}
+
+/// The man pages have what a reader looks for, say nothing literal in backticks,
+/// cite only pages that exist, and their examples parse; neither they nor the
+/// completions offer clmulti's internal flags.
+#[test]
+fn man_pages_and_completions_are_complete_and_hide_internal_flags() {
+    let man = root().join("docs/man");
+    let mut pages = 0;
+    for entry in std::fs::read_dir(&man).unwrap() {
+        let path = entry.unwrap().path();
+        let page = std::fs::read_to_string(&path).unwrap();
+        let name = path.display().to_string();
+        pages += 1;
+        for section in [
+            ".SH NAME",
+            ".SH SYNOPSIS",
+            ".SH OPTIONS",
+            ".SH \"EXIT STATUS\"",
+            ".SH ENVIRONMENT",
+            ".SH EXAMPLES",
+            ".SH \"SEE ALSO\"",
+        ] {
+            assert!(page.contains(section), "{name}: no {section}");
+        }
+        assert!(!page.contains('`'), "{name}: a literal backtick");
+        assert!(
+            !page.contains("help(1)"),
+            "{name}: cites a page that does not exist"
+        );
+        for cited in page.split("\\fB").skip(1) {
+            if let Some(cited) = cited.split_once("\\fR(1)").map(|c| c.0) {
+                let file = man.join(format!("{}.1", cited.replace("\\-", "-")));
+                assert!(file.exists(), "{name} cites {}", file.display());
+            }
+        }
+        for hidden in ["child", "resolved", "arm"] {
+            assert!(
+                !page.contains(&format!("\\-\\-{hidden}")),
+                "{name}: --{hidden}"
+            );
+        }
+        // A value is named in the synopsis: `--format FORMAT`, never a bare `--format`.
+        let synopsis = page
+            .split(".SH SYNOPSIS")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .nth(1)
+            .unwrap();
+        assert!(
+            !synopsis.contains("format\\fR]") && !synopsis.contains("device\\fR]"),
+            "{name}: {synopsis}"
+        );
+        let mut examples = 0;
+        for block in page.split(".nf\n").skip(1) {
+            for line in block.split("\n.fi").next().unwrap().lines() {
+                let line = line.replace("\\-", "-");
+                let command = line.split('|').next().unwrap();
+                let words: Vec<&str> = command.split_whitespace().collect();
+                clmulti::command()
+                    .try_get_matches_from(&words)
+                    .unwrap_or_else(|e| panic!("{name}: example `{line}`: {e}"));
+                examples += 1;
+            }
+        }
+        assert!(examples >= 1, "{name}: no example");
+    }
+    assert_eq!(pages, 7);
+    for file in ["clmulti.bash", "_clmulti", "clmulti.fish"] {
+        let text = std::fs::read_to_string(root().join("docs/completions").join(file)).unwrap();
+        for hidden in [
+            "--child",
+            "--resolved",
+            "--arm",
+            "-l child",
+            "-l resolved",
+            "-l arm",
+        ] {
+            assert!(!text.contains(hidden), "{file}: {hidden}");
+        }
+        assert!(
+            text.contains("verbose") && text.contains("format"),
+            "{file}"
+        );
+    }
 }

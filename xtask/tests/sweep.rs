@@ -303,6 +303,20 @@ fn runs_the_machine_cannot_do_are_skipped_not_failed() {
 }
 
 #[test]
+fn a_missing_scenario_path_is_bad_input_like_clmulti_runs() {
+    let out = xtask_bare()
+        .args(["sweep", "/nonexistent.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("/nonexistent.toml: no such file or folder"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn summary_files_are_valid_and_shards_merge() {
     let dir = temp_dir("summary");
     std::fs::write(dir.join("grid.toml"), GRID).unwrap();
@@ -471,7 +485,8 @@ fn summary_files_are_valid_and_shards_merge() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("| grid[allocation.strategy=create,context.mode=shared] | buffers reached | 3000.00 | 3000.00 | +0.0% |  |"), "{text}");
+    // Run names are Markdown-escaped: brackets read as brackets, not a link.
+    assert!(text.contains("| grid\\[allocation.strategy=create,context.mode=shared\\] | buffers reached | 3000.00 | 3000.00 | +0.0% |  |"), "{text}");
     assert!(text.contains("Only in old (3)"), "{text}");
     assert!(!text.contains("**changed**"), "{text}");
 }
@@ -505,6 +520,84 @@ fn browser_dom(page: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// What a reader sees of a page: the DOM without scripts, styles and tags.
+fn visible_text(dom: &str) -> String {
+    let mut text = dom.to_owned();
+    for element in ["script", "style"] {
+        while let Some(start) = text.find(&format!("<{element}")) {
+            let end = text[start..]
+                .find(&format!("</{element}>"))
+                .map_or(text.len(), |e| start + e + element.len() + 3);
+            text.replace_range(start..end, " ");
+        }
+    }
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in text.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    let out = out
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&");
+    // Whitespace as a reader sees it: one space.
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Every number of seven or more digits in `text` (a byte count or a count no
+/// person should have to count the digits of), with its context; digits within a
+/// hex word (a commit hash) are not a number, `4295806976B` is.
+fn long_numbers(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i].is_ascii_digit() {
+            let start = i;
+            while i < chars.len() && chars[i].is_ascii_digit() {
+                i += 1;
+            }
+            let hex = |c: &char| matches!(c, 'a'..='f');
+            let in_word = (start > 0 && hex(&chars[start - 1])) || chars.get(i).is_some_and(hex);
+            if i - start >= 7 && !in_word {
+                let from = start.saturating_sub(40);
+                let to = (i + 20).min(chars.len());
+                found.push(chars[from..to].iter().collect());
+            }
+        } else {
+            i += 1;
+        }
+    }
+    found
+}
+
+/// The text of every `<text>` element of the folder's plots.
+fn plot_texts(dir: &Path) -> String {
+    let mut out = String::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "svg") {
+            let svg = std::fs::read_to_string(&path).unwrap();
+            for piece in svg.split("<text").skip(1) {
+                let body = piece.split_once('>').map_or("", |(_, b)| b);
+                out.push_str(body.split("</text>").next().unwrap_or(""));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
 fn body_count(dom: &str, attribute: &str) -> usize {
     let start = dom
         .find(&format!("{attribute}=\""))
@@ -526,6 +619,20 @@ fn the_report_opens_in_a_browser_verdict_first_with_every_plot() {
     std::fs::write(
         dir.join("too-many.toml"),
         "[devices]\ntype = \"gpu\"\ncount = 8\n[allocation]\ncount = 10\n",
+    )
+    .unwrap();
+    // A run outside the verdict's matrix that fails (the emulation layer fails the
+    // 41st multi-device buffer with -6), and one a byte guard stops: neither may hide
+    // under "no run failed".
+    std::fs::write(
+        dir.join("fails-late.toml"),
+        "[devices]\ntype = \"cpu\"\ncount = 2\n[allocation]\nsize = \"64KiB\"\ncount = 200\n\
+         [env]\nOPENCL_LAYERS = \"{clmulti-layer}\"\nCLMULTI_LAYER_POLICY = \"fail-after\"\nCLMULTI_LAYER_FAIL_AFTER = \"40\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("guarded.toml"),
+        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"1000001\"\ncount = 100\n[guards]\nmax_total = \"3000002\"\n",
     )
     .unwrap();
     let out_dir = dir.join("out");
@@ -553,6 +660,36 @@ fn the_report_opens_in_a_browser_verdict_first_with_every_plot() {
     let images = html.matches("<img ").count();
     assert!(images >= 4, "{images} plots");
     let dom = browser_dom(&page);
+    // The verdict speaks for every run on the page: a failed run present means no
+    // "no run failed", and the failed and guard-stopped runs are named in it.
+    let text = visible_text(&dom);
+    let verdict = &text[text.find("Verdict").unwrap()..text.find("Buffers reached").unwrap()];
+    assert!(!verdict.contains("no run failed"), "{verdict}");
+    assert!(
+        verdict.contains("fails-late: FAILED after 40 buffers: CL_OUT_OF_HOST_MEMORY (-6)"),
+        "{verdict}"
+    );
+    assert!(
+        verdict.contains("guarded: guard max_total: ")
+            && verdict.contains(" MiB requested would pass "),
+        "{verdict}"
+    );
+    assert!(verdict.contains("too-many: skipped"), "{verdict}");
+    assert!(
+        verdict.contains("this verdict compares 3 of the 6 runs on this page"),
+        "{verdict}"
+    );
+    // No figure a person must count the digits of, on the page or in a plot (the
+    // guard's 3000002 bytes read as 2.86 MiB; limits ahead in millions of buffers).
+    assert_eq!(long_numbers(&text), Vec::<String>::new());
+    assert_eq!(long_numbers(&plot_texts(&out_dir)), Vec::<String>::new());
+    // Landmark and data: one <main>, and each plot's figures beside it.
+    assert_eq!(dom.matches("<main").count(), 1);
+    assert_eq!(
+        dom.matches("The plot's figures").count(),
+        images,
+        "every plot has its data beside it"
+    );
     assert_eq!(
         body_count(&dom, "data-images-broken"),
         0,
@@ -562,6 +699,92 @@ fn the_report_opens_in_a_browser_verdict_first_with_every_plot() {
     // A missing plot is caught.
     std::fs::remove_file(out_dir.join("buffers.svg")).unwrap();
     assert_eq!(body_count(&browser_dom(&page), "data-images-broken"), 1);
+}
+
+#[test]
+fn an_interrupted_sweeps_page_says_what_did_not_run() {
+    let dir = temp_dir("interrupted");
+    std::fs::write(dir.join("grid.toml"), GRID).unwrap();
+    let whole = dir.join("whole");
+    let out = xtask(&[
+        dir.join("grid.toml").to_str().unwrap(),
+        "--out",
+        whole.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // A sweep that stopped after its three shared-context runs: the plan knows six.
+    let part = dir.join("part");
+    std::fs::create_dir_all(&part).unwrap();
+    std::fs::copy(whole.join("plan.json"), part.join("plan.json")).unwrap();
+    let shared: String = std::fs::read_to_string(whole.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["report"]["scenario"]["context_mode"] == "shared"
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(part.join("results.jsonl"), shared).unwrap();
+    let out = xtask_bare()
+        .args(["summary", part.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = visible_text(&browser_dom(&part.join("index.html")));
+    assert!(
+        text.contains(
+            "Incomplete: 3 of the 6 planned runs did not run (the sweep stopped before them"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("Planned 6, done 3, missing 3"), "{text}");
+    assert!(text.contains("Runs: 3 "), "{text}");
+    let verdict = &text[text.find("Verdict").unwrap()..text.find("Buffers reached").unwrap()];
+    assert!(
+        verdict.contains("3 planned run(s) did not run: nothing here speaks for them"),
+        "{verdict}"
+    );
+    assert!(!verdict.contains("no run failed"), "{verdict}");
+    // The comparisons cite only runs that ran: no per-device context ran here.
+    assert!(!verdict.contains("one context each"), "{verdict}");
+    assert!(
+        !verdict.contains("the per-device contexts do not"),
+        "{verdict}"
+    );
+    let md = std::fs::read_to_string(part.join("summary.md")).unwrap();
+    assert!(
+        md.contains("**Incomplete:** 3 of the 6 planned runs did not run"),
+        "{md}"
+    );
+
+    // A sweep stopped by Ctrl-C says so on its own page.
+    let stopped = dir.join("stopped");
+    let mut child = xtask(&[
+        dir.join("grid.toml").to_str().unwrap(),
+        "--out",
+        stopped.to_str().unwrap(),
+    ])
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    wait_for_lines(&stopped.join("results.jsonl"), 1);
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    let done = results(&stopped).len();
+    assert_eq!(status.code(), Some(130), "{done} run(s) done");
+    let html = std::fs::read_to_string(stopped.join("index.html")).unwrap();
+    assert!(
+        html.contains(&format!("Planned 6, done {done}, missing {}", 6 - done)),
+        "{html}"
+    );
+    assert!(html.contains("the sweep stopped before them"), "{html}");
 }
 
 #[test]

@@ -101,7 +101,7 @@ pub enum ContextArg {
 }
 
 /// Version of `clmulti axpy --format json`.
-const AXPY_SCHEMA_VERSION: u32 = 2;
+const AXPY_SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, Serialize)]
 struct DeviceResult {
@@ -122,11 +122,19 @@ struct AxpyReport {
     schema_version: u32,
     platform: String,
     devices: Vec<DeviceResult>,
-    cross_device: Option<Result<CrossDevice, String>>,
+    cross_device: Option<Cross>,
     split: Option<SplitReport>,
     /// Set when the platform cannot run kernels at all: nothing was run or measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     unsupported: Option<Unsupported>,
+}
+
+/// dAxpy across two devices of one context: its figures, or `{"error": ...}`.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum Cross {
+    Ran(CrossDevice),
+    Failed { error: String },
 }
 
 /// Why dAxpy was not run.
@@ -342,9 +350,38 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             device.info().selector,
             device.info().display_name()
         );
-        results.push(run_device(device, args, kernels));
+        let result = run_device(device, args, kernels);
+        for v in &result.verified {
+            crate::verbose!(
+                "axpy: {} verified {:?}: kernel {:?}, max error {} ulps",
+                result.selector,
+                v.case,
+                v.kernel,
+                v.max_error_ulps
+            );
+        }
+        for b in &result.bandwidth {
+            for t in [&b.axpy, &b.copy] {
+                crate::verbose!(
+                    "axpy: {} {} over {} elements, {} runs: {:.6} s best, {:.6} s median, {:.6} s worst ({:.2} / {:.2} GB/s)",
+                    result.selector,
+                    t.kernel,
+                    b.n,
+                    b.repeat,
+                    t.min_s,
+                    t.median_s,
+                    t.max_s,
+                    t.gb_per_s_best,
+                    t.gb_per_s_median
+                );
+            }
+        }
+        results.push(result);
     }
-    let cross_device = (devices.len() >= 2).then(|| cross(&devices[..2], args.n.min(1 << 26)));
+    let cross_device = (devices.len() >= 2).then(|| {
+        cross(&devices[..2], args.n.min(1 << 26))
+            .map_or_else(|error| Cross::Failed { error }, Cross::Ran)
+    });
     let report = AxpyReport {
         schema_version: AXPY_SCHEMA_VERSION,
         platform,
@@ -358,7 +395,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         Format::Text => print_table(&report),
     }
     let failed = report.devices.iter().any(|d| !d.errors.is_empty())
-        || matches!(report.cross_device, Some(Err(_)));
+        || matches!(report.cross_device, Some(Cross::Failed { .. }));
     if failed {
         return Err(Failure::Tool("some dAxpy runs failed (see above)".into()));
     }
@@ -514,14 +551,14 @@ fn print_table(report: &AxpyReport) {
         }
     }
     match &report.cross_device {
-        Some(Ok(c)) => println!(
+        Some(Cross::Ran(c)) => println!(
             "cross-device (shared context): kernel on device 0 {:.3} ms, migration {:.3} ms on the host clock ({:.3} ms by its event), kernel on device 1 {:.3} ms, verified",
             c.first_kernel_s * 1e3,
             c.migration_wall_s * 1e3,
             c.migration_s * 1e3,
             c.second_kernel_s * 1e3,
         ),
-        Some(Err(e)) => println!("cross-device: error: {e}"),
+        Some(Cross::Failed { error }) => println!("cross-device: error: {error}"),
         None => println!("cross-device: needs two devices of one platform"),
     }
 }

@@ -233,24 +233,31 @@ fn spawn_arm(arm: Arm, args: &Args, count: u64) -> Result<ArmResult, Failure> {
         Arm::Plain => "plain",
         Arm::Engine => "engine",
     };
+    let arm_args = [
+        "bench".to_owned(),
+        "--arm".into(),
+        arm_name.into(),
+        "--device".into(),
+        args.device.clone(),
+        "--size".into(),
+        args.size.clone(),
+        "--count".into(),
+        count.to_string(),
+        "--sample-every".into(),
+        args.sample_every.to_string(),
+    ];
+    crate::verbose!("bench: child: {} {}", exe.display(), arm_args.join(" "));
+    let started = std::time::Instant::now();
     let out = std::process::Command::new(exe)
-        .args([
-            "bench",
-            "--arm",
-            arm_name,
-            "--device",
-            &args.device,
-            "--size",
-            &args.size,
-        ])
-        .args([
-            "--count",
-            &count.to_string(),
-            "--sample-every",
-            &args.sample_every.to_string(),
-        ])
+        .args(&arm_args)
         .output()
         .map_err(|e| Failure::Tool(format!("cannot run a bench arm: {e}")))?;
+    crate::verbose!(
+        "bench: the {arm_name} arm exited with {} after {:.3} s: {}",
+        out.status,
+        started.elapsed().as_secs_f64(),
+        String::from_utf8_lossy(&out.stdout).trim()
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     match stdout
         .lines()

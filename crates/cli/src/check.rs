@@ -43,20 +43,55 @@ struct ErrorJson {
     text: String,
 }
 
-/// Loads a scenario file with this machine's hard limits, so that everything a run
-/// would reject from the file alone is rejected here too.
+/// Loads a scenario file as a run on this machine would check it (this machine's
+/// hard limits, the layer beside clmulti), as `clmulti_scenario::load_file` does.
 pub fn load(path: &Path) -> Result<ScenarioFile, ScenarioError> {
-    let mut file = ScenarioFile::load(path)?.with_hard_limits(clmulti_probe::hard_limits());
-    if let Ok(exe) = std::env::current_exe() {
-        file = file.with_layer(exe.with_file_name(clmulti_scenario::LAYER_FILE_NAME));
-    }
-    Ok(file)
+    ScenarioFile::load(path)
 }
 
 pub fn run(args: &Args) -> Result<(), Failure> {
     let mut results = Vec::new();
     for file in &args.files {
-        let checked = load(file).and_then(|f| f.check());
+        let checked = load(file).and_then(|f| {
+            if crate::format::shows(crate::format::Verbosity::Verbose) {
+                for (index, run) in f.runs().enumerate() {
+                    let Ok(s) = run else { break };
+                    let a = &s.allocation;
+                    eprintln!(
+                        "check: {} --index {index}: {}: {} device(s) of type {}, context {}, strategy {}, {} x {}{}{}",
+                        file.display(),
+                        s.name,
+                        s.devices.set.len(),
+                        format!("{:?}", s.devices.device_type).to_lowercase(),
+                        s.context_mode.name(),
+                        a.strategy.name(),
+                        clmulti_scenario::format_size(a.size_bytes),
+                        match a.count {
+                            clmulti_scenario::Count::Fixed(n) => n.to_string(),
+                            clmulti_scenario::Count::UntilFailure => "until failure".into(),
+                        },
+                        if s.env.is_empty() {
+                            String::new()
+                        } else {
+                            format!(
+                                ", env {}",
+                                s.env
+                                    .iter()
+                                    .map(|(k, v)| format!("{k}={v}"))
+                                    .collect::<Vec<_>>()
+                                    .join(" ")
+                            )
+                        },
+                        if s.limits.any() {
+                            format!(", limits {:?}", s.limits.soft)
+                        } else {
+                            String::new()
+                        },
+                    );
+                }
+            }
+            f.check()
+        });
         results.push(match checked {
             Ok(runs) => FileResult {
                 file: file.display().to_string(),

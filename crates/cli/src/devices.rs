@@ -14,8 +14,23 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<(), Failure> {
+    let start = std::time::Instant::now();
     let platforms = clmulti_probe::platforms().map_err(|e| Failure::Tool(e.to_string()))?;
+    let loaded = start.elapsed().as_secs_f64();
     let report = DevicesReport::new(&platforms);
+    crate::verbose!(
+        "devices: the ICD loader found {} platform(s) in {loaded:.3} s ({}); their devices were queried in {:.3} s",
+        report.platforms.len(),
+        clmulti_probe::loaded_library("libOpenCL.so").unwrap_or_else(|| "libOpenCL.so".into()),
+        start.elapsed().as_secs_f64() - loaded
+    );
+    for p in &report.platforms {
+        for d in &p.devices {
+            if let Queried::Value(all) = &d.extensions {
+                crate::verbose!("devices: {} extensions: {}", d.selector, all.join(" "));
+            }
+        }
+    }
     match args.format {
         Format::Json => format::print_json(&report),
         Format::Text => {
@@ -116,5 +131,8 @@ fn print_table(report: &DevicesReport) {
             .map_or("unlimited".into(), |b| format_bytes(b as f64))
     );
     println!("  vm.max_map_count  {}", format::limit(h.max_map_count));
-    println!("  page size         {} B", h.page_size);
+    println!(
+        "  page size         {}",
+        format_bytes(h.page_size_bytes as f64)
+    );
 }

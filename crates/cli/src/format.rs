@@ -91,3 +91,14 @@ macro_rules! note {
         }
     };
 }
+
+/// Details on stderr with `-v`: what a user debugging a run wants (every sample,
+/// the setup's timings, the child processes' command lines).
+#[macro_export]
+macro_rules! verbose {
+    ($($arg:tt)*) => {
+        if $crate::format::shows($crate::format::Verbosity::Verbose) {
+            eprintln!($($arg)*);
+        }
+    };
+}

@@ -2,7 +2,7 @@
 
 use crate::format::table;
 use clmulti_explain::{Report, StopReason};
-use clmulti_scenario::{format_bytes, format_size, Count};
+use clmulti_scenario::{format_bytes, format_count, format_rate, format_size, Count};
 
 /// The style of the HTML pages clmulti writes.
 pub const PAGE_STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;line-height:1.4}\
@@ -76,8 +76,10 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
             format_bytes(r.bytes_requested as f64),
             r.elapsed_seconds,
             r.sampling_seconds,
-            r.allocations_per_second
-                .map_or(String::new(), |a| format!(", {a:.0} allocations/s"))
+            r.allocations_per_second.map_or(String::new(), |a| format!(
+                ", {}",
+                format_rate(a, "allocations")
+            ))
         ),
     );
     line(&mut s, "stopped", r.stop.summary());
@@ -113,8 +115,9 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
                 c.limit.as_ref().map_or("-".into(), |l| {
                     format!("{} ({})", unit.format(l.value), l.name)
                 }),
-                c.predicted_count
-                    .map_or("-".into(), |n| format!("~{n} buffers")),
+                c.predicted_count.map_or("-".into(), |n| {
+                    format!("~{} buffers", format_count(n as f64))
+                }),
             ]);
         }
         for row in table(&rows).lines() {
@@ -222,4 +225,70 @@ pub fn comparison(reports: &[Report]) -> String {
         ]);
     }
     format!("comparison\n{}", table(&rows))
+}
+
+/// What `-v` adds about a run on stderr: how long each step took, and every sample
+/// with the readings that moved or that a limit applies to.
+pub fn details(r: &Report) -> String {
+    let mut s = format!("run {}: details\n", r.run_name);
+    if !r.phases.is_empty() {
+        s.push_str("  steps:\n");
+        for p in &r.phases {
+            s.push_str(&format!("    {:>9.3} s  {}\n", p.seconds, p.phase));
+        }
+    }
+    if r.samples.is_empty() {
+        s.push_str("  no samples\n");
+        return s;
+    }
+    let mut rows = vec![vec![
+        "buffers".to_owned(),
+        "live".into(),
+        "requested".into(),
+        "s".into(),
+        "RSS".into(),
+        "virtual".into(),
+        "fds".into(),
+        "maps".into(),
+        "threads".into(),
+        "dma-buf".into(),
+        "available".into(),
+        "shmem".into(),
+        "device used".into(),
+    ]];
+    let bytes = |b: u64| format_bytes(b as f64);
+    for x in &r.samples {
+        rows.push(vec![
+            format_count(x.allocations as f64),
+            x.live.map_or("-".into(), |l| format_count(l as f64)),
+            bytes(x.bytes_requested),
+            format!("{:.3}", x.elapsed_seconds),
+            bytes(x.host.rss_bytes),
+            bytes(x.host.virtual_bytes),
+            format_count(x.host.open_fds as f64),
+            format_count(x.host.memory_maps as f64),
+            format_count(x.host.threads as f64),
+            bytes(x.host.dmabuf_bytes),
+            x.system
+                .as_ref()
+                .map_or("-".into(), |m| bytes(m.available_bytes)),
+            x.system
+                .as_ref()
+                .map_or("-".into(), |m| bytes(m.shmem_bytes)),
+            if x.device_used_bytes.is_empty() {
+                "-".into()
+            } else {
+                x.device_used_bytes
+                    .iter()
+                    .map(|d| d.map_or("?".into(), bytes))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            },
+        ]);
+    }
+    s.push_str(&format!("  {} sample(s):\n", r.samples.len()));
+    for row in table(&rows).lines() {
+        s.push_str(&format!("  {row}\n"));
+    }
+    s
 }

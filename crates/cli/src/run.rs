@@ -100,7 +100,11 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             };
             let has_knobs = !scenario.env.is_empty() || scenario.limits.any();
             let mut result = if args.child || !(args.isolate || several || has_knobs) {
-                run_here(&scenario, args.format, args.child)
+                let here = run_here(&scenario, args.format, args.child);
+                if let (false, Ok(report)) = (args.child, &here) {
+                    crate::verbose!("{}", render::details(report));
+                }
+                here
             } else {
                 run_child(&scenario, args.timeout)
             };
@@ -328,13 +332,41 @@ pub(crate) fn run_child(scenario: &Scenario, timeout: Option<f64>) -> Result<Rep
     let program = std::env::current_exe()
         .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
     note!("run: {} (child process)", scenario.name);
-    let outcome = child::run_child(&ChildCommand::scenario_run(
+    let command = ChildCommand::scenario_run(
         program,
         scenario,
         &Default::default(),
         timeout.map(Duration::from_secs_f64),
-    ))
-    .map_err(|e| Failure::Tool(format!("cannot run a child process: {e}")))?;
+    );
+    crate::verbose!(
+        "run: child: {}{} {} SCENARIO.json (killed after {:.0} s)\nrun: SCENARIO.json (a temporary file) holds {}",
+        command
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={} ", shell_word(v)))
+            .collect::<String>(),
+        command.program.display(),
+        command
+            .args
+            .iter()
+            .map(|a| shell_word(&a.to_string_lossy()))
+            .collect::<Vec<_>>()
+            .join(" "),
+        command.timeout.as_secs_f64(),
+        command.resolved.as_deref().unwrap_or("{}")
+    );
+    let outcome = child::run_child(&command)
+        .map_err(|e| Failure::Tool(format!("cannot run a child process: {e}")))?;
+    crate::verbose!(
+        "run: child exited with {} after {:.3} s{}",
+        outcome.status,
+        outcome.wall_seconds,
+        if outcome.timed_out {
+            " (killed at the timeout)"
+        } else {
+            ""
+        }
+    );
     // A child that could not run the scenario at all fails this command the same way.
     if !outcome.timed_out && !outcome.stdout.lines().any(|l| l.starts_with('{')) {
         // The child's first error line says why; later ones only count problems.
@@ -350,5 +382,21 @@ pub(crate) fn run_child(scenario: &Scenario, timeout: Option<f64>) -> Result<Rep
             _ => {}
         }
     }
-    Ok(clmulti_alloc::child::report_of(scenario, &outcome))
+    let report = clmulti_alloc::child::report_of(scenario, &outcome);
+    crate::verbose!("{}", render::details(&report));
+    Ok(report)
+}
+
+/// A word as a shell reads it back: quoted when it holds anything but plain
+/// characters.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }

@@ -43,7 +43,7 @@ fn both_kernels_verify_on_each_device_and_across_devices() {
             assert!(0.0 < min && min <= median && median <= max, "{t}");
         }
     }
-    let cross = &json["cross_device"]["Ok"];
+    let cross = &json["cross_device"];
     let error = cross["max_error_ulps"].as_f64();
     assert!(error.is_some_and(|e| e <= 2.0), "{}", json["cross_device"]);
     for time in ["first_kernel_s", "second_kernel_s", "migration_wall_s"] {

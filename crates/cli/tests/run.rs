@@ -313,6 +313,55 @@ fn shipped_configs_are_valid() {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
+/// A library user's `load_file` and `clmulti check` read a file the same way: the
+/// layer placeholder of the emulation configs resolves, and a limit above this
+/// machine's hard one is refused by both.
+#[test]
+fn load_file_and_check_accept_and_refuse_the_same_files() {
+    layer();
+    let configs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    let mut files: Vec<std::path::PathBuf> = [
+        "emulation/fd-per-peer.toml",
+        "emulation/fail-after.toml",
+        "seed-1gpu.toml",
+    ]
+    .iter()
+    .map(|f| configs.join(f))
+    .collect();
+    let hard = clmulti_scenario::hard_limits()[&clmulti_scenario::Rlimit::NoFile];
+    files.push(scenario_file(
+        "above-hard.toml",
+        &format!("[limits]\nnofile = {}\n", hard + 1),
+    ));
+    files.push(scenario_file(
+        "layer-without-policy.toml",
+        "[env]\nOPENCL_LAYERS = \"{clmulti-layer}\"\n",
+    ));
+    let mut accepted = Vec::new();
+    for file in &files {
+        let loaded = clmulti_scenario::load_file(file);
+        let checked = run(clmulti(2).arg("check").arg(file));
+        assert_eq!(
+            loaded.is_ok(),
+            checked.status.success(),
+            "{}: load_file says {:?}, check says {}",
+            file.display(),
+            loaded.as_ref().map(Vec::len),
+            stderr(&checked)
+        );
+        if loaded.is_ok() {
+            accepted.push(file.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    assert_eq!(
+        accepted,
+        ["fd-per-peer.toml", "fail-after.toml", "seed-1gpu.toml"],
+        "the emulation configs load; the limit above the hard one and the layer without a policy do not"
+    );
+    let err = clmulti_scenario::load_file(&files[3]).unwrap_err();
+    assert!(err.message.contains("hard RLIMIT_NOFILE"), "{err}");
+}
+
 #[test]
 fn the_analysis_names_the_limit_that_stopped_the_run() {
     // USE_HOST_PTR buffers cost their size in host memory; under RLIMIT_AS = 1 GiB

@@ -69,9 +69,9 @@ pub mod words;
 
 pub use report::{
     signal_name, AxpyCheckReport, AxpySplit, Bookkeeping, Call, Cost, DeviceMemorySource,
-    EffectiveGuards, ErrorCode, GuardKind, Kept, Layers, LeakCheck, NotReturned, ReadError, Report,
-    RoundReadings, Sample, SecondRound, SplitFigures, StopKind, StopReason, Warning, WarningKind,
-    SCHEMA_VERSION,
+    EffectiveGuards, ErrorCode, GuardKind, Kept, Layers, LeakCheck, NotReturned, Phase, ReadError,
+    Report, RoundReadings, Sample, SecondRound, SplitFigures, StopKind, StopReason, Warning,
+    WarningKind, SCHEMA_VERSION,
 };
 pub use resource::{Facts, Limit, Resource, Unit};
 pub use verdict::{Basis, Candidate, Cause, Experiment, Statement};

@@ -87,12 +87,11 @@ pub enum Unit {
 }
 
 impl Unit {
-    /// A value in this unit: `1.00 MiB`, `1024`, `0.25`.
+    /// A value in this unit: `1.00 MiB`, `1024`, `0.25`, `8.25 million`.
     pub fn format(self, value: f64) -> String {
         match self {
             Unit::Bytes => format_bytes(value),
-            Unit::Count if value.fract() == 0.0 => format!("{value:.0}"),
-            Unit::Count => format!("{value:.2}"),
+            Unit::Count => clmulti_scenario::format_count(value),
         }
     }
 

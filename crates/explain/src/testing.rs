@@ -40,7 +40,7 @@ pub fn host(nofile_soft: u64, nofile_hard: u64) -> HostLimits {
         max_map_count: Some(65530),
         threads_max: Some(1 << 20),
         root: false,
-        page_size: 4096,
+        page_size_bytes: 4096,
     }
 }
 

@@ -57,8 +57,9 @@ pub struct HostLimits {
     /// `RLIMIT_NPROC` and `RLIMIT_MEMLOCK` (`CAP_SYS_RESOURCE`, `CAP_IPC_LOCK`).
     #[serde(default)]
     pub root: bool,
-    /// Page size, bytes.
-    pub page_size: u64,
+    /// Page size, bytes (`page_size` in reports of schema 3 and earlier).
+    #[serde(alias = "page_size")]
+    pub page_size_bytes: u64,
 }
 
 /// Which memory ceiling applies to this process, and where it comes from.
@@ -118,7 +119,7 @@ impl HostLimits {
             threads_max: sysctl("/proc/sys/kernel/threads-max"),
             // SAFETY: geteuid cannot fail.
             root: unsafe { libc::geteuid() } == 0,
-            page_size: page_size(),
+            page_size_bytes: page_size(),
         }
     }
 
@@ -229,14 +230,6 @@ pub fn set_soft_rlimit(which: Rlimit, value: u64) -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
-}
-
-/// This process's finite hard limits: what a scenario's soft ones may reach.
-pub fn hard_limits() -> std::collections::BTreeMap<Rlimit, u64> {
-    Rlimit::ALL
-        .into_iter()
-        .filter_map(|which| Some((which, rlimit(which).hard?)))
-        .collect()
 }
 
 /// Sets a scenario's soft limits on this process (before the OpenCL runtime loads).
@@ -351,7 +344,7 @@ mod tests {
     fn limits_are_read() {
         let limits = HostLimits::read();
         assert!(limits.ram_bytes.unwrap() > 0);
-        assert!(limits.page_size >= 4096);
+        assert!(limits.page_size_bytes >= 4096);
         assert!(limits.max_map_count.unwrap() > 0);
         let (ceiling, _) = limits.memory_ceiling().unwrap();
         assert!(ceiling <= limits.ram_bytes.unwrap());

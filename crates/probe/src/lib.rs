@@ -70,8 +70,8 @@ pub use device::{Device, DeviceInfo, DeviceKind, DeviceTypeFilter, ParentDevice,
 pub use drm::{DriverLimits, DrmMemoryKind, DrmUsage};
 pub use error_names::{error_name, ClCode, ERROR_NAMES};
 pub use host::{
-    cgroup_memory_limit, hard_limits, is_mapped, loaded_library, meminfo_kib, rlimit,
-    set_soft_rlimit, set_soft_rlimits, slurm_memory, HostLimits, MemoryCeiling, RlimitValues,
+    cgroup_memory_limit, is_mapped, loaded_library, meminfo_kib, rlimit, set_soft_rlimit,
+    set_soft_rlimits, slurm_memory, HostLimits, MemoryCeiling, RlimitValues,
 };
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlMemory;

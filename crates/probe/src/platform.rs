@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the shape [`DevicesReport`] serializes to; bumped when a field changes
 /// meaning or is removed.
-pub const DEVICES_SCHEMA_VERSION: u32 = 2;
+pub const DEVICES_SCHEMA_VERSION: u32 = 3;
 
 /// A platform this process can use, with its live devices.
 #[derive(Debug, Clone)]

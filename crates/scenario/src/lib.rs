@@ -51,17 +51,25 @@ pub mod layer;
 mod load;
 mod model;
 mod raw;
+#[cfg(feature = "schema")]
+mod schema;
 mod size;
 mod validate;
 
-pub use load::{load_file, load_str, ScenarioError, ScenarioFile, MAX_FILE_BYTES, MAX_RUNS};
+pub use load::{
+    default_layer, hard_limits, load_file, load_str, ScenarioError, ScenarioFile, MAX_FILE_BYTES,
+    MAX_RUNS,
+};
 pub use model::{
     Allocation, Axpy, AxpyCheck, ContextMode, Count, DeviceSet, DeviceType, Devices, Guards,
     Limits, MemFlag, Partition, Placement, Platform, Rlimit, RssLimit, Scenario, Strategy,
 };
 #[cfg(feature = "schema")]
 pub use raw::schema;
-pub use size::{format_bytes, format_bytes_apart, format_size, parse_size, Bytes, SizeError};
+pub use size::{
+    format_bytes, format_bytes_apart, format_count, format_rate, format_size, parse_size, Bytes,
+    SizeError,
+};
 pub use validate::{
     DEFAULT_MAX_SECONDS, DEFAULT_SAMPLE_EVERY, DEVICE_COUNT_TOKEN, LAYER_FILE_NAME, LAYER_TOKEN,
     MAX_CONTEXTS, MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS, PATH_ENV_KEYS,

@@ -71,8 +71,13 @@ pub struct ScenarioFile {
 }
 
 impl ScenarioFile {
-    /// Reads a scenario file (a regular file of at most [`MAX_FILE_BYTES`]); relative
-    /// paths in its `[env]` are resolved against its folder.
+    /// Reads a scenario file (a regular file of at most [`MAX_FILE_BYTES`]) and
+    /// checks its runs as a run on this machine would: relative paths in its `[env]`
+    /// resolved against its folder, `{clmulti-layer}` as [`default_layer`], and
+    /// `[limits]` against this process's hard limits ([`hard_limits`]). `clmulti
+    /// check` and [`load_file`] read files this way, so they accept and refuse the
+    /// same ones; [`with_layer`](Self::with_layer) and
+    /// [`with_hard_limits`](Self::with_hard_limits) change either.
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
         let file = path.display().to_string();
         let text = read_text(path, &file)?;
@@ -82,7 +87,8 @@ impl ScenarioFile {
                     .filter(|p| !p.as_os_str().is_empty())
                     .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
             ),
-            ..Context::default()
+            hard_limits: hard_limits(),
+            layer: default_layer(),
         };
         Self::parse_with(text, &file, context)
     }
@@ -251,7 +257,7 @@ impl ScenarioFile {
                     &message,
                 )
             })?;
-            labels.insert(key.clone(), label(&values[i]));
+            labels.insert(key.clone(), values[i].clone());
         }
         if let Some(table) = misplaced_table(&run_table) {
             let axis = self.axes.iter().position(|(k, _)| k == table).unwrap_or(0);
@@ -298,8 +304,48 @@ impl ScenarioFile {
     }
 }
 
-/// Reads a scenario file and expands its grid into runs (all of them in memory; use
-/// [`ScenarioFile`] for large grids).
+/// Where `{clmulti-layer}` points unless told otherwise: the layer beside the
+/// running executable (`clmulti`, built with `cargo build -p clmulti-layer` beside
+/// it), or one folder up, where cargo puts it for test and example binaries (which
+/// live in `target/<profile>/deps` and `examples`).
+pub fn default_layer() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    let beside = dir.join(crate::LAYER_FILE_NAME);
+    let above = dir.parent().map(|d| d.join(crate::LAYER_FILE_NAME));
+    match above {
+        Some(above) if !beside.exists() && above.exists() => Some(above),
+        _ => Some(beside),
+    }
+}
+
+/// This process's hard resource limits (a limit that is unlimited is absent): the
+/// most a run's `[limits]` may ask for.
+pub fn hard_limits() -> BTreeMap<Rlimit, u64> {
+    let resource = |which: Rlimit| match which {
+        Rlimit::NoFile => libc::RLIMIT_NOFILE,
+        Rlimit::AddressSpace => libc::RLIMIT_AS,
+        Rlimit::MemLock => libc::RLIMIT_MEMLOCK,
+        Rlimit::NProc => libc::RLIMIT_NPROC,
+        Rlimit::Data => libc::RLIMIT_DATA,
+    };
+    Rlimit::ALL
+        .into_iter()
+        .filter_map(|which| {
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: `lim` is a valid, writable rlimit struct.
+            let ok = unsafe { libc::getrlimit(resource(which), &mut lim) } == 0;
+            (ok && lim.rlim_max != libc::RLIM_INFINITY).then_some((which, lim.rlim_max))
+        })
+        .collect()
+}
+
+/// Reads a scenario file, checked as a run on this machine would be (see
+/// [`ScenarioFile::load`]), and expands its grid into runs (all of them in memory;
+/// use [`ScenarioFile`] for large grids).
 pub fn load_file(path: &Path) -> Result<Vec<Scenario>, ScenarioError> {
     ScenarioFile::load(path)?.runs().collect()
 }
@@ -441,7 +487,8 @@ fn friendly(message: &str) -> String {
     message.replace("invalid type: ", "wrong type: found ")
 }
 
-fn label(value: &toml::Value) -> String {
+/// A grid value as a run's name shows it: strings without quotes.
+pub(crate) fn label(value: &toml::Value) -> String {
     match value {
         toml::Value::String(s) => s.clone(),
         other => other.to_string(),

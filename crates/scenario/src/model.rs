@@ -13,8 +13,9 @@ pub struct Scenario {
     pub description: String,
     /// The file it came from.
     pub file: String,
-    /// The grid values applied to this run, `key path -> value`.
-    pub grid_point: BTreeMap<String, String>,
+    /// The grid values applied to this run, `key path -> value`, each as the file
+    /// wrote it (`"devices.count": 2`, `"allocation.size": "1MiB"`).
+    pub grid_point: BTreeMap<String, toml::Value>,
     /// Which devices.
     pub devices: Devices,
     /// One context over all devices, or one per device.

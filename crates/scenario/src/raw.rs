@@ -79,11 +79,8 @@ pub struct RawScenario {
 
 #[cfg(feature = "schema")]
 fn grid_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({
-        "type": "object",
-        "description": "Keys to vary: \"table.key\" = [values]; the file expands to every combination (at most 100000 runs).",
-        "additionalProperties": { "type": "array", "minItems": 1 }
-    })
+    // Replaced by a schema per key in `crate::schema::finish`.
+    schemars::json_schema!({ "type": "object" })
 }
 
 /// Which devices.
@@ -194,8 +191,12 @@ pub struct RawAxpy {
     pub split: Option<bool>,
 }
 
-/// The JSON Schema of scenario files (what `configs/scenario.schema.json` holds).
+/// The JSON Schema of scenario files (what `configs/scenario.schema.json` holds):
+/// the keys and descriptions of these types, each value's schema from
+/// [`crate::schema`].
 #[cfg(feature = "schema")]
-pub fn schema() -> schemars::Schema {
-    schemars::schema_for!(RawScenario)
+pub fn schema() -> serde_json::Value {
+    let derived =
+        serde_json::to_value(schemars::schema_for!(RawScenario)).expect("a schema is JSON");
+    crate::schema::finish(derived)
 }

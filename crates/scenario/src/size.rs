@@ -144,6 +144,60 @@ pub fn format_bytes_apart(a: f64, b: f64) -> (String, String) {
     pair
 }
 
+/// Formats a count for people: whole numbers below a million as they are (`278`,
+/// `100000`), fractions with two decimals (`0.25`), and from a million on with three
+/// significant digits and a word (`8.25 million`, `119 million`), so no figure a
+/// person reads runs past six digits. Negative counts keep their sign.
+///
+/// ```
+/// use clmulti_scenario::format_count;
+/// assert_eq!(format_count(278.0), "278");
+/// assert_eq!(format_count(100000.0), "100000");
+/// assert_eq!(format_count(0.25), "0.25");
+/// assert_eq!(format_count(8250342.0), "8.25 million");
+/// assert_eq!(format_count(119302030.0), "119 million");
+/// assert_eq!(format_count(-2.5e9), "-2.50 billion");
+/// ```
+pub fn format_count(count: f64) -> String {
+    let sign = if count < 0.0 && count.abs() >= 0.005 {
+        "-"
+    } else {
+        ""
+    };
+    let value = count.abs();
+    if value < 999_999.5 {
+        return if value.fract() == 0.0 || value >= 1000.0 {
+            format!("{sign}{value:.0}")
+        } else {
+            format!("{sign}{value:.2}")
+        };
+    }
+    let (scaled, word) = [(1e12, "trillion"), (1e9, "billion"), (1e6, "million")]
+        .into_iter()
+        .find(|(scale, _)| value >= scale * 0.9999995)
+        .map_or((value, ""), |(scale, word)| (value / scale, word));
+    let decimals = if scaled >= 99.95 {
+        0
+    } else if scaled >= 9.995 {
+        1
+    } else {
+        2
+    };
+    format!("{sign}{scaled:.decimals$} {word}")
+}
+
+/// A rate for people: [`format_count`] of the events per second and the unit,
+/// `12345 allocations/s`, `1.23 million allocations/s`.
+///
+/// ```
+/// use clmulti_scenario::format_rate;
+/// assert_eq!(format_rate(523_412.4, "allocations"), "523412 allocations/s");
+/// assert_eq!(format_rate(1_234_567.0, "allocations"), "1.23 million allocations/s");
+/// ```
+pub fn format_rate(per_second: f64, unit: &str) -> String {
+    format!("{} {unit}/s", format_count(per_second.round()))
+}
+
 fn format_bytes_with(bytes: f64, decimals: usize) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     // No "-0 B": what rounds to zero bytes has no sign.

@@ -3,20 +3,14 @@
 //! small (at most [`ROWS_PER_GROUP`] rows per group; the CSV has every run).
 
 use super::model::human;
-use super::plots::outcome_css;
+use super::plots::{outcome_css, PlotData};
 use super::{Exporter, View};
+use clmulti_explain::render::html_escape as esc;
 use clmulti_explain::Unit;
 use std::collections::BTreeSet;
 
 /// Rows shown per group; the rest are in summary.csv.
 pub const ROWS_PER_GROUP: usize = 50;
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 fn date(unix: u64) -> String {
     // Civil date from days since the epoch (Howard Hinnant's algorithm).
@@ -85,6 +79,9 @@ pub fn header_lines(view: &View<'_>) -> Vec<String> {
             }
         ),
     ];
+    if let Some(c) = &view.completeness {
+        lines.push(format!("**Planned:** {}", c.line()));
+    }
     let runtimes = clmulti_probe::neo::combined_labels(&neo);
     if !runtimes.is_empty() {
         lines.insert(
@@ -96,6 +93,59 @@ pub fn header_lines(view: &View<'_>) -> Vec<String> {
             ),
         );
     }
+    lines
+}
+
+/// A plot's figures as tables, folded under the plot.
+fn data_tables(data: &[PlotData]) -> String {
+    if data.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<details class=\"data\"><summary>The plot's figures</summary>");
+    for table in data {
+        out.push_str(&format!(
+            "<table><caption>{}</caption><tr>",
+            esc(&table.title)
+        ));
+        for c in &table.columns {
+            out.push_str(&format!("<th scope=\"col\">{}</th>", esc(c)));
+        }
+        out.push_str("</tr>");
+        for row in &table.rows {
+            out.push_str("<tr>");
+            for cell in row {
+                out.push_str(&format!("<td>{}</td>", esc(cell)));
+            }
+            out.push_str("</tr>");
+        }
+        out.push_str("</table>");
+    }
+    out.push_str("</details>\n");
+    out
+}
+
+/// Runs no verdict speaks for, and those of them that did not complete.
+pub fn uncovered_lines(view: &View<'_>) -> Vec<String> {
+    if view.uncovered.is_empty() {
+        return Vec::new();
+    }
+    let mut files: Vec<&str> = view
+        .uncovered
+        .iter()
+        .map(|r| r.row.group.as_str())
+        .collect();
+    files.dedup();
+    let mut lines = vec![format!(
+        "[measured] {} run(s) of {} have no verdict above (their files hold no shared case with one to compare it to)",
+        view.uncovered.len(),
+        files.join(", ")
+    )];
+    lines.extend(
+        view.uncovered
+            .iter()
+            .filter(|r| r.row.outcome != clmulti_explain::StopKind::Completed)
+            .map(|r| format!("[measured] {}: {}", r.row.run, r.row.headline)),
+    );
     lines
 }
 
@@ -113,10 +163,11 @@ pub struct Html;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em 2em;max-width:90em;line-height:1.4}\
 table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}\
-th{background:#eee}.banner{background:#fff3cd;border:1px solid #e0c36a;padding:.6em 1em;margin:1em 0}\
+th{background:#eee}caption{text-align:left;font-weight:bold;padding:.3em 0}.banner{background:#fff3cd;border:1px solid #e0c36a;padding:.6em 1em;margin:1em 0}\
 .machine p{margin:.1em 0}.outcome{color:#fff;font-weight:bold;padding:1px 5px;border-radius:3px}\
 .verdict{border-left:5px solid #1565c0;padding-left:1em}.verdict li{margin:.3em 0}.tag{font-family:monospace;color:#555}\
 li.measured .tag{color:#05a}li.inferred .tag{color:#a50}li.known .tag{color:#070}.notes{color:#555;font-size:12px}\
+details.data{font-size:12px;margin:.2em 0 1em}details.data summary{cursor:pointer;color:#05a}\
 img{max-width:100%;border:1px solid #ddd;margin:.5em 0}";
 
 impl Exporter for Html {
@@ -126,12 +177,21 @@ impl Exporter for Html {
 
     fn render(&self, view: &View<'_>) -> Result<String, String> {
         let mut out = format!(
-            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>clmulti sweep</title><style>{STYLE}</style></head><body>\n<h1>clmulti sweep</h1>\n<div class=\"machine\" id=\"machine\">"
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>clmulti sweep</title><style>{STYLE}</style></head><body>\n<main>\n<h1>clmulti sweep</h1>\n<div class=\"machine\" id=\"machine\">"
         );
         for line in header_lines(view) {
             out.push_str(&format!("<p>{}</p>", markdown_bold_to_html(&line)));
         }
         out.push_str("</div>\n");
+        if let Some(c) = view.completeness.as_ref().filter(|c| c.missing() > 0) {
+            out.push_str(&format!(
+                "<div class=\"banner\" id=\"incomplete\"><b>Incomplete:</b> {}. Planned {}, done {}, missing {}: what follows covers only the runs that ran.</div>\n",
+                esc(&c.line()),
+                c.planned,
+                c.done,
+                c.missing()
+            ));
+        }
         let fell_back = view.runs.iter().filter(|r| r.fell_back).count();
         if fell_back > 0 {
             out.push_str(&format!(
@@ -159,12 +219,28 @@ impl Exporter for Html {
                 1,
             ));
         }
+        let uncovered = uncovered_lines(view);
+        if !uncovered.is_empty() {
+            out.push_str(
+                "<section class=\"verdict\" id=\"uncovered\"><h2>Runs without a verdict</h2><ul>",
+            );
+            for line in uncovered {
+                let (tag, text) = line.split_once("] ").unwrap_or(("", &line));
+                out.push_str(&format!(
+                    "<li class=\"measured\"><span class=\"tag\">{}]</span> {}</li>",
+                    esc(tag),
+                    esc(text)
+                ));
+            }
+            out.push_str("</ul></section>\n");
+        }
         out.push_str(&format!(
-            "<h2>Buffers reached</h2><img src=\"{}\" alt=\"buffers reached per run, coloured by outcome\">\n",
-            esc(&view.buffers_plot)
+            "<h2>Buffers reached</h2><img src=\"{}\" alt=\"buffers reached per run, coloured by outcome; the figures are in the table below it\">\n{}",
+            esc(&view.buffers_plot),
+            data_tables(&view.buffers_data)
         ));
         for group in &view.groups {
-            out.push_str(&format!("<h2 id=\"{}\">{}</h2>\n<p class=\"notes\">{}</p>\n<table><tr><th>run</th><th>result</th><th>devices</th><th>context</th><th>strategy</th><th>buffers</th><th>RSS/buffer</th><th>fds/buffer</th><th>device memory/buffer</th></tr>\n",
+            out.push_str(&format!("<h2 id=\"{}\">{}</h2>\n<p class=\"notes\">{}</p>\n<table><tr><th scope=\"col\">run</th><th scope=\"col\">result</th><th scope=\"col\">devices</th><th scope=\"col\">context</th><th scope=\"col\">strategy</th><th scope=\"col\">buffers</th><th scope=\"col\">RSS/buffer</th><th scope=\"col\">fds/buffer</th><th scope=\"col\">device memory/buffer</th></tr>\n",
                 esc(&super::slug(&group.file)), esc(&group.name), esc(&group.file)));
             for run in group.runs.iter().take(ROWS_PER_GROUP) {
                 let r = &run.row;
@@ -182,7 +258,7 @@ impl Exporter for Html {
                     esc(&r.devices),
                     esc(&r.context_mode),
                     esc(&r.strategy),
-                    r.buffers,
+                    clmulti_scenario::format_count(r.buffers as f64),
                     human(Unit::Bytes, r.rss_per_buffer),
                     human(Unit::Count, r.fds_per_buffer),
                     human(Unit::Bytes, r.device_mem_per_buffer),
@@ -200,22 +276,24 @@ impl Exporter for Html {
             }
             if let Some(plot) = &group.plot {
                 out.push_str(&format!(
-                    "<img src=\"{}\" alt=\"{}: resources against allocations\">\n",
+                    "<img src=\"{}\" alt=\"{}: resources against allocations; the figures are in the table below it\">\n{}",
                     esc(plot),
-                    esc(&group.name)
+                    esc(&group.name),
+                    data_tables(&group.plot_data)
                 ));
             }
         }
         if let Some(plot) = &view.scaling_plot {
             out.push_str(&format!(
-                "<h2>Cost per buffer against device count</h2><img src=\"{}\" alt=\"host RSS per buffer against device count\">\n",
-                esc(plot)
+                "<h2>Cost per buffer against device count</h2><img src=\"{}\" alt=\"host RSS per buffer against device count; the figures are in the table below it\">\n{}",
+                esc(plot),
+                data_tables(&view.scaling_data)
             ));
         }
         out.push_str("<p>Files: <a href=\"results.jsonl\">results.jsonl</a> (every report), <a href=\"summary.csv\">summary.csv</a>, <a href=\"summary.md\">summary.md</a>.</p>\n");
         // Records, for tests and readers, how many plots loaded and how many did not.
         out.push_str("<script>window.addEventListener('load',()=>{const i=[...document.images];document.body.dataset.imagesLoaded=i.filter(x=>x.complete&&x.naturalWidth>0).length;document.body.dataset.imagesBroken=i.filter(x=>!x.complete||x.naturalWidth===0).length;});</script>\n");
-        out.push_str("</body></html>\n");
+        out.push_str("</main>\n</body></html>\n");
         Ok(out)
     }
 }

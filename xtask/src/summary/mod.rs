@@ -10,6 +10,7 @@ pub mod tables;
 
 use crate::records::SweepRecord;
 use clmulti_explain::diagnosis::{Diagnosis, Fix, Placed, Role};
+use clmulti_explain::Statement;
 use clmulti_scenario::Strategy;
 use model::{group_rank, Candidates, RunView};
 use std::path::{Path, PathBuf};
@@ -30,12 +31,20 @@ pub struct View<'a> {
     /// Groups in order, with their plot's file name.
     pub groups: Vec<Group<'a>>,
     /// The verdicts: one per scenario file that holds the seed's cases itself, else
-    /// one over the sweep's runs; each with its title.
+    /// one over the sweep's runs; each with its title, and saying which runs it
+    /// compares and how the others ended.
     pub verdicts: Vec<(String, Diagnosis)>,
-    /// The buffers-reached plot's file name.
+    /// Runs of files that have no verdict of their own while others do: no verdict
+    /// above speaks for them.
+    pub uncovered: Vec<&'a RunView>,
+    /// What the folder's plan (`plan.json`) set out to run, against what ran.
+    pub completeness: Option<Completeness>,
+    /// The buffers-reached plot's file name, and its figures.
     pub buffers_plot: String,
-    /// The scaling plot's file name, when there is one.
+    pub buffers_data: Vec<plots::PlotData>,
+    /// The scaling plot's file name and figures, when there is one.
     pub scaling_plot: Option<String>,
+    pub scaling_data: Vec<plots::PlotData>,
 }
 
 /// A scenario file's runs.
@@ -46,12 +55,60 @@ pub struct Group<'a> {
     pub runs: Vec<&'a RunView>,
     pub plot: Option<String>,
     pub plot_notes: Vec<String>,
+    /// The plot's figures, shown beside it.
+    pub plot_data: Vec<plots::PlotData>,
+}
+
+/// Where the sweep that writes a folder stands, as far as the summary knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepState {
+    /// Runs are still going: the page is rewritten as they end.
+    Running,
+    /// The sweep went through its plan (some runs may have been invalid).
+    Ended,
+    /// Ctrl-C or a signal stopped it; `--resume` continues.
+    Interrupted,
+}
+
+/// The plan's runs against the records: planned, done, missing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completeness {
+    /// Runs the last sweep into the folder planned.
+    pub planned: usize,
+    /// Of those, runs with a record here.
+    pub done: usize,
+    /// Why the others have none, in words.
+    pub why_missing: String,
+}
+
+impl Completeness {
+    /// Planned runs without a record.
+    pub fn missing(&self) -> usize {
+        self.planned - self.done
+    }
+
+    /// One line for people: `2 of the 4 planned runs did not run (...)`.
+    pub fn line(&self) -> String {
+        if self.missing() == 0 {
+            format!("all {} planned runs ran", self.planned)
+        } else {
+            format!(
+                "{} of the {} planned runs did not run ({}); {} did",
+                self.missing(),
+                self.planned,
+                self.why_missing,
+                self.done
+            )
+        }
+    }
 }
 
 /// The sweep's view of its results: slim runs kept as they end, files on demand.
 #[derive(Debug)]
 pub struct Summary {
     dir: PathBuf,
+    /// Set by a sweep that writes the folder; `None` when rebuilt from its files.
+    state: Option<SweepState>,
     runs: Vec<RunView>,
     /// Across every run.
     candidates: Candidates,
@@ -76,6 +133,7 @@ impl Summary {
     pub fn new(dir: &Path) -> Self {
         Summary {
             dir: dir.to_path_buf(),
+            state: None,
             runs: Vec::new(),
             candidates: Candidates::default(),
             by_file: std::collections::BTreeMap::new(),
@@ -95,10 +153,50 @@ impl Summary {
         self.runs.len()
     }
 
+    /// Tells the summary where the sweep stands (the page says so).
+    pub fn set_state(&mut self, state: SweepState) {
+        self.state = Some(state);
+    }
+
+    /// The plan's runs against the records, when the folder has a plan.
+    fn completeness(&self) -> Option<Completeness> {
+        let plan = crate::records::Plan::read(&self.dir).ok().flatten()?;
+        let recorded: std::collections::HashSet<&str> =
+            self.runs.iter().map(|r| r.key.as_str()).collect();
+        let done = plan
+            .keys
+            .iter()
+            .filter(|k| recorded.contains(k.as_str()))
+            .count();
+        let state = self.state.unwrap_or_else(|| {
+            if crate::lock::is_locked(&self.dir) {
+                SweepState::Running
+            } else {
+                SweepState::Interrupted
+            }
+        });
+        let why_missing = match state {
+            SweepState::Running => {
+                "not yet: the sweep was still running when this page was written".to_owned()
+            }
+            SweepState::Ended => "the sweep ended before them".to_owned(),
+            SweepState::Interrupted => {
+                "the sweep stopped before them; `cargo xtask sweep --resume` with the same paths and --out runs them".to_owned()
+            }
+        };
+        Some(Completeness {
+            planned: plan.keys.len(),
+            done,
+            why_missing,
+        })
+    }
+
     /// The verdicts: a scenario file that holds a shared case and one it compares
     /// with (one device, or per-device contexts) gets its own; otherwise one over
-    /// every run (the seed's cases come from three files).
-    fn verdicts(&self) -> Vec<(String, Diagnosis)> {
+    /// every run (the seed's cases come from three files). Each says which runs it
+    /// compares and how the others in its scope ended.
+    fn verdicts(&self, completeness: Option<&Completeness>) -> Vec<(String, Diagnosis)> {
+        let missing = completeness.map_or(0, Completeness::missing);
         let mut own: Vec<(String, Diagnosis)> = self
             .by_file
             .iter()
@@ -106,19 +204,139 @@ impl Summary {
                 let has = |role| c.runs.iter().any(|(r, _, _)| *r == role);
                 has(Role::Shared) && (has(Role::OneDevice) || has(Role::PerDevice))
             })
-            .filter_map(|(file, c)| Some((model::group_of(file), diagnosis(c)?)))
+            .filter_map(|(file, c)| {
+                let (mut d, used) = diagnosis(c)?;
+                let scope: Vec<&RunView> = self.runs.iter().filter(|r| &r.file == file).collect();
+                cover(&mut d, &used, &scope, "of this file", missing);
+                Some((model::group_of(file), d))
+            })
             .collect();
         own.sort_by_key(|(name, _)| group_rank(name));
         if own.is_empty() {
-            own.extend(diagnosis(&self.candidates).map(|d| ("the sweep's runs".to_owned(), d)));
+            if let Some((mut d, used)) = diagnosis(&self.candidates) {
+                let scope: Vec<&RunView> = self.runs.iter().collect();
+                cover(&mut d, &used, &scope, "on this page", missing);
+                own.push(("the sweep's runs".to_owned(), d));
+            }
         }
         own
     }
+
+    /// Runs that no verdict speaks for: those of files without a verdict of their
+    /// own, when other files have one.
+    fn uncovered(&self) -> Vec<&RunView> {
+        let own: Vec<&String> = self
+            .by_file
+            .iter()
+            .filter(|(_, c)| {
+                let has = |role| c.runs.iter().any(|(r, _, _)| *r == role);
+                has(Role::Shared) && (has(Role::OneDevice) || has(Role::PerDevice))
+            })
+            .map(|(file, _)| file)
+            .collect();
+        if own.is_empty() {
+            return Vec::new();
+        }
+        self.runs
+            .iter()
+            .filter(|r| !own.contains(&&r.file))
+            .collect()
+    }
+}
+
+/// What the diagnosis says when none of the runs it compares failed; rewritten when
+/// the runs it compares are not all the runs it speaks for.
+const NO_RUN_FAILED: &str = "no run failed";
+
+/// Says which runs a verdict compares and how every other run in its scope ended, so
+/// that a failed, stopped, skipped or never-run run is never hidden under "no run
+/// failed".
+fn cover(
+    d: &mut Diagnosis,
+    used: &[(String, String)],
+    scope: &[&RunView],
+    scope_words: &str,
+    missing: usize,
+) {
+    let is_used = |r: &RunView| used.iter().any(|(f, n)| *f == r.file && *n == r.row.run);
+    let compared: Vec<&str> = scope
+        .iter()
+        .filter(|r| is_used(r))
+        .map(|r| r.row.run.as_str())
+        .collect();
+    let others: Vec<&&RunView> = scope.iter().filter(|r| !is_used(r)).collect();
+    let unfinished: Vec<&&RunView> = others
+        .iter()
+        .copied()
+        .filter(|r| r.row.outcome != clmulti_explain::StopKind::Completed)
+        .collect();
+    let mut lines = vec![Statement::measured(format!(
+        "this verdict compares {} of the {} runs {scope_words}: {}{}",
+        compared.len(),
+        scope.len(),
+        names(&compared),
+        match (others.len(), unfinished.len()) {
+            (0, _) => String::new(),
+            (n, 0) => format!("; the other {n} completed"),
+            (n, u) if u == n => String::new(),
+            (n, u) => format!("; {} of the other {n} completed", n - u),
+        }
+    ))];
+    if !unfinished.is_empty() {
+        const SHOWN: usize = 8;
+        let mut listed: Vec<String> = unfinished
+            .iter()
+            .take(SHOWN)
+            .map(|r| format!("{}: {}", r.row.run, r.row.headline))
+            .collect();
+        if unfinished.len() > SHOWN {
+            listed.push(format!(
+                "and {} more (see the tables below)",
+                unfinished.len() - SHOWN
+            ));
+        }
+        lines.push(Statement::measured(format!(
+            "not compared, and did not complete: {}",
+            listed.join("; ")
+        )));
+    }
+    if missing > 0 {
+        lines.push(Statement::inferred(
+            "plan.json against results.jsonl",
+            format!("{missing} planned run(s) did not run: nothing here speaks for them"),
+        ));
+    }
+    let partial = !others.is_empty() || missing > 0;
+    for s in &mut d.verdict {
+        if partial && s.text == NO_RUN_FAILED {
+            s.text = format!(
+                "none of the {} runs this verdict compares failed",
+                compared.len()
+            );
+        }
+    }
+    // The scope first: what the statements after it speak for.
+    d.verdict.splice(0..0, lines);
+}
+
+/// Run names in a line, the first few of a long list.
+fn names(runs: &[&str]) -> String {
+    const SHOWN: usize = 10;
+    let mut out = runs
+        .iter()
+        .take(SHOWN)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if runs.len() > SHOWN {
+        out.push_str(&format!(" and {} more", runs.len() - SHOWN));
+    }
+    out
 }
 
 /// The verdict over candidates, from the diagnose logic: the seed-like runs as the
-/// matrix, shared pools and pins as fixes.
-fn diagnosis(candidates: &Candidates) -> Option<Diagnosis> {
+/// matrix, shared pools and pins as fixes; with the runs it used, `(file, run name)`.
+fn diagnosis(candidates: &Candidates) -> Option<(Diagnosis, Vec<(String, String)>)> {
     {
         let matrix: Vec<Placed<'_>> = candidates
             .runs
@@ -158,7 +376,13 @@ fn diagnosis(candidates: &Candidates) -> Option<Diagnosis> {
                 }
             }
         }
-        Some(Diagnosis::new(&matrix, &fixes))
+        let used = matrix
+            .iter()
+            .map(|p| p.report)
+            .chain(fixes.iter().filter_map(|(_, r)| r.as_ref().ok().copied()))
+            .map(|r| (r.scenario.file.clone(), r.run_name.clone()))
+            .collect();
+        Some((Diagnosis::new(&matrix, &fixes), used))
     }
 }
 
@@ -176,6 +400,7 @@ impl Summary {
                     runs: vec![run],
                     plot: None,
                     plot_notes: Vec::new(),
+                    plot_data: Vec::new(),
                 }),
             }
         }
@@ -194,26 +419,35 @@ impl Summary {
                 })
                 .find(|n| used.insert(n.clone()))
                 .expect("a free name");
-            let (svg, notes) = plots::group(&group.name, &group.runs)?;
-            group.plot_notes = notes;
-            if let Some(svg) = svg {
+            let drawn = plots::group(&group.name, &group.runs)?;
+            group.plot_notes = drawn.notes;
+            group.plot_data = drawn.data;
+            if let Some(svg) = drawn.svg {
                 plots.push((name.clone(), svg));
                 group.plot = Some(name);
             }
         }
-        plots.push(("buffers.svg".into(), plots::buffers(&order)?));
+        let buffers = plots::buffers(&order)?;
+        plots.push(("buffers.svg".into(), buffers.svg));
         let scaling = plots::scaling(&order)?;
         let scaling_plot = scaling.is_some().then(|| "scaling.svg".to_owned());
-        if let Some(svg) = scaling {
-            plots.push(("scaling.svg".into(), svg));
+        let mut scaling_data = Vec::new();
+        if let Some(plot) = scaling {
+            plots.push(("scaling.svg".into(), plot.svg));
+            scaling_data = plot.data;
         }
+        let completeness = self.completeness();
         Ok((
             View {
                 runs: order,
                 groups,
-                verdicts: self.verdicts(),
+                verdicts: self.verdicts(completeness.as_ref()),
+                uncovered: self.uncovered(),
+                completeness,
                 buffers_plot: "buffers.svg".into(),
+                buffers_data: buffers.data,
                 scaling_plot,
+                scaling_data,
             },
             plots,
         ))
@@ -247,4 +481,98 @@ pub fn rebuild(dir: &Path) -> Result<usize, String> {
         .map_err(|e| format!("{}: {e}", results.display()))?;
     summary.write()?;
     Ok(summary.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clmulti_explain::testing::run;
+    use clmulti_scenario::ContextMode;
+
+    fn record(report: clmulti_explain::Report, file: &str) -> SweepRecord {
+        let mut report = report;
+        report.scenario.file = file.to_owned();
+        SweepRecord {
+            key: format!("{file}:{}", report.run_name),
+            file: file.to_owned(),
+            index: 0,
+            machine: String::new(),
+            host: String::new(),
+            os: String::new(),
+            tool: String::new(),
+            finished_at: 0,
+            wall_seconds: 0.0,
+            exit_code: Some(0),
+            signal: None,
+            report,
+        }
+    }
+
+    /// A run named with markup and a right-to-left override reads as written on
+    /// every page: no tag, no emphasis, no reordered text.
+    #[test]
+    fn names_with_markup_and_bidi_controls_are_shown_not_obeyed() {
+        let dir = std::env::temp_dir().join(format!("clmulti-names-{}", std::process::id()));
+        let mut summary = Summary::new(&dir);
+        let mut report = run(2, ContextMode::Shared).completed(100);
+        report.run_name = "<img src=x>*bold* [a](b) \u{202e}fdp.exe".into();
+        summary.add(record(report, "evil.toml"));
+        let (view, _) = summary.view().unwrap();
+        let md = tables::Markdown.render(&view).unwrap();
+        let html = html::Html.render(&view).unwrap();
+        for page in [&md, &html] {
+            assert!(!page.contains('\u{202e}'), "{page}");
+            assert!(
+                page.contains(r"\<U+202E\>") || page.contains("&lt;U+202E&gt;"),
+                "{page}"
+            );
+            assert!(!page.contains("<img src=x>"), "{page}");
+        }
+        assert!(md.contains(r"\<img src=x\>\*bold\* \[a\](b)"), "{md}");
+    }
+
+    /// The diagnosis's wording the summary rewrites: if it changed, a page with a
+    /// failed run outside the matrix would say "no run failed" again.
+    #[test]
+    fn a_verdict_never_says_no_run_failed_over_a_failed_run_it_did_not_compare() {
+        let dir = std::env::temp_dir().join(format!("clmulti-cover-{}", std::process::id()));
+        let mut summary = Summary::new(&dir);
+        summary.add(record(
+            run(1, ContextMode::Shared).completed(10000),
+            "seed-1gpu.toml",
+        ));
+        summary.add(record(
+            run(2, ContextMode::Shared).completed(10000),
+            "seed-2gpu-shared.toml",
+        ));
+        let whole = summary.verdicts(None);
+        assert!(
+            whole[0].1.verdict.iter().any(|s| s.text == NO_RUN_FAILED),
+            "{:?}",
+            whole[0].1.verdict
+        );
+        let mut failing = run(2, ContextMode::Shared).failed_at(300);
+        failing.run_name = "big-buffers".into();
+        failing.scenario.allocation.size_bytes = 1 << 30;
+        summary.add(record(failing, "big.toml"));
+        let verdicts = summary.verdicts(None);
+        let text: Vec<String> = verdicts[0]
+            .1
+            .verdict
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let text = text.join("\n");
+        assert!(!text.contains(NO_RUN_FAILED), "{text}");
+        assert!(
+            text.contains("this verdict compares 2 of the 3 runs on this page"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "not compared, and did not complete: big-buffers: FAILED after 300 buffers"
+            ),
+            "{text}"
+        );
+    }
 }

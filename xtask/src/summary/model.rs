@@ -5,7 +5,7 @@
 use crate::records::SweepRecord;
 use clmulti_explain::diagnosis::Role;
 use clmulti_explain::{Limit, Report, Resource, StopKind, StopReason, Unit};
-use clmulti_scenario::{format_bytes, Strategy};
+use clmulti_scenario::Strategy;
 use std::path::Path;
 
 /// Points kept per resource and run: enough for a line's shape.
@@ -20,6 +20,8 @@ pub struct Row {
     pub device_count: usize,
     pub context_mode: String,
     pub strategy: String,
+    /// Bytes per buffer.
+    pub size_bytes: u64,
     pub buffers: u64,
     pub bytes_requested: u64,
     pub outcome: StopKind,
@@ -43,6 +45,8 @@ pub struct Series {
 /// Everything kept of a run.
 #[derive(Debug, Clone)]
 pub struct RunView {
+    /// The record's key (run and kind of machine), as `plan.json` lists it.
+    pub key: String,
     pub row: Row,
     pub file: String,
     pub series: Vec<Series>,
@@ -145,6 +149,7 @@ impl RunView {
             .collect();
         drivers.dedup();
         RunView {
+            key: record.key.clone(),
             row: Row::from(record),
             file: record.file.clone(),
             series,
@@ -227,6 +232,7 @@ impl Row {
             device_count: count,
             context_mode: r.scenario.context_mode.name().to_owned(),
             strategy: r.scenario.allocation.strategy.name().to_owned(),
+            size_bytes: r.scenario.allocation.size_bytes,
             buffers: r.buffers,
             bytes_requested: r.bytes_requested,
             outcome: r.stop.kind(),
@@ -241,13 +247,9 @@ impl Row {
     }
 }
 
-/// A value in a resource's unit, for people.
+/// A value in a resource's unit, for people (`-` when absent).
 pub fn human(unit: Unit, value: Option<f64>) -> String {
-    match (unit, value) {
-        (_, None) => "-".into(),
-        (Unit::Bytes, Some(v)) => format_bytes(v),
-        (Unit::Count, Some(v)) => format!("{v:.2}"),
-    }
+    unit.format_or_dash(value)
 }
 
 /// The verdict's candidates: for each (case, strategy), the run that best matches the

@@ -4,9 +4,49 @@
 
 use super::model::RunView;
 use clmulti_explain::{Resource, StopKind, Unit};
-use clmulti_scenario::format_bytes;
+use clmulti_scenario::{format_bytes, format_count, format_size};
 use plotters::prelude::*;
 use std::collections::BTreeMap;
+
+/// What a plot shows, as a table: the page puts it beside the plot, for readers who
+/// cannot see the picture and for those who want the figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlotData {
+    /// What the table holds.
+    pub title: String,
+    /// Column headers.
+    pub columns: Vec<String>,
+    /// Rows of cells, as people read them.
+    pub rows: Vec<Vec<String>>,
+}
+
+/// A plot: its SVG and its data.
+#[derive(Debug, Clone)]
+pub struct Plot {
+    pub svg: String,
+    pub data: Vec<PlotData>,
+}
+
+/// A tick label on a count axis: whole values only, so that ticks plotters puts at
+/// halves never read as a repeated integer ("0 0 1 1 2").
+fn count_tick(value: f64) -> String {
+    if (value - value.round()).abs() < 1e-6 {
+        format_count(value.round())
+    } else {
+        String::new()
+    }
+}
+
+/// Text cut to what fits `width` pixels at `font` px sans-serif (about 0.55 em a
+/// character), with an ellipsis when cut: no caption runs past its panel.
+fn fit(text: &str, width: u32, font: u32) -> String {
+    let room = ((f64::from(width) / (f64::from(font) * 0.55)) as usize).max(4);
+    if text.chars().count() <= room {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(room - 1).collect();
+    format!("{}…", kept.trim_end())
+}
 
 /// Beyond this many runs a group's plot shows median and range per context mode.
 pub const LINES_PER_PLOT: usize = 12;
@@ -22,10 +62,11 @@ pub fn outcome_color(outcome: StopKind) -> RGBColor {
     match outcome {
         StopKind::Completed => RGBColor(46, 125, 50),
         StopKind::Failed => RGBColor(198, 40, 40),
-        StopKind::Guard => RGBColor(239, 108, 0),
+        // Dark enough for white text at WCAG AA (4.5:1): the table's badges.
+        StopKind::Guard => RGBColor(184, 77, 0),
         StopKind::Crashed => RGBColor(106, 27, 154),
         StopKind::TimedOut => RGBColor(121, 85, 72),
-        StopKind::Skipped | StopKind::Unsupported => RGBColor(144, 144, 144),
+        StopKind::Skipped | StopKind::Unsupported => RGBColor(110, 110, 110),
         StopKind::NoReport => RGBColor(33, 33, 33),
     }
 }
@@ -53,10 +94,24 @@ fn series_color(i: usize) -> RGBColor {
 /// The buffers each run reached, on a log scale so a failure at 278 shows beside a
 /// run of 100000; the count and why it stopped written on each bar, a run that
 /// reached none marked at the axis.
-pub fn buffers(runs: &[&RunView]) -> Result<String, String> {
+pub fn buffers(runs: &[&RunView]) -> Result<Plot, String> {
     if runs.len() > BARS_PER_PLOT {
         return outcomes_by_group(runs);
     }
+    let data = PlotData {
+        title: "buffers reached per run".into(),
+        columns: vec!["run".into(), "buffers".into(), "outcome".into()],
+        rows: runs
+            .iter()
+            .map(|r| {
+                vec![
+                    r.row.run.clone(),
+                    format_count(r.row.buffers as f64),
+                    r.row.headline.clone(),
+                ]
+            })
+            .collect(),
+    };
     let mut svg = String::new();
     {
         let n = runs.len().max(1) as i32;
@@ -94,15 +149,15 @@ pub fn buffers(runs: &[&RunView]) -> Result<String, String> {
                 _ => String::new(),
             })
             .x_desc("buffers")
-            .x_label_formatter(&|x| format!("{}", *x as u64))
+            .x_label_formatter(&|x| format_count(x.round()))
             .draw()
             .map_err(plot_err)?;
         for (i, run) in runs.iter().enumerate() {
             let segment = n - 1 - i as i32;
             let color = outcome_color(run.row.outcome);
             let label = match run.row.outcome {
-                StopKind::Completed => format!("{}", run.row.buffers),
-                _ => format!("{}: {}", run.row.buffers, run.row.stop),
+                StopKind::Completed => format_count(run.row.buffers as f64),
+                _ => format!("{}: {}", format_count(run.row.buffers as f64), run.row.stop),
             };
             if run.row.buffers == 0 {
                 chart
@@ -148,11 +203,14 @@ pub fn buffers(runs: &[&RunView]) -> Result<String, String> {
         }
         root.present().map_err(plot_err)?;
     }
-    Ok(svg)
+    Ok(Plot {
+        svg,
+        data: vec![data],
+    })
 }
 
 /// For large sweeps: runs per outcome, per group, as stacked bars.
-fn outcomes_by_group(runs: &[&RunView]) -> Result<String, String> {
+fn outcomes_by_group(runs: &[&RunView]) -> Result<Plot, String> {
     let mut counts: BTreeMap<(u8, String), BTreeMap<StopKind, usize>> = BTreeMap::new();
     for run in runs {
         *counts
@@ -190,7 +248,7 @@ fn outcomes_by_group(runs: &[&RunView]) -> Result<String, String> {
             .disable_y_mesh()
             .disable_y_axis()
             .x_desc("runs")
-            .x_label_formatter(&|x| format!("{}", *x as u64))
+            .x_label_formatter(&|x| count_tick(*x))
             .draw()
             .map_err(plot_err)?;
         for (i, ((_, group), outcomes)) in counts.iter().enumerate() {
@@ -226,7 +284,27 @@ fn outcomes_by_group(runs: &[&RunView]) -> Result<String, String> {
         }
         root.present().map_err(plot_err)?;
     }
-    Ok(svg)
+    let data = PlotData {
+        title: "runs per outcome in each group".into(),
+        columns: vec!["group".into(), "runs per outcome".into()],
+        rows: counts
+            .iter()
+            .map(|((_, group), outcomes)| {
+                vec![
+                    group.clone(),
+                    outcomes
+                        .iter()
+                        .map(|(o, n)| format!("{n} {o}"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ]
+            })
+            .collect(),
+    };
+    Ok(Plot {
+        svg,
+        data: vec![data],
+    })
 }
 
 fn scale(unit: Unit, max: f64) -> (f64, &'static str) {
@@ -258,10 +336,18 @@ pub fn plot_label(run: &str, max: usize) -> String {
     label.chars().take(max).collect()
 }
 
-/// A group's resources against allocations: one panel per resource with readings,
-/// each limit as a labelled line where it fits, failures marked. `None` when no
-/// resource has readings; the second value names the resources left out.
-pub fn group(name: &str, runs: &[&RunView]) -> Result<(Option<String>, Vec<String>), String> {
+/// A group's plot: one panel per resource whose readings move, each limit as a
+/// labelled line where it fits, failures marked; `svg` is `None` when no resource
+/// moves. The notes say what was left out (flat resources, limits far above).
+#[derive(Debug)]
+pub struct GroupPlot {
+    pub svg: Option<String>,
+    pub notes: Vec<String>,
+    pub data: Vec<PlotData>,
+}
+
+/// A group's resources against allocations.
+pub fn group(name: &str, runs: &[&RunView]) -> Result<GroupPlot, String> {
     let mut resources: Vec<Resource> = Vec::new();
     for run in runs {
         for s in &run.series {
@@ -270,6 +356,9 @@ pub fn group(name: &str, runs: &[&RunView]) -> Result<(Option<String>, Vec<Strin
             }
         }
     }
+    let read_device = resources
+        .iter()
+        .any(|r| matches!(r, Resource::DeviceMemory { .. } | Resource::Drm { .. }));
     // System-wide figures move with every other process: shown only when they grow
     // beyond RSS in some run (memory outside the process).
     resources.retain(|r| {
@@ -304,22 +393,27 @@ pub fn group(name: &str, runs: &[&RunView]) -> Result<(Option<String>, Vec<Strin
                 .join(", ")
         ));
     }
-    if !resources
-        .iter()
-        .any(|r| matches!(r, Resource::DeviceMemory { .. } | Resource::Drm { .. }))
-    {
+    // Said only when no run read device memory or DRM at all (readings that stayed
+    // flat are readings, and are named above).
+    if !read_device {
         notes.push(
             "no device-memory or DRM readings in this group (see each run's warnings)".to_owned(),
         );
     }
     if resources.is_empty() {
-        return Ok((None, notes));
+        return Ok(GroupPlot {
+            svg: None,
+            notes,
+            data: Vec::new(),
+        });
     }
     let aggregate = runs.len() > LINES_PER_PLOT;
     let columns = 3usize.min(resources.len());
     let rows = resources.len().div_ceil(columns);
     let legend_width = if aggregate { 220 } else { 360 };
+    let panel_width = (1500 - legend_width) / columns as u32;
     let mut svg = String::new();
+    let mut data = Vec::new();
     {
         let root =
             SVGBackend::with_string(&mut svg, (1500, 60 + 320 * rows as u32)).into_drawing_area();
@@ -329,11 +423,15 @@ pub fn group(name: &str, runs: &[&RunView]) -> Result<(Option<String>, Vec<Strin
         } else {
             format!("{name}: resources against allocations")
         };
-        let root = root.titled(&title, ("sans-serif", 20)).map_err(plot_err)?;
+        let root = root
+            .titled(&fit(&title, 1500, 20), ("sans-serif", 20))
+            .map_err(plot_err)?;
         let (panels, legend) = root.split_horizontally(1500 - legend_width);
         let areas = panels.split_evenly((rows, columns));
         for (area, resource) in areas.iter().zip(&resources) {
-            panel(area, resource, runs, aggregate)?;
+            let drawn = panel(area, panel_width, resource, runs, aggregate)?;
+            notes.extend(drawn.note);
+            data.push(drawn.data);
         }
         // The legend sits beside the panels, never over data.
         let entries: Vec<(String, RGBColor)> = if aggregate {
@@ -359,7 +457,7 @@ pub fn group(name: &str, runs: &[&RunView]) -> Result<(Option<String>, Vec<Strin
                 .map_err(plot_err)?;
             legend
                 .draw(&Text::new(
-                    label.clone(),
+                    fit(label, legend_width - 34, 12),
                     (30, y - 6),
                     ("sans-serif", 12).into_font(),
                 ))
@@ -367,15 +465,26 @@ pub fn group(name: &str, runs: &[&RunView]) -> Result<(Option<String>, Vec<Strin
         }
         root.present().map_err(plot_err)?;
     }
-    Ok((Some(svg), notes))
+    Ok(GroupPlot {
+        svg: Some(svg),
+        notes,
+        data,
+    })
+}
+
+/// One panel as drawn: its data, and a note when its limit was too far to draw.
+struct Panel {
+    data: PlotData,
+    note: Option<String>,
 }
 
 fn panel(
     area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    width: u32,
     resource: &Resource,
     runs: &[&RunView],
     aggregate: bool,
-) -> Result<(), String> {
+) -> Result<Panel, String> {
     let unit = resource.unit();
     let series: Vec<(usize, &RunView, &super::model::Series)> = runs
         .iter()
@@ -407,6 +516,15 @@ fn panel(
     let shown_limit = limit
         .as_ref()
         .filter(|l| l.value <= 4.0 * y_max_data.max(1.0));
+    let note = match (&limit, shown_limit) {
+        (Some(l), None) => Some(format!(
+            "{}: {} ({}) is far above the readings, so it is not drawn",
+            resource.label(),
+            l.name,
+            unit.format(l.value)
+        )),
+        _ => None,
+    };
     let top = shown_limit.map_or(y_max_data, |l| l.value.max(y_max_data));
     let (div, unit_name) = scale(unit, top);
     let (y_lo, y_hi) = {
@@ -417,18 +535,11 @@ fn panel(
             .max(if unit == Unit::Count { 1.0 } else { 1e-3 });
         ((lo - pad).max(0.0f64.min(lo)), hi + pad)
     };
-    let caption = match (&limit, shown_limit) {
-        (Some(l), None) => format!(
-            "{} ({unit_name}); {} {} is far above",
-            resource.label(),
-            l.name,
-            match unit {
-                Unit::Bytes => format_bytes(l.value),
-                Unit::Count => format!("{:.0}", l.value),
-            }
-        ),
-        _ => format!("{} ({unit_name})", resource.label()),
-    };
+    let caption = fit(
+        &format!("{} ({unit_name})", resource.label()),
+        width.saturating_sub(16),
+        14,
+    );
     let mut chart = ChartBuilder::on(area)
         .caption(caption, ("sans-serif", 14))
         .margin(10)
@@ -440,15 +551,11 @@ fn panel(
         .configure_mesh()
         .x_desc("buffers allocated")
         .x_labels(5)
-        .x_label_formatter(&|x| format!("{}", *x as u64))
-        .y_labels(if unit == Unit::Count {
-            ((y_hi - y_lo).floor() as usize + 1).clamp(2, 6)
-        } else {
-            6
-        })
+        .x_label_formatter(&|x| count_tick(*x))
+        .y_labels(6)
         .y_label_formatter(&|y| {
             if unit == Unit::Count {
-                format!("{}", y.round() as i64)
+                count_tick(*y)
             } else {
                 format!("{y:.1}")
             }
@@ -473,7 +580,25 @@ fn panel(
             )])
             .map_err(plot_err)?;
     }
+    let reading = |y: f64| unit.format(y);
+    let mut data = PlotData {
+        title: format!(
+            "{}{}",
+            resource.label(),
+            shown_limit.map_or(String::new(), |l| format!(
+                " (limit: {} {})",
+                l.name,
+                unit.format(l.value)
+            ))
+        ),
+        columns: Vec::new(),
+        rows: Vec::new(),
+    };
     if aggregate {
+        data.columns = vec![
+            "context mode".into(),
+            "buffers allocated: median (lowest to highest) over the runs".into(),
+        ];
         for (m, mode) in ["shared", "per-device"].iter().enumerate() {
             let points: Vec<(u64, f64)> = series
                 .iter()
@@ -487,22 +612,36 @@ fn panel(
             let mut buckets: Vec<Vec<f64>> = vec![Vec::new(); 16];
             for (x, y) in points {
                 let b = ((x as f64 / x_max * 15.0).round() as usize).min(15);
-                buckets[b].push(y / div);
+                buckets[b].push(y);
             }
             let color = series_color(m);
             let mut line = Vec::new();
             let mut band_low = Vec::new();
             let mut band_high = Vec::new();
+            let mut cells = Vec::new();
             for (b, mut values) in buckets.into_iter().enumerate() {
                 if values.is_empty() {
                     continue;
                 }
                 values.sort_by(f64::total_cmp);
                 let x = b as f64 / 15.0 * x_max;
-                line.push((x, values[values.len() / 2]));
-                band_low.push((x, values[0]));
-                band_high.push((x, values[values.len() - 1]));
+                let (median, low, high) = (
+                    values[values.len() / 2],
+                    values[0],
+                    values[values.len() - 1],
+                );
+                line.push((x, median / div));
+                band_low.push((x, low / div));
+                band_high.push((x, high / div));
+                cells.push(format!(
+                    "{}: {} ({} to {})",
+                    format_count(x.round()),
+                    reading(median),
+                    reading(low),
+                    reading(high)
+                ));
             }
+            data.rows.push(vec![(*mode).to_owned(), cells.join("; ")]);
             band_high.reverse();
             band_low.extend(band_high);
             chart
@@ -513,7 +652,8 @@ fn panel(
                 .map_err(plot_err)?;
         }
     } else {
-        for (i, _, s) in &series {
+        data.columns = vec!["run".into(), "buffers allocated: reading".into()];
+        for (i, run, s) in &series {
             let color = series_color(*i);
             chart
                 .draw_series(LineSeries::new(
@@ -521,6 +661,14 @@ fn panel(
                     color.stroke_width(2),
                 ))
                 .map_err(plot_err)?;
+            data.rows.push(vec![
+                run.row.run.clone(),
+                s.points
+                    .iter()
+                    .map(|&(x, y)| format!("{}: {}", format_count(x as f64), reading(y)))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ]);
         }
     }
     for (_, run, s) in &series {
@@ -534,16 +682,23 @@ fn panel(
                 .map_err(plot_err)?;
         }
     }
-    Ok(())
+    Ok(Panel { data, note })
 }
 
-/// Per-buffer cost against device count, one line per context mode and strategy:
-/// for groups whose runs differ in device count. `None` when no group does. Runs of
-/// one line at one count (two files sharing a case) are averaged; shared contexts are
-/// solid, per-device dashed; each strategy has its marker, and a line that another
-/// one hides (within 3% at every count) says so in the legend.
-pub fn scaling(runs: &[&RunView]) -> Result<Option<String>, String> {
-    let mut sums: BTreeMap<(String, String), BTreeMap<usize, (f64, usize)>> = BTreeMap::new();
+/// Costs spread wider than this (highest over lowest) go on a log axis, so that one
+/// large cost (1 GiB buffers filled) does not flatten the others to zero.
+const LOG_SPREAD: f64 = 20.0;
+
+/// Per-buffer cost against device count, one line per context mode, strategy and
+/// buffer size: for groups whose runs differ in device count. `None` when no group
+/// does. Runs of one line at one count (two files sharing a case) are averaged;
+/// shared contexts are solid, per-device dashed; each strategy has its marker, and a
+/// line that another one hides (within 3% at every count) says so in the legend.
+/// Costs that spread over more than [`LOG_SPREAD`]x go on a log axis.
+pub fn scaling(runs: &[&RunView]) -> Result<Option<Plot>, String> {
+    // (context mode, strategy, buffer size) -> device count -> (sum, runs)
+    type Key = (String, String, u64);
+    let mut sums: BTreeMap<Key, BTreeMap<usize, (f64, usize)>> = BTreeMap::new();
     for run in runs {
         if run.row.device_count == 0 {
             continue;
@@ -552,15 +707,18 @@ pub fn scaling(runs: &[&RunView]) -> Result<Option<String>, String> {
             continue;
         };
         let at = sums
-            .entry((run.row.context_mode.clone(), run.row.strategy.clone()))
+            .entry((
+                run.row.context_mode.clone(),
+                run.row.strategy.clone(),
+                run.row.size_bytes,
+            ))
             .or_default()
             .entry(run.row.device_count)
             .or_insert((0.0, 0));
         at.0 += rss;
         at.1 += 1;
     }
-    // ((context mode, strategy), [(device count, mean RSS per buffer)])
-    type Line = ((String, String), Vec<(usize, f64)>);
+    type Line = (Key, Vec<(usize, f64)>);
     let lines: Vec<Line> = sums
         .into_iter()
         .map(|(key, at)| {
@@ -578,32 +736,60 @@ pub fn scaling(runs: &[&RunView]) -> Result<Option<String>, String> {
     if counts.len() < 2 {
         return Ok(None);
     }
+    let sizes: std::collections::BTreeSet<u64> = lines.iter().map(|((_, _, s), _)| *s).collect();
+    let name = |(mode, strategy, size): &Key| {
+        if sizes.len() > 1 {
+            format!("{mode} {strategy} {}", format_bytes(*size as f64))
+        } else {
+            format!("{mode} {strategy}")
+        }
+    };
     let max_n = *counts.iter().max().unwrap_or(&1);
-    let y_max = lines
+    let values: Vec<f64> = lines
         .iter()
         .flat_map(|(_, p)| p.iter().map(|p| p.1))
-        .fold(1.0, f64::max);
+        .collect();
+    let y_max = values.iter().copied().fold(1.0, f64::max);
+    let y_min_positive = values
+        .iter()
+        .copied()
+        .filter(|v| *v > 0.0)
+        .fold(f64::MAX, f64::min);
+    let log = y_min_positive < f64::MAX && y_max / y_min_positive > LOG_SPREAD;
+    // On the log axis a value is drawn at log2(bytes); ticks at whole powers of two.
     let (div, unit) = scale(Unit::Bytes, y_max);
+    let to_y = |v: f64| if log { v.max(1.0).log2() } else { v / div };
+    let (y_lo, y_hi) = if log {
+        (
+            (y_min_positive.log2() - 0.5).floor(),
+            (y_max.log2() + 0.5).ceil(),
+        )
+    } else {
+        (0.0, y_max / div * 1.15)
+    };
     let same = |a: &[(usize, f64)], b: &[(usize, f64)]| {
         a.len() == b.len()
             && a.iter()
                 .zip(b)
                 .all(|(p, q)| p.0 == q.0 && (p.1 - q.1).abs() <= 0.03 * p.1.abs().max(q.1.abs()))
     };
+    let dropped = log && values.iter().any(|v| *v <= 0.0);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (1100, 520)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
         let (plot_area, legend) = root.split_horizontally(780);
+        let caption = if log {
+            "host RSS per buffer against device count (log scale)".to_owned()
+        } else {
+            format!("host RSS per buffer ({unit}) against device count")
+        };
         let mut chart = ChartBuilder::on(&plot_area)
-            .caption(
-                format!("host RSS per buffer ({unit}) against device count"),
-                ("sans-serif", 18),
-            )
+            .caption(caption, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(34)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.5f64..max_n as f64 + 0.5, 0f64..y_max / div * 1.15)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.5f64..max_n as f64 + 0.5, y_lo..y_hi)
             .map_err(plot_err)?;
         // A tick at every whole count, labelled only where a run is.
         let labelled = counts.clone();
@@ -619,13 +805,29 @@ pub fn scaling(runs: &[&RunView]) -> Result<Option<String>, String> {
                     String::new()
                 }
             })
-            .y_label_formatter(&|y| format!("{y:.2}"))
+            .y_labels(if log { (y_hi - y_lo) as usize + 1 } else { 10 })
+            .y_label_formatter(&|y| {
+                if log {
+                    let k = y.round();
+                    if (y - k).abs() < 1e-6 && (0.0..63.0).contains(&k) {
+                        format_size(1u64 << k as u32)
+                    } else {
+                        String::new()
+                    }
+                } else {
+                    format!("{y:.2}")
+                }
+            })
             .draw()
             .map_err(plot_err)?;
-        for (i, ((mode, strategy), points)) in lines.iter().enumerate() {
+        for (i, (key, points)) in lines.iter().enumerate() {
             let color = series_color(i);
-            let pts: Vec<(f64, f64)> = points.iter().map(|&(n, v)| (n as f64, v / div)).collect();
-            if mode == "per-device" {
+            let pts: Vec<(f64, f64)> = points
+                .iter()
+                .filter(|(_, v)| !log || *v > 0.0)
+                .map(|&(n, v)| (n as f64, to_y(v)))
+                .collect();
+            if key.0 == "per-device" {
                 chart
                     .draw_series(DashedLineSeries::new(
                         pts.clone(),
@@ -641,7 +843,7 @@ pub fn scaling(runs: &[&RunView]) -> Result<Option<String>, String> {
             }
             // Crosses drawn over filled markers: a line hidden by another still shows.
             for &p in &pts {
-                match strategy.as_str() {
+                match key.1.as_str() {
                     "fill" => chart
                         .draw_series([TriangleMarker::new(p, 7, color.filled())])
                         .map(|_| ()),
@@ -657,11 +859,11 @@ pub fn scaling(runs: &[&RunView]) -> Result<Option<String>, String> {
             let hidden_by: Vec<String> = lines[..i]
                 .iter()
                 .filter(|(_, other)| same(points, other))
-                .map(|((m, s), _)| format!("{m} {s}"))
+                .map(|(k, _)| name(k))
                 .collect();
-            let mut name = format!("{mode} {strategy}");
+            let mut label = name(key);
             if !hidden_by.is_empty() {
-                name.push_str(&format!(" (= {})", hidden_by.join(", ")));
+                label.push_str(&format!(" (= {})", hidden_by.join(", ")));
             }
             let y = 30 + 20 * i as i32;
             legend
@@ -669,29 +871,53 @@ pub fn scaling(runs: &[&RunView]) -> Result<Option<String>, String> {
                 .map_err(plot_err)?;
             legend
                 .draw(&Text::new(
-                    name,
+                    fit(&label, 280, 12),
                     (30, y - 6),
                     ("sans-serif", 12).into_font(),
                 ))
                 .map_err(plot_err)?;
         }
-        legend
-            .draw(&Text::new(
-                "solid: shared context; dashed: one per device",
-                (8, 30 + 20 * lines.len() as i32 + 10),
-                ("sans-serif", 12).into_font(),
-            ))
-            .map_err(plot_err)?;
-        legend
-            .draw(&Text::new(
-                "marker: \u{25b2} fill, x migrate, o create and others",
-                (8, 30 + 20 * lines.len() as i32 + 28),
-                ("sans-serif", 12).into_font(),
-            ))
-            .map_err(plot_err)?;
+        let mut below = vec![
+            "solid: shared context; dashed: one per device".to_owned(),
+            "marker: \u{25b2} fill, x migrate, o create and others".to_owned(),
+        ];
+        if dropped {
+            below.push("zero or negative costs are not on the log axis".to_owned());
+        }
+        for (k, text) in below.into_iter().enumerate() {
+            legend
+                .draw(&Text::new(
+                    text,
+                    (8, 30 + 20 * lines.len() as i32 + 10 + 18 * k as i32),
+                    ("sans-serif", 12).into_font(),
+                ))
+                .map_err(plot_err)?;
+        }
         root.present().map_err(plot_err)?;
     }
-    Ok(Some(svg))
+    let mut columns = vec!["context, strategy".to_owned()];
+    columns.extend(counts.iter().map(|n| format!("{n} device(s)")));
+    let data = PlotData {
+        title: "host RSS per buffer against device count".into(),
+        columns,
+        rows: lines
+            .iter()
+            .map(|(key, points)| {
+                let mut row = vec![name(key)];
+                row.extend(counts.iter().map(|n| {
+                    points
+                        .iter()
+                        .find(|p| p.0 == *n)
+                        .map_or("-".into(), |p| Unit::Bytes.format(p.1))
+                }));
+                row
+            })
+            .collect(),
+    };
+    Ok(Some(Plot {
+        svg,
+        data: vec![data],
+    }))
 }
 
 #[cfg(test)]

@@ -2,13 +2,13 @@
 
 use super::model::{human, Row};
 use super::{Exporter, View};
+use clmulti_explain::render::markdown_escape;
 use clmulti_explain::Unit;
 
-/// A Markdown table cell: pipes escaped, line breaks as `<br>`.
+/// A Markdown table cell: text escaped (no markup from a name, see
+/// [`markdown_escape`]), line breaks as `<br>`.
 pub fn markdown_cell(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace('\n', "<br>")
+    markdown_escape(s).replace('\n', "<br>")
 }
 
 /// `summary.md`: the verdict, then one table per group.
@@ -22,8 +22,26 @@ impl Exporter for Markdown {
 
     fn render(&self, view: &View<'_>) -> Result<String, String> {
         let mut out = String::from("# clmulti sweep\n\n");
-        out.push_str(&super::html::header_lines(view).join("\n\n"));
+        let header: Vec<String> = super::html::header_lines(view)
+            .iter()
+            .map(
+                |line| match line.strip_prefix("**").and_then(|l| l.split_once("**")) {
+                    Some((label, rest)) => format!("**{label}**{}", markdown_escape(rest)),
+                    None => markdown_escape(line),
+                },
+            )
+            .collect();
+        out.push_str(&header.join("\n\n"));
         out.push_str("\n\n");
+        if let Some(c) = view.completeness.as_ref().filter(|c| c.missing() > 0) {
+            out.push_str(&format!(
+                "> **Incomplete:** {}. Planned {}, done {}, missing {}: what follows covers only the runs that ran.\n\n",
+                markdown_escape(&c.line()),
+                c.planned,
+                c.done,
+                c.missing()
+            ));
+        }
         for (title, d) in &view.verdicts {
             out.push_str(&format!("## Verdict: {}\n\n", markdown_cell(title)));
             for s in d.headline() {
@@ -31,6 +49,14 @@ impl Exporter for Markdown {
             }
             for line in d.fix_lines() {
                 out.push_str(&format!("- fix {}\n", markdown_cell(&line)));
+            }
+            out.push('\n');
+        }
+        let uncovered = super::html::uncovered_lines(view);
+        if !uncovered.is_empty() {
+            out.push_str("## Runs without a verdict\n\n");
+            for line in uncovered {
+                out.push_str(&format!("- {}\n", markdown_cell(&line)));
             }
             out.push('\n');
         }
@@ -48,7 +74,7 @@ impl Exporter for Markdown {
                     markdown_cell(&r.devices),
                     r.context_mode,
                     r.strategy,
-                    r.buffers,
+                    clmulti_scenario::format_count(r.buffers as f64),
                     human(Unit::Bytes, r.rss_per_buffer),
                     human(Unit::Count, r.fds_per_buffer),
                     human(Unit::Bytes, r.device_mem_per_buffer),

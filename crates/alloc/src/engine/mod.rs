@@ -137,7 +137,10 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
 
     let mut report = blank_report(scenario, StopReason::Completed);
     report.fresh_process = !reused_process;
-    let Some(devices) = select_devices(scenario, &tracker, &mut report)? else {
+    let mut clock = PhaseClock::start();
+    let selected = select_devices(scenario, &tracker, &mut report)?;
+    clock.mark(&mut report, "load the runtime and choose the devices");
+    let Some(devices) = selected else {
         return Ok(report);
     };
     let host = report.host_limits.clone();
@@ -174,6 +177,7 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
             return Ok(report);
         }
     };
+    clock.mark(&mut report, "create contexts and queues");
     // Opened before the loop: at the descriptor limit nothing new can be opened.
     let usage = UsageReader::open();
     let before = usage.read().process;
@@ -186,6 +190,7 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     };
     let outcome = allocation_loop(&plan, &mut backend, &mut meter);
     drop(watchdog);
+    clock.mark(&mut report, "allocation loop (with sampling)");
 
     if let (Some(check), true) = (
         check,
@@ -202,19 +207,43 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
             check,
         ));
     }
+    if report.axpy_check.is_some() {
+        clock.mark(&mut report, "dAxpy check over kept buffers");
+    }
     let mut leak_check = backend.release_all();
     leak_check.before = before;
     let after = released_sample(&usage, &mut memory, &outcome);
     leak_check.after_release = after.host;
     leak_check.after_release_sample = Some(after);
     drop(backend);
+    clock.mark(&mut report, "release every object and read again");
     if let (Some(split), true) = (split, scenario.axpy.split) {
         report.axpy_split = Some(split(&devices, scenario));
+        clock.mark(&mut report, "dAxpy split over the devices");
     }
     report.leak_check = leak_check;
     report.driver_messages = take(&messages);
     finish(&mut report, outcome, &plan);
+    clock.mark(&mut report, "bookkeeping and analysis");
     Ok(report)
+}
+
+/// Times a run's steps into its report's `phases`.
+struct PhaseClock(std::time::Instant);
+
+impl PhaseClock {
+    fn start() -> Self {
+        PhaseClock(std::time::Instant::now())
+    }
+
+    /// The step that ends now, timed from the last mark.
+    fn mark(&mut self, report: &mut Report, phase: &str) {
+        report.phases.push(clmulti_explain::Phase {
+            phase: phase.to_owned(),
+            seconds: self.0.elapsed().as_secs_f64(),
+        });
+        self.0 = std::time::Instant::now();
+    }
 }
 
 /// Every reading after release, as a sample of no live buffer.
@@ -314,8 +343,10 @@ fn select_devices(
     report.platform = selection.platform_name;
     report.platform_version = selection.platform_version;
     report.devices = selection.devices.iter().map(|d| d.info().clone()).collect();
-    report.driver_limits =
-        DriverLimits::read(std::path::Path::new("/sys"), report.host_limits.page_size);
+    report.driver_limits = DriverLimits::read(
+        std::path::Path::new("/sys"),
+        report.host_limits.page_size_bytes,
+    );
     let driver = report
         .devices
         .first()

@@ -369,7 +369,7 @@ fn no_failure(shared: Option<&Report>) -> Vec<Statement> {
             format!(
                 "first limit ahead for the shared context: {} at about {} buffers{}",
                 ahead.limit.name,
-                ahead.count,
+                clmulti_scenario::format_count(ahead.count as f64),
                 if ahead.estimated {
                     " (estimated from declared capacity)"
                 } else {

@@ -49,7 +49,18 @@ impl Diagnosis {
             return vec!["not assessed: no shared context ran".into()];
         }
         if self.fixes.is_empty() {
-            return vec!["not needed: the shared context neither failed nor heads for a limit the per-device contexts do not".into()];
+            let shared_failed = self
+                .runs
+                .iter()
+                .any(|r| r.role == Role::Shared && r.outcome == StopKind::Failed);
+            let per_device_ran = self.runs.iter().any(|r| r.role == Role::PerDevice);
+            // Only runs that ran are cited: without a per-device run there is nothing
+            // to hold the shared context against.
+            return vec![match (shared_failed, per_device_ran) {
+                (false, true) => "not needed: the shared context neither failed nor heads for a limit the per-device contexts do not".into(),
+                (false, false) => "not needed: the shared context did not fail (no per-device run here to compare it with)".into(),
+                (true, _) => "none to test: no run here re-runs the failing shared case another way (clmulti diagnose does)".into(),
+            }];
         }
         // What the fixes are measured against: the shared case that failed.
         let shared_failed = self

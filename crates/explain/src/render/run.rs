@@ -30,7 +30,7 @@ impl Report {
             (StopReason::Completed | StopReason::Guard { .. }, Some(ahead)) => format!(
                 "; first limit ahead: {} at ~{} buffers{}",
                 ahead.limit.name,
-                ahead.count,
+                clmulti_scenario::format_count(ahead.count as f64),
                 if ahead.estimated { " (estimate)" } else { "" }
             ),
             _ => String::new(),

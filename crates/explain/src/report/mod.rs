@@ -16,7 +16,7 @@ use clmulti_scenario::Scenario;
 use serde::{Deserialize, Serialize};
 
 /// Bumped when a field changes meaning or is removed.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The resource readings at one point of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -426,6 +426,20 @@ pub struct Report {
     pub stderr_tail: String,
     /// Things to know.
     pub warnings: Vec<Warning>,
+    /// How long each step of the run took, in order: loading the runtime and
+    /// choosing devices, contexts and queues, the loop, release, ... (what `-v`
+    /// shows; absent in reports of runs that never started).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
+}
+
+/// One step of a run and how long it took.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    /// The step, in words.
+    pub phase: String,
+    /// Wall time, seconds.
+    pub seconds: f64,
 }
 
 fn yes() -> bool {
@@ -472,6 +486,7 @@ impl Report {
             axpy_split: None,
             stderr_tail: String::new(),
             warnings: Vec::new(),
+            phases: Vec::new(),
         }
     }
 }

@@ -32,8 +32,36 @@ impl Report {
         if version < 3 {
             upgrade_v2(&mut value);
         }
+        if version < 4 {
+            upgrade_v3(&mut value);
+        }
         Ok(serde_json::from_value(value)?)
     }
+}
+
+/// Schema 3 -> 4: grid values keep their types (`"devices.count": 2`, not `"2"`):
+/// numbers and booleans written as text become numbers and booleans again, except
+/// under the keys whose values are text (`name`, `description`, `env.*`). The host's
+/// `page_size` became `page_size_bytes` (read under either name).
+fn upgrade_v3(report: &mut Value) {
+    if let Some(point) = report["scenario"]["grid_point"].as_object_mut() {
+        for (key, value) in point.iter_mut() {
+            let text_key = key == "name" || key == "description" || key.starts_with("env.");
+            let Some(text) = value.as_str().filter(|_| !text_key) else {
+                continue;
+            };
+            *value = if let Ok(n) = text.parse::<i64>() {
+                json!(n)
+            } else if let Ok(b) = text.parse::<bool>() {
+                json!(b)
+            } else if let Some(x) = text.parse::<f64>().ok().filter(|x| x.is_finite()) {
+                json!(x)
+            } else {
+                continue;
+            };
+        }
+    }
+    report["schema_version"] = json!(SCHEMA_VERSION);
 }
 
 /// Schema 2 -> 3: the scenario's limits became a map keyed like `[limits]`
@@ -83,7 +111,7 @@ fn upgrade_v2(report: &mut Value) {
         }
         *limits = Value::Object(map);
     }
-    report["schema_version"] = json!(SCHEMA_VERSION);
+    report["schema_version"] = json!(3);
 }
 
 /// Schema 1 -> 2: the scenario's `axpy_check` became `axpy: {check, split}`; costs'
@@ -166,10 +194,24 @@ mod tests {
     }
 
     #[test]
+    fn schema_3_grid_values_get_their_types_back() {
+        let mut value = json!({"schema_version": 3, "scenario": {"grid_point": {
+            "devices.count": "2", "allocation.keep": "false", "guards.max_seconds": "2.5",
+            "context.mode": "shared", "env.X": "1", "name": "7"}}});
+        upgrade_v3(&mut value);
+        assert_eq!(
+            value["scenario"]["grid_point"],
+            json!({"devices.count": 2, "allocation.keep": false, "guards.max_seconds": 2.5,
+                   "context.mode": "shared", "env.X": "1", "name": "7"})
+        );
+        assert_eq!(value["schema_version"], SCHEMA_VERSION);
+    }
+
+    #[test]
     fn schema_2_limits_become_a_map() {
         let mut value = json!({"schema_version": 2, "scenario": {"limits": {"nofile": 512, "address_space_bytes": null}}});
         upgrade_v2(&mut value);
         assert_eq!(value["scenario"]["limits"], json!({"nofile": 512}));
-        assert_eq!(value["schema_version"], SCHEMA_VERSION);
+        assert_eq!(value["schema_version"], 3);
     }
 }

@@ -109,7 +109,7 @@ pub(crate) fn validate(
     raw: RawScenario,
     file: &str,
     fallback_name: &str,
-    grid_point: BTreeMap<String, String>,
+    grid_point: BTreeMap<String, toml::Value>,
     context: &Context,
 ) -> Result<Scenario, Problem> {
     let base_name = match raw.name {
@@ -126,7 +126,10 @@ pub(crate) fn validate(
     let name = if grid_point.is_empty() {
         base_name
     } else {
-        let point: Vec<String> = grid_point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let point: Vec<String> = grid_point
+            .iter()
+            .map(|(k, v)| format!("{k}={}", crate::load::label(v)))
+            .collect();
         format!("{base_name}[{}]", point.join(","))
     };
 

@@ -67,6 +67,28 @@ pub(super) fn env(
             ),
         ));
     }
+    // The layer's knobs first: they are words and numbers, not paths, so a mistake
+    // in them reads the same on every machine.
+    crate::layer::LayerSettings::read(|k| {
+        raw.get(k)
+            .map(|v| v.replace(DEVICE_COUNT_TOKEN, &device_count.to_string()))
+    })
+    .map_err(|(key, message)| problem(&format!("env.{key}"), message))?;
+    let names_layer = raw.get("OPENCL_LAYERS").is_some_and(|l| {
+        l.split(':')
+            .any(|p| p.trim() == LAYER_TOKEN || p.ends_with(LAYER_FILE_NAME))
+    });
+    if names_layer && !raw.contains_key(crate::layer::POLICY) {
+        let names: Vec<&str> = crate::layer::Policy::ALL.iter().map(|(n, _)| *n).collect();
+        return Err(problem(
+            "env.OPENCL_LAYERS",
+            format!(
+                "names clmulti's layer but no {} ({})",
+                crate::layer::POLICY,
+                names.join(", ")
+            ),
+        ));
+    }
     let mut env = BTreeMap::new();
     for (key, value) in raw {
         let at = format!("env.{key}");
@@ -98,22 +120,6 @@ pub(super) fn env(
             value
         };
         env.insert(key, value);
-    }
-    crate::layer::LayerSettings::read(|k| env.get(k).cloned())
-        .map_err(|(key, message)| problem(&format!("env.{key}"), message))?;
-    let names_layer = env
-        .get("OPENCL_LAYERS")
-        .is_some_and(|l| l.split(':').any(|p| p.ends_with(LAYER_FILE_NAME)));
-    if names_layer && !env.contains_key(crate::layer::POLICY) {
-        let names: Vec<&str> = crate::layer::Policy::ALL.iter().map(|(n, _)| *n).collect();
-        return Err(problem(
-            "env.OPENCL_LAYERS",
-            format!(
-                "names clmulti's layer but no {} ({})",
-                crate::layer::POLICY,
-                names.join(", ")
-            ),
-        ));
     }
     Ok(env)
 }

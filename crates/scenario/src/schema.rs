@@ -1,0 +1,685 @@
+//! The JSON Schema of scenario files (`configs/scenario.schema.json`), for editors
+//! (taplo, VS Code) and any JSON Schema validator. The keys and their descriptions
+//! come from the raw types' doc comments (schemars); what each value may be comes
+//! from [`value_schema`], one entry per key, saying everything validation knows
+//! without the machine: enums (with a description of each value), size patterns,
+//! minimums and maximums. The rules between keys that JSON Schema can state follow
+//! in [`rules`]; each is waived when the `[grid]` varies one of its keys, since a
+//! grid value may then satisfy it. What validation checks and a schema cannot say
+//! (a pool at least as large as a buffer, paths that exist, this machine's hard
+//! limits) is left to `clmulti check`.
+
+use serde_json::{json, Map, Value};
+
+/// Digits with `_` between them, at least one digit: the whole part of a size.
+const WHOLE: &str = "[0-9_]*[0-9][0-9_]*";
+
+/// A fraction that adds at most `digits` significant digits (zeros after them are
+/// fine): sizes in decimal units are whole bytes up to their power of ten.
+fn fraction(digits: usize, required: bool) -> String {
+    let body = if digits == 0 {
+        "[0_]*".to_owned()
+    } else {
+        format!("(?:_*[0-9]){{0,{digits}}}[0_]*")
+    };
+    if required {
+        format!("\\.{body}")
+    } else {
+        format!("(?:\\.{body})?")
+    }
+}
+
+/// The body of a size string (no anchors): a number and an optional unit, spaces
+/// allowed, the unit in any case; a fraction only where it can be whole bytes.
+fn size_body() -> String {
+    let binary = "[KkMmGgTt][Ii][Bb]";
+    let decimal = [("[Kk]", 3), ("[Mm]", 6), ("[Gg]", 9), ("[Tt]", 12)];
+    let mut alternatives = vec![
+        // Bytes: no fraction but zeros.
+        format!("{WHOLE}{}\\s*(?:[Bb])?", fraction(0, false)),
+        // Binary units: any fraction (0.5KiB is 512 bytes).
+        format!("(?:{WHOLE}(?:\\.[0-9_]*)?|[0-9_]*\\.[0-9_]*[0-9][0-9_]*)\\s*{binary}"),
+    ];
+    for (unit, digits) in decimal {
+        alternatives.push(format!(
+            "(?:{WHOLE}{}|_*{})\\s*{unit}[Bb]?",
+            fraction(digits, false),
+            fraction(digits, true)
+        ));
+    }
+    format!("\\s*(?:{})\\s*", alternatives.join("|"))
+}
+
+/// A percentage in (0, 100].
+const PERCENT_BODY: &str =
+    "\\s*0*(?:100(?:\\.0*)?|[1-9][0-9]?(?:\\.[0-9]*)?|\\.[0-9]*[1-9][0-9]*)\\s*%\\s*";
+
+/// Sizes too large for 64 bits, by their number of digits: bytes from 21 digits,
+/// K from 18, M from 15, G from 12, T from 9.
+const OVERFLOW: &str = "^\\s*0*(?:[1-9][0-9]{20,}\\s*[Bb]?|[1-9][0-9]{17,}\\s*[Kk][Ii]?[Bb]?|[1-9][0-9]{14,}\\s*[Mm][Ii]?[Bb]?|[1-9][0-9]{11,}\\s*[Gg][Ii]?[Bb]?|[1-9][0-9]{8,}\\s*[Tt][Ii]?[Bb]?)(?:\\.[0-9_]*)?\\s*$";
+
+/// A size string that is zero.
+const ZERO: &str = "^\\s*[0_]*(?:\\.[0_]*)?\\s*[A-Za-z]*\\s*$";
+
+/// Sizes certainly below 64 MiB: bytes of up to 7 digits, K of up to 4, M below 67,
+/// MiB below 64.
+const BELOW_64_MIB: &str = "^\\s*0*(?:[0-9]{1,7}(?:\\.[0-9]*)?\\s*[Bb]?|[0-9]{1,4}(?:\\.[0-9]*)?\\s*[Kk][Ii]?[Bb]?|(?:[0-9]|[1-5][0-9]|6[0-6])(?:\\.[0-9]*)?\\s*[Mm][Bb]?|(?:[0-9]|[1-5][0-9]|6[0-3])(?:\\.[0-9]*)?\\s*[Mm][Ii][Bb])\\s*$";
+
+/// A size: an integer of bytes or a string with a unit. (No `allOf` in a value's
+/// schema: taplo 0.9's key completion recurses into it until its stack runs out.)
+fn size(description: &str, min_bytes: u64) -> Value {
+    let mut not = vec![json!({"type": "string", "pattern": OVERFLOW})];
+    if min_bytes >= 1 {
+        not.push(json!({"type": "string", "pattern": ZERO}));
+    }
+    if min_bytes >= 64 << 20 {
+        not.push(json!({"type": "string", "pattern": BELOW_64_MIB}));
+    }
+    json!({
+        "description": description,
+        "type": ["integer", "string"],
+        "minimum": min_bytes,
+        "pattern": format!("^{}$", size_body()),
+        "not": {"anyOf": not},
+        "examples": ["1MiB", "64KiB", "1.5GiB", "64KB", 4096],
+    })
+}
+
+/// One of a few words, each with what it means (taplo shows `x-taplo.docs`).
+fn words(description: &str, values: &[(&str, &str)]) -> Value {
+    let names: Vec<&str> = values.iter().map(|(n, _)| *n).collect();
+    let docs: Vec<String> = values.iter().map(|(n, d)| format!("{n}: {d}")).collect();
+    json!({
+        "description": format!("{description}\n\n{}", docs.join("\n")),
+        "type": "string",
+        "enum": names,
+        "x-taplo": {"docs": {"enumValues": values.iter().map(|(_, d)| *d).collect::<Vec<_>>()}},
+        "enumDescriptions": values.iter().map(|(_, d)| *d).collect::<Vec<_>>(),
+    })
+}
+
+fn integer(description: &str, minimum: i64, maximum: Option<i64>) -> Value {
+    let mut v = json!({"description": description, "type": "integer", "minimum": minimum});
+    if let Some(max) = maximum {
+        v["maximum"] = json!(max);
+    }
+    v
+}
+
+/// The memory flags, with and without `CL_MEM_`.
+const FLAGS: [(&str, &str); 6] = [
+    ("READ_WRITE", "kernels read and write the buffer (default)"),
+    ("READ_ONLY", "kernels only read the buffer"),
+    ("WRITE_ONLY", "kernels only write the buffer"),
+    (
+        "ALLOC_HOST_PTR",
+        "the runtime allocates the buffer from host-accessible memory",
+    ),
+    (
+        "USE_HOST_PTR",
+        "the buffer lives in a host block clmulti allocates per buffer",
+    ),
+    (
+        "COPY_HOST_PTR",
+        "the buffer starts as a copy of a host block",
+    ),
+];
+
+fn flag_names(name: &str) -> Value {
+    json!([name, format!("CL_MEM_{name}")])
+}
+
+fn contains_flag(name: &str) -> Value {
+    json!({"contains": {"enum": flag_names(name)}})
+}
+
+/// Flags: each once (either spelling), the access flags exclusive, USE_HOST_PTR
+/// without ALLOC_HOST_PTR or COPY_HOST_PTR (OpenCL's rules).
+fn flags(description: &str) -> Value {
+    let mut names = Vec::new();
+    let mut docs = Vec::new();
+    for (name, doc) in FLAGS {
+        names.push(name.to_owned());
+        docs.push(doc.to_owned());
+    }
+    for (name, doc) in FLAGS {
+        names.push(format!("CL_MEM_{name}"));
+        docs.push(doc.to_owned());
+    }
+    let mut excluded: Vec<Value> = FLAGS
+        .iter()
+        .map(|(name, _)| {
+            json!({"allOf": [
+                {"contains": {"const": name}},
+                {"contains": {"const": format!("CL_MEM_{name}")}},
+            ]})
+        })
+        .collect();
+    for (a, b) in [
+        ("READ_WRITE", "READ_ONLY"),
+        ("READ_WRITE", "WRITE_ONLY"),
+        ("READ_ONLY", "WRITE_ONLY"),
+        ("USE_HOST_PTR", "ALLOC_HOST_PTR"),
+        ("USE_HOST_PTR", "COPY_HOST_PTR"),
+    ] {
+        excluded.push(json!({"allOf": [contains_flag(a), contains_flag(b)]}));
+    }
+    json!({
+        "description": format!(
+            "{description}\n\nREAD_WRITE, READ_ONLY and WRITE_ONLY exclude each other; USE_HOST_PTR excludes ALLOC_HOST_PTR and COPY_HOST_PTR; each flag once."
+        ),
+        "type": "array",
+        "uniqueItems": true,
+        "items": {
+            "type": "string",
+            "enum": names,
+            "x-taplo": {"docs": {"enumValues": docs.clone()}},
+            "enumDescriptions": docs,
+        },
+        "not": {"anyOf": excluded},
+    })
+}
+
+/// A name: one line, not blank.
+const NAME_PATTERN: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$";
+
+/// The values of the emulation layer's knobs in `[env]`.
+fn layer_knobs() -> Map<String, Value> {
+    use crate::layer::*;
+    let policies: Vec<&str> = Policy::ALL.iter().map(|(n, _)| *n).collect();
+    let one = format!("(?:{})", policies.join("|"));
+    let mut knobs = Map::new();
+    knobs.insert(
+        POLICY.into(),
+        json!({
+            "description": format!("clmulti's emulation layer: which candidate cause it models, one or more comma-separated of: {}.", policies.join(", ")),
+            "type": "string",
+            "pattern": format!("^\\s*{one}\\s*(?:,\\s*{one}\\s*)*$"),
+            "examples": policies,
+        }),
+    );
+    let size_text = |d: &str| json!({"description": d, "type": "string", "pattern": format!("^{}$", size_body())});
+    knobs.insert(
+        MIRROR_LIMIT.into(),
+        json!({
+            "description": "host-mirror: the most mirror bytes before creation fails: a size, or a percentage of RAM (default 25%).",
+            "type": "string",
+            "pattern": format!("^(?:{}|{PERCENT_BODY})$", size_body()),
+        }),
+    );
+    knobs.insert(
+        DEVICE_MEMORY.into(),
+        size_text(
+            "Any policy: each device's memory as the layer reports and enforces it (a size).",
+        ),
+    );
+    knobs.insert(
+        FAIL_AFTER.into(),
+        json!({"description": "fail-after: multi-device buffers created before creation fails (default 1000).", "type": "string", "pattern": "^\\s*[0-9]+\\s*$"}),
+    );
+    knobs.insert(
+        FAIL_ERROR.into(),
+        json!({"description": "fail-after: the OpenCL error creation fails with, a negative integer (default -6, CL_OUT_OF_HOST_MEMORY).", "type": "string", "pattern": "^\\s*-0*[1-9][0-9]{0,8}\\s*$"}),
+    );
+    knobs.insert(
+        FAIL_SCOPE.into(),
+        words(
+            "fail-after: what the count is kept for.",
+            &[
+                ("process", "one count for the whole process (default)"),
+                ("context", "one count per context"),
+            ],
+        ),
+    );
+    knobs.insert(
+        BYTE_BUDGET.into(),
+        size_text(
+            "byte-budget: the most bytes of live multi-device buffers (a size, default 1GiB).",
+        ),
+    );
+    knobs
+}
+
+/// `[env]`: strings without NUL, names without `=`; the known keys described.
+fn env(description: &str) -> Value {
+    let mut properties = layer_knobs();
+    let paths = "A path, or several joined by ':', relative to the scenario's folder; clmulti checks that each exists.";
+    properties.insert(
+        "OPENCL_LAYERS".into(),
+        json!({"description": format!("OpenCL layers the ICD loader puts in the call path (ocl-icd >= 2.3). {paths} \"{}\" is clmulti's emulation layer, built beside clmulti.", crate::LAYER_TOKEN), "type": "string"}),
+    );
+    properties.insert(
+        "OCL_ICD_VENDORS".into(),
+        json!({"description": format!("Where the ICD loader looks for runtimes: a folder of .icd files or one .icd file. {paths}"), "type": "string"}),
+    );
+    properties.insert(
+        "OCL_ICD_FILENAMES".into(),
+        json!({"description": format!("Runtime libraries the ICD loader loads instead of its vendors folder. {paths}"), "type": "string"}),
+    );
+    properties.insert(
+        "LD_PRELOAD".into(),
+        json!({"description": "Libraries loaded first, separated by ':' or spaces; a bare name is the dynamic linker's to find, a path is relative to the scenario's folder.", "type": "string"}),
+    );
+    let dependencies: Map<String, Value> = crate::layer::KNOBS
+        .iter()
+        .filter(|k| **k != crate::layer::POLICY)
+        .map(|k| ((*k).to_owned(), json!([crate::layer::POLICY])))
+        .collect();
+    json!({
+        "description": description,
+        "type": "object",
+        "maxProperties": crate::MAX_ENV_VARS,
+        "propertyNames": {"pattern": "^[^=\\u0000]+$"},
+        "properties": properties,
+        "additionalProperties": {"type": "string", "pattern": "^[^\\u0000]*$"},
+        "dependencies": dependencies,
+    })
+}
+
+/// A key's default, as the file would write it: editors offer it as the value.
+fn default_of(key: &str) -> Option<Value> {
+    Some(match key {
+        "devices.platform" => json!("auto"),
+        "devices.type" => json!("gpu"),
+        "devices.count" => json!(1),
+        "devices.fallback" => json!("any-type"),
+        "context.mode" => json!("shared"),
+        "context.count" => json!(1),
+        "allocation.size" => json!("1MiB"),
+        "allocation.count" => json!(1000),
+        "allocation.flags" => json!(["READ_WRITE"]),
+        "allocation.placement" => json!("round-robin"),
+        "allocation.keep" => json!(true),
+        "allocation.strategy" => json!("create"),
+        "guards.max_rss" => json!("50%"),
+        "guards.max_seconds" => json!(crate::DEFAULT_MAX_SECONDS),
+        "sampling.every" => json!(crate::DEFAULT_SAMPLE_EVERY),
+        "axpy.check" => json!("none"),
+        "axpy.samples" => json!(8),
+        "axpy.split" => json!(false),
+        _ => return None,
+    })
+}
+
+/// The schema of one key's value, with its description and default.
+pub(crate) fn value_schema(key: &str, description: &str) -> Option<Value> {
+    let mut schema = value_schema_without_default(key, description)?;
+    if let Some(default) = default_of(key) {
+        schema["default"] = default;
+    }
+    Some(schema)
+}
+
+fn value_schema_without_default(key: &str, description: &str) -> Option<Value> {
+    let d = description;
+    Some(match key {
+        "name" => json!({"description": d, "type": "string", "pattern": NAME_PATTERN}),
+        "description" => json!({"description": d, "type": "string"}),
+        "devices.platform" => json!({
+            "description": d,
+            "type": ["integer", "string"],
+            "minimum": 0,
+            "pattern": "\\S",
+            "examples": ["auto", "NVIDIA", "Intel", 0],
+        }),
+        "devices.type" => words(
+            d,
+            &[
+                ("gpu", "GPUs (default)"),
+                ("cpu", "CPU devices"),
+                ("accelerator", "accelerators"),
+                ("all", "every device of the platform"),
+            ],
+        ),
+        "devices.count" => integer(d, 1, None),
+        "devices.indices" => json!({
+            "description": d,
+            "type": "array",
+            "minItems": 1,
+            "uniqueItems": true,
+            "items": {"type": "integer", "minimum": 0},
+        }),
+        "devices.fallback" => words(
+            d,
+            &[
+                ("any-type", "with no device of the type, use devices of any type (default)"),
+                ("none", "with no device of the type, the run is skipped"),
+            ],
+        ),
+        "devices.partition" => json!({
+            "description": d,
+            "type": ["string", "array"],
+            "pattern": "^equally$",
+            "minItems": 1,
+            "items": {"type": "integer", "minimum": 1},
+            "examples": ["equally", [1, 1]],
+        }),
+        "context.mode" => words(
+            d,
+            &[
+                ("shared", "one context over all devices (default; the seed's failing case)"),
+                ("per-device", "one context per device"),
+            ],
+        ),
+        "context.count" => integer(d, 1, Some(crate::MAX_CONTEXTS as i64)),
+        "allocation.size" => size(d, 1),
+        "allocation.count" => json!({
+            "description": d,
+            "type": ["integer", "string"],
+            "minimum": 1,
+            "pattern": "^until-failure$",
+            "examples": [1000, "until-failure"],
+        }),
+        "allocation.flags" => flags(d),
+        "allocation.placement" => json!({
+            "description": d,
+            "type": ["integer", "string"],
+            "minimum": 0,
+            "pattern": "^round-robin$",
+            "examples": ["round-robin", 0],
+        }),
+        "allocation.keep" => json!({"description": d, "type": "boolean"}),
+        "allocation.strategy" => words(
+            d,
+            &[
+                ("create", "clCreateBuffer only (default; lazy runtimes back nothing yet)"),
+                ("fill", "create, then clEnqueueFillBuffer: the buffer becomes resident"),
+                ("migrate", "create, then clEnqueueMigrateMemObjects to its device"),
+                ("pin", "clCreateBufferWithProperties with CL_MEM_DEVICE_ID_INTEL: allocated on its device only"),
+                ("pool", "sub-buffers carved out of large pool buffers"),
+            ],
+        ),
+        "allocation.pool_size" => size(d, 1),
+        "allocation.release_every" => integer(d, 1, None),
+        "env" => env(d),
+        "limits.nofile" => integer(d, 1, None),
+        "limits.as" => size(d, 64 << 20),
+        "limits.memlock" => size(d, 0),
+        "limits.nproc" => integer(d, 1, None),
+        "limits.data" => size(d, 0),
+        "guards.max_total" => size(d, 0),
+        "guards.max_rss" => json!({
+            "description": d,
+            "type": ["integer", "string"],
+            "minimum": 0,
+            "pattern": format!("^(?:{}|{PERCENT_BODY})$", size_body()),
+            "not": {"type": "string", "pattern": OVERFLOW},
+            "examples": ["50%", "8GiB"],
+        }),
+        "guards.max_seconds" => json!({
+            "description": d,
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": crate::validate::MAX_SECONDS,
+        }),
+        "sampling.every" => integer(d, 1, None),
+        "axpy.check" => words(
+            d,
+            &[
+                ("none", "no check (default)"),
+                ("sample", "dAxpy over a few pairs of kept buffers (axpy.samples)"),
+                ("all", "dAxpy over every pair of kept buffers"),
+            ],
+        ),
+        "axpy.samples" => integer(d, 1, None),
+        "axpy.split" => json!({"description": d, "type": "boolean"}),
+        _ => return None,
+    })
+}
+
+/// A schema for one dotted key (`allocation.strategy`), as a schema of the file.
+fn at(key: &str, schema: Value) -> Value {
+    let (table, field) = key.split_once('.').expect("a dotted key");
+    json!({"properties": {table: {"properties": {field: schema}}}})
+}
+
+/// `key` is present.
+fn present(key: &str) -> Value {
+    let (table, field) = key.split_once('.').expect("a dotted key");
+    json!({"required": [table], "properties": {table: {"required": [field]}}})
+}
+
+/// A rule between keys: when `condition` holds and the grid varies none of `keys`,
+/// `then` must hold.
+fn rule(keys: &[&str], condition: Value, then: Value) -> Value {
+    let varied: Vec<Value> = keys.iter().map(|k| json!({"required": [k]})).collect();
+    json!({
+        "if": {"allOf": [condition, {"properties": {"grid": {"not": {"anyOf": varied}}}}]},
+        "then": then,
+    })
+}
+
+/// The rules between keys that JSON Schema can state.
+fn rules() -> Vec<Value> {
+    let strategy_is = |s: &str| json!({"allOf": [present("allocation.strategy"), at("allocation.strategy", json!({"const": s}))]});
+    let not_strategy = |s: &str| at("allocation.strategy", json!({"not": {"const": s}}));
+    let keep_not_false = at("allocation.keep", json!({"const": true}));
+    let mut out = vec![
+        // devices: count or indices.
+        rule(
+            &["devices.count", "devices.indices"],
+            json!({"allOf": [present("devices.count"), present("devices.indices")]}),
+            json!({"properties": {"devices": {"not": {"required": ["count", "indices"]}, "description": "give either devices.count or devices.indices, not both"}}}),
+        ),
+        // pool_size only with strategy pool.
+        rule(
+            &["allocation.pool_size", "allocation.strategy"],
+            present("allocation.pool_size"),
+            json!({"allOf": [present("allocation.strategy"), at("allocation.strategy", json!({"const": "pool"}))]}),
+        ),
+        // A pool keeps its memory: keep = false contradicts it.
+        rule(
+            &["allocation.strategy", "allocation.keep"],
+            strategy_is("pool"),
+            keep_not_false.clone(),
+        ),
+        // Host-pointer flags apply to the pool buffer, not its sub-buffers.
+        rule(
+            &["allocation.strategy", "allocation.flags"],
+            strategy_is("pool"),
+            at(
+                "allocation.flags",
+                json!({"not": {"anyOf": [contains_flag("USE_HOST_PTR"), contains_flag("COPY_HOST_PTR"), contains_flag("ALLOC_HOST_PTR")]}}),
+            ),
+        ),
+        // release_every needs kept buffers and a strategy other than pool.
+        rule(
+            &[
+                "allocation.release_every",
+                "allocation.keep",
+                "allocation.strategy",
+            ],
+            present("allocation.release_every"),
+            json!({"allOf": [keep_not_false.clone(), not_strategy("pool")]}),
+        ),
+        // Several contexts: mode shared, no pool.
+        rule(
+            &["context.count", "context.mode", "allocation.strategy"],
+            json!({"allOf": [present("context.count"), at("context.count", json!({"minimum": 2}))]}),
+            json!({"allOf": [at("context.mode", json!({"const": "shared"})), not_strategy("pool")]}),
+        ),
+        // axpy.samples only with check = "sample".
+        rule(
+            &["axpy.samples", "axpy.check"],
+            present("axpy.samples"),
+            json!({"allOf": [present("axpy.check"), at("axpy.check", json!({"const": "sample"}))]}),
+        ),
+        // The dAxpy check runs over kept buffers of one context, not pinned ones, of
+        // at least two floats.
+        rule(
+            &[
+                "axpy.check",
+                "allocation.keep",
+                "context.count",
+                "allocation.strategy",
+                "allocation.size",
+            ],
+            json!({"allOf": [present("axpy.check"), at("axpy.check", json!({"enum": ["sample", "all"]}))]}),
+            json!({"allOf": [
+                keep_not_false,
+                at("context.count", json!({"maximum": 1})),
+                not_strategy("pin"),
+                at("allocation.size", json!({"not": {"type": "integer", "maximum": 7}})),
+            ]}),
+        ),
+        // clmulti's layer needs a policy.
+        rule(
+            &["env.OPENCL_LAYERS", "env.CLMULTI_LAYER_POLICY"],
+            json!({"required": ["env"], "properties": {"env": {"required": ["OPENCL_LAYERS"], "properties": {"OPENCL_LAYERS": {"pattern": format!("(?:\\{{clmulti-layer\\}}|{})", crate::LAYER_FILE_NAME.replace('.', "\\."))}}}}}),
+            json!({"properties": {"env": {"required": [crate::layer::POLICY]}}}),
+        ),
+    ];
+    // A device index given as placement is among the selected devices.
+    let placement_below = |n: usize| {
+        at(
+            "allocation.placement",
+            json!({"not": {"type": "integer", "minimum": n}}),
+        )
+    };
+    let keys = ["allocation.placement", "devices.count", "devices.indices"];
+    out.push(rule(
+        &keys,
+        json!({"not": {"anyOf": [present("devices.count"), present("devices.indices")]}}),
+        placement_below(1),
+    ));
+    for n in 1..=16usize {
+        out.push(rule(
+            &keys,
+            json!({"allOf": [present("devices.count"), at("devices.count", json!({"const": n}))]}),
+            placement_below(n),
+        ));
+        out.push(rule(
+            &keys,
+            json!({"allOf": [present("devices.indices"), at("devices.indices", json!({"minItems": n, "maxItems": n}))]}),
+            placement_below(n),
+        ));
+    }
+    out
+}
+
+/// Every key a scenario can set, with its schema, in file order: (dotted key, schema).
+fn keys(root: &Map<String, Value>) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    let properties = root["properties"].as_object().expect("properties");
+    for (name, value) in properties {
+        match value.get("properties").and_then(Value::as_object) {
+            Some(fields) => {
+                for (field, schema) in fields {
+                    out.push((format!("{name}.{field}"), schema.clone()));
+                }
+            }
+            None => out.push((name.clone(), value.clone())),
+        }
+    }
+    out
+}
+
+/// `[grid]`: each key a list of that key's values.
+fn grid(root: &Map<String, Value>) -> Value {
+    let mut properties = Map::new();
+    let mut names = Vec::new();
+    for (key, schema) in keys(root) {
+        if key == "grid" || key == "env" {
+            continue;
+        }
+        names.push(regex_escape(&key));
+        properties.insert(
+            key.clone(),
+            json!({
+                "description": format!("Values of {key}, one run each: {}", schema.get("description").and_then(Value::as_str).unwrap_or("")),
+                "type": "array",
+                "minItems": 1,
+                "items": schema,
+            }),
+        );
+    }
+    let env_value = json!({"type": "string", "pattern": "^[^\\u0000]*$"});
+    json!({
+        "description": format!(
+            "Keys to vary: \"table.key\" = [values]; the file expands to every combination (at most {} runs), each run named after its point.",
+            crate::MAX_RUNS
+        ),
+        "type": "object",
+        "properties": properties,
+        "patternProperties": {"^env\\.[^=\\u0000]+$": {
+            "description": "Values of an [env] variable, one run each.",
+            "type": "array",
+            "minItems": 1,
+            "items": env_value,
+        }},
+        "propertyNames": {"pattern": format!("^(?:{}|env\\.[^=\\u0000]+)$", names.join("|"))},
+    })
+}
+
+fn regex_escape(text: &str) -> String {
+    text.replace('.', "\\.")
+}
+
+/// Turns the schema schemars derives from the raw types into the editors' schema:
+/// draft-07, everything inline, no `null` (TOML has none), each value's schema from
+/// [`value_schema`], the grid typed per key, and the rules between keys.
+pub(crate) fn finish(derived: Value) -> Value {
+    let mut root = derived.as_object().cloned().unwrap_or_default();
+    let defs = root.remove("$defs").unwrap_or(Value::Null);
+    let resolve = |v: &Value| -> Value {
+        match v.get("$ref").and_then(Value::as_str) {
+            Some(r) => {
+                let name = r.trim_start_matches("#/$defs/");
+                let mut out = defs[name].clone();
+                if let Some(d) = v.get("description") {
+                    out["description"] = d.clone();
+                }
+                out
+            }
+            None => v.clone(),
+        }
+    };
+    let description = |v: &Value| {
+        v.get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let mut properties = Map::new();
+    for (name, value) in root["properties"].as_object().cloned().unwrap_or_default() {
+        let value = resolve(&value);
+        let schema = match value.get("properties").and_then(Value::as_object) {
+            Some(fields) if name != "grid" => {
+                let mut table = Map::new();
+                for (field, schema) in fields {
+                    let key = format!("{name}.{field}");
+                    let field_schema = value_schema(&key, &description(schema))
+                        .unwrap_or_else(|| panic!("no schema for {key}"));
+                    table.insert(field.clone(), field_schema);
+                }
+                json!({
+                    "description": description(&value),
+                    "type": "object",
+                    "properties": table,
+                    "additionalProperties": false,
+                })
+            }
+            _ if name == "grid" => Value::Null,
+            _ => value_schema(&name, &description(&value))
+                .unwrap_or_else(|| panic!("no schema for {name}")),
+        };
+        properties.insert(name, schema);
+    }
+    let mut out = Map::new();
+    out.insert(
+        "$schema".into(),
+        json!("http://json-schema.org/draft-07/schema#"),
+    );
+    for key in ["title", "description"] {
+        if let Some(v) = root.get(key) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    out.insert("type".into(), json!("object"));
+    out.insert("properties".into(), Value::Object(properties));
+    out.insert("additionalProperties".into(), json!(false));
+    let grid = grid(&out);
+    out["properties"]["grid"] = grid;
+    out.insert("allOf".into(), Value::Array(rules()));
+    Value::Object(out)
+}
