@@ -388,7 +388,7 @@ fn memory_release_never_frees_is_found_and_told_from_a_cache() {
         says(
             &d,
             "measured",
-            "every release call succeeded, yet host RSS stayed"
+            "every release call succeeded, yet readings stayed up after release"
         ),
         "{}",
         verdict(&d)

@@ -455,7 +455,7 @@ pub fn release_statement(report: &Report) -> Option<Statement> {
 }
 
 /// What the rounds of a run that kept memory after release found, as a clause.
-fn rounds_words(round: &crate::report::SecondRound) -> String {
+pub(crate) fn rounds_words(round: &crate::report::SecondRound) -> String {
     if round.readings.is_empty() {
         return format!(
             "; a second round could not tell a cache from a leak ({})",

@@ -50,11 +50,21 @@ pub fn candidate(c: &Candidate, estimated: bool) -> Statement {
             c.limit.name,
             runs.join("; ")
         )),
-        CandidateTest::Refuted { .. } => Statement::measured(format!(
-            "refuted: {label} was at {} when the run failed, but the failure did not move with the limit (a re-run stopped where the run had), so it is not the cause: {}",
-            c.limit.name,
-            runs.join("; ")
-        )),
+        CandidateTest::Refuted { experiments } => {
+            let lowered_moved = experiments
+                .first()
+                .is_some_and(|e| e.outcome == crate::verdict::ExperimentOutcome::AsPredicted);
+            let why = if lowered_moved {
+                "lowering the limit moved the failure down as predicted, but raising it left the failure where it was: it is a limit, not the one this run met"
+            } else {
+                "moving the limit left the failure where it was"
+            };
+            Statement::measured(format!(
+                "refuted: {label} was at {} when the run failed, but {why}, so it is not the cause: {}",
+                c.limit.name,
+                runs.join("; ")
+            ))
+        }
         CandidateTest::Inconclusive { .. } => Statement::inferred(
             from,
             format!(

@@ -98,17 +98,7 @@ impl Diagnosis {
             verdict.extend(no_failure(shared_any));
         }
         let release = release_findings(runs);
-        verdict.extend(
-            runs.iter()
-                .filter(|p| !p.report.leak_check.not_returned.is_empty())
-                .filter_map(|p| {
-                    let s = crate::analysis::release_statement(p.report)?;
-                    Some(Statement {
-                        text: format!("{}: {}", p.report.run_name, s.text),
-                        ..s
-                    })
-                }),
-        );
+        verdict.extend(release_statement(&release));
         verdict.extend(known(&platform));
         Diagnosis {
             schema_version: DIAGNOSIS_SCHEMA_VERSION,
@@ -397,6 +387,29 @@ fn release_findings(runs: &[Placed<'_>]) -> Vec<ReleaseFinding> {
             second_round: p.report.leak_check.second_round.clone(),
         })
         .collect()
+}
+
+/// One statement for every run whose readings stayed up after release: what each
+/// kept, and what rounds found where they ran.
+fn release_statement(findings: &[ReleaseFinding]) -> Option<Statement> {
+    if findings.is_empty() {
+        return None;
+    }
+    let runs: Vec<String> = findings
+        .iter()
+        .map(|f| {
+            let rounds = f
+                .second_round
+                .as_ref()
+                .map_or(String::new(), crate::analysis::rounds_words);
+            format!("{}: {}{rounds}", f.run_name, f.not_returned.join(", "))
+        })
+        .collect();
+    Some(Statement::measured(format!(
+        "every release call succeeded, yet readings stayed up after release in {} of the runs (memory the runtime, or a layer, keeps): {}",
+        findings.len(),
+        runs.join(". ")
+    )))
 }
 
 fn known(platform: &str) -> Vec<Statement> {
