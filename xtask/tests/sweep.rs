@@ -3,7 +3,8 @@
 mod common;
 
 use common::{
-    clmulti_bin, keys, processes_with, results, stderr, temp_dir, wait_for_lines, xtask_bare,
+    clmulti_bin, first_records, keys, processes_with, record_lines, results, stderr, temp_dir,
+    wait_for_lines, xtask_bare,
 };
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -192,7 +193,7 @@ fn a_killed_sweep_leaves_no_child_and_resumes_to_the_same_results() {
     .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let kept = std::fs::read_to_string(part.join("results.1.jsonl")).unwrap();
-    assert_eq!(kept.lines().count(), 6);
+    assert_eq!(record_lines(&kept), 6);
     assert_eq!(results(&part).len(), 6);
 }
 
@@ -211,7 +212,7 @@ fn a_torn_last_record_is_repaired_before_resuming() {
     assert!(out.status.success(), "{}", stderr(&out));
     let file = out_dir.join("results.jsonl");
     let text = std::fs::read_to_string(&file).unwrap();
-    assert_eq!(text.lines().count(), 2);
+    assert_eq!(record_lines(&text), 2);
     // A crash mid-write: the second record cut in half, no final newline.
     let cut = text.len() - text.lines().last().unwrap().len() / 2;
     std::fs::write(&file, &text[..cut]).unwrap();
@@ -446,7 +447,7 @@ fn summary_files_are_valid_and_shards_merge() {
     std::fs::create_dir_all(&partial).unwrap();
     std::fs::copy(dir.join("shard1/plan.json"), partial.join("plan.json")).unwrap();
     let lines = std::fs::read_to_string(dir.join("shard1/results.jsonl")).unwrap();
-    let kept: String = lines.lines().take(2).map(|l| format!("{l}\n")).collect();
+    let kept = first_records(&lines, 2);
     std::fs::write(partial.join("results.jsonl"), kept).unwrap();
     let out = xtask_bare()
         .args(["merge", partial.to_str().unwrap()])

@@ -294,8 +294,8 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     }
     match args.format {
         DiagnoseFormat::Json => crate::format::print_json(&diagnosis)?,
-        DiagnoseFormat::Markdown => print!("{}", diagnosis.markdown()),
-        DiagnoseFormat::Text => print!("{}", text(&diagnosis, args)),
+        DiagnoseFormat::Markdown => crate::format::write_stdout(&diagnosis.markdown())?,
+        DiagnoseFormat::Text => crate::format::write_stdout(&text(&diagnosis, args))?,
     }
     Ok(())
 }

@@ -72,7 +72,8 @@ pub use host::{
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlMemory;
 pub use platform::{
-    platform_text, platforms, DevicesReport, Platform, PlatformInfo, DEVICES_SCHEMA_VERSION,
+    on_loading, platform_text, platforms, DevicesReport, Platform, PlatformInfo,
+    DEVICES_SCHEMA_VERSION,
 };
 pub use select::{select, DeviceChoice, DeviceRequest, PlatformSelector, SelectError, Selection};
 pub use usage::{ProcessUsage, SystemMemory, Usage, UsageReader};

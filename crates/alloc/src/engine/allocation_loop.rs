@@ -169,10 +169,13 @@ impl Clock {
     }
 }
 
+/// Runs the loop; `interrupt`, when it turns non-zero (a signal number), stops it
+/// before the next buffer.
 pub(crate) fn allocation_loop(
     plan: &LoopPlan,
     backend: &mut impl Backend,
     meter: &mut impl Meter,
+    interrupt: Option<&std::sync::atomic::AtomicI32>,
 ) -> LoopOutcome {
     let devices = backend.device_count().max(1);
     let mut clock = Clock::new();
@@ -216,6 +219,13 @@ pub(crate) fn allocation_loop(
     let mut next_sample = plan.sample_every;
 
     while out.buffers < plan.target && out.stop == StopReason::Completed {
+        if let Some(signal) = interrupt
+            .map(|i| i.load(std::sync::atomic::Ordering::Relaxed))
+            .filter(|s| *s != 0)
+        {
+            out.stop = StopReason::interrupted(signal);
+            break;
+        }
         let index = out.buffers;
         let next_total = out.bytes.saturating_add(plan.size);
         if next_total > plan.max_total {
@@ -405,7 +415,7 @@ mod tests {
     #[test]
     fn completes_with_samples_at_the_interval_and_round_robin_placement() {
         let (mut backend, mut meter) = fake(0);
-        let out = allocation_loop(&plan(), &mut backend, &mut meter);
+        let out = allocation_loop(&plan(), &mut backend, &mut meter, None);
         assert_eq!(out.stop, StopReason::Completed);
         assert_eq!(out.buffers, 100);
         assert_eq!(out.bytes, 100 * MIB);
@@ -421,7 +431,7 @@ mod tests {
             release_every: Some(30),
             ..plan()
         };
-        let out = allocation_loop(&plan, &mut backend, &mut meter);
+        let out = allocation_loop(&plan, &mut backend, &mut meter, None);
         assert_eq!(out.stop, StopReason::Completed);
         assert_eq!((out.buffers, out.live, backend.released), (100, 10, 90));
         let after_first_round = out
@@ -438,7 +448,7 @@ mod tests {
     fn a_failure_stops_the_run_and_is_sampled() {
         let (mut backend, mut meter) = fake(0);
         backend.fail_at = Some(37);
-        let out = allocation_loop(&plan(), &mut backend, &mut meter);
+        let out = allocation_loop(&plan(), &mut backend, &mut meter, None);
         assert_eq!(out.buffers, 37);
         match &out.stop {
             StopReason::Failed { error, call, index } => {
@@ -461,7 +471,7 @@ mod tests {
             sample_every: 1000,
             ..plan()
         };
-        let out = allocation_loop(&plan, &mut backend, &mut meter);
+        let out = allocation_loop(&plan, &mut backend, &mut meter, None);
         assert!(
             matches!(
                 out.stop,
@@ -500,7 +510,7 @@ mod tests {
             sample_every: 100_000,
             ..plan()
         };
-        let out = allocation_loop(&plan, &mut backend, &mut meter);
+        let out = allocation_loop(&plan, &mut backend, &mut meter, None);
         assert_eq!(out.stop, StopReason::Completed);
         // log2(10000) learning reads, and one each time the estimate meets the guard.
         assert!(
@@ -518,7 +528,7 @@ mod tests {
             max_rss: 1 << 30,
             ..plan()
         };
-        let out = allocation_loop(&plan, &mut backend, &mut meter);
+        let out = allocation_loop(&plan, &mut backend, &mut meter, None);
         assert_eq!(out.buffers, 0);
         assert!(backend.placed.is_empty());
         assert!(matches!(
@@ -532,7 +542,7 @@ mod tests {
             max_total: MIB - 1,
             ..self::plan()
         };
-        let out = allocation_loop(&plan, &mut backend, &mut meter);
+        let out = allocation_loop(&plan, &mut backend, &mut meter, None);
         assert!(matches!(
             out.stop,
             StopReason::Guard {
@@ -570,7 +580,7 @@ mod tests {
             max_total: 10 * MIB,
             ..plan()
         };
-        let out = allocation_loop(&plan, &mut backend, &mut meter);
+        let out = allocation_loop(&plan, &mut backend, &mut meter, None);
         assert_eq!(out.buffers, 10);
     }
 
@@ -583,7 +593,7 @@ mod tests {
             max_seconds: 0.2,
             ..plan()
         };
-        let out = allocation_loop(&plan, &mut backend, &mut meter);
+        let out = allocation_loop(&plan, &mut backend, &mut meter, None);
         assert!(matches!(
             out.stop,
             StopReason::Guard {

@@ -62,7 +62,7 @@ pub(crate) fn measure(plan: &LoopPlan, devices: usize, keep: bool, buffers: u64)
         keep,
     };
     let start = Instant::now();
-    let outcome = allocation_loop(&dry, &mut backend, &mut NoMeter);
+    let outcome = allocation_loop(&dry, &mut backend, &mut NoMeter, None);
     let seconds = start.elapsed().as_secs_f64();
     let heap = backend.live.capacity() * std::mem::size_of::<usize>()
         + outcome.samples.capacity() * std::mem::size_of::<Sample>()

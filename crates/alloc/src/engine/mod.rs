@@ -12,7 +12,7 @@ mod watchdog;
 
 pub use check::{BufferCheck, BufferPair};
 pub use opencl::CL_MEM_DEVICE_ID_INTEL;
-pub use watchdog::OnHang;
+pub use watchdog::{OnHang, Watchdog};
 
 use allocation_loop::{allocation_loop, HostMeter, LoopPlan};
 use clmulti_explain::verdict::Statement;
@@ -26,9 +26,10 @@ use clmulti_probe::{
 use clmulti_scenario::{Count, MemFlag, RssLimit, Scenario};
 use device_memory::DeviceMemory;
 use opencl::{OpenClBackend, SetupError};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use watchdog::{CallTracker, Watchdog};
+use std::time::{Duration, Instant};
+use watchdog::CallTracker;
 
 /// Buffers in the dry bookkeeping measurement: the run's count, within these bounds.
 const BOOKKEEPING_BUFFERS: std::ops::RangeInclusive<u64> = 1_000..=100_000;
@@ -74,9 +75,14 @@ pub struct RunOptions<'a> {
     pub split: Option<&'a mut SplitRun<'a>>,
     /// Told about the run's setup and each sample.
     pub observer: Option<&'a mut dyn Observer>,
-    /// Called when an OpenCL call outlives the run's time limit (and a margin);
-    /// without it nothing watches.
-    pub on_hang: Option<OnHang>,
+    /// Tracks the OpenCL call the run is in and ends the run when it outlives its
+    /// limit: armed by the caller before the runtime loads ([`time_limit`]);
+    /// without one nothing watches.
+    pub watchdog: Option<&'a Watchdog>,
+    /// A signal number set by the caller's SIGINT/SIGTERM handler: the loop stops
+    /// before the next buffer, the checks and the split are skipped, and everything
+    /// is released ([`StopReason::Interrupted`]).
+    pub interrupt: Option<&'a AtomicI32>,
     /// False when earlier runs used this process: freed memory may be reused, so
     /// the report warns that costs can read low.
     pub reused_process: bool,
@@ -88,7 +94,11 @@ impl std::fmt::Debug for RunOptions<'_> {
             .field("check", &self.check.is_some())
             .field("split", &self.split.is_some())
             .field("observer", &self.observer.is_some())
-            .field("on_hang", &self.on_hang.is_some())
+            .field("watchdog", &self.watchdog)
+            .field(
+                "interrupt",
+                &self.interrupt.map(|i| i.load(Ordering::Relaxed)),
+            )
             .field("reused_process", &self.reused_process)
             .finish()
     }
@@ -97,6 +107,14 @@ impl std::fmt::Debug for RunOptions<'_> {
 /// How long past `guards.max_seconds` a call may run before the watchdog fires.
 pub fn hang_margin(max_seconds: f64) -> Duration {
     Duration::from_secs_f64((max_seconds * 0.1).clamp(5.0, 60.0))
+}
+
+/// The longest a run may take from before its runtime loads to its last byte
+/// written: `timeout` when the caller gives one, else the loop's `max_seconds`
+/// plus [`hang_margin`] for loading, release and the report.
+pub fn time_limit(scenario: &Scenario, timeout: Option<Duration>) -> Duration {
+    let max_seconds = scenario.guards.max_seconds;
+    timeout.unwrap_or_else(|| Duration::from_secs_f64(max_seconds) + hang_margin(max_seconds))
 }
 
 /// A report for `scenario` that has measured nothing yet (or never will), with the
@@ -123,13 +141,11 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
         check,
         split,
         mut observer,
-        on_hang,
+        watchdog,
+        interrupt,
         reused_process,
     } = options;
-    let tracker = CallTracker::default();
-    let limit = Duration::from_secs_f64(scenario.guards.max_seconds)
-        + hang_margin(scenario.guards.max_seconds);
-    let watchdog = on_hang.map(|hook| Watchdog::arm(limit, tracker.clone(), hook));
+    let tracker = watchdog.map_or_else(CallTracker::default, |w| w.tracker().clone());
 
     let mut report = blank_report(scenario, StopReason::Completed);
     report.fresh_process = !reused_process;
@@ -180,12 +196,16 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
         devices: &mut memory,
         on_sample: observer,
     };
-    let outcome = allocation_loop(&plan, &mut backend, &mut meter);
-    drop(watchdog);
+    let loop_start = Instant::now();
+    let outcome = allocation_loop(&plan, &mut backend, &mut meter, interrupt);
+    // The checks and the split share the loop's time: they stop at its deadline.
+    let deadline = loop_start + Duration::from_secs_f64(scenario.guards.max_seconds);
+    let interrupted = matches!(outcome.stop, StopReason::Interrupted { .. });
 
-    if let (Some(check), true) = (
+    if let (Some(check), true, false) = (
         check,
         scenario.axpy.check != clmulti_scenario::AxpyCheck::None,
+        interrupted,
     ) {
         let (contexts, context_of) = backend.contexts();
         report.axpy_check = Some(check::check_pairs(
@@ -196,6 +216,7 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
             contexts,
             &context_of,
             check,
+            deadline,
         ));
     }
     let mut leak_check = backend.release_all();
@@ -205,7 +226,15 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     leak_check.after_release_sample = Some(after);
     drop(backend);
     if let (Some(split), true) = (split, scenario.axpy.split) {
-        report.axpy_split = Some(split(&devices, scenario));
+        report.axpy_split = Some(if interrupted {
+            serde_json::json!({ "skipped": "the run was interrupted" })
+        } else if Instant::now() >= deadline {
+            serde_json::json!({
+                "skipped": format!("guards.max_seconds ({} s) had passed when the loop and the checks ended", scenario.guards.max_seconds)
+            })
+        } else {
+            split(&devices, scenario)
+        });
     }
     report.leak_check = leak_check;
     report.driver_messages = take(&messages);

@@ -251,6 +251,13 @@ pub struct AxpyCheckReport {
     pub pairs_ok: u64,
     /// What went wrong, per failing pair (first 20).
     pub failures: Vec<String>,
+    /// Pairs chosen but not checked: the run's `max_seconds` passed first.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pairs_not_checked: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Everything one run found.
