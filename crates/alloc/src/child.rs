@@ -166,6 +166,8 @@ pub struct ChildOutcome {
 pub struct Progress {
     /// It was about to load the OpenCL runtime (`clGetPlatformIDs`).
     pub loading: bool,
+    /// `clGetPlatformIDs` returned.
+    pub loaded: bool,
     /// Its setup: platform, devices, limits (a report with nothing measured).
     pub started: Option<Report>,
     /// Its samples, in order.
@@ -201,10 +203,21 @@ impl ProgressWriter {
         Some(ProgressWriter { file })
     }
 
-    /// The runtime is about to load: a crash or a hang from here to
-    /// [`started`](crate::Observer::started) is the runtime's loading.
-    pub fn loading(&mut self) {
-        let _ = self.file.write_all(b"loading\n");
+    /// Writes `loading` and `loaded` around the runtime's loading
+    /// ([`clmulti_probe::on_loading`]): a crash, an exit or a hang between the two is
+    /// the runtime's loading.
+    pub fn mark_loading(&self) {
+        use std::os::fd::AsRawFd;
+        static FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+        fn hook(loading: bool) {
+            let fd = FD.load(std::sync::atomic::Ordering::SeqCst);
+            let line: &[u8] = if loading { b"loading\n" } else { b"loaded\n" };
+            // SAFETY: one write of a static line to the progress descriptor.
+            unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
+        }
+        if FD.swap(self.file.as_raw_fd(), std::sync::atomic::Ordering::SeqCst) == -1 {
+            clmulti_probe::on_loading(hook);
+        }
     }
 
     fn line(&mut self, kind: &str, value: &impl serde::Serialize) {
@@ -252,8 +265,10 @@ fn read_progress(mut file: std::fs::File) -> Progress {
     }
     let reader = std::io::BufReader::new(file.take(PROGRESS_MAX));
     for line in reader.lines().map_while(Result::ok) {
-        if line == "loading" {
-            progress.loading = true;
+        match line.as_str() {
+            "loading" => progress.loading = true,
+            "loaded" => progress.loaded = true,
+            _ => {}
         }
         match line.split_once('\t') {
             Some(("started", json)) => progress.started = Report::from_json(json).ok(),
@@ -419,7 +434,7 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
 /// crashes, exits or hangs leaves nothing measured: the caller fails.
 pub fn loading_failure(outcome: &ChildOutcome) -> Option<String> {
     let printed = outcome.stdout.lines().any(|l| l.starts_with('{'));
-    if !outcome.progress.loading || outcome.progress.started.is_some() || printed {
+    if !outcome.progress.loading || outcome.progress.loaded || printed {
         return None;
     }
     let how = if outcome.timed_out {

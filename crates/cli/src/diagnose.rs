@@ -35,7 +35,7 @@ pub struct Args {
     devices: Vec<String>,
     /// Buffers in the `create` runs (the `fill` runs make a tenth as many). The seed
     /// failed at ~1000; for the long version use --count 100000.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(10..))]
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(10..=i64::MAX as u64))]
     count: u64,
     /// Bytes per buffer (the seed's 1 MiB by default).
     #[arg(long, default_value = "1MiB")]
@@ -227,10 +227,11 @@ fn run_fixes(shared: &Report, per_device: Option<&Report>) -> Result<Vec<FixRun>
 
 pub fn run(args: &Args) -> Result<(), Failure> {
     let size = parse_size(&args.size).map_err(|e| Failure::Input(format!("--size: {e}")))?;
-    if size == 0 {
-        return Err(Failure::Input(
-            "--size: a buffer must have at least 1 byte".into(),
-        ));
+    if size == 0 || size > i64::MAX as u64 {
+        return Err(Failure::Input(format!(
+            "--size: a buffer has 1 byte to {} (what a scenario holds)",
+            format_size(i64::MAX as u64)
+        )));
     }
     // Before minutes of runs: the results must have somewhere to go.
     if let Some(dir) = &args.out {

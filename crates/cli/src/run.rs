@@ -81,7 +81,7 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
     let several = total > 1;
     let mut reports = Vec::new();
     let mut shown = std::collections::HashSet::new();
-    let mut tool_failure = None;
+    let mut tool_failures = 0usize;
     'files: for (_, file) in &files {
         let indices: Box<dyn Iterator<Item = usize>> = match args.index {
             Some(i) => Box::new(std::iter::once(i)),
@@ -120,10 +120,10 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
                 }
                 Err(Failure::Tool(m)) => {
                     say!("error: {}: {m}", scenario.name);
-                    tool_failure = Some(m);
+                    tool_failures += 1;
                 }
                 Err(Failure::Input(m)) => {
-                    say!("error: {m}");
+                    say!("error: {}", located(file, &m));
                     problems += 1;
                 }
                 Err(other) => return Err(other),
@@ -140,8 +140,10 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
         );
         return Err(Failure::Interrupted(signal));
     }
-    if let Some(m) = tool_failure {
-        return Err(Failure::Tool(format!("a run could not be performed: {m}")));
+    if tool_failures > 0 {
+        return Err(Failure::Tool(format!(
+            "{tool_failures} run(s) could not be performed (said above)"
+        )));
     }
     if problems > 0 {
         let performed = total.saturating_sub(problems);
@@ -152,6 +154,21 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
         }));
     }
     Ok(())
+}
+
+/// A run's input error at its place in the file: the engine names the key
+/// (`FILE: key `devices.platform`: ...`), the file knows its line and column.
+fn located(file: &ScenarioFile, message: &str) -> String {
+    let Some(rest) = message.strip_prefix(file.file()) else {
+        return message.to_owned();
+    };
+    let Some((key, why)) = rest
+        .strip_prefix(": key `")
+        .and_then(|r| r.split_once("`: "))
+    else {
+        return message.to_owned();
+    };
+    file.error_at_key(key, why).to_string()
 }
 
 /// The child's side of [`ChildCommand::scenario_run`]: the one resolved scenario.
@@ -329,9 +346,9 @@ fn run_here(
         // Validation refused NUL and '=': set_var cannot panic on these.
         std::env::set_var(key, value);
     }
-    let mut progress = ProgressWriter::from_env();
-    if let Some(p) = &mut progress {
-        p.loading();
+    let progress = ProgressWriter::from_env();
+    if let Some(p) = &progress {
+        p.mark_loading();
     }
     let mut observer = CliObserver {
         progress,

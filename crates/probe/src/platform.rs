@@ -150,21 +150,27 @@ impl Platform {
 
 /// Told `true` right before `clGetPlatformIDs` (where the ICD loader loads every
 /// runtime it finds, running their constructors) and `false` after it returned.
-static LOADING_HOOK: std::sync::OnceLock<fn(bool)> = std::sync::OnceLock::new();
+static LOADING_HOOKS: std::sync::Mutex<Vec<fn(bool)>> = std::sync::Mutex::new(Vec::new());
 
-/// Sets the function told when the runtime loads (once per process): a watcher can
-/// then tell a crash or a hang while loading from one later.
+/// Adds a function told when the runtime loads: a watcher can then tell a crash or
+/// a hang while loading from one later. Hooks must not call OpenCL.
 pub fn on_loading(hook: fn(bool)) {
-    let _ = LOADING_HOOK.set(hook);
+    LOADING_HOOKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(hook);
 }
 
 fn platform_ids() -> Result<Vec<cl_sys::cl_platform_id>, ClCode> {
-    let hook = LOADING_HOOK.get().copied();
-    if let Some(hook) = hook {
+    let hooks = LOADING_HOOKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    for hook in &hooks {
         hook(true);
     }
     let ids = raw::platform_ids();
-    if let Some(hook) = hook {
+    for hook in &hooks {
         hook(false);
     }
     ids

@@ -238,6 +238,16 @@ impl UsageReader {
         self.statm().1
     }
 
+    /// Virtual size and resident set size in bytes: one read of `statm`.
+    pub fn vsize_and_rss(&self) -> (u64, u64) {
+        self.statm()
+    }
+
+    /// The system's memory (available, free, Shmem): one read of `meminfo`.
+    pub fn system(&self) -> Option<SystemMemory> {
+        self.system_memory()
+    }
+
     /// Reads `file` from its start in chunks of `N` bytes (each file's own size: a
     /// 16 KiB buffer zeroed for 40 bytes of statm cost more than the read).
     fn read_all<const N: usize>(file: Option<&File>, mut each: impl FnMut(&[u8])) {

@@ -64,5 +64,6 @@ pub use raw::schema;
 pub use size::{format_bytes, format_bytes_apart, format_size, parse_size, Bytes, SizeError};
 pub use validate::{
     DEFAULT_MAX_SECONDS, DEFAULT_SAMPLE_EVERY, DEVICE_COUNT_TOKEN, LAYER_FILE_NAME, LAYER_TOKEN,
-    MAX_CONTEXTS, MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS, MAX_SECONDS, PATH_ENV_KEYS,
+    MAX_CONTEXTS, MAX_DESCRIPTION_BYTES, MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS, MAX_NAME_BYTES,
+    MAX_SECONDS, PATH_ENV_KEYS,
 };

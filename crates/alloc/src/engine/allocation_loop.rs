@@ -17,10 +17,21 @@ pub(crate) trait Backend {
     fn release_live(&mut self);
 }
 
+/// What the guards read between samples (cheap: one `statm`, one `meminfo`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct GuardReading {
+    /// Host memory the run holds: its RSS, plus the system's Shmem grown since the
+    /// loop started (memfds, an emulation layer's host mirror: memory the kernel
+    /// accounts that RSS does not show).
+    pub held: u64,
+    /// Virtual size, bytes (what `RLIMIT_AS` bounds).
+    pub vsize: u64,
+}
+
 /// What the loop reads from the host.
 pub(crate) trait Meter {
-    /// Resident set size, bytes (cheap: guards call it between samples).
-    fn rss_bytes(&self) -> u64;
+    /// What the guards watch.
+    fn guard_reading(&self) -> GuardReading;
     /// Every reading (samples).
     fn usage(&self) -> Usage;
     /// Device memory in use per device, where a source exists.
@@ -44,8 +55,10 @@ pub(crate) struct LoopPlan {
     pub sample_every: u64,
     /// Stop before the total requested would pass this.
     pub max_total: u64,
-    /// Stop before host RSS would pass this.
+    /// Stop before host RSS (with the Shmem the run grew) would pass this.
     pub max_rss: u64,
+    /// Stop before the virtual size would pass this (`RLIMIT_AS`, less a tenth).
+    pub max_vsize: u64,
     /// Stop once the loop has run this long.
     pub max_seconds: f64,
     /// RSS assumed per requested byte until the run shows more (1; 2 with host
@@ -59,10 +72,11 @@ pub(crate) struct LoopPlan {
 /// anything, and again by the loop.
 pub(crate) fn refused_up_front(
     plan: &LoopPlan,
-    rss_now: u64,
+    now: GuardReading,
     fixed_host_bytes: u64,
 ) -> Option<StopReason> {
-    let first = rss_now as f64 + fixed_host_bytes as f64 + plan.size as f64 * plan.rss_per_byte;
+    let first = now.held as f64 + fixed_host_bytes as f64 + plan.size as f64 * plan.rss_per_byte;
+    let first_vsize = now.vsize as f64 + fixed_host_bytes as f64 + plan.size as f64;
     if plan.size > plan.max_total {
         Some(StopReason::Guard {
             guard: GuardKind::MaxTotalBytes,
@@ -74,6 +88,12 @@ pub(crate) fn refused_up_front(
             guard: GuardKind::MaxRss,
             value: first,
             limit: plan.max_rss as f64,
+        })
+    } else if first_vsize > plan.max_vsize as f64 {
+        Some(StopReason::Guard {
+            guard: GuardKind::AddressSpace,
+            value: first_vsize,
+            limit: plan.max_vsize as f64,
         })
     } else {
         None
@@ -199,12 +219,20 @@ pub(crate) fn allocation_loop(
         out.sampling_seconds += taken.elapsed().as_secs_f64();
     };
     sample(&mut out, meter, clock.start);
-    let baseline = out.samples[0].host.rss_bytes;
+    let baseline = meter.guard_reading();
     let mut rss = RssGuard {
         limit: plan.max_rss,
-        reading: baseline,
+        reading: baseline.held,
         bytes_at_reading: 0,
         per_byte: plan.rss_per_byte,
+        next_learning_read: 0,
+    };
+    // Every byte requested is at least mapped (a lazy runtime maps on creation).
+    let mut vsize = RssGuard {
+        limit: plan.max_vsize,
+        reading: baseline.vsize,
+        bytes_at_reading: 0,
+        per_byte: 0.0,
         next_learning_read: 0,
     };
     let guard = |guard, value: f64, limit: u64| StopReason::Guard {
@@ -242,13 +270,22 @@ pub(crate) fn allocation_loop(
                 break;
             }
         }
-        if rss.wants_reading(index, next_total) {
+        // Both guards learn from one reading, taken when either wants it.
+        let rss_wants = rss.wants_reading(index, next_total);
+        if vsize.wants_reading(index, next_total) || rss_wants {
             let reading = Instant::now();
-            rss.observe(meter.rss_bytes(), out.bytes);
+            let now = meter.guard_reading();
+            rss.observe(now.held, out.bytes);
+            vsize.observe(now.vsize, out.bytes);
             out.sampling_seconds += reading.elapsed().as_secs_f64();
             let estimate = rss.estimate(next_total);
             if estimate > rss.limit as f64 {
                 out.stop = guard(GuardKind::MaxRss, estimate, rss.limit);
+                break;
+            }
+            let estimate = vsize.estimate(next_total);
+            if estimate > vsize.limit as f64 {
+                out.stop = guard(GuardKind::AddressSpace, estimate, vsize.limit);
                 break;
             }
         }
@@ -272,8 +309,9 @@ pub(crate) fn allocation_loop(
         if out.buffers == next_sample {
             next_sample += plan.sample_every;
             sample(&mut out, meter, clock.start);
-            let latest = out.samples.last().map_or(0, |s| s.host.rss_bytes);
-            rss.observe(latest, out.bytes);
+            let latest = meter.guard_reading();
+            rss.observe(latest.held, out.bytes);
+            vsize.observe(latest.vsize, out.bytes);
         }
     }
     out.elapsed_seconds = clock.start.elapsed().as_secs_f64();
@@ -288,11 +326,18 @@ pub(crate) struct HostMeter<'a, 'o> {
     pub usage: &'a UsageReader,
     pub devices: &'a mut super::device_memory::DeviceMemory,
     pub on_sample: Option<&'a mut (dyn super::Observer + 'o)>,
+    /// The system's Shmem before the loop, bytes.
+    pub shmem_start: u64,
 }
 
 impl Meter for HostMeter<'_, '_> {
-    fn rss_bytes(&self) -> u64 {
-        self.usage.rss_bytes()
+    fn guard_reading(&self) -> GuardReading {
+        let (vsize, rss) = self.usage.vsize_and_rss();
+        let shmem = self.usage.system().map_or(0, |s| s.shmem_bytes);
+        GuardReading {
+            held: rss + shmem.saturating_sub(self.shmem_start),
+            vsize,
+        }
     }
 
     fn usage(&self) -> Usage {
@@ -357,12 +402,16 @@ mod tests {
     struct FakeMeter {
         rss: std::rc::Rc<Cell<u64>>,
         rss_reads: Cell<u64>,
+        vsize: std::rc::Rc<Cell<u64>>,
     }
 
     impl Meter for FakeMeter {
-        fn rss_bytes(&self) -> u64 {
+        fn guard_reading(&self) -> GuardReading {
             self.rss_reads.set(self.rss_reads.get() + 1);
-            self.rss.get()
+            GuardReading {
+                held: self.rss.get(),
+                vsize: self.vsize.get(),
+            }
         }
 
         fn usage(&self) -> Usage {
@@ -387,6 +436,7 @@ mod tests {
             sample_every: 10,
             max_total: u64::MAX,
             max_rss: u64::MAX,
+            max_vsize: u64::MAX,
             max_seconds: 60.0,
             rss_per_byte: 1.0,
         }
@@ -408,6 +458,7 @@ mod tests {
             FakeMeter {
                 rss,
                 rss_reads: Cell::new(0),
+                vsize: std::rc::Rc::new(Cell::new(0)),
             },
         )
     }
@@ -562,8 +613,12 @@ mod tests {
             max_rss: 1 << 30,
             ..plan()
         };
-        assert_eq!(refused_up_front(&plan, 100 * MIB, 0), None);
-        match refused_up_front(&plan, 100 * MIB, 600 * MIB) {
+        let now = GuardReading {
+            held: 100 * MIB,
+            vsize: 0,
+        };
+        assert_eq!(refused_up_front(&plan, now, 0), None);
+        match refused_up_front(&plan, now, 600 * MIB) {
             Some(StopReason::Guard {
                 guard: GuardKind::MaxRss,
                 value,

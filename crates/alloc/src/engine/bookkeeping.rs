@@ -33,8 +33,8 @@ impl Backend for DryBackend {
 struct NoMeter;
 
 impl Meter for NoMeter {
-    fn rss_bytes(&self) -> u64 {
-        0
+    fn guard_reading(&self) -> super::allocation_loop::GuardReading {
+        super::allocation_loop::GuardReading::default()
     }
 
     fn usage(&self) -> Usage {
@@ -53,6 +53,7 @@ pub(crate) fn measure(plan: &LoopPlan, devices: usize, keep: bool, buffers: u64)
         target: buffers,
         max_total: u64::MAX,
         max_rss: u64::MAX,
+        max_vsize: u64::MAX,
         max_seconds: f64::MAX,
         ..*plan
     };

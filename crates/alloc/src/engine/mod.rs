@@ -44,7 +44,7 @@ pub enum EngineError {
     Probe(#[from] clmulti_probe::ProbeError),
     /// The scenario asks for devices that do not exist in a way no machine could
     /// satisfy (an unknown platform name, an empty platform).
-    #[error("{file}: [devices]: {source}")]
+    #[error("{file}: key `{}`: {source}", source.key())]
     Devices {
         /// The scenario file.
         file: String,
@@ -164,8 +164,12 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     } else {
         0
     };
-    let rss_now = UsageReader::open().read().process.rss_bytes;
-    if let Some(stop) = allocation_loop::refused_up_front(&plan, rss_now, source_block) {
+    let (vsize_now, rss_now) = UsageReader::open().vsize_and_rss();
+    let now = allocation_loop::GuardReading {
+        held: rss_now,
+        vsize: vsize_now,
+    };
+    if let Some(stop) = allocation_loop::refused_up_front(&plan, now, source_block) {
         report.stop = stop;
         return Ok(report);
     }
@@ -195,6 +199,7 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
         usage: &usage,
         devices: &mut memory,
         on_sample: observer,
+        shmem_start: usage.system().map_or(0, |s| s.shmem_bytes),
     };
     let loop_start = Instant::now();
     let outcome = allocation_loop(&plan, &mut backend, &mut meter, interrupt);
@@ -437,6 +442,11 @@ fn loop_plan(scenario: &Scenario, host: &HostLimits) -> (LoopPlan, EffectiveGuar
     // nothing, and device memory failing is a result. The RSS guard protects the host.
     let max_total = scenario.guards.max_total_bytes.unwrap_or(u64::MAX);
     let host_pointer = alloc.flags.iter().any(|f| f.needs_host_memory());
+    // An allocation past RLIMIT_AS fails inside the runtime, which may abort (PoCL
+    // asserts): the loop stops a tenth short of it, room for the runtime's own maps.
+    let max_vsize = host
+        .address_space_soft
+        .map_or(u64::MAX, |limit| (limit as f64 * CEILING_SHARE) as u64);
     let plan = LoopPlan {
         size: alloc.size_bytes,
         target: match alloc.count {
@@ -448,6 +458,7 @@ fn loop_plan(scenario: &Scenario, host: &HostLimits) -> (LoopPlan, EffectiveGuar
         sample_every: scenario.sample_every,
         max_total,
         max_rss,
+        max_vsize,
         max_seconds: scenario.guards.max_seconds,
         rss_per_byte: if host_pointer { 2.0 } else { 1.0 },
     };

@@ -106,6 +106,9 @@ pub enum GuardKind {
     MaxRss,
     /// `guards.max_seconds`
     MaxSeconds,
+    /// The process's `RLIMIT_AS` (its soft limit, less a tenth for the runtime's own
+    /// mappings): an allocation past it fails inside the runtime, which may abort.
+    AddressSpace,
 }
 
 /// Why a run stopped.
@@ -304,6 +307,10 @@ impl StopReason {
                 }
                 GuardKind::MaxSeconds => {
                     format!("guard max_seconds: {value:.1} s passed {limit:.1} s")
+                }
+                GuardKind::AddressSpace => {
+                    let (value, limit) = format_bytes_apart(*value, *limit);
+                    format!("guard RLIMIT_AS: virtual size {value} would pass {limit} (the soft limit less a tenth)")
                 }
             },
             StopReason::Unsupported { reason } => format!("unsupported: {reason}"),
