@@ -26,6 +26,9 @@ const MAX_ROUNDS: u32 = 1000;
 const MAX_MIN_SECONDS: f64 = 600.0;
 /// The plain loop reads its RSS every this many buffers against its memory bound.
 const PLAIN_RSS_EVERY: u64 = 4096;
+/// Host bytes every buffer costs at least (its handle, the runtime's bookkeeping):
+/// a `--count` whose buffers cannot fit at this cost is refused before any arm runs.
+const MIN_BYTES_PER_BUFFER: u64 = 64;
 
 /// Arguments of `clmulti bench`.
 #[derive(Debug, clap::Args)]
@@ -473,6 +476,14 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         devices[0].info().display_name()
     );
     let memory = memory_bound();
+    if args.count.saturating_mul(MIN_BYTES_PER_BUFFER) > memory {
+        return Err(Failure::Input(format!(
+            "--count {}: at {MIN_BYTES_PER_BUFFER} B of host memory per buffer at least, that passes the bench's bound of {} (a quarter of the available memory): use --count {} or less",
+            args.count,
+            clmulti_scenario::format_bytes(memory as f64),
+            memory / MIN_BYTES_PER_BUFFER
+        )));
+    }
     let Calibration {
         count,
         tried: calibration,

@@ -106,10 +106,12 @@ fn loading_hook(loading: bool) {
 }
 
 extern "C" fn worker_signal(signal: libc::c_int) {
-    if let Some(s) = shared() {
-        s.signals_seen.fetch_add(1, Ordering::SeqCst);
-    }
+    let seen = shared().map_or(0, |s| s.signals_seen.fetch_add(1, Ordering::SeqCst) + 1);
     if GRACEFUL.load(Ordering::SeqCst) == 1 {
+        if seen >= 2 {
+            // The second one ends the worker at once (`Interrupt::record`): as asked.
+            finish(128 + signal as u8);
+        }
         clmulti_alloc::child::INTERRUPT.record(signal);
     } else {
         // SAFETY: restoring the default action and re-raising are async-signal-safe.
