@@ -3,8 +3,8 @@
 mod common;
 
 use common::{
-    clmulti_bin, first_records, keys, processes_with, record_lines, results, stderr, temp_dir,
-    wait_for_lines, xtask_bare,
+    abort_after_layer, clmulti_bin, first_records, keys, processes_with, record_lines, results,
+    stderr, temp_dir, wait_for_lines, xtask_bare,
 };
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -34,10 +34,14 @@ every = 500
 #[test]
 fn a_crashing_run_keeps_its_progress_and_last_words() {
     let dir = temp_dir("crash");
-    // Under a 1 GiB address-space limit PoCL aborts (SIGABRT) instead of returning an error.
+    // A runtime that aborts (SIGABRT) at its 21st clCreateBuffer, under a 1 GiB
+    // address-space limit the run keeps well within.
     std::fs::write(
         dir.join("abort.toml"),
-        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64MiB\"\ncount = 100\nstrategy = \"fill\"\n[limits]\nas = \"1GiB\"\n[sampling]\nevery = 1\n",
+        format!(
+            "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64KiB\"\ncount = 100\nstrategy = \"fill\"\n[env]\nOPENCL_LAYERS = \"{}\"\nCLMULTI_ABORT_AFTER = \"20\"\n[limits]\nas = \"1GiB\"\n[sampling]\nevery = 1\n",
+            abort_after_layer().display()
+        ),
     )
     .unwrap();
     std::fs::write(

@@ -114,3 +114,29 @@ pub fn processes_with(needle: &str) -> Vec<String> {
         .filter(|c| c.contains(needle))
         .collect()
 }
+
+/// An OpenCL layer that aborts the process on the clCreateBuffer call after the first
+/// `CLMULTI_ABORT_AFTER` (a runtime crashing mid-run), built once with `cc`.
+pub fn abort_after_layer() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../crates/cli/tests/hostile/layer/abort_after.c");
+            let lib =
+                std::env::temp_dir().join(format!("clmulti-abort-after-{}.so", std::process::id()));
+            let out = Command::new("cc")
+                .args(["-shared", "-fPIC", "-o"])
+                .arg(&lib)
+                .arg(&source)
+                .output()
+                .expect("run cc (gcc is part of the test setup)");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            lib
+        })
+        .clone()
+}

@@ -26,6 +26,8 @@ pub(crate) struct GuardReading {
     pub held: u64,
     /// Virtual size, bytes (what `RLIMIT_AS` bounds).
     pub vsize: u64,
+    /// Data segment, bytes (what `RLIMIT_DATA` bounds).
+    pub data: u64,
 }
 
 /// What the loop reads from the host.
@@ -59,6 +61,8 @@ pub(crate) struct LoopPlan {
     pub max_rss: u64,
     /// Stop before the virtual size would pass this (`RLIMIT_AS`, less a tenth).
     pub max_vsize: u64,
+    /// Stop before the data segment would pass this (`RLIMIT_DATA`, less a tenth).
+    pub max_data: u64,
     /// Stop once the loop has run this long.
     pub max_seconds: f64,
     /// RSS assumed per requested byte until the run shows more (1; 2 with host
@@ -77,6 +81,7 @@ pub(crate) fn refused_up_front(
 ) -> Option<StopReason> {
     let first = now.held as f64 + fixed_host_bytes as f64 + plan.size as f64 * plan.rss_per_byte;
     let first_vsize = now.vsize as f64 + fixed_host_bytes as f64 + plan.size as f64;
+    let first_data = now.data as f64 + fixed_host_bytes as f64;
     if plan.size > plan.max_total {
         Some(StopReason::Guard {
             guard: GuardKind::MaxTotalBytes,
@@ -94,6 +99,12 @@ pub(crate) fn refused_up_front(
             guard: GuardKind::AddressSpace,
             value: first_vsize,
             limit: plan.max_vsize as f64,
+        })
+    } else if first_data > plan.max_data as f64 {
+        Some(StopReason::Guard {
+            guard: GuardKind::DataSegment,
+            value: first_data,
+            limit: plan.max_data as f64,
         })
     } else {
         None
@@ -227,13 +238,18 @@ pub(crate) fn allocation_loop(
         per_byte: plan.rss_per_byte,
         next_learning_read: 0,
     };
-    // Every byte requested is at least mapped (a lazy runtime maps on creation).
+    // What a buffer adds to the mappings is learned from the readings.
     let mut vsize = RssGuard {
         limit: plan.max_vsize,
         reading: baseline.vsize,
         bytes_at_reading: 0,
         per_byte: 0.0,
         next_learning_read: 0,
+    };
+    let mut data = RssGuard {
+        limit: plan.max_data,
+        reading: baseline.data,
+        ..vsize
     };
     let guard = |guard, value: f64, limit: u64| StopReason::Guard {
         guard,
@@ -271,12 +287,17 @@ pub(crate) fn allocation_loop(
             }
         }
         // Both guards learn from one reading, taken when either wants it.
-        let rss_wants = rss.wants_reading(index, next_total);
-        if vsize.wants_reading(index, next_total) || rss_wants {
+        let wants = [
+            rss.wants_reading(index, next_total),
+            vsize.wants_reading(index, next_total),
+            data.wants_reading(index, next_total),
+        ];
+        if wants.contains(&true) {
             let reading = Instant::now();
             let now = meter.guard_reading();
             rss.observe(now.held, out.bytes);
             vsize.observe(now.vsize, out.bytes);
+            data.observe(now.data, out.bytes);
             out.sampling_seconds += reading.elapsed().as_secs_f64();
             let estimate = rss.estimate(next_total);
             if estimate > rss.limit as f64 {
@@ -286,6 +307,11 @@ pub(crate) fn allocation_loop(
             let estimate = vsize.estimate(next_total);
             if estimate > vsize.limit as f64 {
                 out.stop = guard(GuardKind::AddressSpace, estimate, vsize.limit);
+                break;
+            }
+            let estimate = data.estimate(next_total);
+            if estimate > data.limit as f64 {
+                out.stop = guard(GuardKind::DataSegment, estimate, data.limit);
                 break;
             }
         }
@@ -312,6 +338,7 @@ pub(crate) fn allocation_loop(
             let latest = meter.guard_reading();
             rss.observe(latest.held, out.bytes);
             vsize.observe(latest.vsize, out.bytes);
+            data.observe(latest.data, out.bytes);
         }
     }
     out.elapsed_seconds = clock.start.elapsed().as_secs_f64();
@@ -332,11 +359,12 @@ pub(crate) struct HostMeter<'a, 'o> {
 
 impl Meter for HostMeter<'_, '_> {
     fn guard_reading(&self) -> GuardReading {
-        let (vsize, rss) = self.usage.vsize_and_rss();
+        let statm = self.usage.statm();
         let shmem = self.usage.system().map_or(0, |s| s.shmem_bytes);
         GuardReading {
-            held: rss + shmem.saturating_sub(self.shmem_start),
-            vsize,
+            held: statm.rss_bytes + shmem.saturating_sub(self.shmem_start),
+            vsize: statm.virtual_bytes,
+            data: statm.data_bytes,
         }
     }
 
@@ -411,6 +439,7 @@ mod tests {
             GuardReading {
                 held: self.rss.get(),
                 vsize: self.vsize.get(),
+                data: 0,
             }
         }
 
@@ -437,6 +466,7 @@ mod tests {
             max_total: u64::MAX,
             max_rss: u64::MAX,
             max_vsize: u64::MAX,
+            max_data: u64::MAX,
             max_seconds: 60.0,
             rss_per_byte: 1.0,
         }
@@ -616,6 +646,7 @@ mod tests {
         let now = GuardReading {
             held: 100 * MIB,
             vsize: 0,
+            data: 0,
         };
         assert_eq!(refused_up_front(&plan, now, 0), None);
         match refused_up_front(&plan, now, 600 * MIB) {

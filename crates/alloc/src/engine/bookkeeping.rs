@@ -54,6 +54,7 @@ pub(crate) fn measure(plan: &LoopPlan, devices: usize, keep: bool, buffers: u64)
         max_total: u64::MAX,
         max_rss: u64::MAX,
         max_vsize: u64::MAX,
+        max_data: u64::MAX,
         max_seconds: f64::MAX,
         ..*plan
     };

@@ -164,10 +164,11 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     } else {
         0
     };
-    let (vsize_now, rss_now) = UsageReader::open().vsize_and_rss();
+    let statm = UsageReader::open().statm();
     let now = allocation_loop::GuardReading {
-        held: rss_now,
-        vsize: vsize_now,
+        held: statm.rss_bytes,
+        vsize: statm.virtual_bytes,
+        data: statm.data_bytes,
     };
     if let Some(stop) = allocation_loop::refused_up_front(&plan, now, source_block) {
         report.stop = stop;
@@ -442,11 +443,12 @@ fn loop_plan(scenario: &Scenario, host: &HostLimits) -> (LoopPlan, EffectiveGuar
     // nothing, and device memory failing is a result. The RSS guard protects the host.
     let max_total = scenario.guards.max_total_bytes.unwrap_or(u64::MAX);
     let host_pointer = alloc.flags.iter().any(|f| f.needs_host_memory());
-    // An allocation past RLIMIT_AS fails inside the runtime, which may abort (PoCL
-    // asserts): the loop stops a tenth short of it, room for the runtime's own maps.
-    let max_vsize = host
-        .address_space_soft
-        .map_or(u64::MAX, |limit| (limit as f64 * CEILING_SHARE) as u64);
+    // An allocation past RLIMIT_AS or RLIMIT_DATA fails inside the runtime, which
+    // may abort (PoCL asserts): the loop stops a tenth short, room for the runtime.
+    let short_of =
+        |limit: Option<u64>| limit.map_or(u64::MAX, |l| (l as f64 * CEILING_SHARE) as u64);
+    let max_vsize = short_of(host.address_space_soft);
+    let max_data = short_of(host.data_soft);
     let plan = LoopPlan {
         size: alloc.size_bytes,
         target: match alloc.count {
@@ -459,6 +461,7 @@ fn loop_plan(scenario: &Scenario, host: &HostLimits) -> (LoopPlan, EffectiveGuar
         max_total,
         max_rss,
         max_vsize,
+        max_data,
         max_seconds: scenario.guards.max_seconds,
         rss_per_byte: if host_pointer { 2.0 } else { 1.0 },
     };

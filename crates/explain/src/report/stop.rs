@@ -109,6 +109,9 @@ pub enum GuardKind {
     /// The process's `RLIMIT_AS` (its soft limit, less a tenth for the runtime's own
     /// mappings): an allocation past it fails inside the runtime, which may abort.
     AddressSpace,
+    /// The process's `RLIMIT_DATA` (its soft limit, less a tenth): the same, for the
+    /// data segment.
+    DataSegment,
 }
 
 /// Why a run stopped.
@@ -311,6 +314,10 @@ impl StopReason {
                 GuardKind::AddressSpace => {
                     let (value, limit) = format_bytes_apart(*value, *limit);
                     format!("guard RLIMIT_AS: virtual size {value} would pass {limit} (the soft limit less a tenth)")
+                }
+                GuardKind::DataSegment => {
+                    let (value, limit) = format_bytes_apart(*value, *limit);
+                    format!("guard RLIMIT_DATA: data segment {value} would pass {limit} (the soft limit less a tenth)")
                 }
             },
             StopReason::Unsupported { reason } => format!("unsupported: {reason}"),
