@@ -149,8 +149,10 @@ pub struct ChildOutcome {
     pub status: ExitStatus,
     /// Whether the harness killed it at the timeout.
     pub timed_out: bool,
-    /// Whether the harness killed it because the caller was interrupted.
+    /// Whether the harness passed an interrupt on (and killed it after its grace).
     pub interrupted: bool,
+    /// The signal passed on.
+    pub interrupted_by: Option<i32>,
     /// Wall time, seconds.
     pub wall_seconds: f64,
     /// Everything it printed on stdout.
@@ -422,6 +424,7 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
         status,
         timed_out,
         interrupted: !timed_out && interrupt().is_some(),
+        interrupted_by: interrupt(),
         wall_seconds,
         stdout,
         stderr_tail,
@@ -434,7 +437,7 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
 /// crashes, exits or hangs leaves nothing measured: the caller fails.
 pub fn loading_failure(outcome: &ChildOutcome) -> Option<String> {
     let printed = outcome.stdout.lines().any(|l| l.starts_with('{'));
-    if !outcome.progress.loading || outcome.progress.loaded || printed {
+    if !outcome.progress.loading || outcome.progress.loaded || printed || outcome.interrupted {
         return None;
     }
     let how = if outcome.timed_out {
@@ -471,7 +474,13 @@ pub fn report_of(scenario: &Scenario, outcome: &ChildOutcome) -> Report {
         return report.clone();
     }
     let loading = loading_failure(outcome);
-    let stop = if outcome.timed_out {
+    let stop = if let (true, Some(signal)) = (
+        outcome.interrupted,
+        outcome.interrupted_by.or(outcome.status.signal()),
+    ) {
+        // Stopped as the caller asked, before it could say so itself.
+        StopReason::interrupted(signal)
+    } else if outcome.timed_out {
         StopReason::TimedOut {
             seconds: outcome.wall_seconds.floor(),
             call: loading

@@ -45,8 +45,9 @@ static SHARED: AtomicPtr<Shared> = AtomicPtr::new(std::ptr::null_mut());
 /// Whether the worker stops gracefully on the first SIGINT/SIGTERM (`run`) instead
 /// of dying at once.
 static GRACEFUL: AtomicU32 = AtomicU32::new(0);
-/// The signal this (watching) process received last, and when (ms).
+/// The signal this (watching) process received last, and how many it received.
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
+static RECEIVED_COUNT: AtomicU32 = AtomicU32::new(0);
 
 fn shared() -> Option<&'static Shared> {
     // SAFETY: set once to a page mapped for the life of the process.
@@ -124,6 +125,7 @@ extern "C" fn worker_signal(signal: libc::c_int) {
 
 extern "C" fn watcher_signal(signal: libc::c_int) {
     RECEIVED.store(signal, Ordering::SeqCst);
+    RECEIVED_COUNT.fetch_add(1, Ordering::SeqCst);
 }
 
 fn set_handler(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int)) {
@@ -199,8 +201,9 @@ enum Ended {
 fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
     let start = monotonic_ms();
     let timeout_ms = bounds.timeout.map(|t| t.as_millis() as u64);
-    // A signal received here: (signal, when, what the worker had seen then).
-    let mut pending: Option<(i32, u64, u32)> = None;
+    // Signals received here, and when the last one came (ms).
+    let mut received = 0;
+    let mut last_received = 0;
     let ended = loop {
         let mut status = 0;
         // SAFETY: waiting for our own child without blocking.
@@ -230,19 +233,20 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
                 break Ended::Timeout(Duration::from_millis(own - start));
             }
         }
-        let received = RECEIVED.swap(0, Ordering::SeqCst);
-        if received != 0 {
-            pending = Some((received, now, shared.signals_seen.load(Ordering::SeqCst)));
+        // A signal sent to this process alone is passed on: the worker saw fewer
+        // than arrived here once 50 ms went by (one the terminal sent to the whole
+        // group reaches both at once).
+        let count = RECEIVED_COUNT.load(Ordering::SeqCst);
+        if count != received {
+            received = count;
+            last_received = now;
         }
-        // Pass on a signal the worker did not get itself (sent to this pid alone).
-        if let Some((signal, at, seen)) = pending {
-            if now.saturating_sub(at) >= 50 {
-                if shared.signals_seen.load(Ordering::SeqCst) == seen {
-                    // SAFETY: signalling our own child.
-                    unsafe { libc::kill(pid, signal) };
-                }
-                pending = None;
-            }
+        let seen = shared.signals_seen.load(Ordering::SeqCst);
+        if received > seen && now.saturating_sub(last_received) >= 50 {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(pid, RECEIVED.load(Ordering::SeqCst)) };
+            // Counted as seen by the worker when its handler runs; until then, wait.
+            last_received = now;
         }
         std::thread::sleep(Duration::from_millis(5));
     };

@@ -444,11 +444,18 @@ fn loop_plan(scenario: &Scenario, host: &HostLimits) -> (LoopPlan, EffectiveGuar
     let max_total = scenario.guards.max_total_bytes.unwrap_or(u64::MAX);
     let host_pointer = alloc.flags.iter().any(|f| f.needs_host_memory());
     // An allocation past RLIMIT_AS or RLIMIT_DATA fails inside the runtime, which
-    // may abort (PoCL asserts): the loop stops a tenth short, room for the runtime.
-    let short_of =
-        |limit: Option<u64>| limit.map_or(u64::MAX, |l| (l as f64 * CEILING_SHARE) as u64);
-    let max_vsize = short_of(host.address_space_soft);
-    let max_data = short_of(host.data_soft);
+    // may abort (PoCL asserts): under a limit the process inherited (`ulimit -v`, a
+    // batch system), the loop stops a tenth short, room for the runtime. A limit the
+    // scenario sets in [limits] is what it studies: the runtime meets it.
+    let short_of = |limit: Option<u64>, which: clmulti_scenario::Rlimit| match limit {
+        Some(l) if !scenario.limits.soft.contains_key(&which) => (l as f64 * CEILING_SHARE) as u64,
+        _ => u64::MAX,
+    };
+    let max_vsize = short_of(
+        host.address_space_soft,
+        clmulti_scenario::Rlimit::AddressSpace,
+    );
+    let max_data = short_of(host.data_soft, clmulti_scenario::Rlimit::Data);
     let plan = LoopPlan {
         size: alloc.size_bytes,
         target: match alloc.count {

@@ -88,6 +88,12 @@ pub(super) fn env(
                 "an environment variable name must be non-empty, without '=', spaces or control characters",
             ));
         }
+        if value.contains('\0') {
+            return Err(problem(
+                &at,
+                "an environment variable value cannot contain NUL",
+            ));
+        }
         if let Some(c) = value.chars().find(|c| c.is_control()) {
             return Err(problem(
                 &at,
