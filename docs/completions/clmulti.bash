@@ -65,12 +65,16 @@ _clmulti() {
 
     case "${cmd}" in
         clmulti)
-            opts="-q -v -h -V --quiet --verbose --help --version devices check run axpy bench diagnose help"
+            opts="-q -v -h -V --quiet --verbose --timeout --help --version devices check run axpy bench diagnose help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -79,7 +83,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__axpy)
-            opts="-q -v -h --n --device --partition --repeat --kernel --format --split --context --weights --include-transfers --device-counts --quiet --verbose --help"
+            opts="-q -v -h --n --device --partition --repeat --kernel --format --split --context --weights --include-transfers --device-counts --quiet --verbose --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -121,6 +125,10 @@ _clmulti() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -129,7 +137,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__bench)
-            opts="-q -v -h --device --count --size --rounds --min-seconds --sample-every --require --format --quiet --verbose --help"
+            opts="-q -v -h --device --count --size --rounds --min-seconds --sample-every --require --format --quiet --verbose --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -167,6 +175,10 @@ _clmulti() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -175,7 +187,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__check)
-            opts="-q -v -h --format --quiet --verbose --help"
+            opts="-q -v -h --format --quiet --verbose --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -183,6 +195,10 @@ _clmulti() {
             case "${prev}" in
                 --format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -193,7 +209,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__devices)
-            opts="-q -v -h --format --quiet --verbose --help"
+            opts="-q -v -h --format --quiet --verbose --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -201,6 +217,10 @@ _clmulti() {
             case "${prev}" in
                 --format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)
@@ -211,7 +231,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__diagnose)
-            opts="-q -v -h --device --count --size --partition --format --out --no-experiments --quiet --verbose --help"
+            opts="-q -v -h --device --count --size --partition --format --out --no-experiments --quiet --verbose --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -238,6 +258,10 @@ _clmulti() {
                     return 0
                     ;;
                 --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -361,7 +385,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__run)
-            opts="-q -v -h --format --index --isolate --list --timeout --experiment --quiet --verbose --help"
+            opts="-q -v -h --format --index --isolate --list --experiment --quiet --verbose --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -16,8 +16,17 @@ pub struct Args {
     /// The later results.jsonl (or its folder).
     new: PathBuf,
     /// Relative change flagged.
-    #[arg(long, default_value_t = 0.10)]
+    #[arg(long, default_value_t = 0.10, value_parser = threshold)]
     threshold: f64,
+}
+
+/// A relative change for `--threshold`: finite and at least 0.
+pub fn threshold(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .ok_or_else(|| format!("{text}: expected a relative change >= 0, like 0.1"))
 }
 
 fn results_file(path: &Path) -> PathBuf {
@@ -25,6 +34,17 @@ fn results_file(path: &Path) -> PathBuf {
         path.join("results.jsonl")
     } else {
         path.to_path_buf()
+    }
+}
+
+/// Whether `path` (a results file or its folder) can be compared: a regular file
+/// that exists.
+pub fn check_input(path: &Path) -> Result<(), String> {
+    let file = results_file(path);
+    match records::open_regular(&file) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(format!("{}: no such results file", file.display())),
+        Err(e) => Err(format!("{}: {e}", file.display())),
     }
 }
 
@@ -44,10 +64,8 @@ fn index(path: &Path) -> Result<(Index, BTreeSet<String>), String> {
     let mut map = Index::new();
     let mut hosts = BTreeSet::new();
     let file = results_file(path);
-    if !file.exists() {
-        return Err(format!("{}: no such results file", file.display()));
-    }
-    records::for_each(&file, |r| {
+    check_input(path)?;
+    records::for_each_latest(&file, |r| {
         hosts.insert(r.host.clone());
         map.insert((r.file.clone(), r.report.run_name.clone()), r);
     })
@@ -151,6 +169,7 @@ pub fn compare_files(old: &Path, new: &Path, threshold: f64) -> Result<String, S
 }
 
 pub fn compare(args: &Args) -> Result<std::process::ExitCode, String> {
-    print!("{}", compare_files(&args.old, &args.new, args.threshold)?);
+    let text = compare_files(&args.old, &args.new, args.threshold)?;
+    crate::write_stdout(&text)?;
     Ok(std::process::ExitCode::SUCCESS)
 }

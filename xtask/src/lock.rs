@@ -19,14 +19,23 @@ pub struct FolderLock {
 
 /// Takes the folder's lock, or says who holds it.
 pub fn lock(dir: &Path) -> Result<FolderLock, String> {
+    use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join(".sweep.lock");
+    // Without blocking on a FIFO; anything but a regular file is refused.
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
+        .custom_flags(libc::O_NONBLOCK)
         .open(&path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(format!(
+            "{}: not a regular file; remove it (a sweep makes its own lock file)",
+            path.display()
+        ));
+    }
     // SAFETY: flock on a descriptor this function owns.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let error = std::io::Error::last_os_error();

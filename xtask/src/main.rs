@@ -75,6 +75,15 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes `text` to stdout: a closed or full stdout is an error, not a panic.
+pub fn write_stdout(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("cannot write to stdout: {e}"))
+}
+
 fn build_layer() -> Result<ExitCode, String> {
     let root = workspace::root()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());

@@ -1,9 +1,15 @@
 //! `cargo xtask merge`: combine shards' results into one folder and summary.
+//!
+//! Each run is taken once, its newest record across every shard (a run retried with
+//! `--retry-failed` replaces its crash; a duplicated line counts once). Shards are
+//! counted once however often they are named; a shard is missing when `--expect`
+//! names more than were given, and incomplete when its plan lists runs it has not
+//! done, or when it has no readable plan (then nothing says it finished).
 
 use crate::records::{self, SweepRecord};
 use crate::summary::Summary;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 
 /// Arguments of `cargo xtask merge`.
 #[derive(Debug, clap::Args)]
@@ -15,118 +21,235 @@ pub struct Args {
     #[arg(long, default_value = "sweep-results")]
     out: PathBuf,
     /// How many shards were planned (to report the missing ones).
-    #[arg(long)]
-    expect: Option<usize>,
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    expect: Option<u64>,
     /// Replace a merge already in the output folder (kept as results.<n>.jsonl).
     #[arg(long)]
     force: bool,
 }
 
-pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
-    let _lock = crate::lock::lock(&args.out)?;
-    let merged = args.out.join("results.jsonl");
-    if std::fs::metadata(&merged).is_ok_and(|m| m.len() > 0) {
-        if !args.force {
-            return Err(format!(
-                "{} already holds results; merge into another folder (--out), or --force to replace them (kept as results.<n>.jsonl)",
-                args.out.display()
-            ));
+/// A temporary file removed when dropped, unless kept.
+struct Temporary(Option<PathBuf>);
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_file(path);
         }
-        crate::records::keep_generation(&merged)?;
     }
-    // A merged folder has no plan of its own.
-    let _ = std::fs::remove_file(args.out.join(records::Plan::FILE_NAME));
-    let tmp = args.out.join(".results.merging.jsonl");
-    let _ = std::fs::remove_file(&tmp);
-    let mut seen = HashSet::new();
-    let mut summary = Summary::new(&args.out);
-    let mut hosts: BTreeMap<String, usize> = BTreeMap::new();
-    let mut found = 0;
+}
+
+/// One shard as given: its results file and its folder.
+struct Shard {
+    input: PathBuf,
+    file: PathBuf,
+    folder: PathBuf,
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
+    let out = canonical(&args.out);
+    // The shards, each once, none of them the output folder.
+    let mut shards: Vec<Shard> = Vec::new();
     let mut missing = Vec::new();
-    let mut incomplete = Vec::new();
-    let mut restarted = Vec::new();
-    let mut found_shards = BTreeSet::new();
-    let mut duplicates = 0usize;
+    let mut named_twice = Vec::new();
     for input in &args.inputs {
         let file = if input.is_dir() {
             input.join("results.jsonl")
         } else {
             input.clone()
         };
-        if !file.exists() {
-            missing.push(format!("{} (no such results.jsonl)", file.display()));
+        let folder = canonical(
+            file.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new(".")),
+        );
+        if folder == out {
+            eprintln!(
+                "error: {} is the output folder (--out {}): merging a folder into itself would replace its results with themselves; merge into another folder",
+                input.display(),
+                args.out.display()
+            );
+            return Ok(std::process::ExitCode::from(2));
+        }
+        match records::open_regular(&file) {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                missing.push(format!("{} (no such results.jsonl)", file.display()));
+                continue;
+            }
+            Err(e) => return Err(format!("{}: {e}", file.display())),
+        }
+        let file = canonical(&file);
+        if shards.iter().any(|s| s.file == file) {
+            named_twice.push(input.display().to_string());
             continue;
         }
-        found += 1;
-        let plan = records::Plan::read(file.parent().unwrap_or(input))?;
-        if let Some((k, _)) = plan.as_ref().and_then(|p| p.shard) {
-            found_shards.insert(k);
-        }
-        let mut in_shard = HashSet::new();
-        let mut append_error = None;
-        records::for_each(&file, |r: SweepRecord| {
-            in_shard.insert(r.key.clone());
-            // Later shards win nothing: a run (key) is taken once, from its first shard.
-            if !seen.insert(r.key.clone()) {
-                duplicates += 1;
-                return;
-            }
-            *hosts.entry(r.host.clone()).or_default() += 1;
-            if let Err(e) = records::append(&tmp, &r) {
-                append_error = Some(e);
-            }
-            summary.add(r);
-        })
-        .map_err(|e| format!("{}: {e}", file.display()))?;
-        if let Some(e) = append_error {
-            return Err(format!("{}: {e}", tmp.display()));
-        }
-        if let Some(plan) = plan {
-            let shard = plan
-                .shard
-                .map_or(String::new(), |(k, n)| format!(" (shard {k}/{n})"));
-            let done = plan.keys.iter().filter(|k| in_shard.contains(*k)).count();
-            if done < plan.keys.len() {
-                incomplete.push(format!(
-                    "{}{shard} on {}: {done} of {} run(s)",
-                    input.display(),
-                    plan.host,
-                    plan.keys.len()
-                ));
-            }
-            if plan.starts.len() > 1 {
-                let starts: Vec<String> = plan
-                    .starts
-                    .iter()
-                    .map(|s| {
-                        format!(
-                            "on {} (pid {}) with {} of {} done",
-                            s.host,
-                            s.pid,
-                            s.done,
-                            plan.keys.len()
-                        )
-                    })
-                    .collect();
-                restarted.push(format!(
-                    "{}{shard}: started {}",
-                    input.display(),
-                    starts.join(", restarted ")
-                ));
-            }
-        }
+        shards.push(Shard {
+            input: input.clone(),
+            file,
+            folder,
+        });
     }
-    if found == 0 {
+    if shards.is_empty() {
         return Err(format!(
             "no shard has a results.jsonl: {}",
             missing.join(", ")
         ));
     }
+    if !named_twice.is_empty() {
+        eprintln!(
+            "merge: named more than once, taken once: {}",
+            named_twice.join(", ")
+        );
+    }
+
+    // First pass: which record of each run is the newest, across every shard.
+    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+    struct Newest {
+        finished_at: u64,
+        shard: usize,
+        position: usize,
+    }
+    let mut newest: HashMap<String, Newest> = HashMap::new();
+    let mut records_read = 0usize;
+    let mut keys_by_shard: Vec<std::collections::HashSet<String>> = Vec::new();
+    for (shard, s) in shards.iter().enumerate() {
+        let mut position = 0;
+        let mut keys = std::collections::HashSet::new();
+        records::for_each(&s.file, |r: SweepRecord| {
+            position += 1;
+            records_read += 1;
+            let here = Newest {
+                finished_at: r.finished_at,
+                shard,
+                position,
+            };
+            keys.insert(r.key.clone());
+            let entry = newest.entry(r.key).or_insert(here);
+            if here > *entry {
+                *entry = here;
+            }
+        })
+        .map_err(|e| format!("{}: {e}", s.file.display()))?;
+        keys_by_shard.push(keys);
+    }
+
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let _lock = crate::lock::lock(&args.out)?;
+    let merged = args.out.join("results.jsonl");
+    let existing = records::open_regular(&merged)
+        .map_err(|e| format!("{}: {e}", merged.display()))?
+        .and_then(|f| f.metadata().ok())
+        .is_some_and(|m| m.len() > 0);
+    if existing && !args.force {
+        return Err(format!(
+            "{} already holds results; merge into another folder (--out), or --force to replace them (kept as results.<n>.jsonl)",
+            args.out.display()
+        ));
+    }
+    // Second pass: the newest records into a temporary file, renamed at the end.
+    let tmp = args.out.join(".results.merging.jsonl");
+    let _ = std::fs::remove_file(&tmp);
+    let temporary = Temporary(Some(tmp.clone()));
+    let mut writer = records::Writer::open(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let mut summary = Summary::new(&args.out);
+    let mut hosts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut append_error = None;
+    for (shard, s) in shards.iter().enumerate() {
+        let mut position = 0;
+        records::for_each(&s.file, |r: SweepRecord| {
+            position += 1;
+            let chosen = newest
+                .get(&r.key)
+                .is_some_and(|n| n.shard == shard && n.position == position);
+            if !chosen || append_error.is_some() {
+                return;
+            }
+            *hosts.entry(r.host.clone()).or_default() += 1;
+            if let Err(e) = writer.append(&r) {
+                append_error = Some(e);
+            }
+            summary.add(r);
+        })
+        .map_err(|e| format!("{}: {e}", s.file.display()))?;
+    }
+    if let Some(e) = append_error {
+        return Err(format!("{}: {e}", tmp.display()));
+    }
+    if existing {
+        records::keep_generation(&merged)?;
+    }
+    // A merged folder has no plan of its own.
+    let _ = std::fs::remove_file(args.out.join(records::Plan::FILE_NAME));
     if tmp.exists() {
         std::fs::rename(&tmp, &merged).map_err(|e| format!("{}: {e}", merged.display()))?;
     }
+    drop(temporary);
     summary.write()?;
+
+    // What each shard says of itself.
+    let mut found_shards = BTreeSet::new();
+    let mut incomplete = Vec::new();
+    let mut restarted = Vec::new();
+    for (s, keys) in shards.iter().zip(&keys_by_shard) {
+        let plan = match records::Plan::read(&s.folder) {
+            Ok(Some(plan)) => plan,
+            Ok(None) => {
+                incomplete.push(format!(
+                    "{}: no plan.json, so nothing says which runs it had to do or whether it finished",
+                    s.input.display()
+                ));
+                continue;
+            }
+            Err(e) => {
+                incomplete.push(format!(
+                    "{}: its plan does not read ({e}), so nothing says whether it finished",
+                    s.input.display()
+                ));
+                continue;
+            }
+        };
+        if let Some((k, _)) = plan.shard {
+            found_shards.insert(k);
+        }
+        let shard = plan
+            .shard
+            .map_or(String::new(), |(k, n)| format!(" (shard {k}/{n})"));
+        let done = plan.keys.iter().filter(|k| keys.contains(*k)).count();
+        if done < plan.keys.len() {
+            incomplete.push(format!(
+                "{}{shard} on {}: {done} of {} run(s)",
+                s.input.display(),
+                plan.host,
+                plan.keys.len()
+            ));
+        }
+        if plan.starts.len() > 1 {
+            let starts: Vec<String> = plan
+                .starts
+                .iter()
+                .map(|start| {
+                    format!(
+                        "on {} (pid {}) with {} of {} done",
+                        start.host,
+                        start.pid,
+                        start.done,
+                        plan.keys.len()
+                    )
+                })
+                .collect();
+            restarted.push(format!(
+                "{}{shard}: started {}",
+                s.input.display(),
+                starts.join(", restarted ")
+            ));
+        }
+    }
+    let found = shards.len();
     eprintln!(
         "merge: {} run(s) from {found} shard(s) into {}",
         summary.len(),
@@ -141,21 +264,35 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
             eprintln!("merge:   {shard}");
         }
     }
-    if duplicates > 0 {
+    let superseded = records_read - newest.len();
+    if superseded > 0 {
         eprintln!(
-            "merge: {duplicates} run(s) appeared in more than one shard; each was taken once"
+            "merge: {superseded} record(s) of runs recorded more than once (in several shards, retried, or duplicated): each run's newest was taken"
         );
     }
-    // Shards named by their plans: the numbers missing among 1..=expect.
-    if let Some(n) = args.expect {
+    // Shards named by their plans: the numbers missing among 1..=expect; the count
+    // of distinct shards given otherwise.
+    if let Some(n) = args.expect.map(|n| n as usize) {
+        let by_number: Vec<usize> = (1..=n).filter(|k| !found_shards.contains(k)).collect();
         if found_shards.len() == found {
-            missing.extend(
-                (1..=n)
-                    .filter(|k| !found_shards.contains(k))
-                    .map(|k| format!("shard {k}/{n}")),
-            );
+            missing.extend(by_number.iter().map(|k| format!("shard {k}/{n}")));
         } else if found < n {
-            missing.push(format!("{} of {n} shard(s) not given", n - found));
+            missing.push(format!(
+                "{} of {n} shard(s) not given{}",
+                n - found,
+                if by_number.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " (no plan names shard {})",
+                        by_number
+                            .iter()
+                            .map(usize::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            ));
         }
     }
     let shards_missing = !missing.is_empty();
@@ -169,7 +306,7 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
     }
     if !incomplete.is_empty() {
         eprintln!(
-            "merge: shard(s) that stopped early (sweep --resume in their folder continues them):"
+            "merge: shard(s) that stopped early or cannot say (sweep --resume in their folder continues them):"
         );
         for shard in &incomplete {
             eprintln!("merge:   {shard}");

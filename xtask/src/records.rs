@@ -2,12 +2,30 @@
 //! summary can be rebuilt from it. A record is one `write` of a whole line; before
 //! appending, a torn tail (a crash mid-write) is cut off and kept aside, so no record
 //! is glued onto another.
+//!
+//! A scenario is stored once per scenario file, not once per run: a `scenario_base`
+//! line holds a whole scenario, and each record after it names that base and holds
+//! only what its own scenario changes (a JSON merge patch: the grid point, the name).
+//! A 1 MiB description in a 100-run grid is then 1 MiB, not 100. Records that embed
+//! their scenario (files written before, or a run whose scenario shares nothing with
+//! its file's base) read as they are.
+//!
+//! Every file read here is opened as a regular file of bounded lines: a results file
+//! that is a FIFO, a device or a symbolic link to `/dev/zero` is refused with its
+//! name, never read for ever.
 
 use clmulti_explain::Report;
 use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+
+/// The longest line read from a results file, bytes: a report with every sample
+/// of a long run is a few MB; past this it is not a record.
+pub const MAX_LINE_BYTES: usize = 256 << 20;
+/// The largest `plan.json` read, bytes (100000 keys take 2 MB).
+const MAX_PLAN_BYTES: u64 = 64 << 20;
 
 /// One run of a sweep, as stored in `results.jsonl`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -43,15 +61,87 @@ pub struct SweepRecord {
     pub report: Report,
 }
 
-/// Reads a record line (reports of older schemas are upgraded).
-pub fn parse(line: &str) -> Result<SweepRecord, String> {
+/// Opens `path` for reading only if it is a regular file (without blocking on a
+/// FIFO); `None` when there is none.
+pub fn open_regular(path: &Path) -> std::io::Result<Option<File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, a device or a folder): results, plans and comparisons are read only from files",
+        ));
+    }
+    Ok(Some(file))
+}
+
+/// Reads the next line (without its newline) into `line`, at most `max` bytes;
+/// `false` at the end.
+fn next_line(reader: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -> std::io::Result<bool> {
+    line.clear();
+    let read = reader.take(max as u64 + 1).read_until(b'\n', line)?;
+    if read == 0 {
+        return Ok(false);
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    } else if line.len() > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("a line longer than {} MiB: not a results file", max >> 20),
+        ));
+    }
+    Ok(true)
+}
+
+/// What one line of a results file holds.
+enum Line {
+    /// A scenario later records name as their base.
+    Base,
+    /// A record.
+    Record(Box<SweepRecord>),
+}
+
+/// The scenario bases seen so far in one file, by hash.
+type Bases = HashMap<String, serde_json::Value>;
+
+/// Reads a line: a scenario base (remembered in `bases`) or a record (its scenario
+/// rebuilt from its base; reports of older schemas are upgraded).
+fn parse_line(line: &str, bases: &mut Bases) -> Result<Line, String> {
     let mut value: serde_json::Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
-    let report = value
-        .as_object_mut()
-        .and_then(|o| o.remove("report"))
-        .ok_or("no report")?;
+    let object = value.as_object_mut().ok_or("not a JSON object")?;
+    if !object.contains_key("key") {
+        if let (Some(serde_json::Value::String(hash)), Some(scenario)) =
+            (object.remove("scenario_base"), object.remove("scenario"))
+        {
+            bases.insert(hash, scenario);
+            return Ok(Line::Base);
+        }
+    }
+    let mut report = object.remove("report").ok_or("no report")?;
+    if let Some(base) = object.remove("scenario_base") {
+        let hash = base.as_str().ok_or("scenario_base is not a string")?;
+        let base = bases
+            .get(hash)
+            .ok_or_else(|| format!("its scenario base {hash} is not in the file before it"))?;
+        let patch = object
+            .remove("scenario_patch")
+            .unwrap_or(serde_json::Value::Null);
+        let scenario = merge_patch(base.clone(), &patch);
+        report
+            .as_object_mut()
+            .ok_or("the report is not an object")?
+            .insert("scenario".into(), scenario);
+    }
     let report = Report::from_json(&report.to_string()).map_err(|e| e.to_string())?;
-    value["report"] = serde_json::Value::Null;
     #[derive(Deserialize)]
     struct Head {
         key: String,
@@ -71,7 +161,7 @@ pub fn parse(line: &str) -> Result<SweepRecord, String> {
         signal: Option<i32>,
     }
     let head: Head = serde_json::from_value(value).map_err(|e| e.to_string())?;
-    Ok(SweepRecord {
+    Ok(Line::Record(Box::new(SweepRecord {
         key: head.key,
         file: head.file,
         index: head.index,
@@ -84,9 +174,56 @@ pub fn parse(line: &str) -> Result<SweepRecord, String> {
         exit_code: head.exit_code,
         signal: head.signal,
         report,
-    })
+    })))
 }
 
+/// The JSON merge patch (RFC 7386) that turns `from` into `to`.
+fn merge_diff(from: &serde_json::Value, to: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match (from, to) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut patch = serde_json::Map::new();
+            for (key, new) in b {
+                match a.get(key) {
+                    Some(old) if old == new => {}
+                    Some(old) if old.is_object() && new.is_object() => {
+                        patch.insert(key.clone(), merge_diff(old, new));
+                    }
+                    _ => {
+                        patch.insert(key.clone(), new.clone());
+                    }
+                }
+            }
+            for key in a.keys().filter(|k| !b.contains_key(*k)) {
+                patch.insert(key.clone(), Value::Null);
+            }
+            Value::Object(patch)
+        }
+        _ => to.clone(),
+    }
+}
+
+/// Applies a JSON merge patch (RFC 7386).
+fn merge_patch(mut target: serde_json::Value, patch: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    let Value::Object(changes) = patch else {
+        return patch.clone();
+    };
+    if !target.is_object() {
+        target = Value::Object(serde_json::Map::new());
+    }
+    if let Value::Object(fields) = &mut target {
+        for (key, change) in changes {
+            if change.is_null() {
+                fields.remove(key);
+            } else {
+                let old = fields.remove(key).unwrap_or(Value::Null);
+                fields.insert(key.clone(), merge_patch(old, change));
+            }
+        }
+    }
+    target
+}
 /// Moves a results file aside as the next free `results.<n>.jsonl` beside it, so
 /// starting over never destroys a generation, and says where it went.
 pub fn keep_generation(results: &Path) -> Result<PathBuf, String> {
@@ -112,11 +249,10 @@ pub struct Repair {
 /// Makes the file end at a record boundary: a last line without its newline (a crash
 /// or a full disk mid-write) is moved to `<file>.torn-<n>` and cut off.
 pub fn repair(path: &Path) -> std::io::Result<Option<Repair>> {
-    let mut file = match OpenOptions::new().read(true).write(true).open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
+    if open_regular(path)?.is_none() {
+        return Ok(None);
+    }
+    let mut file = OpenOptions::new().read(true).write(true).open(path)?;
     let len = file.metadata()?.len();
     if len == 0 {
         return Ok(None);
@@ -155,16 +291,117 @@ pub fn repair(path: &Path) -> std::io::Result<Option<Repair>> {
     }))
 }
 
-/// Appends one record as one write and fsyncs; on a failed or short write the file
-/// is cut back to where it was, so it never holds half a record.
-pub fn append(path: &Path, record: &SweepRecord) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
-    line.push(b'\n');
+/// Appends records to a results file, each as one write (with the scenario base it
+/// needs, when the file lacks it) followed by an fsync; on a failed or short write
+/// the file is cut back to where it was, so it never holds half a record.
+#[derive(Debug)]
+pub struct Writer {
+    path: PathBuf,
+    /// Per scenario file, the base its records patch: hash and scenario.
+    bases: HashMap<String, (String, serde_json::Value)>,
+    /// Every base hash the file holds.
+    written: HashSet<String>,
+}
+
+/// A patch past this many bytes, and past half its scenario, starts a new base.
+const PATCH_REBASE_BYTES: usize = 4096;
+
+impl Writer {
+    /// A writer for `path`, which may hold records already (their bases are reused).
+    pub fn open(path: &Path) -> std::io::Result<Self> {
+        let mut writer = Writer {
+            path: path.to_path_buf(),
+            bases: HashMap::new(),
+            written: HashSet::new(),
+        };
+        let Some(file) = open_regular(path)? else {
+            return Ok(writer);
+        };
+        #[derive(Deserialize)]
+        struct BaseLine {
+            key: Option<String>,
+            scenario_base: Option<String>,
+            file: Option<String>,
+            scenario: Option<serde_json::Value>,
+        }
+        let mut reader = BufReader::new(file);
+        let mut line = Vec::new();
+        while next_line(&mut reader, &mut line, MAX_LINE_BYTES)? {
+            // Records skip their report unread: only base lines are kept.
+            if let Ok(BaseLine {
+                key: None,
+                scenario_base: Some(hash),
+                file,
+                scenario: Some(scenario),
+            }) = serde_json::from_slice(&line)
+            {
+                if let Some(file) = file {
+                    writer.bases.insert(file, (hash.clone(), scenario));
+                }
+                writer.written.insert(hash);
+            }
+        }
+        Ok(writer)
+    }
+
+    /// Appends one record.
+    pub fn append(&mut self, record: &SweepRecord) -> std::io::Result<()> {
+        let mut value = serde_json::to_value(record).map_err(std::io::Error::other)?;
+        let scenario = value["report"]
+            .as_object_mut()
+            .and_then(|r| r.remove("scenario"))
+            .unwrap_or(serde_json::Value::Null);
+        let mut bytes = Vec::new();
+        let patch = self.bases.get(&record.file).and_then(|(hash, base)| {
+            let patch = merge_diff(base, &scenario);
+            let size = serde_json::to_string(&patch).map_or(usize::MAX, |t| t.len());
+            let small = size <= PATCH_REBASE_BYTES
+                || size * 2 <= serde_json::to_string(&scenario).map_or(0, |t| t.len());
+            (small && merge_patch(base.clone(), &patch) == scenario).then(|| (hash.clone(), patch))
+        });
+        let (hash, patch) = match patch {
+            Some(found) => found,
+            None => {
+                let text = serde_json::to_string(&scenario).map_err(std::io::Error::other)?;
+                let hash = fnv64(&text);
+                if !self.written.contains(&hash) {
+                    let line = serde_json::json!({
+                        "scenario_base": hash,
+                        "file": record.file,
+                        "scenario": scenario,
+                    });
+                    serde_json::to_writer(&mut bytes, &line).map_err(std::io::Error::other)?;
+                    bytes.push(b'\n');
+                }
+                self.bases
+                    .insert(record.file.clone(), (hash.clone(), scenario.clone()));
+                (hash, serde_json::Value::Object(serde_json::Map::new()))
+            }
+        };
+        let object = value.as_object_mut().expect("a record is an object");
+        object.insert("scenario_base".into(), hash.clone().into());
+        object.insert("scenario_patch".into(), patch);
+        serde_json::to_writer(&mut bytes, &value).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        append_bytes(&self.path, &bytes)?;
+        self.written.insert(hash);
+        Ok(())
+    }
+}
+
+/// One write of whole lines, then fsync; cut back on a failed or short write.
+fn append_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
     let before = file.metadata()?.len();
-    let written = file.write(&line);
+    let written = file.write(bytes);
     match written {
-        Ok(n) if n == line.len() => file.sync_all(),
+        Ok(n) if n == bytes.len() => file.sync_all(),
         Ok(_) | Err(_) => {
             let _ = file.set_len(before);
             Err(written.err().unwrap_or_else(|| {
@@ -174,33 +411,89 @@ pub fn append(path: &Path, record: &SweepRecord) -> std::io::Result<()> {
     }
 }
 
-/// Reads every record in one streaming pass, handing each to `each`; a line that does
-/// not parse is skipped with a warning. Returns how many lines were skipped.
-pub fn for_each(path: &Path, mut each: impl FnMut(SweepRecord)) -> std::io::Result<usize> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(e),
-    };
-    let mut skipped = 0;
-    for (n, line) in BufReader::new(file).lines().enumerate() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
+/// Reads every record in one streaming pass, in file order, handing each to `each`
+/// with its line number; a line that does not parse is skipped, with a warning
+/// unless `quiet`. Returns how many lines were skipped.
+fn each_line(
+    path: &Path,
+    quiet: bool,
+    mut each: impl FnMut(usize, SweepRecord),
+) -> std::io::Result<usize> {
+    let mut bases = Bases::new();
+    each_text(path, |n, text| match parse_line(text, &mut bases) {
+        Ok(Line::Record(r)) => {
+            each(n, *r);
+            true
         }
-        match parse(&line) {
-            Ok(r) => each(r),
-            Err(e) => {
-                skipped += 1;
+        Ok(Line::Base) => true,
+        Err(e) => {
+            if !quiet {
                 eprintln!(
-                    "warning: {}:{}: skipping unreadable record: {e}",
-                    path.display(),
-                    n + 1
+                    "warning: {}:{n}: skipping unreadable record: {e}",
+                    path.display()
                 );
             }
+            false
+        }
+    })
+}
+
+/// Hands each non-empty line of a results file to `each` (which says whether it
+/// read), with its 1-based number; returns how many did not read.
+fn each_text(path: &Path, mut each: impl FnMut(usize, &str) -> bool) -> std::io::Result<usize> {
+    let Some(file) = open_regular(path)? else {
+        return Ok(0);
+    };
+    let mut reader = BufReader::new(file);
+    let mut skipped = 0;
+    let mut line = Vec::new();
+    let mut n = 0;
+    while next_line(&mut reader, &mut line, MAX_LINE_BYTES)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("line {}: {e}", n + 1)))?
+    {
+        n += 1;
+        let text = String::from_utf8_lossy(&line);
+        if !text.trim().is_empty() && !each(n, &text) {
+            skipped += 1;
         }
     }
     Ok(skipped)
+}
+
+/// Every record, duplicates included, in file order.
+pub fn for_each(path: &Path, mut each: impl FnMut(SweepRecord)) -> std::io::Result<usize> {
+    each_line(path, false, |_, r| each(r))
+}
+
+/// Each run once: of the records sharing a key (a line duplicated, a run retried
+/// with `--retry-failed`), the newest (the latest `finished_at`, then the last in
+/// the file). Two streaming passes; the first reads only keys and times.
+pub fn for_each_latest(path: &Path, mut each: impl FnMut(SweepRecord)) -> std::io::Result<usize> {
+    #[derive(Deserialize)]
+    struct Head {
+        key: Option<String>,
+        #[serde(default)]
+        finished_at: u64,
+    }
+    let mut newest: HashMap<String, (u64, usize)> = HashMap::new();
+    each_text(path, |n, text| {
+        if let Ok(Head {
+            key: Some(key),
+            finished_at,
+        }) = serde_json::from_str::<Head>(text)
+        {
+            let entry = newest.entry(key).or_insert((finished_at, n));
+            if (finished_at, n) >= *entry {
+                *entry = (finished_at, n);
+            }
+        }
+        true
+    })?;
+    each_line(path, false, |n, r| {
+        if newest.get(&r.key).is_some_and(|(_, line)| *line == n) {
+            each(r);
+        }
+    })
 }
 
 /// FNV-1a, 64 bits, as hex: a stable key that needs no dependency.
@@ -240,6 +533,107 @@ mod tests {
             super::repair(&path).unwrap().is_none(),
             "a whole file needs no repair"
         );
+    }
+
+    #[test]
+    fn a_merge_patch_turns_its_base_into_the_target() {
+        let base = serde_json::json!({"name": "g[a=1]", "allocation": {"size": 1, "count": 5}, "env": {"X": "1"}});
+        let target =
+            serde_json::json!({"name": "g[a=2]", "allocation": {"size": 2, "count": 5}, "env": {}});
+        let patch = merge_diff(&base, &target);
+        assert_eq!(
+            patch,
+            serde_json::json!({"name": "g[a=2]", "allocation": {"size": 2}, "env": {"X": null}})
+        );
+        assert_eq!(merge_patch(base, &patch), target);
+    }
+
+    /// A record as a sweep writes it, for `scenario` (a JSON scenario) of `file`.
+    fn record(
+        key: &str,
+        file: &str,
+        finished_at: u64,
+        scenario: &clmulti_scenario::Scenario,
+    ) -> SweepRecord {
+        let mut report = clmulti_explain::Report::new(
+            scenario,
+            clmulti_explain::StopReason::Completed,
+            clmulti_probe::HostLimits::read(),
+            None,
+        );
+        report.buffers = finished_at;
+        SweepRecord {
+            key: key.into(),
+            file: file.into(),
+            index: 0,
+            machine: "m".into(),
+            host: String::new(),
+            os: String::new(),
+            tool: String::new(),
+            finished_at,
+            wall_seconds: 0.0,
+            exit_code: Some(0),
+            signal: None,
+            report,
+        }
+    }
+
+    #[test]
+    fn a_scenario_is_written_once_per_file_and_each_run_read_once() {
+        let path = temp("bases");
+        let runs = clmulti_scenario::load_str(
+            &format!(
+                "description = \"{}\"\n[grid]\n\"allocation.count\" = [1, 2, 3]\n",
+                "d".repeat(10_000)
+            ),
+            "g.toml",
+        )
+        .unwrap();
+        let mut writer = Writer::open(&path).unwrap();
+        for (i, run) in runs.iter().enumerate() {
+            writer
+                .append(&record(&format!("k{i}"), "g.toml", 10, run))
+                .unwrap();
+        }
+        // A retry of run 1, from a writer that opened the file again (a resume).
+        let mut writer = Writer::open(&path).unwrap();
+        writer
+            .append(&record("k1", "g.toml", 20, &runs[1]))
+            .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text.matches(&"d".repeat(10_000)).count(),
+            1,
+            "the description once"
+        );
+        let mut all = Vec::new();
+        for_each(&path, |r| all.push(r)).unwrap();
+        assert_eq!(all.len(), 4);
+        for (r, run) in all.iter().zip(runs.iter().chain([&runs[1]])) {
+            assert_eq!(
+                serde_json::to_value(&r.report.scenario).unwrap(),
+                serde_json::to_value(run).unwrap()
+            );
+        }
+        let mut latest = Vec::new();
+        for_each_latest(&path, |r| latest.push((r.key, r.finished_at))).unwrap();
+        assert_eq!(
+            latest,
+            [
+                ("k0".to_owned(), 10),
+                ("k2".to_owned(), 10),
+                ("k1".to_owned(), 20)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_line_longer_than_a_record_can_be_is_an_error_not_an_allocation() {
+        let mut reader = std::io::Cursor::new(vec![b'x'; 1000]);
+        let mut line = Vec::new();
+        let err = next_line(&mut reader, &mut line, 100).unwrap_err();
+        assert!(err.to_string().contains("longer than"), "{err}");
+        assert!(line.len() <= 101);
     }
 
     #[test]
@@ -289,15 +683,30 @@ impl Plan {
         std::fs::rename(tmp, folder.join(Self::FILE_NAME))
     }
 
-    /// The folder's plan; `None` when it has none (a sweep older than plans).
+    /// The folder's plan; `None` when it has none (a sweep older than plans). A plan
+    /// that does not read is an error naming the file, line and column.
     pub fn read(folder: &Path) -> Result<Option<Plan>, String> {
         let path = folder.join(Self::FILE_NAME);
-        match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|e| format!("{}: {e}", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("{}: {e}", path.display())),
+        let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        let Some(file) = open_regular(&path).map_err(|e| fail(&e))? else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::new();
+        file.take(MAX_PLAN_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| fail(&e))?;
+        if bytes.len() as u64 > MAX_PLAN_BYTES {
+            return Err(fail(&format!(
+                "larger than {} MiB: not a plan",
+                MAX_PLAN_BYTES >> 20
+            )));
         }
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            fail(&format!(
+                "line {} column {}: not a plan: {e}",
+                e.line(),
+                e.column()
+            ))
+        })
     }
 }

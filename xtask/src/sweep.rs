@@ -5,14 +5,13 @@
 use crate::records::{self, fnv64, SweepRecord};
 use crate::summary::{Summary, SweepState};
 use crate::{compare, lock, progress::Progress, workspace};
-use clmulti_alloc::child::{self, ChildCommand};
+use clmulti_alloc::child::{self, ChildCommand, Interrupt, INTERRUPT};
 use clmulti_explain::StopReason;
 use clmulti_probe::DevicesReport;
 use clmulti_scenario::{Scenario, ScenarioFile};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Arguments of `cargo xtask sweep`.
@@ -34,7 +33,7 @@ pub struct Args {
     #[arg(long, conflicts_with = "resume")]
     force: bool,
     /// Per-run limit in seconds (default: the run's max_seconds guard plus a margin).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
     timeout: Option<f64>,
     /// Run only the K-th of N slices of the expanded list (1-based).
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
@@ -43,7 +42,7 @@ pub struct Args {
     #[arg(long, value_name = "OLD.jsonl")]
     compare: Option<PathBuf>,
     /// Relative change flagged by --compare.
-    #[arg(long, default_value_t = 0.10)]
+    #[arg(long, default_value_t = 0.10, value_parser = crate::compare::threshold)]
     threshold: f64,
     /// Use this clmulti binary (and the clmulti-layer next to it) instead of building
     /// the release ones.
@@ -54,8 +53,31 @@ pub struct Args {
     features: Option<String>,
     /// Re-render summaries at most this often while runs go on (seconds); a render
     /// that takes long waits longer, so rendering stays under 0.2% of the sweep's time.
-    #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 5.0, value_name = "SECONDS", value_parser = render_seconds)]
     render_every: f64,
+}
+
+/// Seconds for `--timeout`: finite, above 0, at most a week (the longest guard).
+pub fn seconds(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= clmulti_scenario::MAX_SECONDS)
+        .ok_or_else(|| {
+            format!(
+                "{text}: expected seconds above 0 and at most {} (a week)",
+                clmulti_scenario::MAX_SECONDS
+            )
+        })
+}
+
+/// Seconds for `--render-every`: 0 (every run) to an hour.
+fn render_seconds(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && (0.0..=3600.0).contains(s))
+        .ok_or_else(|| format!("{text}: expected seconds from 0 to 3600"))
 }
 
 fn parse_shard(v: &str) -> Result<(usize, usize), String> {
@@ -66,22 +88,6 @@ fn parse_shard(v: &str) -> Result<(usize, usize), String> {
         return Err(bad());
     }
     Ok((k, n))
-}
-
-/// Set by SIGINT/SIGTERM: stop after killing the current child, keep every record.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::Relaxed);
-}
-
-fn catch_interrupts() {
-    let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, handler);
-        libc::signal(libc::SIGTERM, handler);
-    }
 }
 
 /// Scenario files named by paths: files as given, folders' *.toml sorted.
@@ -150,9 +156,12 @@ fn devices_report(bin: &Path, env: &BTreeMap<String, String>) -> Result<DevicesR
     serde_json::from_slice(&out.stdout).map_err(|e| format!("`clmulti devices` output: {e}"))
 }
 
-/// The kind of machine (platforms, device models, driver versions, memory sizes,
-/// not host names or device serials: an identical node continues a requeued task),
-/// and a description naming the host and its devices.
+/// The kind of machine, from facts that do not move while it runs: platforms and
+/// their versions, device models, driver versions, how many of each. Not memory
+/// sizes: PoCL derives its devices' global memory from the host's free memory
+/// (6.96 to 15.26 GB within an hour on an idle host), and a resume on the same
+/// machine must find its runs. Not host names or device serials either: an identical
+/// node continues a requeued task. With a description naming the host and devices.
 pub fn machine(report: &DevicesReport) -> (String, String) {
     let mut parts = Vec::new();
     let mut names = Vec::new();
@@ -160,7 +169,7 @@ pub fn machine(report: &DevicesReport) -> (String, String) {
         for d in &p.devices {
             parts.push(format!(
                 "{}|{}|{}|{}|{}",
-                p.name, p.version, d.name, d.driver_version, d.global_mem_bytes
+                p.name, p.version, d.name, d.driver_version, d.kind
             ));
             names.push(format!("{} ({})", d.display_name(), p.display_name()));
         }
@@ -214,7 +223,11 @@ fn prepare_out(args: &Args) -> Result<(lock::FolderLock, PathBuf), String> {
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let held = lock::lock(&args.out)?;
     let results = args.out.join("results.jsonl");
-    let existing = std::fs::metadata(&results).map_or(0, |m| m.len());
+    // A FIFO or a link to a device here would block or never end.
+    let existing = records::open_regular(&results)
+        .map_err(|e| format!("{}: {e}", results.display()))?
+        .map_or(Ok(0), |f| f.metadata().map(|m| m.len()))
+        .map_err(|e| format!("{}: {e}", results.display()))?;
     if existing > 0 && !args.resume {
         if !args.force {
             return Err(format!(
@@ -251,14 +264,16 @@ pub fn sweep(args: &Args) -> Result<ExitCode, String> {
 
 pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     let mut stats = Stats::default();
-    catch_interrupts();
+    Interrupt::catch();
     // Bad input exits 2, as `clmulti run` does.
     let input_error = |message: String| {
         eprintln!("error: {message}");
         Ok((ExitCode::from(2), Stats::default()))
     };
-    if let Some(old) = args.compare.as_ref().filter(|p| !p.exists()) {
-        return input_error(format!("--compare {}: no such file", old.display()));
+    if let Some(old) = &args.compare {
+        if let Err(e) = compare::check_input(old) {
+            return input_error(format!("--compare {e}"));
+        }
     }
     let files = match scenario_files(&args.paths) {
         Ok(files) => files,
@@ -305,7 +320,8 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     let mut done: HashSet<String> = HashSet::new();
     let mut retry: HashSet<String> = HashSet::new();
     let mut other_machines = HashSet::new();
-    records::for_each(&results, |r| {
+    // Each run once: a retried run's newest record, a duplicated line once.
+    records::for_each_latest(&results, |r| {
         if r.machine != machine {
             other_machines.insert(r.host.clone());
         }
@@ -387,8 +403,10 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     // A render costs O(runs): waiting 500 times its cost keeps the sweep's own time
     // per run flat as results grow (10000 runs render in ~0.1 s).
     let mut render_wait = render_every;
+    let mut writer =
+        records::Writer::open(&results).map_err(|e| format!("{}: {e}", results.display()))?;
     for (f, i, key) in &todo {
-        if INTERRUPTED.load(Ordering::Relaxed) {
+        if INTERRUPT.signal().is_some() {
             break;
         }
         let iteration = Instant::now();
@@ -397,7 +415,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         let Ok(scenario) = file.run(*i) else { continue };
         progress.start(&scenario.name);
         let outcome = child::run_child(&ChildCommand {
-            interrupt: Some(&INTERRUPTED),
+            interrupt: Some(&INTERRUPT),
             ..ChildCommand::scenario_run(
                 bin.clone(),
                 &scenario,
@@ -425,7 +443,9 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
             signal: outcome.status.signal(),
             report: child::report_of(&scenario, &outcome),
         };
-        records::append(&results, &record).map_err(|e| format!("{}: {e}", results.display()))?;
+        writer
+            .append(&record)
+            .map_err(|e| format!("{}: {e}", results.display()))?;
         if matches!(record.report.stop, StopReason::NoReport { .. }) {
             without_report += 1;
         }
@@ -450,7 +470,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
             .push(iteration.elapsed().as_secs_f64() - outcome.wall_seconds);
     }
     progress.finish();
-    summary.set_state(if INTERRUPTED.load(Ordering::Relaxed) {
+    summary.set_state(if INTERRUPT.signal().is_some() {
         SweepState::Interrupted
     } else {
         SweepState::Ended
@@ -473,10 +493,10 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     );
     if let Some(old) = &args.compare {
         let text = compare::compare_files(old, &results, args.threshold)?;
-        print!("{text}");
+        crate::write_stdout(&text)?;
         std::fs::write(args.out.join("compare.md"), &text).map_err(|e| e.to_string())?;
     }
-    if INTERRUPTED.load(Ordering::Relaxed) {
+    if INTERRUPT.signal().is_some() {
         eprintln!(
             "sweep: interrupted; every finished run is in {}; --resume continues",
             results.display()

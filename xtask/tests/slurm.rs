@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{clmulti_bin, keys, results, stderr, temp_dir, xtask_bare};
+use common::{clmulti_bin, keys, record_lines, results, stderr, temp_dir, xtask_bare};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -214,8 +214,7 @@ fn task_nodes(conf: &str, array: &str) -> BTreeMap<usize, Vec<(String, String)>>
 
 /// Whole records in a folder's results.jsonl, read while its sweep may be writing one.
 fn records_written(folder: &Path) -> usize {
-    std::fs::read(folder.join("results.jsonl"))
-        .map_or(0, |bytes| bytes.iter().filter(|&&b| b == b'\n').count())
+    std::fs::read_to_string(folder.join("results.jsonl")).map_or(0, |t| record_lines(&t))
 }
 
 /// A shard folder's plan (`plan.json`).
@@ -557,7 +556,7 @@ fn a_shard_whose_node_dies_finishes_on_another_node() {
             .unwrap();
         (text.clone(), torn)
     };
-    let done_before = before.lines().count();
+    let done_before = record_lines(&before);
     assert!(
         (1..4).contains(&done_before),
         "killed mid-shard ({done_before} of 4 done)"
@@ -730,7 +729,7 @@ fn a_cancelled_shard_requeued_resumes_without_rerunning() {
     wait_for_jobs(&conf, &[&job], Duration::from_secs(60), &logs);
     assert_eq!(job_states(&conf, &job), ["CANCELLED"]);
     let before = std::fs::read_to_string(&file).unwrap();
-    let done_before = before.lines().count();
+    let done_before = record_lines(&before);
     assert!(
         (2..6).contains(&done_before),
         "the cancel came between runs 2 and 6 ({done_before} done)"

@@ -3,7 +3,8 @@
 mod common;
 
 use common::{
-    clmulti_bin, keys, processes_with, results, stderr, temp_dir, wait_for_lines, xtask_bare,
+    abort_after_layer, clmulti_bin, first_records, keys, processes_with, record_lines, results,
+    stderr, temp_dir, wait_for_lines, xtask_bare,
 };
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -33,10 +34,14 @@ every = 500
 #[test]
 fn a_crashing_run_keeps_its_progress_and_last_words() {
     let dir = temp_dir("crash");
-    // Under a 1 GiB address-space limit PoCL aborts (SIGABRT) instead of returning an error.
+    // A runtime that aborts (SIGABRT) at its 21st clCreateBuffer, under a 1 GiB
+    // address-space limit the run keeps well within.
     std::fs::write(
         dir.join("abort.toml"),
-        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64MiB\"\ncount = 100\nstrategy = \"fill\"\n[limits]\nas = \"1GiB\"\n[sampling]\nevery = 1\n",
+        format!(
+            "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64KiB\"\ncount = 100\nstrategy = \"fill\"\n[env]\nOPENCL_LAYERS = \"{}\"\nCLMULTI_ABORT_AFTER = \"20\"\n[limits]\nas = \"1GiB\"\n[sampling]\nevery = 1\n",
+            abort_after_layer().display()
+        ),
     )
     .unwrap();
     std::fs::write(
@@ -192,7 +197,7 @@ fn a_killed_sweep_leaves_no_child_and_resumes_to_the_same_results() {
     .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let kept = std::fs::read_to_string(part.join("results.1.jsonl")).unwrap();
-    assert_eq!(kept.lines().count(), 6);
+    assert_eq!(record_lines(&kept), 6);
     assert_eq!(results(&part).len(), 6);
 }
 
@@ -211,7 +216,7 @@ fn a_torn_last_record_is_repaired_before_resuming() {
     assert!(out.status.success(), "{}", stderr(&out));
     let file = out_dir.join("results.jsonl");
     let text = std::fs::read_to_string(&file).unwrap();
-    assert_eq!(text.lines().count(), 2);
+    assert_eq!(record_lines(&text), 2);
     // A crash mid-write: the second record cut in half, no final newline.
     let cut = text.len() - text.lines().last().unwrap().len() / 2;
     std::fs::write(&file, &text[..cut]).unwrap();
@@ -460,7 +465,7 @@ fn summary_files_are_valid_and_shards_merge() {
     std::fs::create_dir_all(&partial).unwrap();
     std::fs::copy(dir.join("shard1/plan.json"), partial.join("plan.json")).unwrap();
     let lines = std::fs::read_to_string(dir.join("shard1/results.jsonl")).unwrap();
-    let kept: String = lines.lines().take(2).map(|l| format!("{l}\n")).collect();
+    let kept = first_records(&lines, 2);
     std::fs::write(partial.join("results.jsonl"), kept).unwrap();
     let out = xtask_bare()
         .args(["merge", partial.to_str().unwrap()])

@@ -5,8 +5,13 @@
 //!
 //! The child is `clmulti run --resolved SCENARIO.json --format json` (or any program
 //! that prints a report line and honours [`PROGRESS_ENV`]). It runs in its own process
-//! group, dies with its parent (`PR_SET_PDEATHSIG`), and writes its setup and every
-//! sample to a progress file, so a crash or a kill still leaves what it measured.
+//! group, dies with its parent (`PR_SET_PDEATHSIG`), and writes that it loads the
+//! runtime, its setup and every sample to a progress file, so a crash or a kill still
+//! leaves what it measured and where it was.
+//!
+//! The progress file and the resolved scenario are memfds the child inherits: they
+//! have no name in any folder, so nothing is left behind however the parent ends
+//! (a killed sweep used to leave a `clmulti-progress-*.tsv` per run).
 
 use clmulti_explain::{Report, Sample, StopReason};
 use clmulti_scenario::Scenario;
@@ -18,10 +23,66 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-/// The environment variable naming the progress file a child writes.
+/// The environment variable naming the progress file a child writes: a path, or
+/// `/dev/fd/N` for a descriptor it inherited.
 pub const PROGRESS_ENV: &str = "CLMULTI_PROGRESS_FILE";
 /// The end of a child's stderr that is kept, bytes.
 const STDERR_TAIL: usize = 4000;
+/// The most of a child's stdout that is kept, bytes (a report is a few MB at most; a
+/// runtime can print without end).
+const STDOUT_MAX: usize = 256 << 20;
+/// The most of a progress file that is read back, bytes.
+const PROGRESS_MAX: u64 = 256 << 20;
+
+/// What SIGINT and SIGTERM handlers record: the last signal, and how many came. The
+/// first asks for a graceful stop; the second ends the process at once.
+#[derive(Debug)]
+pub struct Interrupt {
+    signal: std::sync::atomic::AtomicI32,
+    count: std::sync::atomic::AtomicU32,
+}
+
+/// The process's interrupt state, set by [`Interrupt::record`].
+pub static INTERRUPT: Interrupt = Interrupt {
+    signal: std::sync::atomic::AtomicI32::new(0),
+    count: std::sync::atomic::AtomicU32::new(0),
+};
+
+impl Interrupt {
+    /// Records `signal`; the second one exits the process with `128 + signal` at
+    /// once. Async-signal-safe: call it from a signal handler.
+    pub fn record(&self, signal: i32) {
+        use std::sync::atomic::Ordering;
+        if self.count.fetch_add(1, Ordering::SeqCst) >= 1 {
+            // SAFETY: _exit is async-signal-safe and ends the process at once.
+            unsafe { libc::_exit(128 + signal) };
+        }
+        self.signal.store(signal, Ordering::SeqCst);
+    }
+
+    /// The signal that asked for a stop, if one did.
+    pub fn signal(&self) -> Option<i32> {
+        Some(self.signal.load(std::sync::atomic::Ordering::SeqCst)).filter(|s| *s != 0)
+    }
+
+    /// The signal number, 0 while none came: what the engine's loop watches.
+    pub fn as_atomic(&self) -> &std::sync::atomic::AtomicI32 {
+        &self.signal
+    }
+
+    /// Routes SIGINT, SIGTERM and SIGHUP of this process to [`INTERRUPT`].
+    pub fn catch() {
+        extern "C" fn on_signal(signal: libc::c_int) {
+            INTERRUPT.record(signal);
+        }
+        let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: the handler only touches atomics and may call _exit, all
+            // async-signal-safe.
+            unsafe { libc::signal(signal, handler) };
+        }
+    }
+}
 
 /// A child to run.
 #[derive(Debug, Clone)]
@@ -34,10 +95,14 @@ pub struct ChildCommand {
     pub env: BTreeMap<String, String>,
     /// Killed (with its process group) after this long.
     pub timeout: Duration,
-    /// Killed at once when this turns true (e.g. set by a SIGINT handler).
-    pub interrupt: Option<&'static std::sync::atomic::AtomicBool>,
-    /// A resolved scenario (JSON) the child runs: written to a file whose path is
-    /// the last argument, and removed after.
+    /// When a signal is recorded here, the child's process group gets it too and
+    /// has `interrupt_grace` to stop, release and print its partial report before
+    /// it is killed (at once on a second signal).
+    pub interrupt: Option<&'static Interrupt>,
+    /// How long an interrupted child may take to end by itself.
+    pub interrupt_grace: Duration,
+    /// A resolved scenario (JSON) the child runs: handed over in a memfd named by
+    /// the last argument (`/dev/fd/N`).
     pub resolved: Option<String>,
 }
 
@@ -71,6 +136,7 @@ impl ChildCommand {
                     + Duration::from_secs(60)
             }),
             interrupt: None,
+            interrupt_grace: Duration::ZERO,
             resolved: Some(serde_json::to_string(scenario).unwrap_or_default()),
         }
     }
@@ -83,8 +149,10 @@ pub struct ChildOutcome {
     pub status: ExitStatus,
     /// Whether the harness killed it at the timeout.
     pub timed_out: bool,
-    /// Whether the harness killed it because the caller was interrupted.
+    /// Whether the harness passed an interrupt on (and killed it after its grace).
     pub interrupted: bool,
+    /// The signal passed on.
+    pub interrupted_by: Option<i32>,
     /// Wall time, seconds.
     pub wall_seconds: f64,
     /// Everything it printed on stdout.
@@ -98,6 +166,10 @@ pub struct ChildOutcome {
 /// What a child reported as it went.
 #[derive(Debug, Clone, Default)]
 pub struct Progress {
+    /// It was about to load the OpenCL runtime (`clGetPlatformIDs`).
+    pub loading: bool,
+    /// `clGetPlatformIDs` returned.
+    pub loaded: bool,
     /// Its setup: platform, devices, limits (a report with nothing measured).
     pub started: Option<Report>,
     /// Its samples, in order.
@@ -111,11 +183,43 @@ pub struct ProgressWriter {
 }
 
 impl ProgressWriter {
-    /// The writer named by [`PROGRESS_ENV`], if the parent set it.
+    /// The writer named by [`PROGRESS_ENV`], if the parent set it. A descriptor
+    /// this process inherited (`/dev/fd/N`) is taken over, not opened again: under
+    /// `[limits] nofile` every descriptor counts.
     pub fn from_env() -> Option<Self> {
         let path = std::env::var_os(PROGRESS_ENV)?;
-        let file = std::fs::OpenOptions::new().append(true).open(path).ok()?;
+        let file = match inherited_fd(Path::new(&path)) {
+            Some(fd) => {
+                use std::os::fd::FromRawFd;
+                // SAFETY: the harness left this descriptor open for this process
+                // alone; it is adopted once (the variable is removed below) and
+                // closed on exec so that nothing this process starts keeps it.
+                unsafe {
+                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                    std::fs::File::from_raw_fd(fd)
+                }
+            }
+            None => std::fs::OpenOptions::new().append(true).open(&path).ok()?,
+        };
+        std::env::remove_var(PROGRESS_ENV);
         Some(ProgressWriter { file })
+    }
+
+    /// Writes `loading` and `loaded` around the runtime's loading
+    /// ([`clmulti_probe::on_loading`]): a crash, an exit or a hang between the two is
+    /// the runtime's loading.
+    pub fn mark_loading(&self) {
+        use std::os::fd::AsRawFd;
+        static FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+        fn hook(loading: bool) {
+            let fd = FD.load(std::sync::atomic::Ordering::SeqCst);
+            let line: &[u8] = if loading { b"loading\n" } else { b"loaded\n" };
+            // SAFETY: one write of a static line to the progress descriptor.
+            unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
+        }
+        if FD.swap(self.file.as_raw_fd(), std::sync::atomic::Ordering::SeqCst) == -1 {
+            clmulti_probe::on_loading(hook);
+        }
     }
 
     fn line(&mut self, kind: &str, value: &impl serde::Serialize) {
@@ -136,12 +240,38 @@ impl crate::Observer for ProgressWriter {
     }
 }
 
-fn read_progress(path: &Path) -> Progress {
+/// `N` for a path `/dev/fd/N` naming an open descriptor of this process.
+fn inherited_fd(path: &Path) -> Option<i32> {
+    let fd: i32 = path.to_str()?.strip_prefix("/dev/fd/")?.parse().ok()?;
+    // SAFETY: F_GETFD only asks whether the descriptor is open.
+    (fd > 2 && unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0).then_some(fd)
+}
+
+/// The resolved scenario a harness handed over ([`ChildCommand::resolved`]), read
+/// whole; an inherited descriptor is closed after, so the run keeps no descriptor
+/// it did not open.
+pub fn read_resolved(path: &Path) -> std::io::Result<String> {
+    let text = std::fs::read_to_string(path)?;
+    if let Some(fd) = inherited_fd(path) {
+        // SAFETY: the harness's descriptor, read above and used nowhere else.
+        unsafe { libc::close(fd) };
+    }
+    Ok(text)
+}
+
+fn read_progress(mut file: std::fs::File) -> Progress {
+    use std::io::Seek;
     let mut progress = Progress::default();
-    let Ok(file) = std::fs::File::open(path) else {
+    if file.rewind().is_err() {
         return progress;
-    };
-    for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {
+    }
+    let reader = std::io::BufReader::new(file.take(PROGRESS_MAX));
+    for line in reader.lines().map_while(Result::ok) {
+        match line.as_str() {
+            "loading" => progress.loading = true,
+            "loaded" => progress.loaded = true,
+            _ => {}
+        }
         match line.split_once('\t') {
             Some(("started", json)) => progress.started = Report::from_json(json).ok(),
             Some(("sample", json)) => {
@@ -155,49 +285,51 @@ fn read_progress(path: &Path) -> Progress {
     progress
 }
 
-/// A fresh temporary file name: `clmulti-<what>-<pid>-<n>.<ext>`.
-fn temp_path(what: &str, ext: &str) -> PathBuf {
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    std::env::temp_dir().join(format!("clmulti-{what}-{}-{n}.{ext}", std::process::id()))
-}
-
-/// Files that exist for one child and go when it does, whatever happens.
-struct TempFiles(Vec<PathBuf>);
-
-impl Drop for TempFiles {
-    fn drop(&mut self) {
-        for path in &self.0 {
-            let _ = std::fs::remove_file(path);
-        }
+/// An anonymous file (memfd) closed on exec: it has no path, so nothing is left
+/// behind whatever happens to this process.
+fn anonymous_file(name: &std::ffi::CStr) -> std::io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: memfd_create with a NUL-terminated name; the descriptor is owned below.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: a fresh descriptor nothing else owns.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
 /// Runs a child to completion or its timeout.
 ///
 /// Long on purpose: one child's life from spawn to reap (files, pipes drained by threads, the wait with timeout and interrupt, the group killed); split, the ordering of kill and drain would be harder to see.
 pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
-    let progress_file = temp_path("progress", "tsv");
-    let mut temp = TempFiles(vec![progress_file.clone()]);
-    std::fs::File::create(&progress_file)?;
+    use std::os::fd::AsRawFd;
+    let progress_file = anonymous_file(c"clmulti-progress")?;
+    let mut inherited = vec![progress_file.as_raw_fd()];
     let mut cmd = Command::new(&command.program);
     cmd.args(&command.args);
-    if let Some(json) = &command.resolved {
-        let path = temp_path("scenario", "json");
-        temp.0.push(path.clone());
-        std::fs::write(&path, json)?;
-        cmd.arg(&path);
-    }
+    let resolved = match &command.resolved {
+        Some(json) => {
+            let mut file = anonymous_file(c"clmulti-scenario")?;
+            file.write_all(json.as_bytes())?;
+            inherited.push(file.as_raw_fd());
+            cmd.arg(format!("/dev/fd/{}", file.as_raw_fd()));
+            Some(file)
+        }
+        None => None,
+    };
     let start = Instant::now();
     cmd.envs(&command.env)
-        .env(PROGRESS_ENV, &progress_file)
+        .env(
+            PROGRESS_ENV,
+            format!("/dev/fd/{}", progress_file.as_raw_fd()),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
     let parent = std::process::id() as i32;
     // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
-    // functions (prctl, getppid, _exit).
+    // functions (prctl, getppid, fcntl, _exit).
     unsafe {
         cmd.pre_exec(move || {
             // Die with the parent: a killed sweep must not leave its run going.
@@ -205,15 +337,30 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
             if libc::getppid() != parent {
                 libc::_exit(137);
             }
+            // The child, and only it, keeps the progress file and the scenario.
+            for &fd in &inherited {
+                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
             Ok(())
         });
     }
     let mut child = cmd.spawn()?;
+    drop(resolved);
     let pid = child.id() as i32;
     let stdout = child.stdout.take().map(|mut pipe| {
         std::thread::spawn(move || {
+            // Keep the head (the report line comes first); drain the rest.
             let mut text = Vec::new();
-            let _ = pipe.read_to_end(&mut text);
+            let mut chunk = [0u8; 65536];
+            while let Ok(n) = pipe.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                let room = STDOUT_MAX.saturating_sub(text.len());
+                text.extend_from_slice(&chunk[..n.min(room)]);
+            }
             String::from_utf8_lossy(&text).into_owned()
         })
     });
@@ -240,17 +387,27 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
         })
     });
     let mut pause = Duration::from_micros(200);
-    let interrupted = || {
-        command
-            .interrupt
-            .is_some_and(|flag| flag.load(std::sync::atomic::Ordering::Relaxed))
-    };
+    let interrupt = || command.interrupt.and_then(|i| i.signal());
+    // When the interrupt was passed on to the child.
+    let mut passed_on: Option<Instant> = None;
     let (status, timed_out) = loop {
         if let Some(status) = child.try_wait()? {
             break (status, false);
         }
         let late = start.elapsed() > command.timeout;
-        if late || interrupted() {
+        let kill_now = match (interrupt(), passed_on) {
+            (None, _) => false,
+            (Some(signal), None) => {
+                // SAFETY: signalling the child's own process group.
+                unsafe { libc::kill(-pid, signal) };
+                passed_on = Some(Instant::now());
+                command.interrupt_grace.is_zero()
+            }
+            // A second signal ends the caller itself (`Interrupt::record`), and
+            // this child with it (PR_SET_PDEATHSIG).
+            (Some(_), Some(at)) => at.elapsed() > command.interrupt_grace,
+        };
+        if late || kill_now {
             // SAFETY: signalling the child's own process group.
             unsafe { libc::kill(-pid, libc::SIGKILL) };
             break (child.wait()?, late);
@@ -264,17 +421,49 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
     let wall_seconds = start.elapsed().as_secs_f64();
     let stdout = stdout.and_then(|t| t.join().ok()).unwrap_or_default();
     let stderr_tail = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
-    let progress = read_progress(&progress_file);
-    drop(temp);
+    let progress = read_progress(progress_file);
     Ok(ChildOutcome {
         status,
         timed_out,
-        interrupted: !timed_out && interrupted(),
+        interrupted: !timed_out && interrupt().is_some(),
+        interrupted_by: interrupt(),
         wall_seconds,
         stdout,
         stderr_tail,
         progress,
     })
+}
+
+/// When the child ended while loading the OpenCL runtime (it said it was loading
+/// and never finished its setup) and printed no report: how, in words. Loading that
+/// crashes, exits or hangs leaves nothing measured: the caller fails.
+pub fn loading_failure(outcome: &ChildOutcome) -> Option<String> {
+    let printed = outcome.stdout.lines().any(|l| l.starts_with('{'));
+    if !outcome.progress.loading || outcome.progress.loaded || printed || outcome.interrupted {
+        return None;
+    }
+    let how = if outcome.timed_out {
+        format!(
+            "did not return within {:.1} s (the child was killed)",
+            outcome.wall_seconds
+        )
+    } else if let Some(signal) = outcome.status.signal() {
+        format!(
+            "crashed the process with {}",
+            clmulti_explain::signal_name(signal)
+        )
+    } else {
+        format!(
+            "ended the process (exit {}) before it returned",
+            outcome
+                .status
+                .code()
+                .map_or_else(|| "?".to_owned(), |c| c.to_string())
+        )
+    };
+    Some(format!(
+        "loading the OpenCL runtime failed: clGetPlatformIDs {how}; an ICD the loader opened (OCL_ICD_VENDORS, /etc/OpenCL/vendors) hangs, crashes or exits while loading"
+    ))
 }
 
 /// The report a child printed, or, when it printed none, one that says how it
@@ -286,10 +475,19 @@ pub fn report_of(scenario: &Scenario, outcome: &ChildOutcome) -> Report {
     if let (Some(Ok(report)), false) = (&parsed, outcome.timed_out) {
         return report.clone();
     }
-    let stop = if outcome.timed_out {
+    let loading = loading_failure(outcome);
+    let stop = if let (true, Some(signal)) = (
+        outcome.interrupted,
+        outcome.interrupted_by.or(outcome.status.signal()),
+    ) {
+        // Stopped as the caller asked, before it could say so itself.
+        StopReason::interrupted(signal)
+    } else if outcome.timed_out {
         StopReason::TimedOut {
             seconds: outcome.wall_seconds.floor(),
-            call: None,
+            call: loading
+                .is_some()
+                .then_some(clmulti_explain::Call::GetPlatformIds),
         }
     } else if let Some(signal) = outcome.status.signal() {
         StopReason::crashed(signal)
@@ -297,6 +495,9 @@ pub fn report_of(scenario: &Scenario, outcome: &ChildOutcome) -> Report {
         let mut tail = outcome.stderr_tail.trim().to_owned();
         if let Some(Err(e)) = &parsed {
             tail.push_str(&format!("\nerror: unreadable report: {e}"));
+        }
+        if let Some(why) = &loading {
+            tail = format!("error: {why}\n{tail}");
         }
         StopReason::NoReport {
             exit_code: outcome.status.code(),
@@ -317,5 +518,11 @@ pub fn report_of(scenario: &Scenario, outcome: &ChildOutcome) -> Report {
     }
     report.stderr_tail = outcome.stderr_tail.trim().to_owned();
     report.conclude();
+    if let Some(why) = loading {
+        report
+            .analysis
+            .statements
+            .insert(0, clmulti_explain::verdict::Statement::measured(why));
+    }
     report
 }

@@ -52,8 +52,8 @@ mod engine;
 pub mod runtime_log;
 
 pub use engine::{
-    blank_report, hang_margin, run, BufferCheck, BufferPair, EngineError, Observer, OnHang,
-    RunOptions, CL_MEM_DEVICE_ID_INTEL,
+    blank_report, hang_margin, run, time_limit, BufferCheck, BufferPair, EngineError, Observer,
+    OnHang, RunOptions, Watchdog, CL_MEM_DEVICE_ID_INTEL,
 };
 
 use clmulti_scenario::Limits;

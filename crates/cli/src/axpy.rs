@@ -12,19 +12,32 @@ use clmulti_scenario::format_bytes;
 use clmulti_scenario::ContextMode;
 use opencl3::context::Context;
 use serde::Serialize;
+use std::fmt::Write as _;
+
+/// The most timed repetitions `--repeat` takes.
+const MAX_REPEAT: u32 = 100_000;
+/// The most elements `--n` takes (2^40 floats, 4 TiB per vector): past it a size
+/// overflows before any memory check could refuse it.
+const MAX_N: u64 = 1 << 40;
 
 /// The engine's buffer check: dAxpy over each pair, one program per context.
 #[derive(Debug)]
 pub struct BufferCheckAxpy;
 
 impl BufferCheck for BufferCheckAxpy {
-    fn check(&mut self, context: &Context, pairs: &mut [BufferPair]) -> Vec<Result<(), String>> {
+    fn check(
+        &mut self,
+        context: &Context,
+        pairs: &mut [BufferPair],
+        deadline: std::time::Instant,
+    ) -> Vec<Result<(), String>> {
         let runner = match Runner::new(context) {
             Ok(r) => r,
             Err(e) => return pairs.iter().map(|_| Err(e.to_string())).collect(),
         };
         pairs
             .iter_mut()
+            .take_while(|_| std::time::Instant::now() < deadline)
             .map(|p| {
                 runner
                     .check_buffers(&p.device, &mut p.x, &mut p.y)
@@ -49,8 +62,9 @@ pub enum KernelArg {
 /// Arguments of `clmulti axpy`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Elements (floats) for the bandwidth runs.
-    #[arg(long, default_value_t = 1 << 24, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Elements (floats) for the bandwidth runs (the host must hold a few vectors of
+    /// 4 n bytes: checked before anything is allocated).
+    #[arg(long, default_value_t = 1 << 24, value_parser = clap::value_parser!(u64).range(1..=MAX_N))]
     n: u64,
     /// Device selector `PLATFORM[:DEVICE]` (name, vendor substring or index); repeat
     /// for several. Default: every device of the first platform with GPUs, else of
@@ -62,7 +76,7 @@ pub struct Args {
     #[arg(long, value_parser = clmulti_scenario::Partition::parse)]
     partition: Option<clmulti_scenario::Partition>,
     /// Timed repetitions after the warm-up.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_REPEAT)))]
     repeat: u32,
     /// Which kernel(s).
     #[arg(long, value_enum, default_value_t = KernelArg::Both)]
@@ -269,10 +283,43 @@ pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, 
     clmulti_axpy::split(&cl, options).map_err(|e| e.to_string())
 }
 
+/// Host memory `n` elements need, before any is allocated: the vectors the host
+/// makes (data, reference, read-back: 4 for a split, as many for the full-length
+/// verification past 2^31), and the device buffers when the devices keep them in host
+/// memory (x, y and the copy target), against what the host has: the smaller of its
+/// available memory and half of its ceiling (RAM, cgroup, Slurm job), as the
+/// scenarios' default `max_rss` guard.
+fn host_memory_check(n: u64, devices: &[Device]) -> Result<(), Failure> {
+    let host_backed = devices
+        .iter()
+        .any(|d| d.info().host_unified_memory.value() == Some(&true));
+    let vectors = 4 + if host_backed { 3 } else { 0 };
+    let need = n as f64 * 4.0 * f64::from(vectors);
+    let limits = clmulti_probe::HostLimits::read();
+    let half_ceiling = limits
+        .memory_ceiling()
+        .map_or(f64::INFINITY, |(b, _)| b as f64 * 0.5);
+    let available = clmulti_probe::UsageReader::open()
+        .read()
+        .system
+        .map_or(f64::INFINITY, |s| s.available_bytes as f64);
+    let bound = half_ceiling.min(available);
+    if need > bound {
+        return Err(Failure::Input(format!(
+            "--n {n}: needs about {} of host memory ({vectors} vectors of {}{}); this host allows {} (the smaller of its available memory and half of its memory ceiling): use --n {} or less",
+            format_bytes(need),
+            format_bytes(n as f64 * 4.0),
+            if host_backed { ", the devices' buffers included: they live in host memory" } else { "" },
+            format_bytes(bound),
+            ((bound / 4.0 / f64::from(vectors)) as u64).max(1)
+        )));
+    }
+    Ok(())
+}
+
 pub fn run(args: &Args) -> Result<(), Failure> {
     let (platform, devices) = devices_from_args(&args.devices, args.partition.as_ref())?;
     if let Some(unsupported) = unsupported_on(&platform, &devices) {
-        let reason = unsupported.reason.clone();
         let report = AxpyReport {
             schema_version: AXPY_SCHEMA_VERSION,
             platform,
@@ -281,19 +328,26 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             split: None,
             unsupported: Some(unsupported),
         };
-        match args.format {
-            Format::Json => format::print_json(&report)?,
-            Format::Text => {
-                let u = report.unsupported.as_ref().expect("set above");
-                println!("platform {}", report.platform);
-                println!("unsupported: {}; dAxpy not run", u.reason);
+        // A result about the platform, not a failure of the tool: exit 0.
+        note!(
+            "unsupported: {}; dAxpy not run",
+            clmulti_probe::neo::KERNELS_CANNOT_RUN
+        );
+        return match (args.format, &report.unsupported) {
+            (Format::Text, Some(u)) => {
+                let mut text = format!(
+                    "platform {}\nunsupported: {}; dAxpy not run\n",
+                    report.platform, u.reason
+                );
                 for e in &u.evidence {
-                    println!("  {e}");
+                    let _ = writeln!(text, "  {e}");
                 }
+                format::write_stdout(&text)
             }
-        }
-        return Err(Failure::Unsupported(reason));
+            _ => format::print_json(&report),
+        };
     }
+    host_memory_check(args.n, &devices)?;
     let kernels: &[KernelChoice] = match args.kernel {
         KernelArg::Seed => &[KernelChoice::Seed],
         KernelArg::Fast => &[KernelChoice::Fast],
@@ -337,10 +391,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         };
         return match args.format {
             Format::Json => format::print_json(&report),
-            Format::Text => {
-                print_split(&report, &devices);
-                Ok(())
-            }
+            Format::Text => format::write_stdout(&split_text(&report, &devices)),
         };
     }
     let mut results = Vec::new();
@@ -392,7 +443,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     };
     match args.format {
         Format::Json => format::print_json(&report)?,
-        Format::Text => print_table(&report),
+        Format::Text => format::write_stdout(&table_text(&report))?,
     }
     let failed = report.devices.iter().any(|d| !d.errors.is_empty())
         || matches!(report.cross_device, Some(Cross::Failed { .. }));
@@ -413,7 +464,7 @@ fn run_device(device: &Device, args: &Args, kernels: &[KernelChoice]) -> DeviceR
     let mut result = DeviceResult {
         device: info.display_name().to_owned(),
         selector: info.selector.clone(),
-        working_set_bytes: 2 * 4 * args.n,
+        working_set_bytes: 2 * 4 * args.n.min(MAX_N),
         cache_bytes: info.global_mem_cache_bytes.value().copied(),
         verified: Vec::new(),
         bandwidth: Vec::new(),
@@ -495,11 +546,13 @@ fn cross(devices: &[Device], n: u64) -> Result<CrossDevice, String> {
         .map_err(|e| e.to_string())
 }
 
-fn print_table(report: &AxpyReport) {
-    println!("platform {}", report.platform);
+fn table_text(report: &AxpyReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "platform {}", report.platform);
     for d in &report.devices {
-        println!("device {} {}", d.selector, d.device);
-        println!(
+        let _ = writeln!(out, "device {} {}", d.selector, d.device);
+        let _ = writeln!(
+            out,
             "  verified {} case(s) against the CPU reference (both kernels where they apply)",
             d.verified.len()
         );
@@ -541,32 +594,38 @@ fn print_table(report: &AxpyReport) {
             }
         }
         if rows.len() > 1 {
-            print!("{}", table(&rows));
+            let _ = write!(out, "{}", table(&rows));
         }
         for n in &d.notes {
-            println!("  note: {n}");
+            let _ = writeln!(out, "  note: {n}");
         }
         for e in &d.errors {
-            println!("  error: {e}");
+            let _ = writeln!(out, "  error: {e}");
         }
     }
-    match &report.cross_device {
-        Some(Cross::Ran(c)) => println!(
+    let _ = match &report.cross_device {
+        Some(Cross::Ran(c)) => writeln!(
+            out,
             "cross-device (shared context): kernel on device 0 {:.3} ms, migration {:.3} ms on the host clock ({:.3} ms by its event), kernel on device 1 {:.3} ms, verified",
             c.first_kernel_s * 1e3,
             c.migration_wall_s * 1e3,
             c.migration_s * 1e3,
             c.second_kernel_s * 1e3,
         ),
-        Some(Cross::Failed { error }) => println!("cross-device: error: {error}"),
-        None => println!("cross-device: needs two devices of one platform"),
-    }
+        Some(Cross::Failed { error }) => writeln!(out, "cross-device: error: {error}"),
+        None => writeln!(out, "cross-device: needs two devices of one platform"),
+    };
+    out
 }
 
-fn print_split(report: &AxpyReport, devices: &[Device]) {
-    let Some(s) = &report.split else { return };
-    println!("platform {}", report.platform);
-    println!(
+fn split_text(report: &AxpyReport, devices: &[Device]) -> String {
+    let mut out = String::new();
+    let Some(s) = &report.split else {
+        return out;
+    };
+    let _ = writeln!(out, "platform {}", report.platform);
+    let _ = writeln!(
+        out,
         "split dAxpy over {} device(s): {}; n = {} in parts of {}; best and median of {} after a warm-up",
         devices.len(),
         devices.iter().map(|d| format!("{} {}", d.info().selector, d.info().display_name())).collect::<Vec<_>>().join(", "),
@@ -608,8 +667,9 @@ fn print_split(report: &AxpyReport, devices: &[Device]) {
         }));
         rows.push(row);
     }
-    print!("{}", table(&rows));
-    println!(
+    let _ = write!(out, "{}", table(&rows));
+    let _ = writeln!(
+        out,
         "  every part verified against the CPU reference (largest error {:.2} of the tolerance)",
         s.runs
             .iter()
@@ -620,16 +680,19 @@ fn print_split(report: &AxpyReport, devices: &[Device]) {
     let mut chosen: Vec<String> = s.runs.iter().map(|r| r.launched_by.describe()).collect();
     chosen.dedup();
     if chosen.len() == 1 {
-        println!(
+        let _ = writeln!(
+                out,
             "  launched by: {} (the fastest by median of {ways} ways tried in each run; -v shows each) [measured]",
             chosen[0]
         );
     } else {
-        println!(
+        let _ = writeln!(
+            out,
             "  launched by (the fastest by median of {ways} ways tried; -v shows each) [measured]:"
         );
         for r in &s.runs {
-            println!(
+            let _ = writeln!(
+                out,
                 "    {} {} {}: {}",
                 r.context.name(),
                 r.layout.name(),
@@ -639,7 +702,7 @@ fn print_split(report: &AxpyReport, devices: &[Device]) {
         }
     }
     if !s.scaling.is_empty() {
-        println!("  efficiency per device count (buffers per device; each against the same kernel on device 0 alone) [measured]:");
+        let _ = writeln!(out, "  efficiency per device count (buffers per device; each against the same kernel on device 0 alone) [measured]:");
         let mut rows = vec![vec![
             "devices".to_owned(),
             "context".into(),
@@ -675,11 +738,12 @@ fn print_split(report: &AxpyReport, devices: &[Device]) {
             ]);
         }
         for line in table(&rows).lines() {
-            println!("  {line}");
+            let _ = writeln!(out, "  {line}");
         }
     }
     for t in &s.transfers {
-        println!(
+        let _ = writeln!(
+            out,
             "  transfers ({}): host to devices {:.3} ms, devices to host {:.3} ms{}",
             t.context.name(),
             t.host_to_devices_s * 1e3,
@@ -691,15 +755,16 @@ fn print_split(report: &AxpyReport, devices: &[Device]) {
         );
     }
     for n in &s.notes {
-        println!("  note: {n}");
+        let _ = writeln!(out, "  note: {n}");
     }
+    out
 }
 
 /// `-v`: every launch strategy each split tried, and where its time went (stderr).
 fn print_strategies(s: &SplitReport) {
     let us = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
     for r in s.runs.iter().chain(&s.scaling) {
-        eprintln!(
+        crate::say!(
             "launch strategies, {} device(s), {} {} {} (median of each one's trials; skew, enqueue, flush and detection on the host clock, start lag on the device's; detection inferred from the device's queued-to-end time anchored at the enqueue call):",
             r.devices,
             r.context.name(),
@@ -740,6 +805,6 @@ fn print_strategies(s: &SplitReport) {
                 format!("{:.1}", f.overhead_us),
             ]);
         }
-        eprint!("{}", table(&rows));
+        crate::format::say(format_args!("{}", table(&rows).trim_end()));
     }
 }

@@ -9,6 +9,8 @@ use crate::format::{self, table, Format};
 use crate::{note, Failure};
 use clmulti_probe::{ClCode, DeviceRequest};
 use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+use std::time::Duration;
 
 /// The engine's rate should be at least this share of the plain loop's.
 const TARGET: f64 = 0.95;
@@ -18,6 +20,15 @@ const CONFIDENCE: f64 = 0.95;
 const CALIBRATIONS: usize = 4;
 /// Share of the host's available memory the buffers of one arm may take.
 const MEMORY_SHARE: f64 = 0.25;
+/// The most rounds `--rounds` takes.
+const MAX_ROUNDS: u32 = 1000;
+/// The longest `--min-seconds` (each arm of each round runs about this long).
+const MAX_MIN_SECONDS: f64 = 600.0;
+/// The plain loop reads its RSS every this many buffers against its memory bound.
+const PLAIN_RSS_EVERY: u64 = 4096;
+/// Host bytes every buffer costs at least (its handle, the runtime's bookkeeping):
+/// a `--count` whose buffers cannot fit at this cost is refused before any arm runs.
+const MIN_BYTES_PER_BUFFER: u64 = 64;
 
 /// Arguments of `clmulti bench`.
 #[derive(Debug, clap::Args)]
@@ -32,11 +43,11 @@ pub struct Args {
     #[arg(long, default_value = "1MiB")]
     size: String,
     /// Rounds (each runs both arms, in fresh processes); at least 6 for a 95% interval.
-    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_ROUNDS)))]
     rounds: u32,
     /// Seconds the plain loop of one arm should take at least (the count is raised
     /// to reach it, within a quarter of the available memory).
-    #[arg(long, default_value_t = 0.5, value_parser = positive_seconds)]
+    #[arg(long, default_value_t = 0.5, value_parser = min_seconds)]
     min_seconds: f64,
     /// The engine's sampling interval.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
@@ -50,13 +61,24 @@ pub struct Args {
     /// Internal: run one arm in this process and print its rate.
     #[arg(long, hide = true, value_enum)]
     arm: Option<Arm>,
+    /// Internal: the arm's bound on its host memory, bytes.
+    #[arg(long, hide = true)]
+    memory_bound: Option<u64>,
 }
 
-fn positive_seconds(text: &str) -> Result<f64, String> {
-    text.parse::<f64>()
+impl Args {
+    /// Whether this process is one arm (a child the bench's harness watches).
+    pub fn is_arm(&self) -> bool {
+        self.arm.is_some()
+    }
+}
+
+fn min_seconds(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
         .ok()
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .ok_or_else(|| format!("{text}: expected seconds > 0"))
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= MAX_MIN_SECONDS)
+        .ok_or_else(|| format!("{text}: expected seconds above 0 and at most {MAX_MIN_SECONDS}"))
 }
 
 /// One side of the comparison.
@@ -138,19 +160,43 @@ struct BenchReport {
 
 /// Allocations per second of a plain loop calling `clCreateBuffer` on one device in
 /// its own context, releasing every buffer at the end: the reference.
+/// Why the plain loop did not finish.
+enum PlainStop {
+    /// clCreateBuffer failed.
+    Failed(ClCode),
+    /// Its RSS passed the memory bound after this many buffers.
+    Memory { buffers: u64, rss: u64, bound: u64 },
+}
+
 fn plain_loop(
     device: &clmulti_probe::Device,
     size: usize,
     count: u64,
-) -> Result<ArmResult, ClCode> {
+    memory_bound: u64,
+) -> Result<ArmResult, PlainStop> {
     use opencl3::context::Context;
     let context = Context::from_devices(&[device.id()], &[], None, std::ptr::null_mut())
-        .map_err(|e| ClCode(e.0))?;
-    let mut live = Vec::with_capacity(count as usize);
-    let rss_before = clmulti_probe::ProcessUsage::read().rss_bytes;
+        .map_err(|e| PlainStop::Failed(ClCode(e.0)))?;
+    // Reserved up front (the loop must not reallocate while timed), within the bound.
+    let reserve = count.min(memory_bound / 8 / 4).min(1 << 26) as usize;
+    let mut live = Vec::with_capacity(reserve);
+    let usage = clmulti_probe::UsageReader::open();
+    let rss_before = usage.rss_bytes();
     let start = std::time::Instant::now();
     let mut failure = None;
-    for _ in 0..count {
+    for i in 0..count {
+        // Read rarely (a /proc read per 4096 buffers), so the loop's rate stays its own.
+        if i % PLAIN_RSS_EVERY == 0 {
+            let rss = usage.rss_bytes();
+            if rss > memory_bound {
+                failure = Some(PlainStop::Memory {
+                    buffers: i,
+                    rss,
+                    bound: memory_bound,
+                });
+                break;
+            }
+        }
         // SAFETY: a live context, no host pointer.
         match unsafe {
             opencl3::memory::create_buffer(
@@ -162,13 +208,13 @@ fn plain_loop(
         } {
             Ok(mem) => live.push(mem),
             Err(e) => {
-                failure = Some(ClCode(e));
+                failure = Some(PlainStop::Failed(ClCode(e)));
                 break;
             }
         }
     }
     let seconds = start.elapsed().as_secs_f64();
-    let rss_after = clmulti_probe::ProcessUsage::read().rss_bytes;
+    let rss_after = usage.rss_bytes();
     for mem in live {
         // SAFETY: created above, released once.
         let _ = unsafe { opencl3::memory::release_mem_object(mem) };
@@ -184,17 +230,29 @@ fn plain_loop(
 }
 
 fn run_arm(arm: Arm, args: &Args, size: u64) -> Result<(), Failure> {
+    let memory_bound = args.memory_bound.unwrap_or_else(memory_bound);
     let platforms = clmulti_probe::platforms().map_err(|e| Failure::Tool(e.to_string()))?;
     let selection = clmulti_probe::select(&platforms, &DeviceRequest::from_selector(&args.device))
         .map_err(|e| Failure::Input(e.to_string()))?;
     let device = &selection.devices[0];
     let result = match arm {
-        Arm::Plain => plain_loop(device, size as usize, args.count)
-            .map_err(|e| Failure::Tool(format!("plain loop: clCreateBuffer: {e}")))?,
+        Arm::Plain => {
+            plain_loop(device, size as usize, args.count, memory_bound).map_err(|e| match e {
+                PlainStop::Failed(code) => {
+                    Failure::Tool(format!("plain loop: clCreateBuffer: {code}"))
+                }
+                PlainStop::Memory { buffers, rss, bound } => Failure::Input(format!(
+                    "--count {}: the plain loop's RSS reached {} after {buffers} buffers, past the bench's bound of {} (a quarter of the available memory): use a smaller --count or --size",
+                    args.count,
+                    clmulti_scenario::format_bytes(rss as f64),
+                    clmulti_scenario::format_bytes(bound as f64)
+                )),
+            })?
+        }
         Arm::Engine => {
             let toml = format!(
                 "name = \"bench\"\n[devices]\nplatform = {}\ntype = \"all\"\nindices = [{}]\n\
-                 [allocation]\nsize = {size}\ncount = {}\n[sampling]\nevery = {}\n[guards]\nmax_seconds = 600\n",
+                 [allocation]\nsize = {size}\ncount = {}\n[sampling]\nevery = {}\n[guards]\nmax_seconds = 600\nmax_rss = {memory_bound}\n",
                 selection.platform_index,
                 device.info().index,
                 args.count,
@@ -206,10 +264,14 @@ fn run_arm(arm: Arm, args: &Args, size: u64) -> Result<(), Failure> {
             let report = clmulti_alloc::run(&scenario, clmulti_alloc::RunOptions::default())
                 .map_err(|e| Failure::Tool(e.to_string()))?;
             if report.buffers != args.count {
-                return Err(Failure::Tool(format!(
-                    "engine stopped early: {}",
-                    report.stop.summary()
-                )));
+                let why = format!("engine stopped early: {}", report.stop.summary());
+                return Err(match report.stop {
+                    clmulti_explain::StopReason::Guard { .. } => Failure::Input(format!(
+                        "--count {}: {why}; use a smaller --count or --size",
+                        args.count
+                    )),
+                    _ => Failure::Tool(why),
+                });
             }
             let rss = |s: Option<&clmulti_explain::Sample>| s.map_or(0, |s| s.host.rss_bytes);
             ArmResult {
@@ -222,56 +284,100 @@ fn run_arm(arm: Arm, args: &Args, size: u64) -> Result<(), Failure> {
             }
         }
     };
-    println!("{}", serde_json::to_string(&result).unwrap_or_default());
-    Ok(())
+    format::write_stdout(&format!(
+        "{}\n",
+        serde_json::to_string(&result).unwrap_or_default()
+    ))
 }
 
-fn spawn_arm(arm: Arm, args: &Args, count: u64) -> Result<ArmResult, Failure> {
+/// What one arm's buffers may take of the host: a quarter of its available memory.
+fn memory_bound() -> u64 {
+    let available = clmulti_probe::UsageReader::open()
+        .read()
+        .system
+        .map_or(1u64 << 30, |s| s.available_bytes);
+    (available as f64 * MEMORY_SHARE) as u64
+}
+
+/// Runs one arm in a fresh process, watched: killed when it outlives `--min-seconds`
+/// many times over (a hung runtime), at once on a second Ctrl-C.
+fn spawn_arm(arm: Arm, args: &Args, count: u64, memory: u64) -> Result<ArmResult, Failure> {
+    use clmulti_alloc::child::{self, ChildCommand, INTERRUPT};
+    use std::os::unix::process::ExitStatusExt;
     let exe = std::env::current_exe()
         .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
     let arm_name = match arm {
         Arm::Plain => "plain",
         Arm::Engine => "engine",
     };
-    let arm_args = [
-        "bench".to_owned(),
-        "--arm".into(),
-        arm_name.into(),
-        "--device".into(),
-        args.device.clone(),
-        "--size".into(),
-        args.size.clone(),
-        "--count".into(),
-        count.to_string(),
-        "--sample-every".into(),
-        args.sample_every.to_string(),
-    ];
-    crate::verbose!("bench: child: {} {}", exe.display(), arm_args.join(" "));
+    let command = ChildCommand {
+        program: exe,
+        args: [
+            "bench",
+            "--arm",
+            arm_name,
+            "--device",
+            &args.device,
+            "--size",
+            &args.size,
+            "--count",
+            &count.to_string(),
+            "--sample-every",
+            &args.sample_every.to_string(),
+            "--memory-bound",
+            &memory.to_string(),
+        ]
+        .map(std::ffi::OsString::from)
+        .to_vec(),
+        env: Default::default(),
+        // Loading, a calibrated arm (about --min-seconds) and its release, with room.
+        timeout: Duration::from_secs(120) + Duration::from_secs_f64(args.min_seconds * 20.0),
+        interrupt: Some(&INTERRUPT),
+        interrupt_grace: Duration::ZERO,
+        resolved: None,
+    };
+    crate::verbose!(
+        "bench: child: {} {}",
+        command.program.display(),
+        command
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
     let started = std::time::Instant::now();
-    let out = std::process::Command::new(exe)
-        .args(&arm_args)
-        .output()
+    let out = child::run_child(&command)
         .map_err(|e| Failure::Tool(format!("cannot run a bench arm: {e}")))?;
     crate::verbose!(
         "bench: the {arm_name} arm exited with {} after {:.3} s: {}",
         out.status,
         started.elapsed().as_secs_f64(),
-        String::from_utf8_lossy(&out.stdout).trim()
+        out.stdout.trim()
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    match stdout
+    if let Some(signal) = INTERRUPT.signal() {
+        return Err(Failure::Interrupted(signal));
+    }
+    match out
+        .stdout
         .lines()
         .find_map(|l| serde_json::from_str::<ArmResult>(l).ok())
     {
         Some(r) if out.status.success() => Ok(r),
         _ => {
-            let err = String::from_utf8_lossy(&out.stderr);
-            let why = err
-                .lines()
-                .find_map(|l| l.strip_prefix("error: "))
-                .unwrap_or(err.trim());
+            let why = if out.timed_out {
+                format!("did not end within {:.0} s", command.timeout.as_secs_f64())
+            } else if let Some(signal) = out.status.signal() {
+                format!("crashed with {}", clmulti_explain::signal_name(signal))
+            } else {
+                let err = out.stderr_tail.as_str();
+                err.lines()
+                    .find_map(|l| l.strip_prefix("error: "))
+                    .unwrap_or(err.trim())
+                    .to_owned()
+            };
             Err(match out.status.code() {
-                Some(2) => Failure::Input(why.to_owned()),
+                Some(2) => Failure::Input(why),
                 _ => Failure::Tool(format!("the {arm_name} arm failed: {why}")),
             })
         }
@@ -296,7 +402,7 @@ fn calibrate(args: &Args, memory_bytes: f64) -> Result<Calibration, Failure> {
     let mut tried = Vec::new();
     let mut capped = false;
     for _ in 0..CALIBRATIONS {
-        let plain = spawn_arm(Arm::Plain, args, count)?;
+        let plain = spawn_arm(Arm::Plain, args, count, memory_bytes as u64)?;
         tried.push((count, plain.seconds));
         if plain.seconds >= args.min_seconds {
             break;
@@ -386,15 +492,20 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         devices[0].info().selector,
         devices[0].info().display_name()
     );
-    let available = clmulti_probe::UsageReader::open()
-        .read()
-        .system
-        .map_or(1u64 << 30, |s| s.available_bytes);
+    let memory = memory_bound();
+    if args.count.saturating_mul(MIN_BYTES_PER_BUFFER) > memory {
+        return Err(Failure::Input(format!(
+            "--count {}: at {MIN_BYTES_PER_BUFFER} B of host memory per buffer at least, that passes the bench's bound of {} (a quarter of the available memory): use --count {} or less",
+            args.count,
+            clmulti_scenario::format_bytes(memory as f64),
+            memory / MIN_BYTES_PER_BUFFER
+        )));
+    }
     let Calibration {
         count,
         tried: calibration,
         capped,
-    } = calibrate(args, available as f64 * MEMORY_SHARE)?;
+    } = calibrate(args, memory as f64)?;
     note!(
         "bench: {device}; {count} buffers of {} per arm (the plain loop took {:.3} s at that count or the one before), engine sampling every {}; each arm in a fresh process",
         clmulti_scenario::format_size(size),
@@ -405,11 +516,11 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     for round in 0..args.rounds {
         // Alternate which arm goes first.
         let (plain, engine) = if round % 2 == 0 {
-            let p = spawn_arm(Arm::Plain, args, count)?;
-            (p, spawn_arm(Arm::Engine, args, count)?)
+            let p = spawn_arm(Arm::Plain, args, count, memory)?;
+            (p, spawn_arm(Arm::Engine, args, count, memory)?)
         } else {
-            let e = spawn_arm(Arm::Engine, args, count)?;
-            (spawn_arm(Arm::Plain, args, count)?, e)
+            let e = spawn_arm(Arm::Engine, args, count, memory)?;
+            (spawn_arm(Arm::Plain, args, count, memory)?, e)
         };
         rounds.push(Round {
             plain: plain.rate,
@@ -441,7 +552,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     };
     match args.format {
         Format::Json => format::print_json(&report)?,
-        Format::Text => print_text(&report, args.min_seconds),
+        Format::Text => format::write_stdout(&bench_text(&report, args.min_seconds))?,
     }
     if args.require.is_some() && report.verdict == Verdict::NotMet {
         return Err(Failure::Tool(format!(
@@ -452,8 +563,9 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     Ok(())
 }
 
-fn print_text(report: &BenchReport, min_seconds: f64) {
-    println!("device {}", report.device);
+fn bench_text(report: &BenchReport, min_seconds: f64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "device {}", report.device);
     let mut rows = vec![vec![
         "round".to_owned(),
         "plain alloc/s".into(),
@@ -472,9 +584,10 @@ fn print_text(report: &BenchReport, min_seconds: f64) {
             format!("{:.3}", r.engine_seconds),
         ]);
     }
-    print!("{}", table(&rows));
+    let _ = write!(out, "{}", table(&rows));
     if report.count_capped_by_memory {
-        println!(
+        let _ = writeln!(
+                out,
             "  note: a quarter of the available memory held the count below what {min_seconds} s per arm needs: rounds are shorter, and noisier"
         );
     }
@@ -490,7 +603,8 @@ fn print_text(report: &BenchReport, min_seconds: f64) {
             report.rounds.len()
         ),
     };
-    println!(
+    let _ = writeln!(
+                out,
         "verdict [measured]: the engine allocates at {:.3} (median of {} rounds; {interval}; min {:.3}, max {:.3}) of a plain clCreateBuffer loop's rate, {} buffers per arm; target >= {}: {}",
         report.ratio_median,
         report.rounds.len(),
@@ -500,6 +614,7 @@ fn print_text(report: &BenchReport, min_seconds: f64) {
         report.target,
         report.verdict.text()
     );
+    out
 }
 
 #[cfg(test)]

@@ -120,8 +120,10 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         Format::Text => {
             for r in &results {
                 match (&r.error, r.runs) {
-                    (Some(e), _) => eprintln!("error: {}", e.text),
-                    (None, Some(n)) => println!("ok {}: {n} run(s)", r.file),
+                    (Some(e), _) => crate::say!("error: {}", e.text),
+                    (None, Some(n)) => {
+                        format::write_stdout(&format!("ok {}: {n} run(s)\n", r.file))?
+                    }
                     (None, None) => {}
                 }
             }

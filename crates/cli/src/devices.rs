@@ -4,6 +4,7 @@ use crate::format::{self, Format};
 use crate::Failure;
 use clmulti_probe::{DevicesReport, Queried};
 use clmulti_scenario::format_bytes;
+use std::fmt::Write as _;
 
 /// Arguments of `clmulti devices`.
 #[derive(Debug, clap::Args)]
@@ -33,31 +34,31 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     }
     match args.format {
         Format::Json => format::print_json(&report),
-        Format::Text => {
-            print_table(&report);
-            Ok(())
-        }
+        Format::Text => format::write_stdout(&table_text(&report)),
     }
 }
 
-fn print_table(report: &DevicesReport) {
+fn table_text(report: &DevicesReport) -> String {
+    let mut out = String::new();
     let mem = |q: &Queried<u64>| match q {
         Queried::Value(v) => format_bytes(*v as f64),
         other => other.to_string(),
     };
     for p in &report.platforms {
-        println!(
+        let _ = writeln!(
+            out,
             "platform {}: {} | {} | {}",
             p.index, p.name, p.vendor, p.version
         );
         if let Some(neo) = &p.neo_emulation {
-            println!("  {}", neo.statement());
+            let _ = writeln!(out, "  {}", neo.statement());
         }
         if let Some(err) = &p.devices_error {
-            println!("  devices: <{err}>");
+            let _ = writeln!(out, "  devices: <{err}>");
         }
         for d in &p.devices {
-            println!(
+            let _ = writeln!(
+                out,
                 "  device {} (select with --device {}): {} [{}]",
                 d.index, d.selector, d.name, d.kind
             );
@@ -65,22 +66,27 @@ fn print_table(report: &DevicesReport) {
                 Queried::Value(v) => format!("{v:#x}"),
                 other => other.to_string(),
             };
-            println!("    vendor            {} (id {vendor_id})", d.vendor);
-            println!(
+            let _ = writeln!(out, "    vendor            {} (id {vendor_id})", d.vendor);
+            let _ = writeln!(
+                out,
                 "    versions          device {} | driver {} | {}",
                 d.device_version, d.driver_version, d.opencl_c_version
             );
-            println!("    compute units     {}", d.compute_units);
-            println!("    global memory     {}", mem(&d.global_mem_bytes));
-            println!("    max allocation    {}", mem(&d.max_alloc_bytes));
-            println!("    global mem cache  {}", mem(&d.global_mem_cache_bytes));
-            println!("    host unified mem  {}", d.host_unified_memory);
-            println!("    max work-group    {}", d.max_work_group_size);
+            let _ = writeln!(out, "    compute units     {}", d.compute_units);
+            let _ = writeln!(out, "    global memory     {}", mem(&d.global_mem_bytes));
+            let _ = writeln!(out, "    max allocation    {}", mem(&d.max_alloc_bytes));
+            let _ = writeln!(
+                out,
+                "    global mem cache  {}",
+                mem(&d.global_mem_cache_bytes)
+            );
+            let _ = writeln!(out, "    host unified mem  {}", d.host_unified_memory);
+            let _ = writeln!(out, "    max work-group    {}", d.max_work_group_size);
             if let Some(bus) = &d.pci_bus {
-                println!("    pci bus           {bus}");
+                let _ = writeln!(out, "    pci bus           {bus}");
             }
             if let Some(uuid) = &d.uuid {
-                println!("    uuid              {uuid}");
+                let _ = writeln!(out, "    uuid              {uuid}");
             }
             let notable: Vec<&str> = [
                 "cl_intel_create_mem_object_properties",
@@ -92,8 +98,9 @@ fn print_table(report: &DevicesReport) {
             .into_iter()
             .filter(|e| d.has_extension(e))
             .collect();
-            match &d.extensions {
-                Queried::Value(all) => println!(
+            let _ = match &d.extensions {
+                Queried::Value(all) => writeln!(
+                    out,
                     "    extensions        {} (relevant: {})",
                     all.len(),
                     if notable.is_empty() {
@@ -102,37 +109,46 @@ fn print_table(report: &DevicesReport) {
                         notable.join(", ")
                     }
                 ),
-                Queried::Error { error } => println!("    extensions        <{error}>"),
-            }
+                Queried::Error { error } => writeln!(out, "    extensions        <{error}>"),
+            };
         }
     }
     let h = &report.host;
-    println!("host");
-    println!(
+    let _ = writeln!(out, "host");
+    let _ = writeln!(
+        out,
         "  RAM               {}",
         h.ram_bytes.map_or("?".into(), |b| format_bytes(b as f64))
     );
     if let Some(b) = h.cgroup_memory_bytes {
-        println!("  cgroup memory.max {}", format_bytes(b as f64));
+        let _ = writeln!(out, "  cgroup memory.max {}", format_bytes(b as f64));
     }
     if let Some(b) = h.slurm_memory_bytes {
-        println!("  Slurm job memory  {}", format_bytes(b as f64));
+        let _ = writeln!(out, "  Slurm job memory  {}", format_bytes(b as f64));
     }
-    println!(
+    let _ = writeln!(
+        out,
         "  RLIMIT_NOFILE     soft {} / hard {}",
         format::limit(h.nofile_soft),
         format::limit(h.nofile_hard)
     );
-    println!(
+    let _ = writeln!(
+        out,
         "  RLIMIT_AS         soft {} / hard {}",
         h.address_space_soft
             .map_or("unlimited".into(), |b| format_bytes(b as f64)),
         h.address_space_hard
             .map_or("unlimited".into(), |b| format_bytes(b as f64))
     );
-    println!("  vm.max_map_count  {}", format::limit(h.max_map_count));
-    println!(
+    let _ = writeln!(
+        out,
+        "  vm.max_map_count  {}",
+        format::limit(h.max_map_count)
+    );
+    let _ = writeln!(
+        out,
         "  page size         {}",
         format_bytes(h.page_size_bytes as f64)
     );
+    out
 }

@@ -36,7 +36,7 @@ pub struct Args {
     devices: Vec<String>,
     /// Buffers in the `create` runs (the `fill` runs make a tenth as many). The seed
     /// failed at ~1000; for the long version use --count 100000.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(10..))]
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(10..=i64::MAX as u64))]
     count: u64,
     /// Bytes per buffer (the seed's 1 MiB by default).
     #[arg(long, default_value = "1MiB")]
@@ -133,9 +133,29 @@ fn case_scenario(
         strategy.name(),
         (count / 50).max(1),
     );
-    clmulti_scenario::load_str(&text, name)
+    let mut scenario = clmulti_scenario::load_str(&text, name)
         .map(|mut runs| runs.remove(0))
-        .map_err(|e| Failure::Tool(e.to_string()))
+        .map_err(|e| Failure::Tool(e.to_string()))?;
+    scenario.limits = inherited_memory_limits();
+    Ok(scenario)
+}
+
+/// The address-space and data limits this process runs under (`ulimit -v`, `-d`), as
+/// limits the cases study: the runtime meets them, where a run would otherwise stop
+/// a tenth short of an inherited one at a guard.
+fn inherited_memory_limits() -> clmulti_scenario::Limits {
+    use clmulti_scenario::Rlimit;
+    let host = clmulti_probe::HostLimits::read();
+    let mut limits = clmulti_scenario::Limits::default();
+    for (which, soft) in [
+        (Rlimit::AddressSpace, host.address_space_soft),
+        (Rlimit::Data, host.data_soft),
+    ] {
+        if let Some(soft) = soft {
+            limits.soft.insert(which, soft);
+        }
+    }
+    limits
 }
 
 fn run_case(scenario: &Scenario) -> Result<Report, Failure> {
@@ -293,10 +313,11 @@ fn run_fixes(shared: &Report, per_device: Option<&Report>) -> Result<Vec<FixRun>
 
 pub fn run(args: &Args) -> Result<(), Failure> {
     let size = parse_size(&args.size).map_err(|e| Failure::Input(format!("--size: {e}")))?;
-    if size == 0 {
-        return Err(Failure::Input(
-            "--size: a buffer must have at least 1 byte".into(),
-        ));
+    if size == 0 || size > i64::MAX as u64 {
+        return Err(Failure::Input(format!(
+            "--size: a buffer has 1 byte to {} (what a scenario holds)",
+            format_size(i64::MAX as u64)
+        )));
     }
     // Before minutes of runs: the results must have somewhere to go.
     if let Some(dir) = &args.out {
@@ -371,8 +392,8 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     }
     match args.format {
         DiagnoseFormat::Json => crate::format::print_json(&diagnosis)?,
-        DiagnoseFormat::Markdown => print!("{}", diagnosis.markdown()),
-        DiagnoseFormat::Text => print!("{}", text(&diagnosis, args)),
+        DiagnoseFormat::Markdown => crate::format::write_stdout(&diagnosis.markdown())?,
+        DiagnoseFormat::Text => crate::format::write_stdout(&text(&diagnosis, args))?,
     }
     Ok(())
 }

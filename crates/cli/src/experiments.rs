@@ -69,11 +69,8 @@ impl Runner for ChildRunner {
             }
         }
         note!("experiment: {}", scenario.name);
-        let report = crate::run::run_child(&scenario, None).map_err(|f| match f {
-            crate::Failure::Tool(m) | crate::Failure::Input(m) | crate::Failure::Unsupported(m) => {
-                m
-            }
-        })?;
+        let report =
+            crate::run::run_child(&scenario, None).map_err(crate::Failure::into_message)?;
         note!("experiment:   {}", report.headline());
         Ok(report)
     }

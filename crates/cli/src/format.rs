@@ -15,10 +15,43 @@ pub enum Format {
 
 /// Prints a value as pretty JSON on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), crate::Failure> {
-    let text = serde_json::to_string_pretty(value)
+    let mut text = serde_json::to_string_pretty(value)
         .map_err(|e| crate::Failure::Tool(format!("cannot encode JSON: {e}")))?;
-    println!("{text}");
-    Ok(())
+    text.push('\n');
+    write_stdout(&text)
+}
+
+/// Writes `text` to stdout and flushes it: a closed stdout (its reader left) ends
+/// the command quietly with exit 1, any other failure (a full disk) with its error.
+pub fn write_stdout(text: &str) -> Result<(), crate::Failure> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::BrokenPipe => crate::Failure::ClosedOutput,
+            _ => crate::Failure::Tool(format!("cannot write to stdout: {e}")),
+        })
+}
+
+/// Shows a progress line on a terminal's stderr, over the previous one.
+pub fn progress_line(text: &str) {
+    use std::io::Write;
+    let _ = write!(std::io::stderr(), "\r{text}   ");
+}
+
+/// Clears the progress line.
+pub fn clear_progress_line() {
+    progress_line(&" ".repeat(60));
+    use std::io::Write;
+    let _ = write!(std::io::stderr(), "\r");
+}
+
+/// Writes a line to stderr, ignoring failure (a full or closed stderr must not
+/// turn a message into a panic).
+pub fn say(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{args}");
 }
 
 /// An optional limit: its value, or `unlimited`.
@@ -87,7 +120,7 @@ pub fn shows(v: Verbosity) -> bool {
 macro_rules! note {
     ($($arg:tt)*) => {
         if $crate::format::shows($crate::format::Verbosity::Normal) {
-            eprintln!($($arg)*);
+            $crate::format::say(format_args!($($arg)*));
         }
     };
 }
@@ -98,7 +131,15 @@ macro_rules! note {
 macro_rules! verbose {
     ($($arg:tt)*) => {
         if $crate::format::shows($crate::format::Verbosity::Verbose) {
-            eprintln!($($arg)*);
+            $crate::format::say(format_args!($($arg)*));
         }
+    };
+}
+
+/// A line on stderr whatever the verbosity (errors, warnings).
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::format::say(format_args!($($arg)*))
     };
 }

@@ -4,10 +4,13 @@
 //! arguments, prints and maps outcomes to exit codes. [`command`] is the clap
 //! definition (for completions and man pages), [`main`] the program.
 //!
-//! Exit codes: 0 done (a run that stopped on an OpenCL error is still a successful
-//! measurement), 1 the tool itself failed, 2 bad input, 3 unsupported: the platform
-//! cannot do what was asked (e.g. `clmulti axpy` on NEO's emulated devices, which run
-//! no kernel), said on stdout in the command's format.
+//! Exit codes: 0 done (a run that stopped on an OpenCL error, or that the platform
+//! cannot do, such as `clmulti axpy` on NEO's emulated devices, is still a result,
+//! said on stdout in the command's format), 1 the tool itself failed (no runtime, a
+//! runtime that crashed, exited or hung while loading, a write that failed), 2 bad
+//! input; 130 and 143 when SIGINT or SIGTERM stopped it.
+//!
+//! Every command runs in a worker process the first process watches ([`supervise`]).
 
 mod axpy;
 mod bench;
@@ -18,6 +21,7 @@ mod experiments;
 mod format;
 mod render;
 mod run;
+mod supervise;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
@@ -42,8 +46,27 @@ struct Cli {
     /// Say more on stderr.
     #[arg(short, long, global = true)]
     verbose: bool,
+    /// End the command after this many seconds, loading the runtime included (`run`:
+    /// each run, which then reports what it measured; default: its max_seconds guard
+    /// plus a margin). Without it, loading a runtime may take 60 s.
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = seconds)]
+    timeout: Option<f64>,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Seconds for `--timeout`: finite, above 0, at most a week (the longest guard).
+pub(crate) fn seconds(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= clmulti_scenario::MAX_SECONDS)
+        .ok_or_else(|| {
+            format!(
+                "{text}: expected seconds above 0 and at most {} (a week)",
+                clmulti_scenario::MAX_SECONDS
+            )
+        })
 }
 
 #[derive(Debug, Subcommand)]
@@ -77,18 +100,29 @@ pub enum Failure {
     Tool(String),
     /// The input was wrong (scenario, arguments): exit 2.
     Input(String),
-    /// The platform cannot do what was asked, and the output said why: exit 3.
-    Unsupported(String),
+    /// Stdout was closed by its reader (`clmulti devices | head`): exit 1, silently.
+    ClosedOutput,
+    /// SIGINT or SIGTERM stopped the command after it reported: exit 128 + signal.
+    Interrupted(i32),
+}
+
+impl Failure {
+    /// What went wrong, in words.
+    pub fn into_message(self) -> String {
+        match self {
+            Failure::Tool(m) | Failure::Input(m) => m,
+            Failure::ClosedOutput => "stdout was closed".into(),
+            Failure::Interrupted(signal) => {
+                format!("stopped by {}", clmulti_explain::signal_name(signal))
+            }
+        }
+    }
 }
 
 /// Runs `clmulti` with the process's arguments.
 pub fn main() -> ExitCode {
-    // Die quietly on a closed pipe (`clmulti devices | head`), as Unix tools do,
-    // instead of panicking in println!.
-    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    // Rust's runtime ignores SIGPIPE: a closed stdout is a write error the commands
+    // report (format::write_stdout), never a panic or a silent death.
     let cli = Cli::parse();
     format::set_verbosity(if cli.quiet {
         format::Verbosity::Quiet
@@ -97,27 +131,54 @@ pub fn main() -> ExitCode {
     } else {
         format::Verbosity::Normal
     });
-    let result = match cli.command {
-        Command::Devices(args) => devices::run(&args),
-        Command::Check(args) => check::run(&args),
-        Command::Run(args) => run::run(&args),
-        Command::Axpy(args) => axpy::run(&args),
-        Command::Bench(args) => bench::run(&args),
-        Command::Diagnose(args) => diagnose::run(&args),
+    let timeout = cli.timeout.map(std::time::Duration::from_secs_f64);
+    let (name, internal) = match &cli.command {
+        Command::Devices(_) => ("devices", false),
+        Command::Check(_) => ("check", false),
+        Command::Run(args) => ("run", args.is_child()),
+        Command::Axpy(_) => ("axpy", false),
+        Command::Bench(args) => ("bench", args.is_arm()),
+        Command::Diagnose(_) => ("diagnose", false),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Tool(msg)) => {
-            eprintln!("error: {msg}");
-            ExitCode::from(1)
+    let graceful_signals = matches!(cli.command, Command::Run(_));
+    let body = move || {
+        let result = match cli.command {
+            Command::Devices(args) => devices::run(&args),
+            Command::Check(args) => check::run(&args),
+            Command::Run(args) => run::run(&args, timeout),
+            Command::Axpy(args) => axpy::run(&args),
+            Command::Bench(args) => bench::run(&args),
+            Command::Diagnose(args) => diagnose::run(&args),
+        };
+        match result {
+            Ok(()) => 0,
+            Err(Failure::Tool(msg)) => {
+                say!("error: {msg}");
+                1
+            }
+            Err(Failure::Input(msg)) => {
+                say!("error: {msg}");
+                2
+            }
+            Err(Failure::ClosedOutput) => 1,
+            Err(Failure::Interrupted(signal)) => 128 + signal as u8,
         }
-        Err(Failure::Input(msg)) => {
-            eprintln!("error: {msg}");
-            ExitCode::from(2)
+    };
+    // Internal children are watched by the harness that started them.
+    let code = if internal {
+        if graceful_signals {
+            clmulti_alloc::child::Interrupt::catch();
         }
-        Err(Failure::Unsupported(msg)) => {
-            eprintln!("unsupported: {msg}");
-            ExitCode::from(3)
-        }
-    }
+        body()
+    } else {
+        supervise::supervise(
+            supervise::Bounds {
+                timeout: timeout.filter(|_| name != "run"),
+                graceful_signals,
+                command: name,
+            },
+            body,
+        )
+    };
+    ExitCode::from(code)
 }

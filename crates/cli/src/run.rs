@@ -2,12 +2,12 @@
 //! shares the invocation or when it sets `[env]` or `[limits]`, and print reports.
 
 use crate::format::{shows, Format, Verbosity};
-use crate::{note, render, Failure};
-use clmulti_alloc::child::{self, ChildCommand, ProgressWriter};
-use clmulti_alloc::{Observer, RunOptions};
+use crate::{note, render, say, Failure};
+use clmulti_alloc::child::{self, ChildCommand, ProgressWriter, INTERRUPT};
+use clmulti_alloc::{Observer, RunOptions, Watchdog};
 use clmulti_explain::{Report, Sample, StopReason};
 use clmulti_scenario::{Scenario, ScenarioFile};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,10 +31,6 @@ pub struct Args {
     /// Print each file's runs with their `--index`, and run nothing.
     #[arg(long)]
     list: bool,
-    /// Kill a child run after this many seconds (default: its max_seconds guard plus
-    /// a margin for setup and release).
-    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
-    timeout: Option<f64>,
     /// When a run fails, move the limit of each candidate cause (and, when none is
     /// confirmed, the buffer size, a release half way, a second context, one more
     /// device) and re-run it in fresh processes: the report then says which cause
@@ -49,18 +45,22 @@ pub struct Args {
     resolved: bool,
 }
 
-fn positive_seconds(text: &str) -> Result<f64, String> {
-    text.parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .ok_or_else(|| format!("{text}: expected seconds > 0"))
+/// How long an interrupted child run may take to stop, release and report.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
+
+impl Args {
+    /// Whether this process is a harness's child (watched by its parent).
+    pub fn is_child(&self) -> bool {
+        self.child
+    }
 }
 
 /// Runs every run of the files given, each in a child process when several share
-/// the invocation or one sets `[env]` or `[limits]`, and prints their reports.
-pub fn run(args: &Args) -> Result<(), Failure> {
+/// the invocation or one sets `[env]` or `[limits]`, and prints their reports;
+/// `timeout` bounds each (`--timeout`).
+pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
     if args.resolved {
-        return run_resolved(args);
+        return run_resolved(args, timeout);
     }
     let mut files = Vec::new();
     let mut problems = 0usize;
@@ -68,7 +68,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         match crate::check::load(path) {
             Ok(file) => files.push((path.clone(), file)),
             Err(e) => {
-                eprintln!("error: {e}");
+                say!("error: {e}");
                 problems += 1;
             }
         }
@@ -83,58 +83,73 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let several = total > 1;
     let mut reports = Vec::new();
     let mut shown = std::collections::HashSet::new();
-    let mut tool_failure = None;
-    for (_, file) in &files {
+    let mut tool_failures = 0usize;
+    'files: for (_, file) in &files {
         let indices: Box<dyn Iterator<Item = usize>> = match args.index {
             Some(i) => Box::new(std::iter::once(i)),
             None => Box::new(0..file.len()),
         };
         for index in indices {
+            if INTERRUPT.signal().is_some() {
+                break 'files;
+            }
             let scenario = match file.run(index) {
                 Ok(s) => s,
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    say!("error: {e}");
                     problems += 1;
                     continue;
                 }
             };
             let has_knobs = !scenario.env.is_empty() || scenario.limits.any();
-            let mut result = if args.child || !(args.isolate || several || has_knobs) {
-                let here = run_here(&scenario, args.format, args.child);
-                if let (false, Ok(report)) = (args.child, &here) {
+            let result = if args.child || !(args.isolate || several || has_knobs) {
+                let here = run_here(&scenario, args.format, args.child, timeout);
+                if let (false, Ok((report, _))) = (args.child, &here) {
                     crate::verbose!("{}", render::details(report));
                 }
                 here
             } else {
-                run_child(&scenario, args.timeout)
+                run_child(&scenario, timeout).map(|report| (report, None))
             };
-            if let (true, Ok(report)) = (args.experiment, &mut result) {
-                crate::experiments::investigate(report);
-            }
             match result {
-                Ok(report) => {
+                Ok((mut report, mut watchdog)) => {
+                    if args.experiment && !matches!(report.stop, StopReason::Interrupted { .. }) {
+                        // The experiments' runs are children bounded by their own limits.
+                        drop(watchdog.take());
+                        crate::experiments::investigate(&mut report);
+                    }
                     print_report(&report, args.format, &mut shown)?;
+                    drop(watchdog);
                     if args.format == Format::Text && several {
                         reports.push(report);
                     }
                 }
-                // A run's own unsupported outcome is in its report, not a Failure.
-                Err(Failure::Tool(m) | Failure::Unsupported(m)) => {
-                    eprintln!("error: {}: {m}", scenario.name);
-                    tool_failure = Some(m);
+                Err(Failure::Tool(m)) => {
+                    say!("error: {}: {m}", scenario.name);
+                    tool_failures += 1;
                 }
                 Err(Failure::Input(m)) => {
-                    eprintln!("error: {m}");
+                    say!("error: {}", located(file, &m));
                     problems += 1;
                 }
+                Err(other) => return Err(other),
             }
         }
     }
     if reports.len() > 1 {
-        print!("{}", render::comparison(&reports));
+        crate::format::write_stdout(&render::comparison(&reports))?;
     }
-    if let Some(m) = tool_failure {
-        return Err(Failure::Tool(format!("a run could not be performed: {m}")));
+    if let Some(signal) = INTERRUPT.signal() {
+        say!(
+            "run: stopped by {}; the reports above are what ran",
+            clmulti_explain::signal_name(signal)
+        );
+        return Err(Failure::Interrupted(signal));
+    }
+    if tool_failures > 0 {
+        return Err(Failure::Tool(format!(
+            "{tool_failures} run(s) could not be performed (said above)"
+        )));
     }
     if problems > 0 {
         let performed = total.saturating_sub(problems);
@@ -147,30 +162,56 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     Ok(())
 }
 
+/// A run's input error at its place in the file: the engine names the key
+/// (`FILE: key `devices.platform`: ...`), the file knows its line and column.
+fn located(file: &ScenarioFile, message: &str) -> String {
+    let Some(rest) = message.strip_prefix(file.file()) else {
+        return message.to_owned();
+    };
+    let Some((key, why)) = rest
+        .strip_prefix(": key `")
+        .and_then(|r| r.split_once("`: "))
+    else {
+        return message.to_owned();
+    };
+    file.error_at_key(key, why).to_string()
+}
+
 /// The child's side of [`ChildCommand::scenario_run`]: the one resolved scenario.
-fn run_resolved(args: &Args) -> Result<(), Failure> {
+fn run_resolved(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
     let path = &args.files[0];
-    let text = std::fs::read_to_string(path)
+    let text = child::read_resolved(path)
         .map_err(|e| Failure::Tool(format!("{}: {e}", path.display())))?;
     let scenario: Scenario = serde_json::from_str(&text)
         .map_err(|e| Failure::Tool(format!("{}: not a resolved scenario: {e}", path.display())))?;
-    let report = run_here(&scenario, args.format, true)?;
-    print_report(&report, args.format, &mut std::collections::HashSet::new())
+    let (report, watchdog) = run_here(&scenario, args.format, true, timeout)?;
+    print_report(&report, args.format, &mut std::collections::HashSet::new())?;
+    drop(watchdog);
+    Ok(())
 }
 
 fn list(files: &[(PathBuf, ScenarioFile)], problems: usize) -> Result<(), Failure> {
+    use std::fmt::Write as _;
     let mut bad = problems;
     for (path, file) in files {
-        println!("{}: {} run(s)", path.display(), file.len());
+        let mut text = format!("{}: {} run(s)\n", path.display(), file.len());
         for (index, run) in file.runs().enumerate() {
             match run {
-                Ok(s) => println!("  --index {index:<6} {}", s.name),
+                Ok(s) => {
+                    let _ = writeln!(text, "  --index {index:<6} {}", s.name);
+                }
                 Err(e) => {
-                    println!("  --index {index:<6} invalid: {e}");
+                    let _ = writeln!(text, "  --index {index:<6} invalid: {e}");
                     bad += 1;
                 }
             }
+            // Written as it goes: a large grid is never held whole.
+            if text.len() > 1 << 16 {
+                crate::format::write_stdout(&text)?;
+                text.clear();
+            }
         }
+        crate::format::write_stdout(&text)?;
     }
     if bad > 0 {
         return Err(Failure::Input(format!("{bad} invalid file(s) or run(s)")));
@@ -178,21 +219,45 @@ fn list(files: &[(PathBuf, ScenarioFile)], problems: usize) -> Result<(), Failur
     Ok(())
 }
 
+/// A report as its format has it: one JSON line, or text.
+fn report_text(
+    report: &Report,
+    format: Format,
+    shown: &mut std::collections::HashSet<String>,
+) -> String {
+    match format {
+        Format::Json => {
+            let mut line = serde_json::to_string(report).unwrap_or_default();
+            line.push('\n');
+            line
+        }
+        Format::Text => render::report(report, shown),
+    }
+}
+
 fn print_report(
     report: &Report,
     format: Format,
     shown: &mut std::collections::HashSet<String>,
 ) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    let written = match format {
-        Format::Json => serde_json::to_writer(&mut out, report)
-            .map_err(std::io::Error::other)
-            .and_then(|()| writeln!(out)),
-        Format::Text => write!(out, "{}", render::report(report, shown)),
-    };
-    written
-        .and_then(|()| out.flush())
-        .map_err(|e| Failure::Tool(format!("cannot write report: {e}")))
+    crate::format::write_stdout(&report_text(report, format, shown))
+}
+
+/// Writes all of `text` to a raw descriptor, taking no lock (the watchdog's last
+/// words: the thread it watches may hold stdout's).
+fn write_fd(fd: i32, text: &[u8]) {
+    let mut rest = text;
+    while !rest.is_empty() {
+        // SAFETY: writing from a live buffer to a descriptor.
+        let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
+        if n <= 0 {
+            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        rest = &rest[n as usize..];
+    }
 }
 
 /// What the run in this process has reported so far: a hung call's report needs it.
@@ -226,37 +291,32 @@ impl Observer for CliObserver {
         }
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).last = Some(sample.clone());
         if self.terminal && self.start.elapsed() > Duration::from_secs(1) {
-            eprint!(
-                "\r  {} buffers, {} RSS, {:.1} s   ",
+            crate::format::progress_line(&format!(
+                "  {} buffers, {} RSS, {:.1} s",
                 sample.allocations,
                 clmulti_scenario::format_bytes(sample.host.rss_bytes as f64),
                 sample.elapsed_seconds
-            );
+            ));
             self.shown = true;
         }
     }
 }
 
-/// Runs in this process: limits and env are applied first, so this must be the
-/// process's first use of OpenCL for `[env]` to reach the runtime.
-fn run_here(scenario: &Scenario, format: Format, is_child: bool) -> Result<Report, Failure> {
-    clmulti_alloc::apply_limits(&scenario.limits)
-        .map_err(|e| Failure::Input(format!("{}: [limits]: {e}", scenario.file)))?;
-    for (key, value) in &scenario.env {
-        // Validation refused NUL and '=': set_var cannot panic on these.
-        std::env::set_var(key, value);
-    }
+/// Runs in this process under a watchdog armed before the runtime loads (its
+/// `--timeout`, else max_seconds plus a margin), which the caller holds until the
+/// report's last byte is written. Limits and env are applied first, so this must be
+/// the process's first use of OpenCL for `[env]` to reach the runtime.
+fn run_here(
+    scenario: &Scenario,
+    format: Format,
+    is_child: bool,
+    timeout: Option<Duration>,
+) -> Result<(Report, Option<Watchdog>), Failure> {
     let seen = Arc::new(Mutex::new(Seen::default()));
-    let mut observer = CliObserver {
-        progress: ProgressWriter::from_env(),
-        seen: Arc::clone(&seen),
-        terminal: !is_child && std::io::stderr().is_terminal() && shows(Verbosity::Normal),
-        start: Instant::now(),
-        shown: false,
-    };
     let hung_scenario = scenario.clone();
+    let seen_by_watchdog = Arc::clone(&seen);
     let on_hang: clmulti_alloc::OnHang = Box::new(move |call, seconds| {
-        let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+        let seen = seen_by_watchdog.lock().unwrap_or_else(|e| e.into_inner());
         let mut report = seen
             .started
             .clone()
@@ -266,12 +326,43 @@ fn run_here(scenario: &Scenario, format: Format, is_child: bool) -> Result<Repor
             report.buffers = last.allocations;
             report.bytes_requested = last.bytes_requested;
         }
-        let _ = print_report(&report, format, &mut std::collections::HashSet::new());
+        let text = report_text(&report, format, &mut std::collections::HashSet::new());
+        write_fd(1, text.as_bytes());
+        // A runtime that never finished loading measured nothing: the tool failed.
+        let code = if call == Some(clmulti_explain::Call::GetPlatformIds) {
+            write_fd(2, format!("error: {}: loading the OpenCL runtime did not finish within {seconds:.1} s: clGetPlatformIDs never returned (an ICD the loader opened hangs while loading)\n", hung_scenario.name).as_bytes());
+            1
+        } else {
+            0
+        };
+        crate::supervise::finish(code);
         // The hung call never returns: leave without running destructors that would
         // wait on the runtime.
         // SAFETY: _exit ends the process at once; nothing after it runs.
-        unsafe { libc::_exit(0) };
+        unsafe { libc::_exit(i32::from(code)) };
     });
+    // Armed before anything touches the runtime, held until the report is written.
+    let limit = clmulti_alloc::time_limit(scenario, timeout);
+    let watchdog = Watchdog::arm(limit, on_hang)
+        .map_err(|e| Failure::Tool(format!("cannot start the run's watchdog thread: {e}")))?;
+    crate::supervise::publish_deadline(limit);
+    clmulti_alloc::apply_limits(&scenario.limits)
+        .map_err(|e| Failure::Input(format!("{}: [limits]: {e}", scenario.file)))?;
+    for (key, value) in &scenario.env {
+        // Validation refused NUL and '=': set_var cannot panic on these.
+        std::env::set_var(key, value);
+    }
+    let progress = ProgressWriter::from_env();
+    if let Some(p) = &progress {
+        p.mark_loading();
+    }
+    let mut observer = CliObserver {
+        progress,
+        seen: Arc::clone(&seen),
+        terminal: !is_child && std::io::stderr().is_terminal() && shows(Verbosity::Normal),
+        start: Instant::now(),
+        shown: false,
+    };
     let mut check = crate::axpy::BufferCheckAxpy;
     // The scenario's `[axpy] split`: a short split in the run's own context mode.
     let mut split = |devices: &[clmulti_probe::Device], scenario: &Scenario| {
@@ -313,31 +404,33 @@ fn run_here(scenario: &Scenario, format: Format, is_child: bool) -> Result<Repor
             check: Some(&mut check),
             split: Some(&mut split),
             observer: Some(&mut observer),
-            on_hang: Some(on_hang),
+            watchdog: Some(&watchdog),
+            interrupt: Some(INTERRUPT.as_atomic()),
             ..RunOptions::default()
         },
     );
     if observer.shown {
-        eprint!("\r{}\r", " ".repeat(60));
+        crate::format::clear_progress_line();
     }
-    result.map_err(|e| match e {
+    let report = result.map_err(|e| match e {
         clmulti_alloc::EngineError::Probe(p) => Failure::Tool(p.to_string()),
         devices @ clmulti_alloc::EngineError::Devices { .. } => Failure::Input(devices.to_string()),
-    })
+    })?;
+    Ok((report, Some(watchdog)))
 }
 
 /// Runs in a child process of this binary with the scenario's env; a crash of the
 /// runtime becomes a report with the signal instead of taking this process down.
-pub(crate) fn run_child(scenario: &Scenario, timeout: Option<f64>) -> Result<Report, Failure> {
+/// SIGINT or SIGTERM here is passed on: the child stops, releases and reports.
+pub(crate) fn run_child(scenario: &Scenario, timeout: Option<Duration>) -> Result<Report, Failure> {
     let program = std::env::current_exe()
         .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
     note!("run: {} (child process)", scenario.name);
-    let command = ChildCommand::scenario_run(
-        program,
-        scenario,
-        &Default::default(),
-        timeout.map(Duration::from_secs_f64),
-    );
+    let command = ChildCommand {
+        interrupt: Some(&INTERRUPT),
+        interrupt_grace: INTERRUPT_GRACE,
+        ..ChildCommand::scenario_run(program, scenario, &Default::default(), timeout)
+    };
     crate::verbose!(
         "run: child: {}{} {} SCENARIO.json (killed after {:.0} s)\nrun: SCENARIO.json (a temporary file) holds {}",
         command
@@ -367,6 +460,10 @@ pub(crate) fn run_child(scenario: &Scenario, timeout: Option<f64>) -> Result<Rep
             ""
         }
     );
+    // Loading the runtime crashed, exited or hung: nothing could be measured.
+    if let Some(why) = child::loading_failure(&outcome) {
+        return Err(Failure::Tool(why));
+    }
     // A child that could not run the scenario at all fails this command the same way.
     if !outcome.timed_out && !outcome.stdout.lines().any(|l| l.starts_with('{')) {
         // The child's first error line says why; later ones only count problems.

@@ -7,11 +7,15 @@ use common::*;
 
 #[test]
 fn a_single_run_that_aborts_under_its_limits_is_reported_as_a_crash() {
-    // PoCL aborts (SIGABRT) when RLIMIT_AS leaves it no memory; the run is alone in
-    // the invocation, and still gets a report.
+    // A runtime that aborts (SIGABRT) at its 21st clCreateBuffer (PoCL did under
+    // RLIMIT_AS, which the guards now keep runs short of); the run is alone in the
+    // invocation, and still gets a report.
     let path = scenario_file(
         "abort.toml",
-        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64MiB\"\ncount = 100\nstrategy = \"fill\"\n[limits]\nas = \"1GiB\"\n[sampling]\nevery = 1\n",
+        &format!(
+            "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64KiB\"\ncount = 100\nstrategy = \"fill\"\n[env]\nOPENCL_LAYERS = \"{}\"\nCLMULTI_ABORT_AFTER = \"20\"\n[limits]\nas = \"1GiB\"\n[sampling]\nevery = 1\n",
+            abort_after_layer().display()
+        ),
     );
     let out = run(clmulti(1).arg("run").arg(&path).args(["--format", "json"]));
     assert!(

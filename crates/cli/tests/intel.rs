@@ -164,3 +164,57 @@ fn a_partition_the_runtime_refuses_is_unsupported_not_a_crash() {
         other => panic!("{other:?}"),
     }
 }
+
+/// `ulimit -v` in the shell that runs diagnose: every case meets the limit the
+/// process inherited (a failure the runtime returns, not a guard that stops short of
+/// it), and moving it confirms it.
+#[test]
+fn diagnose_under_an_inherited_address_space_limit_studies_it() {
+    use clmulti_explain::diagnosis::Diagnosis;
+    use std::os::unix::process::CommandExt;
+    let mut cmd = clmulti_intel();
+    // SAFETY: setrlimit in the child between fork and exec, as `ulimit -v` does.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::getrlimit(libc::RLIMIT_AS, &mut lim);
+            lim.rlim_cur = 1_500_000_000;
+            libc::setrlimit(libc::RLIMIT_AS, &lim);
+            Ok(())
+        });
+    }
+    let out = run(cmd.args([
+        "-q",
+        "diagnose",
+        "--partition",
+        "equally",
+        "--count",
+        "4000",
+        "--format",
+        "json",
+    ]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let d: Diagnosis = serde_json::from_slice(&out.stdout).unwrap();
+    // Fill runs fill what they create (fewer buffers, each written): they may end first.
+    for r in &d.runs {
+        assert_ne!(r.outcome, clmulti_explain::StopKind::Guard, "{r:?}");
+    }
+    for r in d.runs.iter().filter(|r| r.strategy == clmulti_scenario::Strategy::Create) {
+        assert_eq!(r.outcome, clmulti_explain::StopKind::Failed, "{r:?}");
+        assert!(r.headline.contains("CL_OUT_OF_HOST_MEMORY (-6)"), "{r:?}");
+    }
+    let candidate = d
+        .investigation
+        .as_ref()
+        .and_then(|i| i.candidates.first())
+        .expect("a candidate");
+    assert_eq!(candidate.resource, Resource::VirtualSize);
+    assert!(
+        matches!(candidate.test, CandidateTest::Confirmed { .. }),
+        "{:?}",
+        candidate.test
+    );
+}

@@ -265,8 +265,9 @@ fn neos_own_allocation_log_counts_what_each_buffer_brings() {
 
 #[test]
 fn axpy_says_kernels_cannot_run_on_emulated_devices() {
+    // A result about the platform, not a failure of the tool: exit 0.
     let out = run(clmulti_neo(2).args(["axpy", "--n", "4096", "--format", "json"]));
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let json = json(&out);
     assert_eq!(json["unsupported"]["reason"], KERNELS_CANNOT_RUN);
     assert!(json["devices"].as_array().unwrap().is_empty());
@@ -280,7 +281,7 @@ fn axpy_says_kernels_cannot_run_on_emulated_devices() {
     );
 
     let out = run(clmulti_neo(1).args(["axpy", "--n", "4096"]));
-    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(KERNELS_CANNOT_RUN), "{text}");
     assert!(

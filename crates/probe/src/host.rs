@@ -316,14 +316,18 @@ pub fn cgroup_memory_limit(proc_cgroup: &Path, mount: &Path) -> Option<u64> {
 }
 
 /// The memory Slurm gave this job, from its environment (values in MiB).
+///
+/// `0` is Slurm's "all of the node's memory" (`--mem=0`): no Slurm limit. A value
+/// that does not fit in bytes is no limit either, not a wrapped one.
 pub fn slurm_memory(var: impl Fn(&str) -> Option<String>) -> Option<u64> {
-    let mib = |k: &str| var(k)?.trim().parse::<u64>().ok();
-    let per_node = mib("SLURM_MEM_PER_NODE");
+    let mib = |k: &str| var(k)?.trim().parse::<u64>().ok().filter(|m| *m > 0);
+    let bytes = |m: u64| m.checked_mul(1 << 20);
+    let per_node = mib("SLURM_MEM_PER_NODE").and_then(bytes);
     let per_cpu = mib("SLURM_MEM_PER_CPU").and_then(|m| {
         let cpus = var("SLURM_CPUS_ON_NODE")?.trim().parse::<u64>().ok()?;
-        Some(m * cpus)
+        m.checked_mul(cpus).and_then(bytes).filter(|b| *b > 0)
     });
-    per_node.or(per_cpu).map(|m| m << 20)
+    per_node.or(per_cpu)
 }
 
 pub(crate) fn page_size() -> u64 {
@@ -339,6 +343,41 @@ pub(crate) fn page_size() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slurm_memory_of_zero_or_past_u64_is_no_limit() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(key, _)| *key == k)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        assert_eq!(
+            slurm_memory(env(&[("SLURM_MEM_PER_NODE", "2048")])),
+            Some(2 << 30)
+        );
+        assert_eq!(slurm_memory(env(&[("SLURM_MEM_PER_NODE", "0")])), None);
+        assert_eq!(
+            slurm_memory(env(&[("SLURM_MEM_PER_NODE", "18446744073709551615")])),
+            None
+        );
+        assert_eq!(
+            slurm_memory(env(&[
+                ("SLURM_MEM_PER_CPU", "9223372036854775807"),
+                ("SLURM_CPUS_ON_NODE", "4")
+            ])),
+            None
+        );
+        assert_eq!(
+            slurm_memory(env(&[
+                ("SLURM_MEM_PER_CPU", "1024"),
+                ("SLURM_CPUS_ON_NODE", "4")
+            ])),
+            Some(4 << 30)
+        );
+    }
 
     #[test]
     fn limits_are_read() {

@@ -76,10 +76,11 @@ pub use host::{
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlMemory;
 pub use platform::{
-    platform_text, platforms, DevicesReport, Platform, PlatformInfo, DEVICES_SCHEMA_VERSION,
+    on_loading, platform_text, platforms, DevicesReport, Platform, PlatformInfo,
+    DEVICES_SCHEMA_VERSION,
 };
 pub use select::{select, DeviceChoice, DeviceRequest, PlatformSelector, SelectError, Selection};
-pub use usage::{ProcessUsage, SystemMemory, Usage, UsageReader};
+pub use usage::{ProcessUsage, Statm, SystemMemory, Usage, UsageReader};
 
 /// The advice shown when no OpenCL platform is found.
 pub const INSTALL_HINT: &str = "install an OpenCL runtime: on Debian/Ubuntu run \

@@ -148,12 +148,40 @@ impl Platform {
     }
 }
 
+/// Told `true` right before `clGetPlatformIDs` (where the ICD loader loads every
+/// runtime it finds, running their constructors) and `false` after it returned.
+static LOADING_HOOKS: std::sync::Mutex<Vec<fn(bool)>> = std::sync::Mutex::new(Vec::new());
+
+/// Adds a function told when the runtime loads: a watcher can then tell a crash or
+/// a hang while loading from one later. Hooks must not call OpenCL.
+pub fn on_loading(hook: fn(bool)) {
+    LOADING_HOOKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(hook);
+}
+
+fn platform_ids() -> Result<Vec<cl_sys::cl_platform_id>, ClCode> {
+    let hooks = LOADING_HOOKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    for hook in &hooks {
+        hook(true);
+    }
+    let ids = raw::platform_ids();
+    for hook in &hooks {
+        hook(false);
+    }
+    ids
+}
+
 /// Enumerates every platform and device.
 ///
 /// Errors only when the loader itself fails or reports no platform at all;
 /// a query that fails on one device is kept in that field.
 pub fn platforms() -> Result<Vec<Platform>, crate::ProbeError> {
-    let ids = raw::platform_ids().map_err(crate::ProbeError::Loader)?;
+    let ids = platform_ids().map_err(crate::ProbeError::Loader)?;
     if ids.is_empty() {
         return Err(crate::ProbeError::NoPlatform);
     }
@@ -197,7 +225,7 @@ fn read_platform(index: usize, id: cl_sys::cl_platform_id) -> Platform {
 /// [`Platform::index`]) by raw parameter: for queries no header names, such as an
 /// OpenCL layer's own (clmulti-layer answers `ACTIVE_QUERY`).
 pub fn platform_text(index: usize, param: u32) -> Result<String, ClCode> {
-    let ids = raw::platform_ids()?;
+    let ids = platform_ids()?;
     let id = *ids.get(index).ok_or(ClCode::INVALID_PLATFORM)?;
     // SAFETY: `id` came from `raw::platform_ids` in this process.
     unsafe { raw::platform_info(id, param) }.map(to_text)

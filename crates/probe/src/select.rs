@@ -217,6 +217,18 @@ fn fallback_note(from: Option<DeviceTypeFilter>) -> String {
 }
 
 impl SelectError {
+    /// The scenario key the error is about: `devices.platform`, `devices.type`,
+    /// `devices.count` (or `devices.indices`), `devices.partition`.
+    pub fn key(&self) -> &'static str {
+        match self {
+            SelectError::UnknownPlatform { .. } => "devices.platform",
+            SelectError::NoDevices { .. } => "devices.type",
+            SelectError::NotEnough { .. } => "devices.count",
+            SelectError::NoSuchIndex { .. } => "devices.indices",
+            SelectError::Partition { .. } => "devices.partition",
+        }
+    }
+
     /// Whether the machine simply has fewer devices than asked for: the request is
     /// fine, this machine cannot run it (a run to skip, not bad input).
     pub fn is_too_few_devices(&self) -> bool {
@@ -347,8 +359,17 @@ fn try_select(
 }
 
 fn unknown(platforms: &[Platform], selector: &PlatformSelector) -> SelectError {
+    // A selector is echoed, never a megabyte of one.
+    let mut text = selector.to_string();
+    if text.len() > 120 {
+        let cut = (0..=100)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        text = format!("{}... ({} bytes)", &text[..cut], text.len());
+    }
     SelectError::UnknownPlatform {
-        selector: selector.to_string(),
+        selector: text,
         available: platforms
             .iter()
             .map(|p| format!("{}: {}", p.index, p.display_name()))

@@ -70,6 +70,17 @@ impl ProcessUsage {
     }
 }
 
+/// The figures of `/proc/self/statm` the guards watch, in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Statm {
+    /// Virtual size (what `RLIMIT_AS` bounds).
+    pub virtual_bytes: u64,
+    /// Resident set size.
+    pub rss_bytes: u64,
+    /// Data and stack (what `RLIMIT_DATA` bounds, near enough).
+    pub data_bytes: u64,
+}
+
 /// Reads [`Usage`] through `/proc` descriptors opened once.
 ///
 /// Why: a process that has run out of file descriptors (the very limit clmulti looks
@@ -213,7 +224,11 @@ impl UsageReader {
 
     /// Reads every figure; one whose file could not be opened is zero (or `None`).
     pub fn read(&self) -> Usage {
-        let (virtual_bytes, rss_bytes) = self.statm();
+        let Statm {
+            virtual_bytes,
+            rss_bytes,
+            ..
+        } = self.statm();
         let fds = self.scan_fds();
         let status = self.status();
         Usage {
@@ -235,7 +250,17 @@ impl UsageReader {
 
     /// Resident set size in bytes: one read of `statm`, for guards between samples.
     pub fn rss_bytes(&self) -> u64 {
-        self.statm().1
+        self.statm().rss_bytes
+    }
+
+    /// Virtual size, resident set size and data segment: one read of `statm`.
+    pub fn statm(&self) -> Statm {
+        self.read_statm()
+    }
+
+    /// The system's memory (available, free, Shmem): one read of `meminfo`.
+    pub fn system(&self) -> Option<SystemMemory> {
+        self.system_memory()
     }
 
     /// Reads `file` from its start in chunks of `N` bytes (each file's own size: a
@@ -253,7 +278,7 @@ impl UsageReader {
         }
     }
 
-    fn statm(&self) -> (u64, u64) {
+    fn read_statm(&self) -> Statm {
         let page = crate::host::page_size();
         let mut text = [0u8; 256];
         let mut len = 0;
@@ -269,9 +294,15 @@ impl UsageReader {
                 f.iter()
                     .fold(0u64, |acc, d| acc * 10 + u64::from(d.wrapping_sub(b'0')))
             });
-        let size = fields.next().unwrap_or(0);
-        let resident = fields.next().unwrap_or(0);
-        (size * page, resident * page)
+        let mut next = || fields.next().unwrap_or(0) * page;
+        let virtual_bytes = next();
+        let rss_bytes = next();
+        let (_shared, _text, _lib) = (next(), next(), next());
+        Statm {
+            virtual_bytes,
+            rss_bytes,
+            data_bytes: next(),
+        }
     }
 
     /// `Threads`, `VmLck` and `VmData` of `status`, read into a stack buffer.

@@ -39,9 +39,10 @@ pub enum RawPartition {
 #[cfg_attr(feature = "schema", schemars(title = "clmulti scenario"))]
 #[serde(deny_unknown_fields)]
 pub struct RawScenario {
-    /// The scenario's name (default: the file name); a grid appends its point.
+    /// The scenario's name (default: the file name; one line, at most 256 bytes); a
+    /// grid appends its point.
     pub name: Option<String>,
-    /// What the scenario shows.
+    /// What the scenario shows (at most 64 KiB).
     pub description: Option<String>,
     /// Which devices.
     #[serde(default)]
@@ -56,6 +57,8 @@ pub struct RawScenario {
     /// OCL_ICD_VENDORS and OCL_ICD_FILENAMES are paths, relative to this file;
     /// "{clmulti-layer}" names clmulti's emulation layer; "{devices.count}" in any
     /// value is the run's device count (e.g. CreateMultipleRootDevices for NEO).
+    /// Names without '=', spaces or control characters; values one line of printable
+    /// text.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Resource limits (soft) for the process that runs the scenario.
@@ -95,7 +98,7 @@ pub struct RawDevices {
     pub device_type: Option<String>,
     /// The first N devices of that type (default 1).
     pub count: Option<i64>,
-    /// These devices of that type, by index (instead of count).
+    /// These devices of that type, by index (instead of count; at most 4096).
     pub indices: Option<Vec<i64>>,
     /// any-type (default: with no device of the type, use any type) | none.
     pub fallback: Option<String>,
@@ -143,7 +146,7 @@ pub struct RawAllocation {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RawLimits {
-    /// RLIMIT_NOFILE: open file descriptors (at most the hard limit).
+    /// RLIMIT_NOFILE: open file descriptors (at least 3, at most the hard limit).
     pub nofile: Option<i64>,
     /// RLIMIT_AS: virtual address space (at least "64MiB").
     #[serde(rename = "as")]
@@ -152,7 +155,7 @@ pub struct RawLimits {
     pub memlock: Option<RawSize>,
     /// RLIMIT_NPROC: processes and threads of this user (root is exempt).
     pub nproc: Option<i64>,
-    /// RLIMIT_DATA: data segment, heap and private mappings (a size).
+    /// RLIMIT_DATA: data segment, heap and private mappings (at least "64MiB").
     pub data: Option<RawSize>,
 }
 

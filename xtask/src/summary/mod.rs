@@ -116,9 +116,12 @@ pub struct Summary {
     by_file: std::collections::BTreeMap<String, Candidates>,
 }
 
-/// A file-name-safe version of a name.
+/// A file-name-safe version of a name, short enough for any file system (a name
+/// is at most 255 bytes): a long one keeps its start and a hash of the whole.
 pub fn slug(name: &str) -> String {
-    name.chars()
+    const MAX: usize = 80;
+    let safe: String = name
+        .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
                 c
@@ -126,7 +129,11 @@ pub fn slug(name: &str) -> String {
                 '_'
             }
         })
-        .collect()
+        .collect();
+    if safe.len() <= MAX {
+        return safe;
+    }
+    format!("{}-{}", &safe[..MAX - 17], crate::records::fnv64(name))
 }
 
 impl Summary {
@@ -474,10 +481,13 @@ impl Summary {
 pub fn rebuild(dir: &Path) -> Result<usize, String> {
     let mut summary = Summary::new(dir);
     let results = dir.join("results.jsonl");
-    if !results.exists() {
-        return Err(format!("{}: no results.jsonl here", dir.display()));
+    match crate::records::open_regular(&results) {
+        Ok(Some(_)) => {}
+        Ok(None) => return Err(format!("{}: no results.jsonl here", dir.display())),
+        Err(e) => return Err(format!("{}: {e}", results.display())),
     }
-    crate::records::for_each(&results, |r| summary.add(r))
+    // Each run once: its newest record.
+    crate::records::for_each_latest(&results, |r| summary.add(r))
         .map_err(|e| format!("{}: {e}", results.display()))?;
     summary.write()?;
     Ok(summary.len())

@@ -67,7 +67,7 @@ pub fn outcome_color(outcome: StopKind) -> RGBColor {
         StopKind::Crashed => RGBColor(106, 27, 154),
         StopKind::TimedOut => RGBColor(121, 85, 72),
         StopKind::Skipped | StopKind::Unsupported => RGBColor(110, 110, 110),
-        StopKind::NoReport => RGBColor(33, 33, 33),
+        StopKind::NoReport | StopKind::Interrupted => RGBColor(33, 33, 33),
     }
 }
 

@@ -47,12 +47,33 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// The record lines of a folder's results.jsonl, as JSON (scenario base lines, which
+/// records name instead of embedding their scenario, left out).
 pub fn results(dir: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(dir.join("results.jsonl"))
         .unwrap_or_default()
         .lines()
-        .map(|l| serde_json::from_str(l).expect("every JSONL line parses"))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("every JSONL line parses"))
+        .filter(|r| r.get("key").is_some())
         .collect()
+}
+
+/// The first `n` records of a results file's text, with the scenario bases they need.
+pub fn first_records(text: &str, n: usize) -> String {
+    let mut kept = String::new();
+    let mut records = 0;
+    for line in text.lines() {
+        let is_record = line.contains("\"key\":");
+        if is_record {
+            if records == n {
+                break;
+            }
+            records += 1;
+        }
+        kept.push_str(line);
+        kept.push('\n');
+    }
+    kept
 }
 
 pub fn keys(dir: &Path) -> Vec<String> {
@@ -64,15 +85,23 @@ pub fn keys(dir: &Path) -> Vec<String> {
     keys
 }
 
-pub fn wait_for_lines(file: &Path, lines: usize) {
+/// Waits until `file` holds `records` records (scenario base lines not counted).
+pub fn wait_for_lines(file: &Path, records: usize) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while Instant::now() < deadline {
-        if std::fs::read_to_string(file).map_or(0, |t| t.lines().count()) >= lines {
+        if std::fs::read_to_string(file).map_or(0, |t| record_lines(&t)) >= records {
             return;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    panic!("{} never reached {lines} lines", file.display());
+    panic!("{} never reached {records} records", file.display());
+}
+
+/// Whole record lines in a results file's text.
+pub fn record_lines(text: &str) -> usize {
+    text.split_inclusive('\n')
+        .filter(|l| l.ends_with('\n') && l.contains("\"key\":"))
+        .count()
 }
 
 /// Processes whose command line mentions `needle`.
@@ -84,4 +113,30 @@ pub fn processes_with(needle: &str) -> Vec<String> {
         .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
         .filter(|c| c.contains(needle))
         .collect()
+}
+
+/// An OpenCL layer that aborts the process on the clCreateBuffer call after the first
+/// `CLMULTI_ABORT_AFTER` (a runtime crashing mid-run), built once with `cc`.
+pub fn abort_after_layer() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../crates/cli/tests/hostile/layer/abort_after.c");
+            let lib =
+                std::env::temp_dir().join(format!("clmulti-abort-after-{}.so", std::process::id()));
+            let out = Command::new("cc")
+                .args(["-shared", "-fPIC", "-o"])
+                .arg(&lib)
+                .arg(&source)
+                .output()
+                .expect("run cc (gcc is part of the test setup)");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            lib
+        })
+        .clone()
 }

@@ -33,8 +33,8 @@ impl Backend for DryBackend {
 struct NoMeter;
 
 impl Meter for NoMeter {
-    fn rss_bytes(&self) -> u64 {
-        0
+    fn guard_reading(&self) -> super::allocation_loop::GuardReading {
+        super::allocation_loop::GuardReading::default()
     }
 
     fn usage(&self) -> Usage {
@@ -53,6 +53,8 @@ pub(crate) fn measure(plan: &LoopPlan, devices: usize, keep: bool, buffers: u64)
         target: buffers,
         max_total: u64::MAX,
         max_rss: u64::MAX,
+        max_vsize: u64::MAX,
+        max_data: u64::MAX,
         max_seconds: f64::MAX,
         ..*plan
     };
@@ -62,7 +64,7 @@ pub(crate) fn measure(plan: &LoopPlan, devices: usize, keep: bool, buffers: u64)
         keep,
     };
     let start = Instant::now();
-    let outcome = allocation_loop(&dry, &mut backend, &mut NoMeter);
+    let outcome = allocation_loop(&dry, &mut backend, &mut NoMeter, None);
     let seconds = start.elapsed().as_secs_f64();
     let heap = backend.live.capacity() * std::mem::size_of::<usize>()
         + outcome.samples.capacity() * std::mem::size_of::<Sample>()

@@ -3,7 +3,7 @@
 //! check can build its program once per context.
 
 use clmulti_explain::AxpyCheckReport;
-use clmulti_scenario::{AxpyCheck, Placement};
+use clmulti_scenario::AxpyCheck;
 use opencl3::context::Context;
 use opencl3::device::Device;
 use opencl3::memory::Buffer;
@@ -23,10 +23,17 @@ pub struct BufferPair {
     pub y: Buffer<f32>,
 }
 
-/// Checks the pairs of one context; one result per pair, `Err` saying what went wrong.
+/// Checks the pairs of one context; one result per pair checked, in order, `Err`
+/// saying what went wrong.
 pub trait BufferCheck {
-    /// Checks `pairs`, all buffers of `context`.
-    fn check(&mut self, context: &Context, pairs: &mut [BufferPair]) -> Vec<Result<(), String>>;
+    /// Checks `pairs`, all buffers of `context`, and stops at `deadline`: the pairs
+    /// past the results returned were not checked.
+    fn check(
+        &mut self,
+        context: &Context,
+        pairs: &mut [BufferPair],
+        deadline: std::time::Instant,
+    ) -> Vec<Result<(), String>>;
 }
 
 /// A buffer of the engine's, with one more reference the wrapper releases on drop.
@@ -39,14 +46,15 @@ fn retained(mem: cl_mem) -> Option<Buffer<f32>> {
 /// Picks pairs of kept buffers (per device, in allocation order), groups them by
 /// context and runs the check.
 pub(crate) fn check_pairs(
-    choice: AxpyCheck,
-    placement: Placement,
+    scenario: &clmulti_scenario::Scenario,
     live: &[cl_mem],
     devices: &[clmulti_probe::Device],
     contexts: &[Context],
     context_of: &[usize],
     check: &mut dyn BufferCheck,
+    deadline: std::time::Instant,
 ) -> AxpyCheckReport {
+    let (choice, placement) = (scenario.axpy.check, scenario.allocation.placement);
     let n = devices.len().max(1);
     let mut by_device: Vec<Vec<cl_mem>> = vec![Vec::new(); n];
     for (i, mem) in live.iter().enumerate() {
@@ -88,7 +96,12 @@ pub(crate) fn check_pairs(
         if group.is_empty() {
             continue;
         }
-        let results = check.check(context, &mut group);
+        let results = if std::time::Instant::now() < deadline {
+            check.check(context, &mut group, deadline)
+        } else {
+            Vec::new()
+        };
+        report.pairs_not_checked += group.len().saturating_sub(results.len()) as u64;
         for (pair, result) in group.iter().zip(results) {
             report.pairs_checked += 1;
             match result {

@@ -12,13 +12,13 @@ mod watchdog;
 
 pub use check::{BufferCheck, BufferPair};
 pub use opencl::CL_MEM_DEVICE_ID_INTEL;
-pub use watchdog::OnHang;
+pub use watchdog::{OnHang, Watchdog};
 
 use allocation_loop::{allocation_loop, HostMeter, LoopPlan};
 use clmulti_explain::verdict::Statement;
 use clmulti_explain::{
-    Call, DeviceMemorySource, EffectiveGuards, Layers, Report, Sample, StopReason, Warning,
-    WarningKind,
+    AxpySplit, Call, DeviceMemorySource, EffectiveGuards, Layers, Report, Sample, StopReason,
+    Warning, WarningKind,
 };
 use clmulti_probe::{
     ClCode, DeviceRequest, DeviceTypeFilter, DriverLimits, HostLimits, UsageReader,
@@ -26,9 +26,10 @@ use clmulti_probe::{
 use clmulti_scenario::{Count, MemFlag, RssLimit, Scenario};
 use device_memory::DeviceMemory;
 use opencl::{OpenClBackend, SetupError};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use watchdog::{CallTracker, Watchdog};
+use std::time::{Duration, Instant};
+use watchdog::CallTracker;
 
 /// Buffers in the dry bookkeeping measurement: the run's count, within these bounds.
 const BOOKKEEPING_BUFFERS: std::ops::RangeInclusive<u64> = 1_000..=100_000;
@@ -43,7 +44,7 @@ pub enum EngineError {
     Probe(#[from] clmulti_probe::ProbeError),
     /// The scenario asks for devices that do not exist in a way no machine could
     /// satisfy (an unknown platform name, an empty platform).
-    #[error("{file}: [devices]: {source}")]
+    #[error("{file}: key `{}`: {source}", source.key())]
     Devices {
         /// The scenario file.
         file: String,
@@ -75,10 +76,14 @@ pub struct RunOptions<'a> {
     pub split: Option<&'a mut SplitRun<'a>>,
     /// Told about the run's setup and each sample.
     pub observer: Option<&'a mut dyn Observer>,
-    /// Called from a watchdog thread, with the OpenCL call the run is in, when the
-    /// run (setup, loop and release) outlives its time limit plus a margin; without
-    /// it nothing watches.
-    pub on_hang: Option<OnHang>,
+    /// Tracks the OpenCL call the run is in and ends the run when it outlives its
+    /// limit: armed by the caller before the runtime loads ([`time_limit`]);
+    /// without one nothing watches.
+    pub watchdog: Option<&'a Watchdog>,
+    /// A signal number set by the caller's SIGINT/SIGTERM handler: the loop stops
+    /// before the next buffer, the checks and the split are skipped, and everything
+    /// is released ([`StopReason::Interrupted`]).
+    pub interrupt: Option<&'a AtomicI32>,
     /// False when earlier runs used this process: freed memory may be reused, so
     /// the report warns that costs can read low.
     pub reused_process: bool,
@@ -90,7 +95,11 @@ impl std::fmt::Debug for RunOptions<'_> {
             .field("check", &self.check.is_some())
             .field("split", &self.split.is_some())
             .field("observer", &self.observer.is_some())
-            .field("on_hang", &self.on_hang.is_some())
+            .field("watchdog", &self.watchdog)
+            .field(
+                "interrupt",
+                &self.interrupt.map(|i| i.load(Ordering::Relaxed)),
+            )
             .field("reused_process", &self.reused_process)
             .finish()
     }
@@ -99,6 +108,14 @@ impl std::fmt::Debug for RunOptions<'_> {
 /// How long past `guards.max_seconds` a call may run before the watchdog fires.
 pub fn hang_margin(max_seconds: f64) -> Duration {
     Duration::from_secs_f64((max_seconds * 0.1).clamp(5.0, 60.0))
+}
+
+/// The longest a run may take from before its runtime loads to its last byte
+/// written: `timeout` when the caller gives one, else the loop's `max_seconds`
+/// plus [`hang_margin`] for loading, release and the report.
+pub fn time_limit(scenario: &Scenario, timeout: Option<Duration>) -> Duration {
+    let max_seconds = scenario.guards.max_seconds;
+    timeout.unwrap_or_else(|| Duration::from_secs_f64(max_seconds) + hang_margin(max_seconds))
 }
 
 /// A report for `scenario` that has measured nothing yet (or never will), with the
@@ -127,13 +144,11 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
         check,
         split,
         mut observer,
-        on_hang,
+        watchdog,
+        interrupt,
         reused_process,
     } = options;
-    let tracker = CallTracker::default();
-    let limit = Duration::from_secs_f64(scenario.guards.max_seconds)
-        + hang_margin(scenario.guards.max_seconds);
-    let watchdog = on_hang.map(|hook| Watchdog::arm(limit, tracker.clone(), hook));
+    let tracker = watchdog.map_or_else(CallTracker::default, |w| w.tracker().clone());
 
     let mut report = blank_report(scenario, StopReason::Completed);
     report.fresh_process = !reused_process;
@@ -155,8 +170,13 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     } else {
         0
     };
-    let rss_now = UsageReader::open().read().process.rss_bytes;
-    if let Some(stop) = allocation_loop::refused_up_front(&plan, rss_now, source_block) {
+    let statm = UsageReader::open().statm();
+    let now = allocation_loop::GuardReading {
+        held: statm.rss_bytes,
+        vsize: statm.virtual_bytes,
+        data: statm.data_bytes,
+    };
+    if let Some(stop) = allocation_loop::refused_up_front(&plan, now, source_block) {
         report.stop = stop;
         return Ok(report);
     }
@@ -187,24 +207,29 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
         usage: &usage,
         devices: &mut memory,
         on_sample: observer,
+        shmem_start: usage.system().map_or(0, |s| s.shmem_bytes),
     };
-    let outcome = allocation_loop(&plan, &mut backend, &mut meter);
-    drop(watchdog);
+    let loop_start = Instant::now();
+    let outcome = allocation_loop(&plan, &mut backend, &mut meter, interrupt);
     clock.mark(&mut report, "allocation loop (with sampling)");
+    // The checks and the split share the loop's time: they stop at its deadline.
+    let deadline = loop_start + Duration::from_secs_f64(scenario.guards.max_seconds);
+    let interrupted = matches!(outcome.stop, StopReason::Interrupted { .. });
 
-    if let (Some(check), true) = (
+    if let (Some(check), true, false) = (
         check,
         scenario.axpy.check != clmulti_scenario::AxpyCheck::None,
+        interrupted,
     ) {
         let (contexts, context_of) = backend.contexts();
         report.axpy_check = Some(check::check_pairs(
-            scenario.axpy.check,
-            scenario.allocation.placement,
+            scenario,
             backend.live(),
             backend.devices(),
             contexts,
             &context_of,
             check,
+            deadline,
         ));
     }
     if report.axpy_check.is_some() {
@@ -218,7 +243,20 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     drop(backend);
     clock.mark(&mut report, "release every object and read again");
     if let (Some(split), true) = (split, scenario.axpy.split) {
-        report.axpy_split = Some(split(&devices, scenario));
+        report.axpy_split = Some(if interrupted {
+            AxpySplit::Skipped {
+                reason: "the run was interrupted".into(),
+            }
+        } else if Instant::now() >= deadline {
+            AxpySplit::Skipped {
+                reason: format!(
+                    "guards.max_seconds ({} s) had passed when the loop and the checks ended",
+                    scenario.guards.max_seconds
+                ),
+            }
+        } else {
+            split(&devices, scenario)
+        });
         clock.mark(&mut report, "dAxpy split over the devices");
     }
     report.leak_check = leak_check;
@@ -450,6 +488,19 @@ fn loop_plan(scenario: &Scenario, host: &HostLimits) -> (LoopPlan, EffectiveGuar
     // nothing, and device memory failing is a result. The RSS guard protects the host.
     let max_total = scenario.guards.max_total_bytes.unwrap_or(u64::MAX);
     let host_pointer = alloc.flags.iter().any(|f| f.needs_host_memory());
+    // An allocation past RLIMIT_AS or RLIMIT_DATA fails inside the runtime, which
+    // may abort (PoCL asserts): under a limit the process inherited (`ulimit -v`, a
+    // batch system), the loop stops a tenth short, room for the runtime. A limit the
+    // scenario sets in [limits] is what it studies: the runtime meets it.
+    let short_of = |limit: Option<u64>, which: clmulti_scenario::Rlimit| match limit {
+        Some(l) if !scenario.limits.soft.contains_key(&which) => (l as f64 * CEILING_SHARE) as u64,
+        _ => u64::MAX,
+    };
+    let max_vsize = short_of(
+        host.address_space_soft,
+        clmulti_scenario::Rlimit::AddressSpace,
+    );
+    let max_data = short_of(host.data_soft, clmulti_scenario::Rlimit::Data);
     let plan = LoopPlan {
         size: alloc.size_bytes,
         target: match alloc.count {
@@ -461,6 +512,8 @@ fn loop_plan(scenario: &Scenario, host: &HostLimits) -> (LoopPlan, EffectiveGuar
         sample_every: scenario.sample_every,
         max_total,
         max_rss,
+        max_vsize,
+        max_data,
         max_seconds: scenario.guards.max_seconds,
         rss_per_byte: if host_pointer { 2.0 } else { 1.0 },
     };

@@ -1,7 +1,13 @@
 //! A run that hangs inside the runtime (oclgrind through the ICD loader hangs in
-//! `clCreateCommandQueueWithProperties`) must still end by its time limit: the engine
-//! records which call is running, and a watchdog thread reports it when the limit
-//! passes.
+//! `clCreateCommandQueueWithProperties`; an ICD's constructor can hang inside
+//! `clGetPlatformIDs`) must still end by its time limit: the engine records which
+//! call is running, and a watchdog thread reports it when the limit passes.
+//!
+//! The thread is started, and has finished starting, before the caller touches the
+//! runtime: a new thread's first thread-local with a destructor registers it through
+//! glibc's `__cxa_thread_atexit_impl`, which takes the dynamic loader's lock, and a
+//! runtime whose loading hangs holds that lock for ever (seen: the watchdog blocked
+//! in its own start-up in 5 of 14 runs against a hanging ICD).
 
 use clmulti_explain::Call;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -32,37 +38,84 @@ impl CallTracker {
 /// reports and exits the process: the hung call never returns.
 pub type OnHang = Box<dyn FnOnce(Option<Call>, f64) + Send>;
 
-/// Fires `on_hang` unless disarmed (dropped) before `limit` passes.
-pub(crate) struct Watchdog {
+/// Fires `on_hang` unless dropped before its limit passes. Arm it before anything
+/// touches the OpenCL runtime and hold it until the report is written: it bounds
+/// loading, the loop, the checks, release and the output.
+pub struct Watchdog {
     done: Arc<(Mutex<bool>, Condvar)>,
     thread: Option<std::thread::JoinHandle<()>>,
+    tracker: CallTracker,
+    limit: Duration,
+    deadline: Instant,
+}
+
+impl std::fmt::Debug for Watchdog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watchdog")
+            .field("limit", &self.limit)
+            .field("call", &self.tracker.current())
+            .finish()
+    }
 }
 
 impl Watchdog {
-    pub fn arm(limit: Duration, tracker: CallTracker, on_hang: OnHang) -> Self {
+    /// Starts the watchdog's thread and returns once it runs with everything its
+    /// report needs already set up (so it takes no loader lock later).
+    pub fn arm(limit: Duration, on_hang: OnHang) -> std::io::Result<Self> {
+        let start = Instant::now();
+        let deadline = start + limit;
+        let tracker = CallTracker::default();
         let done = Arc::new((Mutex::new(false), Condvar::new()));
         let shared = Arc::clone(&done);
-        let thread = std::thread::spawn(move || {
-            let deadline = Instant::now() + limit;
-            let (lock, wake) = &*shared;
-            let mut finished = lock.lock().unwrap_or_else(|e| e.into_inner());
-            while !*finished {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    drop(finished);
-                    on_hang(tracker.current(), limit.as_secs_f64());
-                    return;
+        let watched = tracker.clone();
+        let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel::<()>(1);
+        let thread = std::thread::Builder::new()
+            .name("clmulti-watchdog".into())
+            .spawn(move || {
+                // What the report path touches first, done now: the thread's handle
+                // (a thread-local with a destructor) and the standard streams' locks.
+                let _ = std::thread::current();
+                drop(std::io::stdout().lock());
+                drop(std::io::stderr().lock());
+                let _ = ready_tx.send(());
+                let (lock, wake) = &*shared;
+                let mut finished = lock.lock().unwrap_or_else(|e| e.into_inner());
+                while !*finished {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        drop(finished);
+                        on_hang(watched.current(), limit.as_secs_f64());
+                        return;
+                    }
+                    finished = wake
+                        .wait_timeout(finished, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
                 }
-                finished = wake
-                    .wait_timeout(finished, left)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-            }
-        });
-        Watchdog {
+            })?;
+        // The thread is created; its start-up needs no lock the caller holds.
+        let _ = ready_rx.recv();
+        Ok(Watchdog {
             done,
             thread: Some(thread),
-        }
+            tracker,
+            limit,
+            deadline,
+        })
+    }
+
+    /// The limit it was armed with.
+    pub fn limit(&self) -> Duration {
+        self.limit
+    }
+
+    /// When it fires.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    pub(crate) fn tracker(&self) -> &CallTracker {
+        &self.tracker
     }
 }
 
@@ -84,14 +137,13 @@ mod tests {
 
     #[test]
     fn fires_with_the_running_call_and_not_after_disarming() {
-        let tracker = CallTracker::default();
-        tracker.enter(Call::CreateCommandQueue);
         let (tx, rx) = mpsc::channel();
         let dog = Watchdog::arm(
             Duration::from_millis(20),
-            tracker.clone(),
             Box::new(move |call, _| tx.send(call).unwrap()),
-        );
+        )
+        .unwrap();
+        dog.tracker().enter(Call::CreateCommandQueue);
         assert_eq!(
             rx.recv_timeout(Duration::from_secs(5)).unwrap(),
             Some(Call::CreateCommandQueue)
@@ -101,9 +153,9 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         let dog = Watchdog::arm(
             Duration::from_secs(30),
-            tracker,
             Box::new(move |call, _| tx.send(call).unwrap()),
-        );
+        )
+        .unwrap();
         drop(dog);
         assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
     }

@@ -310,6 +310,13 @@ pub struct AxpyCheckReport {
     pub pairs_ok: u64,
     /// What went wrong, per failing pair (first 20).
     pub failures: Vec<String>,
+    /// Pairs chosen but not checked: the run's `max_seconds` passed first.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pairs_not_checked: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The scenario's `[axpy] split`: one dAxpy cut over the run's devices after the
@@ -328,6 +335,11 @@ pub enum AxpySplit {
     Failed {
         /// The error, in words.
         error: String,
+    },
+    /// It was not run: the run was interrupted, or its time had passed.
+    Skipped {
+        /// Why, in words.
+        reason: String,
     },
 }
 

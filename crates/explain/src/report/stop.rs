@@ -106,6 +106,12 @@ pub enum GuardKind {
     MaxRss,
     /// `guards.max_seconds`
     MaxSeconds,
+    /// The process's `RLIMIT_AS` (its soft limit, less a tenth for the runtime's own
+    /// mappings): an allocation past it fails inside the runtime, which may abort.
+    AddressSpace,
+    /// The process's `RLIMIT_DATA` (its soft limit, less a tenth): the same, for the
+    /// data segment.
+    DataSegment,
 }
 
 /// Why a run stopped.
@@ -161,6 +167,14 @@ pub enum StopReason {
         #[serde(default)]
         call: Option<Call>,
     },
+    /// SIGINT or SIGTERM reached the run: it stopped before the next buffer, skipped
+    /// its checks and released everything.
+    Interrupted {
+        /// Signal number.
+        signal: i32,
+        /// Its name, e.g. `SIGINT`.
+        signal_name: String,
+    },
     /// The process running the scenario exited without a report (set by the parent).
     NoReport {
         /// Its exit code.
@@ -190,11 +204,13 @@ pub enum StopKind {
     TimedOut,
     /// Exited without a report.
     NoReport,
+    /// Stopped by SIGINT or SIGTERM.
+    Interrupted,
 }
 
 impl StopKind {
     /// Every kind, in the order tables list them.
-    pub const ALL: [StopKind; 8] = [
+    pub const ALL: [StopKind; 9] = [
         StopKind::Completed,
         StopKind::Failed,
         StopKind::Guard,
@@ -203,6 +219,7 @@ impl StopKind {
         StopKind::Crashed,
         StopKind::TimedOut,
         StopKind::NoReport,
+        StopKind::Interrupted,
     ];
 
     /// Its name: `completed`, `failed`, `guard`, `timed_out`, ...
@@ -216,6 +233,7 @@ impl StopKind {
             StopKind::Crashed => "crashed",
             StopKind::TimedOut => "timed_out",
             StopKind::NoReport => "no_report",
+            StopKind::Interrupted => "interrupted",
         }
     }
 }
@@ -235,6 +253,14 @@ impl StopReason {
         }
     }
 
+    /// Stopped by `signal` (SIGINT, SIGTERM), named.
+    pub fn interrupted(signal: i32) -> Self {
+        StopReason::Interrupted {
+            signal,
+            signal_name: signal_name(signal),
+        }
+    }
+
     /// The outcome alone, for colours, counts and comparisons.
     pub fn kind(&self) -> StopKind {
         match self {
@@ -246,6 +272,7 @@ impl StopReason {
             StopReason::Crashed { .. } => StopKind::Crashed,
             StopReason::TimedOut { .. } => StopKind::TimedOut,
             StopReason::NoReport { .. } => StopKind::NoReport,
+            StopReason::Interrupted { .. } => StopKind::Interrupted,
         }
     }
 
@@ -254,7 +281,10 @@ impl StopReason {
     pub fn is_abnormal(&self) -> bool {
         matches!(
             self,
-            StopReason::Crashed { .. } | StopReason::TimedOut { .. } | StopReason::NoReport { .. }
+            StopReason::Crashed { .. }
+                | StopReason::TimedOut { .. }
+                | StopReason::NoReport { .. }
+                | StopReason::Interrupted { .. }
         )
     }
 
@@ -281,10 +311,21 @@ impl StopReason {
                 GuardKind::MaxSeconds => {
                     format!("guard max_seconds: {value:.1} s passed {limit:.1} s")
                 }
+                GuardKind::AddressSpace => {
+                    let (value, limit) = format_bytes_apart(*value, *limit);
+                    format!("guard RLIMIT_AS: virtual size {value} would pass {limit} (the soft limit less a tenth)")
+                }
+                GuardKind::DataSegment => {
+                    let (value, limit) = format_bytes_apart(*value, *limit);
+                    format!("guard RLIMIT_DATA: data segment {value} would pass {limit} (the soft limit less a tenth)")
+                }
             },
             StopReason::Unsupported { reason } => format!("unsupported: {reason}"),
             StopReason::Skipped { reason } => format!("skipped: {reason}"),
             StopReason::Crashed { signal_name, .. } => format!("crashed: {signal_name}"),
+            StopReason::Interrupted { signal_name, .. } => {
+                format!("interrupted by {signal_name}: stopped, released, partial")
+            }
             StopReason::TimedOut { seconds, call } => match call {
                 Some(call) => format!(
                     "timed out: {} did not return within {seconds:.0} s",

@@ -4,6 +4,13 @@ use super::{one_of, positive, problem, Problem};
 use crate::model::*;
 use crate::raw::*;
 
+/// The most devices `devices.indices` (or sub-devices `devices.partition`) may
+/// name: more than any machine has, few enough that a long list costs nothing.
+pub const MAX_DEVICE_LIST: usize = 4096;
+/// The longest platform name or vendor substring, bytes.
+const MAX_PLATFORM_NAME: usize = 256;
+
+/// `[devices]`, validated.
 ///
 /// Long on purpose: `[devices]`'s keys in documented order.
 pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
@@ -18,6 +25,15 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
             return Err(problem(
                 "devices.platform",
                 "must not be empty; use \"auto\"",
+            ))
+        }
+        Some(RawNumberOrWord::Word(w)) if w.len() > MAX_PLATFORM_NAME || w.chars().any(char::is_control) => {
+            return Err(problem(
+                "devices.platform",
+                format!(
+                    "a platform name or vendor substring is one line of at most {MAX_PLATFORM_NAME} bytes ({} given); `clmulti devices` lists the names",
+                    w.len()
+                ),
             ))
         }
         Some(RawNumberOrWord::Word(w)) => Platform::Name(w.clone()),
@@ -47,7 +63,17 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
             if list.is_empty() {
                 return Err(problem("devices.indices", "must name at least one device"));
             }
-            let mut seen = Vec::new();
+            if list.len() > MAX_DEVICE_LIST {
+                return Err(problem(
+                    "devices.indices",
+                    format!(
+                        "names {} devices; at most {MAX_DEVICE_LIST} are allowed",
+                        list.len()
+                    ),
+                ));
+            }
+            let mut seen = Vec::with_capacity(list.len());
+            let mut listed = std::collections::HashSet::with_capacity(list.len());
             for (i, v) in list.iter().enumerate() {
                 let index = usize::try_from(*v).map_err(|_| {
                     problem(
@@ -55,7 +81,7 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
                         "a device index must be >= 0",
                     )
                 })?;
-                if seen.contains(&index) {
+                if !listed.insert(index) {
                     return Err(problem(
                         &format!("devices.indices[{i}]"),
                         format!("device {index} is listed twice"),
@@ -89,6 +115,15 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
         Some(RawPartition::Counts(counts)) => {
             if counts.is_empty() {
                 return Err(problem("devices.partition", "needs at least one count"));
+            }
+            if counts.len() > MAX_DEVICE_LIST {
+                return Err(problem(
+                    "devices.partition",
+                    format!(
+                        "{} sub-devices; at most {MAX_DEVICE_LIST} are allowed",
+                        counts.len()
+                    ),
+                ));
             }
             let counts = counts
                 .iter()

@@ -62,6 +62,10 @@ pub(crate) fn one_of<T: Copy>(key: &str, value: &str, choices: &[(&str, T)]) -> 
 pub const DEFAULT_MAX_SECONDS: f64 = 300.0;
 /// The longest time guard: a week.
 pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+/// The longest `name`, bytes.
+pub const MAX_NAME_BYTES: usize = 256;
+/// The longest `description`, bytes: prose, carried by every run of a grid.
+pub const MAX_DESCRIPTION_BYTES: usize = 64 << 10;
 /// The most shared contexts one run may create.
 pub const MAX_CONTEXTS: u64 = 64;
 /// Default sampling interval.
@@ -114,6 +118,15 @@ pub(crate) fn validate(
 ) -> Result<Scenario, Problem> {
     let base_name = match raw.name {
         Some(n) if n.trim().is_empty() => return Err(problem("name", "must not be empty")),
+        Some(n) if n.len() > MAX_NAME_BYTES => {
+            return Err(problem(
+                "name",
+                format!(
+                    "{} bytes; a name is at most {MAX_NAME_BYTES} (it names table rows and plots)",
+                    n.len()
+                ),
+            ))
+        }
         Some(n) if n.chars().any(char::is_control) => {
             return Err(problem(
                 "name",
@@ -233,9 +246,21 @@ pub(crate) fn validate(
         ));
     }
 
+    let description = raw.description.unwrap_or_default();
+    if description.len() > MAX_DESCRIPTION_BYTES {
+        return Err(problem(
+            "description",
+            format!(
+                "{} bytes; a description is at most {} KiB (every run of the grid carries it)",
+                description.len(),
+                MAX_DESCRIPTION_BYTES >> 10
+            ),
+        ));
+    }
+
     Ok(Scenario {
         name,
-        description: raw.description.unwrap_or_default(),
+        description,
         file: file.to_owned(),
         grid_point,
         devices,

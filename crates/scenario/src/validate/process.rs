@@ -11,8 +11,11 @@ use crate::raw::RawLimits;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The smallest `RLIMIT_AS` that loads an OpenCL runtime at all.
+/// The smallest `RLIMIT_AS` and `RLIMIT_DATA` under which clmulti itself starts
+/// (below, not even the ICD loader loads).
 const MIN_ADDRESS_SPACE: u64 = 64 << 20;
+/// The smallest `RLIMIT_NOFILE`: the standard streams and the run's progress file.
+const MIN_NOFILE: u64 = 3;
 
 pub(super) fn limits(raw: &RawLimits, context: &Context) -> Result<Limits, Problem> {
     let mut soft = BTreeMap::new();
@@ -32,10 +35,16 @@ pub(super) fn limits(raw: &RawLimits, context: &Context) -> Result<Limits, Probl
     for (which, value) in values {
         let Some(value) = value else { continue };
         let key = format!("limits.{}", which.key());
-        if which == Rlimit::AddressSpace && value < MIN_ADDRESS_SPACE {
+        if matches!(which, Rlimit::AddressSpace | Rlimit::Data) && value < MIN_ADDRESS_SPACE {
             return Err(problem(
                 &key,
                 "below 64MiB the process cannot even load the OpenCL runtime",
+            ));
+        }
+        if which == Rlimit::NoFile && value < MIN_NOFILE {
+            return Err(problem(
+                &key,
+                format!("at least {MIN_NOFILE}: the standard streams alone take 3 descriptors"),
             ));
         }
         if let Some(hard) = context.hard_limits.get(&which).filter(|h| value > **h) {
@@ -92,16 +101,28 @@ pub(super) fn env(
     let mut env = BTreeMap::new();
     for (key, value) in raw {
         let at = format!("env.{key}");
-        if key.is_empty() || key.contains('=') || key.contains('\0') {
+        if key.is_empty()
+            || key.contains('=')
+            || key.chars().any(|c| c.is_control() || c.is_whitespace())
+        {
             return Err(problem(
                 &at,
-                "an environment variable name must be non-empty without '=' or NUL",
+                "an environment variable name must be non-empty, without '=', spaces or control characters",
             ));
         }
         if value.contains('\0') {
             return Err(problem(
                 &at,
                 "an environment variable value cannot contain NUL",
+            ));
+        }
+        if let Some(c) = value.chars().find(|c| c.is_control()) {
+            return Err(problem(
+                &at,
+                format!(
+                    "an environment variable value is one line of printable text; it holds the control character U+{:04X}",
+                    u32::from(c)
+                ),
             ));
         }
         let value = value.replace(DEVICE_COUNT_TOKEN, &device_count.to_string());

@@ -17,10 +17,23 @@ pub(crate) trait Backend {
     fn release_live(&mut self);
 }
 
+/// What the guards read between samples (cheap: one `statm`, one `meminfo`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct GuardReading {
+    /// Host memory the run holds: its RSS, plus the system's Shmem grown since the
+    /// loop started (memfds, an emulation layer's host mirror: memory the kernel
+    /// accounts that RSS does not show).
+    pub held: u64,
+    /// Virtual size, bytes (what `RLIMIT_AS` bounds).
+    pub vsize: u64,
+    /// Data segment, bytes (what `RLIMIT_DATA` bounds).
+    pub data: u64,
+}
+
 /// What the loop reads from the host.
 pub(crate) trait Meter {
-    /// Resident set size, bytes (cheap: guards call it between samples).
-    fn rss_bytes(&self) -> u64;
+    /// What the guards watch.
+    fn guard_reading(&self) -> GuardReading;
     /// Every reading (samples).
     fn usage(&self) -> Usage;
     /// Device memory in use per device, where a source exists.
@@ -44,8 +57,12 @@ pub(crate) struct LoopPlan {
     pub sample_every: u64,
     /// Stop before the total requested would pass this.
     pub max_total: u64,
-    /// Stop before host RSS would pass this.
+    /// Stop before host RSS (with the Shmem the run grew) would pass this.
     pub max_rss: u64,
+    /// Stop before the virtual size would pass this (`RLIMIT_AS`, less a tenth).
+    pub max_vsize: u64,
+    /// Stop before the data segment would pass this (`RLIMIT_DATA`, less a tenth).
+    pub max_data: u64,
     /// Stop once the loop has run this long.
     pub max_seconds: f64,
     /// RSS assumed per requested byte until the run shows more (1; 2 with host
@@ -59,10 +76,12 @@ pub(crate) struct LoopPlan {
 /// anything, and again by the loop.
 pub(crate) fn refused_up_front(
     plan: &LoopPlan,
-    rss_now: u64,
+    now: GuardReading,
     fixed_host_bytes: u64,
 ) -> Option<StopReason> {
-    let first = rss_now as f64 + fixed_host_bytes as f64 + plan.size as f64 * plan.rss_per_byte;
+    let first = now.held as f64 + fixed_host_bytes as f64 + plan.size as f64 * plan.rss_per_byte;
+    let first_vsize = now.vsize as f64 + fixed_host_bytes as f64 + plan.size as f64;
+    let first_data = now.data as f64 + fixed_host_bytes as f64;
     if plan.size > plan.max_total {
         Some(StopReason::Guard {
             guard: GuardKind::MaxTotalBytes,
@@ -74,6 +93,18 @@ pub(crate) fn refused_up_front(
             guard: GuardKind::MaxRss,
             value: first,
             limit: plan.max_rss as f64,
+        })
+    } else if first_vsize > plan.max_vsize as f64 {
+        Some(StopReason::Guard {
+            guard: GuardKind::AddressSpace,
+            value: first_vsize,
+            limit: plan.max_vsize as f64,
+        })
+    } else if first_data > plan.max_data as f64 {
+        Some(StopReason::Guard {
+            guard: GuardKind::DataSegment,
+            value: first_data,
+            limit: plan.max_data as f64,
         })
     } else {
         None
@@ -169,12 +200,15 @@ impl Clock {
     }
 }
 
+/// Runs the loop; `interrupt`, when it turns non-zero (a signal number), stops it
+/// before the next buffer.
 ///
 /// Long on purpose: the hot loop reads top to bottom in the order its checks run (total, time, RSS, allocate, release round, sample); split, each buffer would cross calls the guards must see in order.
 pub(crate) fn allocation_loop(
     plan: &LoopPlan,
     backend: &mut impl Backend,
     meter: &mut impl Meter,
+    interrupt: Option<&std::sync::atomic::AtomicI32>,
 ) -> LoopOutcome {
     let devices = backend.device_count().max(1);
     let mut clock = Clock::new();
@@ -198,13 +232,26 @@ pub(crate) fn allocation_loop(
         out.sampling_seconds += taken.elapsed().as_secs_f64();
     };
     sample(&mut out, meter, clock.start);
-    let baseline = out.samples[0].host.rss_bytes;
+    let baseline = meter.guard_reading();
     let mut rss = RssGuard {
         limit: plan.max_rss,
-        reading: baseline,
+        reading: baseline.held,
         bytes_at_reading: 0,
         per_byte: plan.rss_per_byte,
         next_learning_read: 0,
+    };
+    // What a buffer adds to the mappings is learned from the readings.
+    let mut vsize = RssGuard {
+        limit: plan.max_vsize,
+        reading: baseline.vsize,
+        bytes_at_reading: 0,
+        per_byte: 0.0,
+        next_learning_read: 0,
+    };
+    let mut data = RssGuard {
+        limit: plan.max_data,
+        reading: baseline.data,
+        ..vsize
     };
     let guard = |guard, value: f64, limit: u64| StopReason::Guard {
         guard,
@@ -218,6 +265,13 @@ pub(crate) fn allocation_loop(
     let mut next_sample = plan.sample_every;
 
     while out.buffers < plan.target && out.stop == StopReason::Completed {
+        if let Some(signal) = interrupt
+            .map(|i| i.load(std::sync::atomic::Ordering::Relaxed))
+            .filter(|s| *s != 0)
+        {
+            out.stop = StopReason::interrupted(signal);
+            break;
+        }
         let index = out.buffers;
         let next_total = out.bytes.saturating_add(plan.size);
         if next_total > plan.max_total {
@@ -234,13 +288,32 @@ pub(crate) fn allocation_loop(
                 break;
             }
         }
-        if rss.wants_reading(index, next_total) {
+        // Both guards learn from one reading, taken when either wants it.
+        let wants = [
+            rss.wants_reading(index, next_total),
+            vsize.wants_reading(index, next_total),
+            data.wants_reading(index, next_total),
+        ];
+        if wants.contains(&true) {
             let reading = Instant::now();
-            rss.observe(meter.rss_bytes(), out.bytes);
+            let now = meter.guard_reading();
+            rss.observe(now.held, out.bytes);
+            vsize.observe(now.vsize, out.bytes);
+            data.observe(now.data, out.bytes);
             out.sampling_seconds += reading.elapsed().as_secs_f64();
             let estimate = rss.estimate(next_total);
             if estimate > rss.limit as f64 {
                 out.stop = guard(GuardKind::MaxRss, estimate, rss.limit);
+                break;
+            }
+            let estimate = vsize.estimate(next_total);
+            if estimate > vsize.limit as f64 {
+                out.stop = guard(GuardKind::AddressSpace, estimate, vsize.limit);
+                break;
+            }
+            let estimate = data.estimate(next_total);
+            if estimate > data.limit as f64 {
+                out.stop = guard(GuardKind::DataSegment, estimate, data.limit);
                 break;
             }
         }
@@ -268,8 +341,10 @@ pub(crate) fn allocation_loop(
         // One sample for both reasons: right after a release, or at the interval.
         if released || due {
             sample(&mut out, meter, clock.start);
-            let latest = out.samples.last().map_or(0, |s| s.host.rss_bytes);
-            rss.observe(latest, out.bytes);
+            let latest = meter.guard_reading();
+            rss.observe(latest.held, out.bytes);
+            vsize.observe(latest.vsize, out.bytes);
+            data.observe(latest.data, out.bytes);
         }
     }
     out.elapsed_seconds = clock.start.elapsed().as_secs_f64();
@@ -284,11 +359,19 @@ pub(crate) struct HostMeter<'a, 'o> {
     pub usage: &'a UsageReader,
     pub devices: &'a mut super::device_memory::DeviceMemory,
     pub on_sample: Option<&'a mut (dyn super::Observer + 'o)>,
+    /// The system's Shmem before the loop, bytes.
+    pub shmem_start: u64,
 }
 
 impl Meter for HostMeter<'_, '_> {
-    fn rss_bytes(&self) -> u64 {
-        self.usage.rss_bytes()
+    fn guard_reading(&self) -> GuardReading {
+        let statm = self.usage.statm();
+        let shmem = self.usage.system().map_or(0, |s| s.shmem_bytes);
+        GuardReading {
+            held: statm.rss_bytes + shmem.saturating_sub(self.shmem_start),
+            vsize: statm.virtual_bytes,
+            data: statm.data_bytes,
+        }
     }
 
     fn usage(&self) -> Usage {

@@ -45,12 +45,17 @@ impl Backend for Fake {
 struct FakeMeter {
     rss: std::rc::Rc<Cell<u64>>,
     rss_reads: Cell<u64>,
+    vsize: std::rc::Rc<Cell<u64>>,
 }
 
 impl Meter for FakeMeter {
-    fn rss_bytes(&self) -> u64 {
+    fn guard_reading(&self) -> GuardReading {
         self.rss_reads.set(self.rss_reads.get() + 1);
-        self.rss.get()
+        GuardReading {
+            held: self.rss.get(),
+            vsize: self.vsize.get(),
+            data: 0,
+        }
     }
 
     fn usage(&self) -> Usage {
@@ -75,6 +80,8 @@ fn plan() -> LoopPlan {
         sample_every: 10,
         max_total: u64::MAX,
         max_rss: u64::MAX,
+        max_vsize: u64::MAX,
+        max_data: u64::MAX,
         max_seconds: 60.0,
         rss_per_byte: 1.0,
     }
@@ -96,6 +103,7 @@ fn fake(rss_per_buffer: u64) -> (Fake, FakeMeter) {
         FakeMeter {
             rss,
             rss_reads: Cell::new(0),
+            vsize: std::rc::Rc::new(Cell::new(0)),
         },
     )
 }
@@ -103,7 +111,7 @@ fn fake(rss_per_buffer: u64) -> (Fake, FakeMeter) {
 #[test]
 fn completes_with_samples_at_the_interval_and_round_robin_placement() {
     let (mut backend, mut meter) = fake(0);
-    let out = allocation_loop(&plan(), &mut backend, &mut meter);
+    let out = allocation_loop(&plan(), &mut backend, &mut meter, None);
     assert_eq!(out.stop, StopReason::Completed);
     assert_eq!(out.buffers, 100);
     assert_eq!(out.bytes, 100 * MIB);
@@ -119,7 +127,7 @@ fn release_every_releases_in_rounds_and_samples_what_is_held() {
         release_every: Some(30),
         ..plan()
     };
-    let out = allocation_loop(&plan, &mut backend, &mut meter);
+    let out = allocation_loop(&plan, &mut backend, &mut meter, None);
     assert_eq!(out.stop, StopReason::Completed);
     assert_eq!((out.buffers, out.live, backend.released), (100, 10, 90));
     let after_first_round = out
@@ -136,7 +144,7 @@ fn release_every_releases_in_rounds_and_samples_what_is_held() {
 fn a_failure_stops_the_run_and_is_sampled() {
     let (mut backend, mut meter) = fake(0);
     backend.fail_at = Some(37);
-    let out = allocation_loop(&plan(), &mut backend, &mut meter);
+    let out = allocation_loop(&plan(), &mut backend, &mut meter, None);
     assert_eq!(out.buffers, 37);
     match &out.stop {
         StopReason::Failed { error, call, index } => {
@@ -159,7 +167,7 @@ fn the_rss_guard_stops_before_crossing_and_reads_rss_only_near_it() {
         sample_every: 1000,
         ..plan()
     };
-    let out = allocation_loop(&plan, &mut backend, &mut meter);
+    let out = allocation_loop(&plan, &mut backend, &mut meter, None);
     assert!(
         matches!(
             out.stop,
@@ -198,7 +206,7 @@ fn lazy_runs_far_from_the_guard_read_rss_rarely() {
         sample_every: 100_000,
         ..plan()
     };
-    let out = allocation_loop(&plan, &mut backend, &mut meter);
+    let out = allocation_loop(&plan, &mut backend, &mut meter, None);
     assert_eq!(out.stop, StopReason::Completed);
     // log2(10000) learning reads, and one each time the estimate meets the guard.
     assert!(
@@ -216,7 +224,7 @@ fn one_buffer_larger_than_a_guard_is_refused_up_front() {
         max_rss: 1 << 30,
         ..plan()
     };
-    let out = allocation_loop(&plan, &mut backend, &mut meter);
+    let out = allocation_loop(&plan, &mut backend, &mut meter, None);
     assert_eq!(out.buffers, 0);
     assert!(backend.placed.is_empty());
     assert!(matches!(
@@ -230,7 +238,7 @@ fn one_buffer_larger_than_a_guard_is_refused_up_front() {
         max_total: MIB - 1,
         ..self::plan()
     };
-    let out = allocation_loop(&plan, &mut backend, &mut meter);
+    let out = allocation_loop(&plan, &mut backend, &mut meter, None);
     assert!(matches!(
         out.stop,
         StopReason::Guard {
@@ -250,8 +258,13 @@ fn a_copy_source_block_counts_before_the_backend_exists() {
         max_rss: 1 << 30,
         ..plan()
     };
-    assert_eq!(refused_up_front(&plan, 100 * MIB, 0), None);
-    match refused_up_front(&plan, 100 * MIB, 600 * MIB) {
+    let now = GuardReading {
+        held: 100 * MIB,
+        vsize: 0,
+        data: 0,
+    };
+    assert_eq!(refused_up_front(&plan, now, 0), None);
+    match refused_up_front(&plan, now, 600 * MIB) {
         Some(StopReason::Guard {
             guard: GuardKind::MaxRss,
             value,
@@ -268,7 +281,7 @@ fn the_total_guard_is_exact() {
         max_total: 10 * MIB,
         ..plan()
     };
-    let out = allocation_loop(&plan, &mut backend, &mut meter);
+    let out = allocation_loop(&plan, &mut backend, &mut meter, None);
     assert_eq!(out.buffers, 10);
 }
 
@@ -281,7 +294,7 @@ fn the_time_guard_holds_with_slow_allocations() {
         max_seconds: 0.2,
         ..plan()
     };
-    let out = allocation_loop(&plan, &mut backend, &mut meter);
+    let out = allocation_loop(&plan, &mut backend, &mut meter, None);
     assert!(matches!(
         out.stop,
         StopReason::Guard {

@@ -1,0 +1,342 @@
+//! Every command runs in a worker process forked from this one before anything
+//! touches an OpenCL runtime; this process only watches it. What an ICD does while
+//! loading cannot take the command down unreported:
+//! - a constructor that crashes kills the worker by a signal: said, exit 1;
+//! - one that calls `_exit(0)` ends the worker before it said it finished: said,
+//!   exit 1 (in process, that was exit 0 with nothing printed);
+//! - one that hangs holds the dynamic loader's lock, which any new thread-local in the
+//!   worker may need: this process takes no lock of the worker's, and kills it when
+//!   loading outlives its limit or the command outlives `--timeout`.
+//!
+//! The worker tells this process how far it got through a page of shared memory
+//! (loading the runtime or not, the deadline its own watchdog keeps, the signals it
+//! saw, its exit code once it finished). A signal sent to this process alone is
+//! passed on; one the terminal sent to the whole group the worker handles itself.
+//! Internal children (`run --child`, `bench --arm`) are watched by their parent's
+//! harness instead ([`clmulti_alloc::child`]).
+
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// How long loading an OpenCL runtime may take when the command sets no
+/// `--timeout` (PoCL loads in 0.05 s, Intel's CPU runtime in 0.5 s).
+pub const LOAD_LIMIT: Duration = Duration::from_secs(60);
+
+const STARTING: u32 = 0;
+const LOADING: u32 = 1;
+const RUNNING: u32 = 2;
+const FINISHED: u32 = 3;
+
+/// The page the worker writes and this process reads.
+#[repr(C)]
+struct Shared {
+    phase: AtomicU32,
+    exit_code: AtomicI32,
+    /// CLOCK_MONOTONIC milliseconds when loading started.
+    load_started_ms: AtomicU64,
+    /// CLOCK_MONOTONIC milliseconds by which the worker ends itself (0: none).
+    deadline_ms: AtomicU64,
+    /// SIGINT, SIGTERM and SIGHUP the worker received.
+    signals_seen: AtomicU32,
+}
+
+/// The shared page, in the worker; null when this process is not supervised.
+static SHARED: AtomicPtr<Shared> = AtomicPtr::new(std::ptr::null_mut());
+/// Whether the worker stops gracefully on the first SIGINT/SIGTERM (`run`) instead
+/// of dying at once.
+static GRACEFUL: AtomicU32 = AtomicU32::new(0);
+/// The signal this (watching) process received last, and how many it received.
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
+static RECEIVED_COUNT: AtomicU32 = AtomicU32::new(0);
+
+fn shared() -> Option<&'static Shared> {
+    // SAFETY: set once to a page mapped for the life of the process.
+    unsafe { SHARED.load(Ordering::Relaxed).as_ref() }
+}
+
+/// CLOCK_MONOTONIC in milliseconds: one clock for every process of the machine.
+fn monotonic_ms() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+}
+
+/// What bounds a command.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// The whole command ends by then (`--timeout`); `None` for `run`, whose runs
+    /// bound themselves.
+    pub timeout: Option<Duration>,
+    /// The first SIGINT/SIGTERM asks the command to stop and report (`run`).
+    pub graceful_signals: bool,
+    /// The command's name, for messages.
+    pub command: &'static str,
+}
+
+/// The worker finished with `code`: called right before it exits (or `_exit`s).
+/// Async-signal-safe.
+pub fn finish(code: u8) {
+    if let Some(s) = shared() {
+        s.exit_code.store(i32::from(code), Ordering::SeqCst);
+        s.phase.store(FINISHED, Ordering::SeqCst);
+    }
+}
+
+/// The worker's own time limit: this process kills it a little after `deadline`
+/// should it not have ended by then.
+pub fn publish_deadline(limit: Duration) {
+    if let Some(s) = shared() {
+        let ms = monotonic_ms().saturating_add(limit.as_millis().min(u64::MAX as u128) as u64);
+        s.deadline_ms.store(ms, Ordering::SeqCst);
+    }
+}
+
+fn loading_hook(loading: bool) {
+    if let Some(s) = shared() {
+        if loading {
+            s.load_started_ms.store(monotonic_ms(), Ordering::SeqCst);
+            s.phase.store(LOADING, Ordering::SeqCst);
+        } else {
+            s.phase.store(RUNNING, Ordering::SeqCst);
+        }
+    }
+}
+
+extern "C" fn worker_signal(signal: libc::c_int) {
+    let seen = shared().map_or(0, |s| s.signals_seen.fetch_add(1, Ordering::SeqCst) + 1);
+    if GRACEFUL.load(Ordering::SeqCst) == 1 {
+        if seen >= 2 {
+            // The second one ends the worker at once (`Interrupt::record`): as asked.
+            finish(128 + signal as u8);
+        }
+        clmulti_alloc::child::INTERRUPT.record(signal);
+    } else {
+        // SAFETY: restoring the default action and re-raising are async-signal-safe.
+        unsafe {
+            libc::signal(signal, libc::SIG_DFL);
+            libc::raise(signal);
+        }
+    }
+}
+
+extern "C" fn watcher_signal(signal: libc::c_int) {
+    RECEIVED.store(signal, Ordering::SeqCst);
+    RECEIVED_COUNT.fetch_add(1, Ordering::SeqCst);
+}
+
+fn set_handler(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int)) {
+    for &signal in signals {
+        // SAFETY: the handlers touch only atomics (and re-raise, or _exit).
+        unsafe { libc::signal(signal, handler as libc::sighandler_t) };
+    }
+}
+
+const STOP_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// Runs `body` in a forked worker and watches it; returns the command's exit code.
+/// Must be called while this process has one thread and has touched no runtime.
+pub fn supervise(bounds: Bounds, body: impl FnOnce() -> u8) -> u8 {
+    // SAFETY: an anonymous shared mapping of one page, checked below.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            std::mem::size_of::<Shared>(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if page == libc::MAP_FAILED {
+        // Nothing to watch with: run unwatched rather than not at all.
+        return body();
+    }
+    // A fresh anonymous mapping is zeroed: every field starts at 0.
+    let page = page.cast::<Shared>();
+    let watcher = std::process::id() as i32;
+    // SAFETY: this process has one thread (the caller's contract).
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return body();
+    }
+    if pid == 0 {
+        // SAFETY: prctl/getppid/_exit are plain syscalls.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if libc::getppid() != watcher {
+                libc::_exit(1);
+            }
+        }
+        SHARED.store(page, Ordering::SeqCst);
+        GRACEFUL.store(u32::from(bounds.graceful_signals), Ordering::SeqCst);
+        set_handler(&STOP_SIGNALS, worker_signal);
+        clmulti_probe::on_loading(loading_hook);
+        let code = body();
+        finish(code);
+        return code;
+    }
+    // SAFETY: the page stays mapped for the life of this process.
+    let shared = unsafe { &*page };
+    set_handler(&STOP_SIGNALS, watcher_signal);
+    // This process writes only messages; a closed stderr must not kill it.
+    // SAFETY: ignoring SIGPIPE.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    watch(pid, shared, bounds)
+}
+
+/// Why the watcher ended the worker.
+enum Ended {
+    /// It exited or was killed (status from waitpid).
+    Status(libc::c_int),
+    /// Loading outlived its limit.
+    LoadHang(Duration),
+    /// The command outlived its limit.
+    Timeout(Duration),
+}
+
+fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
+    let start = monotonic_ms();
+    let timeout_ms = bounds.timeout.map(|t| t.as_millis() as u64);
+    // Signals received here, and when the last one came (ms).
+    let mut received = 0;
+    let mut last_received = 0;
+    let ended = loop {
+        let mut status = 0;
+        // SAFETY: waiting for our own child without blocking.
+        let waited = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if waited == pid {
+            break Ended::Status(status);
+        }
+        if waited < 0 {
+            break Ended::Status(0);
+        }
+        let now = monotonic_ms();
+        let phase = shared.phase.load(Ordering::SeqCst);
+        let loading_for = now.saturating_sub(shared.load_started_ms.load(Ordering::SeqCst));
+        let load_limit = bounds.timeout.unwrap_or(LOAD_LIMIT).min(LOAD_LIMIT);
+        let late = timeout_ms.filter(|l| now.saturating_sub(start) > *l);
+        if phase == LOADING && (late.is_some() || loading_for > load_limit.as_millis() as u64) {
+            break Ended::LoadHang(Duration::from_millis(loading_for));
+        }
+        if let Some(limit) = late {
+            break Ended::Timeout(Duration::from_millis(limit));
+        }
+        // The worker's own deadline, with a tenth (at least 0.2 s) to print its report.
+        let own = shared.deadline_ms.load(Ordering::SeqCst);
+        if own != 0 {
+            let grace = (own.saturating_sub(start) / 10).max(200);
+            if now > own + grace {
+                break Ended::Timeout(Duration::from_millis(own - start));
+            }
+        }
+        // A signal sent to this process alone is passed on: the worker saw fewer
+        // than arrived here once 50 ms went by (one the terminal sent to the whole
+        // group reaches both at once).
+        let count = RECEIVED_COUNT.load(Ordering::SeqCst);
+        if count != received {
+            received = count;
+            last_received = now;
+        }
+        let seen = shared.signals_seen.load(Ordering::SeqCst);
+        if received > seen && now.saturating_sub(last_received) >= 50 {
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(pid, RECEIVED.load(Ordering::SeqCst)) };
+            // Counted as seen by the worker when its handler runs; until then, wait.
+            last_received = now;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let status = match ended {
+        Ended::Status(status) => status,
+        Ended::LoadHang(seconds) | Ended::Timeout(seconds) => {
+            // SAFETY: killing and reaping our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            let what = match ended {
+                Ended::LoadHang(_) => format!(
+                    "loading the OpenCL runtime did not finish within {:.1} s: clGetPlatformIDs never returned (an ICD the loader opened hangs while loading; OCL_ICD_VENDORS or /etc/OpenCL/vendors name them)",
+                    seconds.as_secs_f64()
+                ),
+                _ => format!(
+                    "`clmulti {}` did not end within {:.1} s ({}): stopped",
+                    bounds.command,
+                    seconds.as_secs_f64(),
+                    where_it_was(shared)
+                ),
+            };
+            say(&what);
+            return 1;
+        }
+    };
+    let finished = shared.phase.load(Ordering::SeqCst) == FINISHED;
+    let code = shared.exit_code.load(Ordering::SeqCst);
+    if libc::WIFSIGNALED(status) {
+        let signal = libc::WTERMSIG(status);
+        let name = clmulti_explain::signal_name(signal);
+        if finished {
+            say(&format!(
+                "note: the process crashed with {name} after `clmulti {}` finished (in a runtime's exit handlers)",
+                bounds.command
+            ));
+            return u8::try_from(code).unwrap_or(1);
+        }
+        if STOP_SIGNALS.contains(&signal) {
+            // Stopped as asked: the shell's convention.
+            return 128 + signal as u8;
+        }
+        say(&match shared.phase.load(Ordering::SeqCst) {
+            LOADING => format!(
+                "loading the OpenCL runtime crashed the process with {name} (in clGetPlatformIDs): an ICD the loader opened (OCL_ICD_VENDORS or /etc/OpenCL/vendors name them) crashes while loading"
+            ),
+            _ => format!(
+                "`clmulti {}` crashed with {name} {}",
+                bounds.command,
+                where_it_was(shared)
+            ),
+        });
+        return 1;
+    }
+    let exit = libc::WEXITSTATUS(status);
+    if finished {
+        return u8::try_from(code).unwrap_or(1);
+    }
+    if exit == 101 {
+        // A panic: its message is above.
+        return 1;
+    }
+    say(&match shared.phase.load(Ordering::SeqCst) {
+        LOADING => format!(
+            "loading the OpenCL runtime ended the process (exit {exit}) before clGetPlatformIDs returned: an ICD the loader opened (OCL_ICD_VENDORS or /etc/OpenCL/vendors name them) calls exit while loading"
+        ),
+        _ => format!(
+            "`clmulti {}` ended (exit {exit}) before it finished, {}: something it loaded called exit",
+            bounds.command,
+            where_it_was(shared)
+        ),
+    });
+    1
+}
+
+fn where_it_was(shared: &Shared) -> &'static str {
+    match shared.phase.load(Ordering::SeqCst) {
+        STARTING => "before it loaded an OpenCL runtime",
+        LOADING => "while loading the OpenCL runtime (in clGetPlatformIDs)",
+        _ => "after the OpenCL runtime loaded",
+    }
+}
+
+fn say(message: &str) {
+    let line = if message.starts_with("note:") {
+        format!("{message}\n")
+    } else {
+        format!("error: {message}\n")
+    };
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}

@@ -1,0 +1,719 @@
+//! The hostile corpus: inputs and runtimes chosen to break clmulti, each with the
+//! exit code and message it must get. Scenario files live in `tests/hostile/scenarios`
+//! (first line `# expect: CODE: TEXT`), ICDs whose loading hangs, crashes or exits in
+//! `tests/hostile/icd` (built here with `cc`). No input may panic, crash, hang, grow
+//! memory past its guard, or exit outside 0, 1, 2 (130 and 143 after SIGINT/SIGTERM).
+
+mod common;
+
+use common::*;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+fn hostile() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile")
+}
+
+/// The folder of ICD files naming the fixture ICD `kind` (hang, crash, exit0), built
+/// once with `cc`.
+fn icd_vendors(kind: &str) -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    let dir = BUILT.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("clmulti-hostile-icd-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for kind in ["hang", "crash", "exit0"] {
+            let lib = dir.join(format!("lib{kind}.so"));
+            let out = Command::new("cc")
+                .args(["-shared", "-fPIC", "-o"])
+                .arg(&lib)
+                .arg(hostile().join(format!("icd/{kind}.c")))
+                .output()
+                .expect("run cc (gcc is part of the test setup)");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let vendors = dir.join(kind);
+            std::fs::create_dir_all(&vendors).unwrap();
+            std::fs::write(
+                vendors.join(format!("{kind}.icd")),
+                format!("{}\n", lib.display()),
+            )
+            .unwrap();
+        }
+        dir
+    });
+    dir.join(kind)
+}
+
+/// `clmulti` whose ICD loader finds only the fixture ICD `kind`.
+fn clmulti_with_icd(kind: &str) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.env("OCL_ICD_VENDORS", icd_vendors(kind))
+        .env_remove("OCL_ICD_FILENAMES")
+        .env_remove("CLMULTI_PLATFORM");
+    cmd
+}
+
+/// Asserts what every hostile input must get: no panic, no signal, a known code.
+fn assert_sane(what: &str, out: &Output) {
+    let err = stderr(out);
+    assert!(!err.contains("panicked"), "{what}: panicked: {err}");
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0..=2)),
+        "{what}: exit {:?} (a signal or a code outside 0/1/2): {err}",
+        out.status
+    );
+}
+
+fn expectation(path: &Path) -> (i32, String) {
+    let text = String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned();
+    let line = text.lines().next().unwrap_or_default();
+    let rest = line
+        .strip_prefix("# expect: ")
+        .unwrap_or_else(|| panic!("{}: no `# expect: CODE: TEXT` line", path.display()));
+    let (code, message) = rest.split_once(": ").unwrap();
+    (code.parse().unwrap(), message.to_owned())
+}
+
+#[test]
+fn every_scenario_of_the_corpus_gets_its_exit_code_and_message() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(hostile().join("scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 25, "{} scenario files", files.len());
+    for file in &files {
+        let (code, message) = expectation(file);
+        let out = run(Command::new(bin()).arg("check").arg(file));
+        assert_sane(&file.display().to_string(), &out);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{}: {}",
+            file.display(),
+            stderr(&out)
+        );
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert!(said.contains(&message), "{}: {said}", file.display());
+        if code == 2 {
+            // Located: file, line and column.
+            let name = file.display().to_string();
+            assert!(said.contains(&format!("{name}:")), "{said}");
+        }
+    }
+}
+
+#[test]
+fn large_hostile_scenarios_are_refused_fast_and_briefly() {
+    let dir = scenario_file("x", "").parent().unwrap().to_path_buf();
+    // 150000 device indices: quadratic validation took 158 s (debug) for one run.
+    let indices: Vec<String> = (0..150_000).map(|i| i.to_string()).collect();
+    let big = dir.join("indices.toml");
+    std::fs::write(
+        &big,
+        format!(
+            "[devices]\nindices = [{}]\n[grid]\n\"allocation.count\" = [1, 2, 3]\n",
+            indices.join(",")
+        ),
+    )
+    .unwrap();
+    // A 900 KB platform name, echoed in full before.
+    let platform = dir.join("platform.toml");
+    std::fs::write(
+        &platform,
+        format!("[devices]\nplatform = \"{}\"\n", "p".repeat(900_000)),
+    )
+    .unwrap();
+    // A 1 MiB description, carried by every record of every run before.
+    let description = dir.join("description.toml");
+    std::fs::write(
+        &description,
+        format!("description = \"{}\"\n", "d".repeat(1_000_000)),
+    )
+    .unwrap();
+    for (file, message) in [
+        (&big, "names 150000 devices; at most 4096 are allowed"),
+        (
+            &platform,
+            "a platform name or vendor substring is one line of at most 256 bytes",
+        ),
+        (&description, "a description is at most 64 KiB"),
+    ] {
+        let start = Instant::now();
+        let out = run(Command::new(bin()).arg("check").arg(file));
+        let took = start.elapsed();
+        assert_sane("large", &out);
+        assert_eq!(out.status.code(), Some(2));
+        let err = stderr(&out);
+        assert!(err.contains(message), "{err}");
+        assert!(err.len() < 2000, "{} bytes of error", err.len());
+        assert!(
+            took < Duration::from_secs(60),
+            "{took:?} to refuse {}",
+            file.display()
+        );
+    }
+    // Not files: a FIFO and a device.
+    let fifo = dir.join("fifo.toml");
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
+    for file in [fifo.as_path(), Path::new("/dev/zero")] {
+        let out = run(Command::new(bin()).arg("run").arg(file));
+        assert_sane("not a file", &out);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            stderr(&out).contains("not a regular file"),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn hostile_command_lines_get_exit_2_and_a_reason() {
+    let s = scenario_file(
+        "ok.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\ncount = 1\n",
+    );
+    let s = s.to_str().unwrap();
+    for (args, message) in [
+        (vec!["--timeout", "1e300", "run", s], "at most 604800"),
+        (vec!["--timeout", "nan", "devices"], "expected seconds"),
+        (vec!["--timeout", "inf", "devices"], "expected seconds"),
+        (vec!["--timeout", "0", "devices"], "expected seconds"),
+        (vec!["--timeout=-1", "devices"], "expected seconds"),
+        (
+            vec!["bench", "--count", "18446744073709551615"],
+            "--count 18446744073709551615",
+        ),
+        (vec!["bench", "--rounds", "1000000000"], "not in 1..=1000"),
+        (vec!["bench", "--min-seconds", "1e300"], "at most 600"),
+        (vec!["bench", "--size", "0"], "at least 1 byte"),
+        (vec!["axpy", "--repeat", "4294967295"], "not in 1..=100000"),
+        (
+            vec!["axpy", "--n", "18446744073709551615"],
+            "not in 1..=1099511627776",
+        ),
+        (
+            vec!["axpy", "--split", "--n", "805306368000"],
+            "needs about",
+        ),
+        (vec!["axpy", "--weights", "1,nan", "--split"], "weights"),
+        (
+            vec!["diagnose", "--count", "18446744073709551615"],
+            "not in 10..=",
+        ),
+        (
+            vec!["diagnose", "--size", "18446744073709551615"],
+            "a buffer has 1 byte to",
+        ),
+        (vec!["run", "--index", "99", s], "out of range"),
+    ] {
+        let out = run(clmulti(2).args(&args));
+        let what = args.join(" ");
+        assert_sane(&what, &out);
+        assert_eq!(out.status.code(), Some(2), "{what}: {}", stderr(&out));
+        assert!(stderr(&out).contains(message), "{what}: {}", stderr(&out));
+    }
+}
+
+/// A pipe whose reading end is closed: writing to it fails with EPIPE.
+fn closed_pipe() -> Stdio {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe fills two descriptors; the reading one is closed at once.
+    unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        libc::close(fds[0]);
+        Stdio::from_raw_fd(fds[1])
+    }
+}
+
+#[test]
+fn a_full_or_closed_stdout_is_exit_1_not_a_panic() {
+    let s = scenario_file(
+        "ok.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\ncount = 10\n",
+    );
+    let s = s.to_str().unwrap();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["devices"],
+        vec!["devices", "--format", "json"],
+        vec!["check", s],
+        vec!["run", "--list", s],
+        vec!["run", s],
+        vec!["run", s, "--format", "json"],
+        vec!["axpy", "--n", "4096", "--repeat", "1", "--kernel", "fast"],
+        vec![
+            "bench",
+            "--count",
+            "200",
+            "--rounds",
+            "1",
+            "--min-seconds",
+            "0.001",
+        ],
+        vec![
+            "diagnose",
+            "--count",
+            "10",
+            "--no-experiments",
+            "--format",
+            "json",
+        ],
+    ];
+    for args in &commands {
+        for (name, stdout) in [
+            (
+                "/dev/full",
+                Stdio::from(std::fs::File::create("/dev/full").unwrap()),
+            ),
+            ("a closed pipe", closed_pipe()),
+        ] {
+            let out = clmulti(2).args(args).stdout(stdout).output().unwrap();
+            let what = format!("{} > {name}", args.join(" "));
+            assert_sane(&what, &out);
+            assert_eq!(out.status.code(), Some(1), "{what}: {}", stderr(&out));
+            if name == "/dev/full" {
+                assert!(
+                    stderr(&out).contains("cannot write to stdout: No space left on device"),
+                    "{what}: {}",
+                    stderr(&out)
+                );
+            }
+        }
+    }
+}
+
+/// Spawns `commands` all at once and returns each one's output and wall time.
+fn race(commands: Vec<Command>) -> Vec<(Output, Duration)> {
+    let mut running: Vec<(Child, Instant)> = commands
+        .into_iter()
+        .map(|mut c| {
+            let child = c
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .spawn()
+                .unwrap();
+            (child, Instant::now())
+        })
+        .collect();
+    let mut ended: Vec<Option<Duration>> = vec![None; running.len()];
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while ended.iter().any(Option::is_none) && Instant::now() < deadline {
+        for (i, (child, start)) in running.iter_mut().enumerate() {
+            if ended[i].is_none() && child.try_wait().unwrap().is_some() {
+                ended[i] = Some(start.elapsed());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    running
+        .into_iter()
+        .zip(ended)
+        .map(|((child, _), took)| {
+            if took.is_none() {
+                // SAFETY: killing the process group this test started.
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            }
+            (
+                child.wait_with_output().unwrap(),
+                took.unwrap_or(Duration::MAX),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_runtime_whose_loading_hangs_ends_every_command_by_its_time_limit() {
+    let s = scenario_file(
+        "hang.toml",
+        "[allocation]\ncount = 10\n[guards]\nmax_seconds = 1\n",
+    );
+    let s = s.to_str().unwrap();
+    const TRIES: usize = 20;
+    let limit = 2.0;
+    let t = limit.to_string();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["--timeout", &t, "devices"],
+        vec!["--timeout", &t, "run", s, "--format", "json"],
+        vec!["--timeout", &t, "run", "--isolate", s, "--format", "json"],
+        vec!["--timeout", &t, "axpy", "--n", "1024"],
+        vec!["--timeout", &t, "bench", "--count", "10"],
+        vec!["--timeout", &t, "diagnose", "--count", "10"],
+    ];
+    for args in &commands {
+        let what = args.join(" ");
+        let outcomes = race(
+            (0..TRIES)
+                .map(|_| {
+                    let mut cmd = clmulti_with_icd("hang");
+                    cmd.args(args);
+                    cmd
+                })
+                .collect(),
+        );
+        for (out, took) in &outcomes {
+            assert_sane(&what, out);
+            assert_eq!(out.status.code(), Some(1), "{what}: {}", stderr(out));
+            assert!(
+                took.as_secs_f64() <= limit * 1.1,
+                "{what}: ended after {took:?}, past {limit} s + 10%"
+            );
+            assert!(
+                stderr(out).contains("clGetPlatformIDs"),
+                "{what}: {}",
+                stderr(out)
+            );
+        }
+    }
+    // Without --timeout, a run ends by its guard plus the watchdog's margin, with a
+    // report that names the call.
+    let limit = 1.0 + clmulti_alloc::hang_margin(1.0).as_secs_f64();
+    let outcomes = race(
+        (0..TRIES)
+            .map(|_| {
+                let mut cmd = clmulti_with_icd("hang");
+                cmd.args(["run", s, "--format", "json"]);
+                cmd
+            })
+            .collect(),
+    );
+    for (out, took) in &outcomes {
+        assert_sane("run", out);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(out));
+        assert!(took.as_secs_f64() <= limit * 1.1, "ended after {took:?}");
+        let r = &reports(out)[0];
+        assert_eq!(
+            r.stop,
+            clmulti_explain::StopReason::TimedOut {
+                seconds: limit,
+                call: Some(clmulti_explain::Call::GetPlatformIds)
+            }
+        );
+    }
+}
+
+#[test]
+fn a_runtime_whose_loading_crashes_or_exits_is_said_and_fails() {
+    let s = scenario_file("crash.toml", "[allocation]\ncount = 10\n");
+    let s = s.to_str().unwrap();
+    for (kind, said) in [("crash", "SIGSEGV"), ("exit0", "(exit 0)")] {
+        for args in [
+            vec!["devices"],
+            vec!["run", s, "--format", "json"],
+            vec!["run", "--isolate", s, "--format", "json"],
+            vec!["axpy", "--n", "1024"],
+            vec!["bench", "--count", "10"],
+            vec!["diagnose", "--count", "10"],
+        ] {
+            let what = format!("{kind}: {}", args.join(" "));
+            let out = run(clmulti_with_icd(kind).args(&args));
+            assert_sane(&what, &out);
+            assert_eq!(out.status.code(), Some(1), "{what}: {}", stderr(&out));
+            let err = stderr(&out);
+            assert!(
+                err.contains("loading the OpenCL runtime") && err.contains(said),
+                "{what}: {err}"
+            );
+        }
+    }
+}
+
+/// A run that goes on until stopped: lazy 4 KiB buffers released at once.
+const ENDLESS: &str = "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"4KiB\"\ncount = \"until-failure\"\nkeep = false\n[guards]\nmax_seconds = 60\n[sampling]\nevery = 100000\n";
+
+#[test]
+fn sigint_and_sigterm_end_a_run_with_its_partial_report() {
+    let s = scenario_file("endless.toml", ENDLESS);
+    // To the group (a terminal's Ctrl-C, `kill -- -PGID`) or to the process alone
+    // (`kill PID`, a scheduler): the run stops once, releases and reports.
+    let cases = [false, true].into_iter().flat_map(|isolate| {
+        [true, false].into_iter().flat_map(move |to_group| {
+            [(libc::SIGINT, 130), (libc::SIGTERM, 143)]
+                .map(|(signal, code)| (isolate, to_group, signal, code))
+        })
+    });
+    for (isolate, to_group, signal, code) in cases {
+        let what = format!("isolate {isolate}, signal {signal}, to the group {to_group}");
+        let mut cmd = clmulti(1);
+        cmd.arg("run").arg(&s).args(["--format", "json"]);
+        if isolate {
+            cmd.arg("--isolate");
+        }
+        let child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // Well under way, however loaded the machine.
+        std::thread::sleep(Duration::from_millis(2000));
+        let pid = child.id() as i32;
+        let sent = Instant::now();
+        // SAFETY: signalling the process (group) this test started.
+        unsafe { libc::kill(if to_group { -pid } else { pid }, signal) };
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            sent.elapsed() < Duration::from_secs(10),
+            "{what}: {:?}",
+            sent.elapsed()
+        );
+        assert_eq!(out.status.code(), Some(code), "{what}: {}", stderr(&out));
+        let r = &reports(&out)[0];
+        assert_eq!(
+            r.stop,
+            clmulti_explain::StopReason::interrupted(signal),
+            "{what}"
+        );
+        assert!(r.buffers > 0, "{what}: a partial report");
+        assert!(
+            r.leak_check.after_release_sample.is_some(),
+            "{what}: released"
+        );
+    }
+    // A second Ctrl-C ends at once a run whose first cannot (hung in loading).
+    let child = clmulti_with_icd("hang")
+        .arg("run")
+        .arg(&s)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: as above.
+    unsafe { libc::kill(-pid, libc::SIGINT) };
+    std::thread::sleep(Duration::from_millis(300));
+    let second = Instant::now();
+    // SAFETY: as above.
+    unsafe { libc::kill(-pid, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        second.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        second.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+}
+
+#[test]
+fn timeout_and_max_seconds_bound_a_run_past_its_loop() {
+    // --timeout in process: the run ends by it, with what it measured.
+    let s = scenario_file("endless.toml", ENDLESS);
+    let start = Instant::now();
+    let out = run(clmulti(1)
+        .arg("--timeout")
+        .arg("1")
+        .arg("run")
+        .arg(&s)
+        .args(["--format", "json"]));
+    assert!(
+        start.elapsed() < Duration::from_millis(1100),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = &reports(&out)[0];
+    assert!(
+        matches!(r.stop, clmulti_explain::StopReason::TimedOut { seconds, .. } if seconds == 1.0),
+        "{:?}",
+        r.stop
+    );
+    // The checks after the loop stop at max_seconds: 100000 pairs under 1 s took 28 s.
+    let s = scenario_file(
+        "check.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"8B\"\ncount = 200000\n[axpy]\ncheck = \"all\"\n[guards]\nmax_seconds = 1\n[sampling]\nevery = 100000\n",
+    );
+    let start = Instant::now();
+    let out = run(clmulti(1).arg("run").arg(&s).args(["--format", "json"]));
+    let took = start.elapsed();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = &reports(&out)[0];
+    let check = r.axpy_check.as_ref().unwrap();
+    assert!(check.pairs_not_checked > 0, "{check:?}");
+    assert_eq!(check.pairs_checked + check.pairs_not_checked, 100_000);
+    assert!(took < Duration::from_secs(6), "{took:?}");
+}
+
+#[test]
+fn guards_see_the_shmem_a_run_grows_and_rlimit_as() {
+    // The host-mirror layer's memfd grows Shmem, not RSS: 3 GiB under max_rss 200MiB
+    // before. The guard counts what the run adds to Shmem.
+    let layer = layer();
+    let s = scenario_file(
+        "mirror.toml",
+        &format!(
+            "[devices]\ntype = \"cpu\"\ncount = 2\n[allocation]\nsize = \"16MiB\"\ncount = 100\n[env]\nOPENCL_LAYERS = \"{}\"\nCLMULTI_LAYER_POLICY = \"host-mirror\"\nCLMULTI_LAYER_MIRROR_LIMIT = \"100%\"\n[guards]\nmax_rss = \"200MiB\"\n[sampling]\nevery = 4\n",
+            layer.display()
+        ),
+    );
+    let out = run(clmulti(2).arg("run").arg(&s).args(["--format", "json"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = &reports(&out)[0];
+    assert!(
+        matches!(
+            r.stop,
+            clmulti_explain::StopReason::Guard {
+                guard: clmulti_explain::GuardKind::MaxRss,
+                ..
+            }
+        ),
+        "{:?}",
+        r.stop
+    );
+    let shmem = |s: &clmulti_explain::Sample| s.system.as_ref().map_or(0, |m| m.shmem_bytes);
+    let first = &r.samples[0];
+    let peak = r
+        .samples
+        .iter()
+        .map(|s| s.host.rss_bytes + shmem(s).saturating_sub(shmem(first)))
+        .max()
+        .unwrap();
+    assert!(
+        peak <= 200 << 20,
+        "RSS and Shmem reached {} MiB",
+        peak >> 20
+    );
+    assert!(r.buffers >= 2, "{} buffers", r.buffers);
+
+    // RLIMIT_AS and RLIMIT_DATA inherited from the shell (`ulimit -v`): PoCL asserted
+    // (exit 134, no report) when migrate passed them. The run stops a tenth short.
+    let s = scenario_file(
+        "as.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"1MiB\"\ncount = 100000\nstrategy = \"migrate\"\n[sampling]\nevery = 100\n",
+    );
+    for (resource, guard) in [
+        (libc::RLIMIT_AS, clmulti_explain::GuardKind::AddressSpace),
+        (libc::RLIMIT_DATA, clmulti_explain::GuardKind::DataSegment),
+    ] {
+        let mut cmd = clmulti(1);
+        cmd.arg("run").arg(&s).args(["--format", "json"]);
+        // SAFETY: setrlimit between fork and exec, as `ulimit` does.
+        unsafe {
+            cmd.pre_exec(move || {
+                let limit = libc::rlimit {
+                    rlim_cur: 1 << 30,
+                    rlim_max: libc::RLIM_INFINITY,
+                };
+                libc::setrlimit(resource, &limit);
+                Ok(())
+            });
+        }
+        let out = run(&mut cmd);
+        assert_eq!(out.status.code(), Some(0), "{guard:?}: {}", stderr(&out));
+        let r = &reports(&out)[0];
+        assert!(
+            matches!(&r.stop, clmulti_explain::StopReason::Guard { guard: g, .. } if *g == guard),
+            "{:?}",
+            r.stop
+        );
+        assert!(r.buffers > 100, "{} buffers", r.buffers);
+        if guard == clmulti_explain::GuardKind::AddressSpace {
+            assert!(r.samples.iter().all(|s| s.host.virtual_bytes < 1 << 30));
+        }
+    }
+    // Set by the scenario, the limit is what the run studies: the runtime meets it.
+    let s = scenario_file(
+        "as-studied.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"32MiB\"\ncount = \"until-failure\"\nflags = [\"READ_WRITE\", \"USE_HOST_PTR\"]\n[limits]\nas = \"1GiB\"\n[sampling]\nevery = 2\n",
+    );
+    let out = run(clmulti(1).arg("run").arg(&s).args(["--format", "json"]));
+    let r = &reports(&out)[0];
+    assert!(
+        matches!(&r.stop, clmulti_explain::StopReason::Failed { error, .. } if error.code == -6),
+        "{:?}",
+        r.stop
+    );
+}
+
+#[test]
+fn a_slurm_memory_of_zero_or_past_u64_is_no_limit() {
+    let s = scenario_file(
+        "tiny.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\ncount = 10\n",
+    );
+    for value in ["0", "18446744073709551615", "99999999999999999999999"] {
+        let out = run(clmulti(1)
+            .env("SLURM_MEM_PER_NODE", value)
+            .args(["devices", "--format", "json"]));
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(
+            json(&out)["host"]["slurm_memory_bytes"].is_null(),
+            "{value}"
+        );
+        let out = run(clmulti(1)
+            .env("SLURM_MEM_PER_NODE", value)
+            .arg("run")
+            .arg(&s)
+            .args(["--format", "json"]));
+        let r = &reports(&out)[0];
+        assert_eq!(r.stop, clmulti_explain::StopReason::Completed, "{value}");
+        assert!(
+            r.effective_guards.as_ref().unwrap().max_rss_bytes > 1 << 30,
+            "{value}"
+        );
+    }
+}
+
+/// Processes whose command line holds `needle`.
+fn processes_with(needle: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .collect()
+}
+
+#[test]
+fn a_killed_parent_leaves_no_process_and_no_temporary_file() {
+    let s = scenario_file("killed.toml", ENDLESS);
+    let needle = s.to_str().unwrap().to_owned();
+    let temp_files = || -> Vec<String> {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("clmulti-progress-") || n.starts_with("clmulti-scenario-"))
+            .collect()
+    };
+    let before = temp_files();
+    let mut child = clmulti(1)
+        .arg("run")
+        .arg("--isolate")
+        .arg(&s)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(processes_with(&needle).len() >= 2, "the run is under way");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while !processes_with(&needle).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        processes_with(&needle).is_empty(),
+        "{:?}",
+        processes_with(&needle)
+    );
+    let left: Vec<String> = temp_files()
+        .into_iter()
+        .filter(|f| !before.contains(f))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -1,0 +1,13 @@
+/* An OpenCL ICD whose loading never returns: its constructor runs inside
+ * clGetPlatformIDs, while the ICD loader holds the dynamic loader's lock. */
+#include <unistd.h>
+
+__attribute__((constructor)) static void on_load(void) { for (;;) pause(); }
+
+/* What the ICD loader looks up; never reached. */
+int clIcdGetPlatformIDsKHR(unsigned entries, void *platforms, unsigned *count) {
+    (void)entries;
+    (void)platforms;
+    if (count) *count = 0;
+    return 0;
+}

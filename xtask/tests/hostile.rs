@@ -1,0 +1,494 @@
+//! The sweep's hostile corpus: its own inputs (results, plans, comparisons that are
+//! FIFOs, devices or garbage), resumes on a machine whose PoCL memory size drifts,
+//! a scenario edited mid-sweep, merges of shards named twice, without plans, retried
+//! or duplicated, and options no sweep can take. Every record must stay attributed
+//! to the run that made it: its key is the hash of its own scenario and machine.
+
+mod common;
+
+#[path = "../src/records.rs"]
+#[allow(dead_code)]
+mod records;
+
+use common::{clmulti_bin, results, stderr, temp_dir, xtask_bare};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn sweep(args: &[&str]) -> Command {
+    let mut cmd = xtask_bare();
+    cmd.arg("sweep").args(args).arg("--bin").arg(clmulti_bin());
+    cmd
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().unwrap()
+}
+
+fn assert_sane(what: &str, out: &Output) {
+    let err = stderr(out);
+    assert!(!err.contains("panicked"), "{what}: panicked: {err}");
+    assert!(
+        matches!(out.status.code(), Some(0..=2)),
+        "{what}: {:?}: {err}",
+        out.status
+    );
+}
+
+/// Four tiny runs.
+const GRID: &str = "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"4KiB\"\ncount = 10\n[grid]\n\"allocation.size\" = [\"4KiB\", \"8KiB\", \"16KiB\", \"32KiB\"]\n";
+
+/// Every record of a results file, read as the sweep reads it.
+fn records_of(dir: &Path) -> Vec<records::SweepRecord> {
+    let mut all = Vec::new();
+    records::for_each(&dir.join("results.jsonl"), |r| all.push(r)).unwrap();
+    all
+}
+
+/// Records whose key is not the hash of their own scenario and machine: stored under
+/// another run's name.
+fn misattributed(records: &[records::SweepRecord]) -> Vec<String> {
+    records
+        .iter()
+        .filter(|r| {
+            let json = serde_json::to_string(&r.report.scenario).unwrap();
+            records::fnv64(&format!("{json}\n{}", r.machine)) != r.key
+        })
+        .map(|r| format!("{} #{}", r.file, r.index))
+        .collect()
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+}
+
+#[test]
+fn inputs_that_are_not_files_are_refused_not_read_for_ever() {
+    let dir = temp_dir("hostile-inputs");
+    let grid = dir.join("grid.toml");
+    std::fs::write(&grid, GRID).unwrap();
+    let grid = grid.to_str().unwrap();
+    let zero_dir = dir.join("zero");
+    std::fs::create_dir_all(&zero_dir).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", zero_dir.join("results.jsonl")).unwrap();
+    let fifo_dir = dir.join("fifo");
+    std::fs::create_dir_all(&fifo_dir).unwrap();
+    mkfifo(&fifo_dir.join("results.jsonl"));
+    let lock_dir = dir.join("lock");
+    std::fs::create_dir_all(&lock_dir).unwrap();
+    mkfifo(&lock_dir.join(".sweep.lock"));
+    let zero = zero_dir.to_str().unwrap();
+    let fifo = fifo_dir.to_str().unwrap();
+    let cases: Vec<(Command, &str)> = vec![
+        (
+            sweep(&[grid, "--out", zero, "--resume"]),
+            "not a regular file",
+        ),
+        (
+            sweep(&[grid, "--out", fifo, "--resume"]),
+            "not a regular file",
+        ),
+        (
+            sweep(&[grid, "--out", lock_dir.to_str().unwrap()]),
+            "not a regular file",
+        ),
+        (
+            sweep(&[
+                grid,
+                "--out",
+                dir.join("x").to_str().unwrap(),
+                "--compare",
+                "/dev/zero",
+            ]),
+            "not a regular file",
+        ),
+        (
+            {
+                let mut c = xtask_bare();
+                c.args(["merge", zero, "--out", dir.join("m1").to_str().unwrap()]);
+                c
+            },
+            "not a regular file",
+        ),
+        (
+            {
+                let mut c = xtask_bare();
+                c.args(["compare", "/dev/zero", fifo]);
+                c
+            },
+            "not a regular file",
+        ),
+        (
+            {
+                let mut c = xtask_bare();
+                c.args(["summary", fifo]);
+                c
+            },
+            "not a regular file",
+        ),
+    ];
+    for (mut cmd, message) in cases {
+        let what = format!("{cmd:?}");
+        let start = Instant::now();
+        let child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{what}: {:?}",
+            start.elapsed()
+        );
+        assert_sane(&what, &out);
+        assert_ne!(out.status.code(), Some(0), "{what}");
+        assert!(stderr(&out).contains(message), "{what}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_resume_finds_its_runs_when_pocl_memory_drifts() {
+    // PoCL derives its devices' global memory from free memory: 6.96 to 15.26 GB in
+    // an hour on an idle host. POCL_MEMORY_LIMIT moves it here on purpose.
+    let dir = temp_dir("hostile-drift");
+    std::fs::write(dir.join("grid.toml"), GRID).unwrap();
+    let out_dir = dir.join("out");
+    let args = [dir.to_str().unwrap(), "--out", out_dir.to_str().unwrap()];
+    let out = run(sweep(&args).env("POCL_MEMORY_LIMIT", "2"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(sweep(&[&args[..], &["--resume"]].concat()).env("POCL_MEMORY_LIMIT", "3"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("4 run(s) already done, 0 to go"),
+        "{}",
+        stderr(&out)
+    );
+    let records = records_of(&out_dir);
+    assert_eq!(records.len(), 4, "no run twice");
+    assert!(misattributed(&records).is_empty());
+}
+
+#[test]
+fn a_scenario_edited_mid_sweep_is_never_misattributed() {
+    let dir = temp_dir("hostile-edit");
+    let file = dir.join("grid.toml");
+    let slow = "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"4KiB\"\ncount = \"until-failure\"\nkeep = false\n[guards]\nmax_seconds = 0.3\n[sampling]\nevery = 100000\n";
+    std::fs::write(
+        &file,
+        format!("name = \"before\"\n{slow}[grid]\n\"allocation.size\" = [\"4KiB\", \"8KiB\", \"16KiB\", \"32KiB\"]\n"),
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let args = [dir.to_str().unwrap(), "--out", out_dir.to_str().unwrap()];
+    let child = sweep(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_for_lines(&out_dir.join("results.jsonl"), 1);
+    // Edited while the sweep runs: another name, other sizes.
+    std::fs::write(
+        &file,
+        format!("name = \"after\"\n{slow}[grid]\n\"allocation.size\" = [\"1KiB\", \"2KiB\", \"3KiB\", \"5KiB\"]\n"),
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = records_of(&out_dir);
+    assert_eq!(records.len(), 4);
+    assert!(
+        misattributed(&records).is_empty(),
+        "{:?}",
+        misattributed(&records)
+    );
+    // The sweep measured the file it planned, whatever happened to it meanwhile.
+    for r in &records {
+        assert!(
+            r.report.run_name.starts_with("before["),
+            "{}",
+            r.report.run_name
+        );
+        assert!([4096, 8192, 16384, 32768].contains(&r.report.scenario.allocation.size_bytes));
+    }
+    // Resumed, the edited file's runs are new runs: none counts as done.
+    let out = run(&mut sweep(&[&args[..], &["--resume"]].concat()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("0 run(s) already done, 4 to go"),
+        "{}",
+        stderr(&out)
+    );
+    let records = records_of(&out_dir);
+    assert_eq!(records.len(), 8);
+    assert!(
+        misattributed(&records).is_empty(),
+        "{:?}",
+        misattributed(&records)
+    );
+    assert_eq!(
+        records
+            .iter()
+            .filter(|r| r.report.run_name.starts_with("after["))
+            .count(),
+        4
+    );
+}
+
+fn merge(args: &[&str]) -> Output {
+    run(xtask_bare().arg("merge").args(args))
+}
+
+/// Two shards of the grid, in `dir/shard1` and `dir/shard2`.
+fn two_shards(dir: &Path) -> (PathBuf, PathBuf) {
+    let grid = dir.join("grid.toml");
+    std::fs::write(&grid, GRID).unwrap();
+    let shards: Vec<PathBuf> = ["1/2", "2/2"]
+        .iter()
+        .map(|k| {
+            let shard = dir.join(format!("shard{}", &k[..1]));
+            let out = run(&mut sweep(&[
+                grid.to_str().unwrap(),
+                "--shard",
+                k,
+                "--out",
+                shard.to_str().unwrap(),
+            ]));
+            assert!(out.status.success(), "{}", stderr(&out));
+            shard
+        })
+        .collect();
+    (shards[0].clone(), shards[1].clone())
+}
+
+fn csv_rows(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("summary.csv"))
+        .unwrap()
+        .lines()
+        .count()
+        - 1
+}
+
+#[test]
+fn merges_name_what_is_missing_and_keep_each_runs_newest_record() {
+    let dir = temp_dir("hostile-merge");
+    let (s1, s2) = two_shards(&dir);
+    let (s1s, s2s) = (s1.to_str().unwrap(), s2.to_str().unwrap());
+
+    // One shard named twice is one shard: shard 2 is missing.
+    let out = merge(&[
+        s1s,
+        s1s,
+        "--expect",
+        "2",
+        "--out",
+        dir.join("m1").to_str().unwrap(),
+    ]);
+    assert_sane("twice", &out);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("shard 2/2"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("named more than once"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A shard without plan.json cannot say it finished.
+    let bare = dir.join("bare");
+    std::fs::create_dir_all(&bare).unwrap();
+    let lines = std::fs::read_to_string(s2.join("results.jsonl")).unwrap();
+    std::fs::write(bare.join("results.jsonl"), common::first_records(&lines, 1)).unwrap();
+    let out = merge(&[
+        s1s,
+        bare.to_str().unwrap(),
+        "--out",
+        dir.join("m2").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no plan.json"), "{}", stderr(&out));
+
+    // A garbage plan: located, the merge goes on, no temporary file left.
+    let garbage = dir.join("garbage");
+    std::fs::create_dir_all(&garbage).unwrap();
+    std::fs::copy(s2.join("results.jsonl"), garbage.join("results.jsonl")).unwrap();
+    std::fs::write(
+        garbage.join("plan.json"),
+        "{\"shard\": [2, 2],\n \"keys\": [1, 2, \x01",
+    )
+    .unwrap();
+    let m3 = dir.join("m3");
+    let out = merge(&[
+        s1s,
+        garbage.to_str().unwrap(),
+        "--out",
+        m3.to_str().unwrap(),
+    ]);
+    assert_sane("garbage plan", &out);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("plan.json: line 2 column"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(results(&m3).len(), 4);
+    let left: Vec<_> = std::fs::read_dir(&m3)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.contains("merging"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // A retried run (a newer record of the same key) and a duplicated line: the
+    // newest is taken once, and the summary counts four runs, not five or six.
+    let retried = dir.join("retried");
+    std::fs::create_dir_all(&retried).unwrap();
+    std::fs::copy(s1.join("plan.json"), retried.join("plan.json")).unwrap();
+    let text = std::fs::read_to_string(s1.join("results.jsonl")).unwrap();
+    let record = text.lines().find(|l| l.contains("\"key\":")).unwrap();
+    let mut newer: serde_json::Value = serde_json::from_str(record).unwrap();
+    newer["finished_at"] = (newer["finished_at"].as_u64().unwrap() + 10).into();
+    newer["report"]["buffers"] = 7.into();
+    let mut crashed: serde_json::Value = serde_json::from_str(record).unwrap();
+    crashed["report"]["stop"] =
+        serde_json::json!({"kind": "crashed", "signal": 6, "signal_name": "SIGABRT"});
+    std::fs::write(
+        retried.join("results.jsonl"),
+        format!(
+            "{}{record}\n{newer}\n",
+            text.replace(record, &crashed.to_string())
+        ),
+    )
+    .unwrap();
+    let m4 = dir.join("m4");
+    let out = merge(&[
+        retried.to_str().unwrap(),
+        s2s,
+        "--expect",
+        "2",
+        "--out",
+        m4.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let merged = records_of(&m4);
+    assert_eq!(merged.len(), 4);
+    let key = newer["key"].as_str().unwrap();
+    let kept: Vec<_> = merged.iter().filter(|r| r.key == key).collect();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].report.buffers, 7, "the newest record of the run");
+    assert_eq!(csv_rows(&m4), 4);
+    // The summary of the shard itself also counts each run once.
+    let out = run(xtask_bare().args(["summary", retried.to_str().unwrap()]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(csv_rows(&retried), 2);
+
+    // A folder merged into itself is refused, and left as it was.
+    let before = std::fs::read(s1.join("results.jsonl")).unwrap();
+    let out = merge(&[s1s, s2s, "--out", s1s, "--force"]);
+    assert_sane("into itself", &out);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is the output folder"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read(s1.join("results.jsonl")).unwrap(), before);
+    assert!(s1.join("plan.json").exists());
+}
+
+#[test]
+fn long_names_and_long_descriptions_cost_what_they_should() {
+    let dir = temp_dir("hostile-long");
+    // A 245-character file name: its plot's name was too long for the file system,
+    // which stopped every summary and every resume after it.
+    let long = dir.join(format!("{}.toml", "n".repeat(240)));
+    // A 60 KiB description in a 20-run grid: carried once, not by every record.
+    let description = "d".repeat(60 << 10);
+    let counts: Vec<String> = (1..=20).map(|c| c.to_string()).collect();
+    std::fs::write(
+        &long,
+        format!(
+            "description = \"{description}\"\n[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"4KiB\"\n[grid]\n\"allocation.count\" = [{}]\n",
+            counts.join(", ")
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let args = [long.to_str().unwrap(), "--out", out_dir.to_str().unwrap()];
+    let out = run(&mut sweep(&args));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out_dir.join("index.html").exists());
+    let out = run(&mut sweep(&[&args[..], &["--resume"]].concat()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("20 run(s) already done"),
+        "{}",
+        stderr(&out)
+    );
+    let size = std::fs::metadata(out_dir.join("results.jsonl"))
+        .unwrap()
+        .len();
+    assert!(
+        size < 20 * (60 << 10),
+        "{size} bytes: the description is stored per record"
+    );
+    let records = records_of(&out_dir);
+    assert_eq!(records.len(), 20);
+    assert!(records
+        .iter()
+        .all(|r| r.report.scenario.description == description));
+    assert!(misattributed(&records).is_empty());
+}
+
+#[test]
+fn results_written_before_scenario_bases_still_read() {
+    let dir = temp_dir("hostile-old");
+    let old = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/pocl-8cpu/scaling");
+    std::fs::copy(old.join("results.jsonl"), dir.join("results.jsonl")).unwrap();
+    let count = records_of(&dir).len();
+    assert!(count > 0);
+    let out = run(xtask_bare().args(["summary", dir.to_str().unwrap()]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Merged into the new format, the same runs with the same scenarios.
+    let merged = dir.join("merged");
+    let out = merge(&[dir.to_str().unwrap(), "--out", merged.to_str().unwrap()]);
+    assert_sane("old", &out);
+    let before = records_of(&dir);
+    let after = records_of(&merged);
+    assert_eq!(after.len(), before.len());
+    for (a, b) in before.iter().zip(&after) {
+        assert_eq!(a.key, b.key);
+        assert_eq!(
+            serde_json::to_value(&a.report.scenario).unwrap(),
+            serde_json::to_value(&b.report.scenario).unwrap()
+        );
+    }
+}
+
+#[test]
+fn options_no_sweep_can_take_are_refused() {
+    let dir = temp_dir("hostile-options");
+    std::fs::write(dir.join("grid.toml"), GRID).unwrap();
+    let grid = dir.join("grid.toml");
+    let grid = grid.to_str().unwrap();
+    for (args, message) in [
+        (vec![grid, "--timeout", "nan"], "expected seconds"),
+        (vec![grid, "--timeout", "inf"], "expected seconds"),
+        (vec![grid, "--timeout=-1"], "expected seconds"),
+        (vec![grid, "--timeout", "0"], "expected seconds"),
+        (vec![grid, "--timeout", "1e300"], "expected seconds"),
+        (vec![grid, "--render-every", "inf"], "expected seconds"),
+        (vec![grid, "--render-every=-1"], "expected seconds"),
+        (vec![grid, "--threshold", "nan"], "relative change"),
+        (vec![grid, "--shard", "0/2"], "K/N"),
+    ] {
+        let out = run(&mut sweep(&args));
+        let what = args.join(" ");
+        assert_sane(&what, &out);
+        assert_eq!(out.status.code(), Some(2), "{what}: {}", stderr(&out));
+        assert!(stderr(&out).contains(message), "{what}: {}", stderr(&out));
+    }
+    let out = merge(&[grid, "--expect", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
