@@ -109,7 +109,7 @@ def call(c, args, env=None, bound=None, stdout=subprocess.PIPE, preexec=None,
         c.note("hangs", f"{label}: killed after {seconds:.1f} s")
     elif "panicked" in text or code == 101:
         c.note("panics", f"{label}: {text.strip().splitlines()[0][:160] if text.strip() else code}")
-    elif code < 0:
+    elif code < 0 and not any(-code == s for _, _, s in signals):
         c.note("crashes", f"{label}: {signal.Signals(-code).name}")
     elif code not in (0, 1, 2) and not any(code == 128 + s for _, _, s in signals):
         c.note("exit codes outside 0/1/2", f"{label}: exit {code}")
