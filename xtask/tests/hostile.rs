@@ -492,3 +492,44 @@ fn options_no_sweep_can_take_are_refused() {
     let out = merge(&[grid, "--expect", "0"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+/// Every committed sweep page is what today's summary makes of its records: records
+/// of every earlier format still read, and read the same (the NEO runtime line of
+/// records from before the engine recorded it included).
+#[test]
+fn committed_pages_are_what_their_records_say_today() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
+    let mut folders = Vec::new();
+    let mut pending = vec![root];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.file_name().unwrap() == "results.jsonl" {
+                folders.push(dir.clone());
+            }
+        }
+    }
+    assert!(folders.len() >= 5, "{folders:?}");
+    for folder in folders {
+        let copy = temp_dir(&format!(
+            "pages-{}",
+            folder.to_string_lossy().replace('/', "_")
+        ));
+        for name in ["results.jsonl", "plan.json"] {
+            if folder.join(name).exists() {
+                std::fs::copy(folder.join(name), copy.join(name)).unwrap();
+            }
+        }
+        let out = run(xtask_bare().args(["summary", copy.to_str().unwrap()]));
+        assert!(out.status.success(), "{}", stderr(&out));
+        let committed = std::fs::read_to_string(folder.join("summary.md")).unwrap();
+        let today = std::fs::read_to_string(copy.join("summary.md")).unwrap();
+        assert!(
+            committed == today,
+            "{}: summary.md differs from what `cargo xtask summary` writes today",
+            folder.display()
+        );
+    }
+}

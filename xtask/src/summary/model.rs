@@ -176,7 +176,14 @@ impl RunView {
             platform: format!("{} {}", r.platform, r.platform_version)
                 .trim()
                 .to_owned(),
-            neo_emulation: r.neo_emulation.clone(),
+            // Records from before the engine recorded it: inferred as the engine does.
+            neo_emulation: r.neo_emulation.clone().or_else(|| {
+                clmulti_probe::neo::emulation_for_run(
+                    &r.platform,
+                    drivers.first().map_or("", String::as_str),
+                    &r.scenario.env,
+                )
+            }),
             device_names: names,
             drivers,
             tool: record.tool.clone(),
