@@ -202,7 +202,11 @@ fn diagnose_under_an_inherited_address_space_limit_studies_it() {
     for r in &d.runs {
         assert_ne!(r.outcome, clmulti_explain::StopKind::Guard, "{r:?}");
     }
-    for r in d.runs.iter().filter(|r| r.strategy == clmulti_scenario::Strategy::Create) {
+    for r in d
+        .runs
+        .iter()
+        .filter(|r| r.strategy == clmulti_scenario::Strategy::Create)
+    {
         assert_eq!(r.outcome, clmulti_explain::StopKind::Failed, "{r:?}");
         assert!(r.headline.contains("CL_OUT_OF_HOST_MEMORY (-6)"), "{r:?}");
     }
