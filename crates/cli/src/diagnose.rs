@@ -218,7 +218,7 @@ fn allocation_logs(reports: &[(Role, Report)], count: u64) -> Result<Vec<LoggedC
 /// Whether the shared case calls for fixes: it failed, or it heads for a limit well
 /// before the per-device contexts do.
 fn needs_fixes(shared: &Report, per_device: Option<&Report>) -> bool {
-    if matches!(shared.stop, StopReason::Failed { .. }) {
+    if shared.stop.kind().ended_early() {
         return true;
     }
     let ahead = |r: &Report| r.analysis.first_limit.as_ref().map(|l| l.count);

@@ -440,16 +440,33 @@ pub fn shape(report: &Report, runner: &mut dyn Runner) -> Vec<ShapeFinding> {
                     answer: None,
                     experiments: Vec::new(),
                     not_tested: Some(not_tested.to_owned()),
+                    met_other_limit: None,
                 };
             };
             let run = runner.run(std::slice::from_ref(&trial.change), trial.asked);
             let experiment = judge(&trial, n, run.as_ref());
-            let answer = run.ok().and_then(|r| answer(question, &trial, n, &r));
+            // A re-run stopped by a limit it measured (more devices, more descriptors
+            // per buffer) answers for that limit, not for the one under study.
+            let met_other_limit = run.as_ref().ok().and_then(|r| {
+                let c = r.analysis.candidates.first()?;
+                Some(format!(
+                    "{} at {} ({} of {})",
+                    c.resource.label(),
+                    c.limit.name,
+                    c.resource.unit().format(c.reading),
+                    c.resource.unit().format(c.limit.value)
+                ))
+            });
+            let answer = match (&met_other_limit, run) {
+                (None, Ok(r)) => answer(question, &trial, n, &r),
+                _ => None,
+            };
             ShapeFinding {
                 question,
                 answer,
                 experiments: vec![experiment],
                 not_tested: None,
+                met_other_limit,
             }
         })
         .collect()

@@ -356,6 +356,10 @@ pub struct ShapeFinding {
     /// Why it was not asked, when it was not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_tested: Option<String>,
+    /// When the re-run met a measured limit first (a resource at its limit when it
+    /// failed): that limit, in words; its count then says nothing of the shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub met_other_limit: Option<String>,
 }
 
 /// One run's conclusions.

@@ -132,12 +132,15 @@ pub fn shape(f: &ShapeFinding) -> Statement {
     let runs: Vec<String> = f.experiments.iter().map(experiment_words).collect();
     let question = question(f.question);
     let Some(answer) = f.answer else {
-        return Statement::measured(format!(
-            "{question}: {}",
-            f.not_tested
-                .clone()
-                .unwrap_or_else(|| format!("no answer ({})", runs.join("; ")))
-        ));
+        let why = match (&f.not_tested, &f.met_other_limit) {
+            (Some(not_tested), _) => not_tested.clone(),
+            (None, Some(limit)) => format!(
+                "no answer: the re-run met {limit} first, a limit of its own, so its count says nothing of this one ({})",
+                runs.join("; ")
+            ),
+            (None, None) => format!("no answer ({})", runs.join("; ")),
+        };
+        return Statement::measured(format!("{question}: {why}"));
     };
     let meaning = match answer {
         ShapeAnswer::Buffers => "the limit counts buffers: another size failed at the same count",

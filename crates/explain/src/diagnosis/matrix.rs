@@ -6,7 +6,7 @@ use super::{
     Placed, ReleaseFinding, Role, RunBrief, SharingCost, DIAGNOSIS_SCHEMA_VERSION,
 };
 use crate::knowledge::{runtime_of, SEED_ANSWER_CORRECTIONS};
-use crate::report::{Report, StopReason};
+use crate::report::{Report, StopKind, StopReason};
 use crate::resource::Resource;
 use crate::verdict::{Basis, Cause, Statement};
 use crate::words;
@@ -77,6 +77,7 @@ impl Diagnosis {
         let mut investigated = None;
         for strategy in matrix.strategies() {
             verdict.push(stops_statement(&matrix, strategy, n));
+            verdict.extend(ended_without_report(&matrix, strategy));
             let Some(shared) = matrix.pick(Role::Shared, strategy) else {
                 continue;
             };
@@ -181,6 +182,39 @@ fn brief(p: &Placed<'_>) -> RunBrief {
     }
 }
 
+/// Each run of `strategy` whose process ended without its report (a crash, a hang),
+/// with the end of its stderr: what the runtime said as it went.
+fn ended_without_report(matrix: &Matrix<'_>, strategy: Strategy) -> Vec<Statement> {
+    matrix
+        .runs
+        .iter()
+        .map(|p| p.report)
+        .filter(|r| r.scenario.allocation.strategy == strategy)
+        .filter(|r| r.stop.kind().ended_early() && r.stop.kind() != StopKind::Failed)
+        .map(|r| {
+            let lines: Vec<&str> = r
+                .stderr_tail
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            let said = match lines.len() {
+                0 => "nothing on stderr".to_owned(),
+                k => format!(
+                    "its stderr ends: {}",
+                    lines[k.saturating_sub(2)..].join(" / ")
+                ),
+            };
+            Statement::measured(format!(
+                "{}: {} after {}; {said}",
+                r.run_name,
+                r.stop.summary(),
+                r.buffers_words()
+            ))
+        })
+        .collect()
+}
+
 /// Where each case of one strategy stopped.
 fn stops_statement(matrix: &Matrix<'_>, strategy: Strategy, n: usize) -> Statement {
     let stops: Vec<String> = [Role::OneDevice, Role::Shared, Role::PerDevice]
@@ -275,7 +309,7 @@ pub(crate) fn outcome(r: &Report) -> String {
                 call.c_name()
             )
         }
-        other => format!("{} after {} buffers", other.summary(), r.buffers),
+        other => format!("{} after {}", other.summary(), r.buffers_words()),
     }
 }
 

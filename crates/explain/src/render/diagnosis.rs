@@ -3,7 +3,6 @@
 
 use super::html_escape;
 use crate::diagnosis::{Diagnosis, Outcome, Role};
-use crate::report::StopKind;
 use crate::verdict::{Basis, CandidateTest, Statement};
 use crate::words;
 
@@ -52,7 +51,7 @@ impl Diagnosis {
             let shared_failed = self
                 .runs
                 .iter()
-                .any(|r| r.role == Role::Shared && r.outcome == StopKind::Failed);
+                .any(|r| r.role == Role::Shared && r.outcome.ended_early());
             let per_device_ran = self.runs.iter().any(|r| r.role == Role::PerDevice);
             // Only runs that ran are cited: without a per-device run there is nothing
             // to hold the shared context against.
@@ -66,7 +65,7 @@ impl Diagnosis {
         let shared_failed = self
             .runs
             .iter()
-            .find(|r| r.role == Role::Shared && r.outcome == StopKind::Failed)
+            .find(|r| r.role == Role::Shared && r.outcome.ended_early())
             .map(|r| r.buffers);
         self.fixes
             .iter()

@@ -4,6 +4,21 @@ use crate::report::{Report, StopReason};
 use crate::verdict::Cause;
 
 impl Report {
+    /// The buffers the run made, in words: exact, or, for a process that ended
+    /// without its report (a crash, a kill), its last sample's count, after which
+    /// it ended.
+    pub fn buffers_words(&self) -> String {
+        match self.stop {
+            StopReason::Crashed { .. }
+            | StopReason::TimedOut { .. }
+            | StopReason::NoReport { .. } => format!(
+                "at least {} buffers (its last sample; it ended before the next)",
+                self.buffers
+            ),
+            _ => format!("{} buffers", self.buffers),
+        }
+    }
+
     /// One line saying how the run ended and, from the analysis, why: what a person
     /// reads first.
     pub fn headline(&self) -> String {
@@ -48,7 +63,7 @@ impl Report {
                     call.c_name()
                 )
             }
-            other => format!("{} ({} buffers){ahead}", other.summary(), self.buffers),
+            other => format!("{} ({}){ahead}", other.summary(), self.buffers_words()),
         }
     }
 }

@@ -209,6 +209,16 @@ pub enum StopKind {
 }
 
 impl StopKind {
+    /// Whether the run ended before its count for a reason of the runtime's: an
+    /// error, a crash, a hang, an exit without a report (not a guard, not a signal
+    /// a person sent).
+    pub fn ended_early(self) -> bool {
+        matches!(
+            self,
+            StopKind::Failed | StopKind::Crashed | StopKind::TimedOut | StopKind::NoReport
+        )
+    }
+
     /// Every kind, in the order tables list them.
     pub const ALL: [StopKind; 9] = [
         StopKind::Completed,

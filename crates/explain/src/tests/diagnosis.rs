@@ -173,3 +173,33 @@ fn memory_kept_after_release_is_reported_per_run() {
         verdict(&d)
     );
 }
+
+/// NEO's single-device contexts under RLIMIT_AS, PoCL's fills: the process aborts.
+/// The crash is named with what its stderr said, its count as a lower bound, and the
+/// fixes are not called unneeded.
+#[test]
+fn a_crashed_case_is_reported_with_its_stderr_and_is_not_fine() {
+    let crashed = |devices, mode| {
+        let mut r = run(devices, mode).completed(600);
+        r.stop = crate::StopReason::crashed(6);
+        r.stderr_tail =
+            "loading\nfatal runtime error: Rust cannot catch foreign exceptions, aborting\n".into();
+        r
+    };
+    let d = diagnose(&matrix(
+        crashed(1, ContextMode::Shared),
+        crashed(2, ContextMode::Shared),
+        run(2, ContextMode::PerDevice).completed(1000),
+    ));
+    let v = verdict(&d);
+    assert!(
+        v.contains("crashed: SIGABRT after at least 600 buffers (its last sample; it ended before the next); its stderr ends: loading / fatal runtime error: Rust cannot catch foreign exceptions, aborting"),
+        "{v}"
+    );
+    assert!(!v.contains("no run failed"), "{v}");
+    assert!(
+        !d.fix_lines()[0].starts_with("not needed"),
+        "{:?}",
+        d.fix_lines()
+    );
+}

@@ -224,6 +224,53 @@ fn the_shape_runs_tell_bytes_from_buffers_live_from_cumulative_context_from_proc
     }
 }
 
+/// The counter that also holds a descriptor per peer: with a third device the re-run
+/// fails at the descriptor limit, not at the counter, so it says nothing of peers.
+#[test]
+fn a_shape_rerun_that_met_a_measured_limit_answers_nothing() {
+    let mut r = rerun_failing_at(1000);
+    struct CounterWithDescriptors;
+    impl Runner for CounterWithDescriptors {
+        fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, String> {
+            Ok(match changes[0].knob {
+                // Three devices, two descriptors per buffer: 10 + 2 x 502 of 1015.
+                Knob::Devices => run(3, ContextMode::Shared)
+                    .fds(10.0, 2.0)
+                    .limit(Rlimit::NoFile, 1015, Some(4096))
+                    .failed_at(502),
+                Knob::ReleaseEvery => run(2, ContextMode::Shared).completed(count),
+                _ => rerun_failing_at(1000),
+            })
+        }
+    }
+    investigate(&mut r, &mut CounterWithDescriptors);
+    let per_peer = r
+        .analysis
+        .shape
+        .iter()
+        .find(|f| f.question == ShapeQuestion::PerPeer)
+        .unwrap();
+    assert_eq!(per_peer.answer, None, "{}", text(&r));
+    assert!(
+        per_peer
+            .met_other_limit
+            .as_deref()
+            .is_some_and(|l| l.contains("RLIMIT_NOFILE")),
+        "{per_peer:?}"
+    );
+    let t = text(&r);
+    assert!(
+        t.contains("per peer: no answer: the re-run met open fds"),
+        "{t}"
+    );
+    assert!(!t.contains("the limit is per peer"), "{t}");
+    // The other questions, whose re-runs met no measured limit, still answer.
+    assert_eq!(
+        answer(&r, ShapeQuestion::CountOrBytes),
+        Some(ShapeAnswer::Buffers)
+    );
+}
+
 #[test]
 fn system_wide_limits_are_not_tested_and_the_command_is_given() {
     let mut r = run(2, ContextMode::Shared).failed_at(1000);
