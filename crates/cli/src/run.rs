@@ -84,6 +84,7 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
     let mut reports = Vec::new();
     let mut shown = std::collections::HashSet::new();
     let mut tool_failures = 0usize;
+    let mut performed = 0usize;
     'files: for (_, file) in &files {
         let indices: Box<dyn Iterator<Item = usize>> = match args.index {
             Some(i) => Box::new(std::iter::once(i)),
@@ -113,6 +114,7 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
             };
             match result {
                 Ok((mut report, mut watchdog)) => {
+                    performed += 1;
                     if args.experiment && !matches!(report.stop, StopReason::Interrupted { .. }) {
                         // The experiments' runs are children bounded by their own limits.
                         drop(watchdog.take());
@@ -152,11 +154,10 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
         )));
     }
     if problems > 0 {
-        let performed = total.saturating_sub(problems);
-        return Err(Failure::Input(if performed == 0 || files.is_empty() {
+        return Err(Failure::Input(if performed == 0 {
             format!("{problems} scenario problem(s); nothing was run")
         } else {
-            format!("{problems} scenario problem(s); the other runs were performed")
+            format!("{problems} scenario problem(s); {performed} run(s) were performed (above)")
         }));
     }
     Ok(())

@@ -287,7 +287,12 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
             return u8::try_from(code).unwrap_or(1);
         }
         if STOP_SIGNALS.contains(&signal) {
-            // Stopped as asked: the shell's convention.
+            // Stopped as asked: the shell's convention, and a line, so that a
+            // command that printed nothing yet does not end in silence.
+            say(&format!(
+                "`clmulti {}` stopped by {name} before it finished: what it measured so far is not reported (`clmulti run` stops a run and reports it)",
+                bounds.command
+            ));
             return 128 + signal as u8;
         }
         say(&match shared.phase.load(Ordering::SeqCst) {

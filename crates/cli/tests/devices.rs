@@ -58,6 +58,14 @@ fn no_platform_names_the_fix_and_fails() {
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(err.contains("no OpenCL platform found"), "{err}");
+    // The folder the environment named is where the loader looked: say so.
+    assert!(
+        err.contains(&format!(
+            "OCL_ICD_VENDORS={} names no runtime",
+            empty.display()
+        )),
+        "{err}"
+    );
     assert!(
         err.contains("pocl-opencl-icd") && err.contains("setup-opencl.sh"),
         "{err}"

@@ -717,3 +717,25 @@ fn a_killed_parent_leaves_no_process_and_no_temporary_file() {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// A command that reports only at its end (diagnose) says it was stopped, not silence.
+#[test]
+fn sigint_to_diagnose_is_said() {
+    let child = clmulti(2)
+        .args(["-q", "diagnose", "--count", "200000", "--no-experiments"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling the process group this test started.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("`clmulti diagnose` stopped by SIGINT before it finished"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -406,3 +406,23 @@ fn the_analysis_names_the_limit_that_stopped_the_run() {
     );
     assert!(r.leak_check.clean);
 }
+
+/// A bad file beside a good one: the good one runs, and the closing error says so.
+#[test]
+fn a_bad_file_beside_a_good_one_says_what_ran() {
+    let good = scenario_file(
+        "good-beside-bad.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64KiB\"\ncount = 10\n",
+    );
+    let dir = std::env::temp_dir().join(format!("clmulti-a-folder-{}.toml", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = run(clmulti(2).arg("run").arg(&dir).arg(&good));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("1 scenario problem(s); 1 run(s) were performed (above)"),
+        "{err}"
+    );
+    assert!(!err.contains("nothing was run"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("completed"));
+}

@@ -88,11 +88,24 @@ pub const INSTALL_HINT: &str = "install an OpenCL runtime: on Debian/Ubuntu run 
 devices), or your GPU vendor's OpenCL driver; the loader reads its ICD files from \
 /etc/OpenCL/vendors unless OCL_ICD_VENDORS points elsewhere";
 
+/// What to do when the loader lists no platform: where it looked, when the
+/// environment told it where to look, else how to install a runtime.
+fn no_platform_hint() -> String {
+    match std::env::var("OCL_ICD_VENDORS") {
+        Ok(dir) if !dir.is_empty() => format!(
+            "OCL_ICD_VENDORS={dir} names no runtime the loader could load (no .icd file there, \
+             or their libraries failed to load): point it at a folder of .icd files, or unset \
+             it to use /etc/OpenCL/vendors; or {INSTALL_HINT}"
+        ),
+        _ => INSTALL_HINT.to_owned(),
+    }
+}
+
 /// Why probing could not list any platform.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProbeError {
     /// The loader answered, but no ICD (runtime) is registered.
-    #[error("no OpenCL platform found: {INSTALL_HINT}")]
+    #[error("no OpenCL platform found: {}", no_platform_hint())]
     NoPlatform,
     /// `clGetPlatformIDs` itself failed.
     #[error("the OpenCL ICD loader failed: clGetPlatformIDs returned {0}; {INSTALL_HINT}")]

@@ -126,6 +126,18 @@ pub(super) fn env(
             ));
         }
         let value = value.replace(DEVICE_COUNT_TOKEN, &device_count.to_string());
+        // A placeholder spelled wrong would reach the runtime as literal text.
+        let others = value.replace(LAYER_TOKEN, "");
+        if let Some(start) = others.find("{devices.").or_else(|| others.find("{clmulti")) {
+            let rest = &others[start..];
+            let token = &rest[..rest.find('}').map_or(rest.len(), |e| e + 1)];
+            return Err(problem(
+                &at,
+                format!(
+                    "unknown placeholder {token}; there are {DEVICE_COUNT_TOKEN} (the run's device count) and, in OPENCL_LAYERS, {LAYER_TOKEN}"
+                ),
+            ));
+        }
         if key.len() + 1 + value.len() > MAX_ENV_ENTRY_BYTES {
             return Err(problem(
                 &at,
