@@ -229,6 +229,18 @@ fn a_counter_that_also_holds_descriptors_is_not_blamed_on_them_and_its_shape_is_
         "{}",
         verdict(&d)
     );
+    // A third device holds a third descriptor per buffer: that re-run fails at the
+    // descriptor limit, which says nothing of peers and the counter.
+    assert_eq!(shape(&d, ShapeQuestion::PerPeer), None, "{}", verdict(&d));
+    assert!(
+        says(
+            &d,
+            "measured",
+            "per peer: no answer: the re-run met open fds"
+        ),
+        "{}",
+        verdict(&d)
+    );
 }
 
 #[test]

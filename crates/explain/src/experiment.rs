@@ -445,9 +445,13 @@ pub fn shape(report: &Report, runner: &mut dyn Runner) -> Vec<ShapeFinding> {
             };
             let run = runner.run(std::slice::from_ref(&trial.change), trial.asked);
             let experiment = judge(&trial, n, run.as_ref());
-            // A re-run stopped by a limit it measured (more devices, more descriptors
-            // per buffer) answers for that limit, not for the one under study.
+            // A re-run whose failure moved to a limit it measured (more devices, more
+            // descriptors per buffer) answers for that limit, not for the one under
+            // study. One that failed where the run did met the same limit as the run.
             let met_other_limit = run.as_ref().ok().and_then(|r| {
+                if failing_count(r).is_ok_and(|m| near(m, n)) {
+                    return None;
+                }
                 let c = r.analysis.candidates.first()?;
                 Some(format!(
                     "{} at {} ({} of {})",
