@@ -241,6 +241,13 @@ fn a_counter_that_also_holds_descriptors_is_not_blamed_on_them_and_its_shape_is_
         "{}",
         verdict(&d)
     );
+    assert!(
+        d.experiment_rows()
+            .iter()
+            .any(|r| r[4].starts_with("no answer, met open fds")),
+        "{:?}",
+        d.experiment_rows()
+    );
 }
 
 #[test]

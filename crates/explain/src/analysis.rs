@@ -251,7 +251,7 @@ fn first_limit(report: &Report) -> Option<LimitAhead> {
 /// What a run on NEO's emulated devices can and cannot show.
 pub fn emulation_statement(neo: &clmulti_probe::neo::NeoEmulation) -> Statement {
     Statement::inferred(
-        "the platform, its driver version and the run's environment (NEOReadDebugKeys=1, SetCommandStreamReceiver=1); intel/compute-runtime shared/source/execution_environment/execution_environment.cpp",
+        "the platform, its driver version and the run's environment (NEOReadDebugKeys=1, SetCommandStreamReceiver=1), and what AUB mode does, known: intel/compute-runtime shared/source/execution_environment/execution_environment.cpp",
         format!(
             "{}: what NEO allocates on the host for each buffer is real, but nothing reaches a kernel driver, so the kernel-level limits behind the seed's failure (GTT, dma-buf descriptors, device memory) cannot be met here",
             neo.label()
@@ -354,7 +354,7 @@ fn ahead_statement(report: &Report, ahead: Option<&LimitAhead>) -> Option<Statem
                 "first limit ahead: {} ({}) at about {} buffers",
                 ahead.limit.name,
                 ahead.resource.unit().format(ahead.limit.value),
-                ahead.count
+                clmulti_scenario::format_count(ahead.count as f64)
             ),
         )),
         None if report.samples.len() >= 2 => Some(Statement::inferred(

@@ -127,10 +127,13 @@ impl Diagnosis {
                     words::change(&e.change),
                     "-".into(),
                     format!("{} (before {})", e.observed_count, e.before_count),
-                    f.answer.map_or_else(
-                        || e.stop.clone(),
-                        |a| format!("{}: {}", words::answer(a), e.stop),
-                    ),
+                    match (f.answer, &f.met_other_limit) {
+                        (Some(a), _) => format!("{}: {}", words::answer(a), e.stop),
+                        (None, Some(limit)) => {
+                            format!("no answer, met {limit} first: {}", e.stop)
+                        }
+                        (None, None) => e.stop.clone(),
+                    },
                 ]);
             }
         }
