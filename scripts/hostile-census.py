@@ -111,7 +111,7 @@ def call(c, args, env=None, bound=None, stdout=subprocess.PIPE, preexec=None,
         c.note("panics", f"{label}: {text.strip().splitlines()[0][:160] if text.strip() else code}")
     elif code < 0 and not any(-code == s for _, _, s in signals):
         c.note("crashes", f"{label}: {signal.Signals(-code).name}")
-    elif code not in (0, 1, 2) and not any(code == 128 + s for _, _, s in signals):
+    elif code not in (0, 1, 2) and not any(code in (128 + s, -s) for _, _, s in signals):
         c.note("exit codes outside 0/1/2", f"{label}: exit {code}")
     if bound and not killed and seconds > bound * 1.1:
         c.time_overshoot = max(c.time_overshoot, seconds / bound - 1)
