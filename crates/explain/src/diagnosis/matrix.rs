@@ -66,7 +66,9 @@ impl Diagnosis {
         let platform = shared_any
             .or_else(|| runs.first().map(|p| p.report))
             .map_or_else(String::new, |r| r.platform.clone());
-        let devices = shared_any.map_or_else(Vec::new, |r| r.devices.clone());
+        let devices = shared_any
+            .or_else(|| runs.first().map(|p| p.report))
+            .map_or_else(Vec::new, |r| r.devices.clone());
         let n = devices.len().max(2);
         let neo_emulation = shared_any.and_then(|r| r.neo_emulation.clone());
         let mut verdict: Vec<Statement> = neo_emulation
