@@ -33,7 +33,7 @@ pub struct Args {
     #[arg(long, conflicts_with = "resume")]
     force: bool,
     /// Per-run limit in seconds (default: the run's max_seconds guard plus a margin).
-    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    #[arg(long, value_name = "SECONDS", value_parser = clmulti_scenario::parse_seconds)]
     timeout: Option<f64>,
     /// Run only the K-th of N slices of the expanded list (1-based).
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
@@ -55,20 +55,6 @@ pub struct Args {
     /// that takes long waits longer, so rendering stays under 0.2% of the sweep's time.
     #[arg(long, default_value_t = 5.0, value_name = "SECONDS", value_parser = render_seconds)]
     render_every: f64,
-}
-
-/// Seconds for `--timeout`: finite, above 0, at most a week (the longest guard).
-pub fn seconds(text: &str) -> Result<f64, String> {
-    text.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s > 0.0 && *s <= clmulti_scenario::MAX_SECONDS)
-        .ok_or_else(|| {
-            format!(
-                "{text}: expected seconds above 0 and at most {} (a week)",
-                clmulti_scenario::MAX_SECONDS
-            )
-        })
 }
 
 /// Seconds for `--render-every`: 0 (every run) to an hour.

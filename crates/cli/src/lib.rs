@@ -49,24 +49,10 @@ struct Cli {
     /// End the command after this many seconds, loading the runtime included (`run`:
     /// each run, which then reports what it measured; default: its max_seconds guard
     /// plus a margin). Without it, loading a runtime may take 60 s.
-    #[arg(long, global = true, value_name = "SECONDS", value_parser = seconds)]
+    #[arg(long, global = true, value_name = "SECONDS", value_parser = clmulti_scenario::parse_seconds)]
     timeout: Option<f64>,
     #[command(subcommand)]
     command: Command,
-}
-
-/// Seconds for `--timeout`: finite, above 0, at most a week (the longest guard).
-pub(crate) fn seconds(text: &str) -> Result<f64, String> {
-    text.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s > 0.0 && *s <= clmulti_scenario::MAX_SECONDS)
-        .ok_or_else(|| {
-            format!(
-                "{text}: expected seconds above 0 and at most {} (a week)",
-                clmulti_scenario::MAX_SECONDS
-            )
-        })
 }
 
 #[derive(Debug, Subcommand)]

@@ -62,6 +62,18 @@ pub(crate) fn one_of<T: Copy>(key: &str, value: &str, choices: &[(&str, T)]) -> 
 pub const DEFAULT_MAX_SECONDS: f64 = 300.0;
 /// The longest time guard: a week.
 pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+
+/// Seconds for a time limit on the command line (`--timeout`): finite, above 0, at
+/// most [`MAX_SECONDS`].
+pub fn parse_seconds(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= MAX_SECONDS)
+        .ok_or_else(|| {
+            format!("{text}: expected seconds above 0 and at most {MAX_SECONDS} (a week)")
+        })
+}
 /// The longest `name`, bytes.
 pub const MAX_NAME_BYTES: usize = 256;
 /// The longest `description`, bytes: prose, carried by every run of a grid.
