@@ -71,7 +71,12 @@ impl Runner for ChildRunner {
         note!("experiment: {}", scenario.name);
         let report =
             crate::run::run_child(&scenario, None).map_err(crate::Failure::into_message)?;
-        note!("experiment:   {}", report.headline());
+        // Where it stopped only: its own analysis would answer another question.
+        note!(
+            "experiment:   {} ({})",
+            report.stop.summary(),
+            report.buffers_words()
+        );
         Ok(report)
     }
 }
