@@ -157,6 +157,18 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     let mut report = blank_report(scenario, StopReason::Completed);
     report.fresh_process = !reused_process;
     let mut clock = PhaseClock::start();
+    // The engine's own cost, measured before the runtime loads: after the loop, the
+    // runtime's threads (still freeing) and its heap would be in the figure.
+    let (dry_plan, _) = loop_plan(scenario, &report.host_limits);
+    let bookkeeping = bookkeeping::measure(
+        &dry_plan,
+        scenario.devices.set.len().max(1),
+        scenario.allocation.keep,
+        dry_plan
+            .target
+            .clamp(*BOOKKEEPING_BUFFERS.start(), *BOOKKEEPING_BUFFERS.end()),
+    );
+    clock.mark(&mut report, "the engine's own cost (a loop without OpenCL)");
     let selected = select_devices(scenario, &tracker, &mut report)?;
     clock.mark(&mut report, "load the runtime and choose the devices");
     let Some(devices) = selected else {
@@ -265,8 +277,9 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     }
     report.leak_check = leak_check;
     report.driver_messages = take(&messages);
-    finish(&mut report, outcome, &plan);
-    clock.mark(&mut report, "bookkeeping and analysis");
+    report.bookkeeping = bookkeeping;
+    finish(&mut report, outcome);
+    clock.mark(&mut report, "analysis");
     Ok(report)
 }
 
@@ -309,7 +322,7 @@ fn released_sample(
 
 /// The loop's figures into the report, the engine's own cost, warnings, and the
 /// one finishing step ([`Report::conclude`]).
-fn finish(report: &mut Report, outcome: allocation_loop::LoopOutcome, plan: &LoopPlan) {
+fn finish(report: &mut Report, outcome: allocation_loop::LoopOutcome) {
     let scenario = report.scenario.clone();
     report.buffers = outcome.buffers;
     report.bytes_requested = outcome.bytes;
@@ -320,14 +333,6 @@ fn finish(report: &mut Report, outcome: allocation_loop::LoopOutcome, plan: &Loo
         (outcome.buffers > 0 && allocating > 0.0).then(|| outcome.buffers as f64 / allocating);
     report.samples = outcome.samples;
     report.stop = outcome.stop;
-    report.bookkeeping = bookkeeping::measure(
-        plan,
-        report.devices.len(),
-        scenario.allocation.keep,
-        outcome
-            .buffers
-            .clamp(*BOOKKEEPING_BUFFERS.start(), *BOOKKEEPING_BUFFERS.end()),
-    );
     add_warnings(&scenario, report);
     report.conclude();
 }
