@@ -26,17 +26,7 @@ fn icd_vendors(kind: &str) -> PathBuf {
         std::fs::create_dir_all(&dir).unwrap();
         for kind in ["hang", "crash", "exit0"] {
             let lib = dir.join(format!("lib{kind}.so"));
-            let out = Command::new("cc")
-                .args(["-shared", "-fPIC", "-o"])
-                .arg(&lib)
-                .arg(hostile().join(format!("icd/{kind}.c")))
-                .output()
-                .expect("run cc (gcc is part of the test setup)");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            shared_library(&hostile().join(format!("icd/{kind}.c")), &lib);
             let vendors = dir.join(kind);
             std::fs::create_dir_all(&vendors).unwrap();
             std::fs::write(

@@ -5,6 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+#[path = "../../../crates/cli/tests/common/native.rs"]
+mod native;
+#[allow(unused_imports)] // each test binary uses some
+pub use native::abort_after_layer;
+
 /// The debug `clmulti` (and its layer), built once per test binary.
 pub fn clmulti_bin() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
@@ -113,30 +118,4 @@ pub fn processes_with(needle: &str) -> Vec<String> {
         .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
         .filter(|c| c.contains(needle))
         .collect()
-}
-
-/// An OpenCL layer that aborts the process on the clCreateBuffer call after the first
-/// `CLMULTI_ABORT_AFTER` (a runtime crashing mid-run), built once with `cc`.
-pub fn abort_after_layer() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let source = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../crates/cli/tests/hostile/layer/abort_after.c");
-            let lib =
-                std::env::temp_dir().join(format!("clmulti-abort-after-{}.so", std::process::id()));
-            let out = Command::new("cc")
-                .args(["-shared", "-fPIC", "-o"])
-                .arg(&lib)
-                .arg(&source)
-                .output()
-                .expect("run cc (gcc is part of the test setup)");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            lib
-        })
-        .clone()
 }

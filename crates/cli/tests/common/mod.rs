@@ -5,6 +5,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+mod native;
+#[allow(unused_imports)] // each test binary uses some
+pub use native::{abort_after_layer, shared_library};
+
 /// The PoCL ICD file the tests pin the loader to.
 pub const POCL_ICD: &str = "/etc/OpenCL/vendors/pocl.icd";
 
@@ -190,31 +194,4 @@ pub fn clmulti_neo(devices: usize) -> Command {
         .env_remove("POCL_DEVICES")
         .envs(neo_aub_env(devices));
     cmd
-}
-
-/// An OpenCL layer (`tests/hostile/layer/abort_after.c`) that aborts the process on
-/// the clCreateBuffer call after the first `CLMULTI_ABORT_AFTER`: a runtime crashing
-/// mid-run. Built once with `cc`.
-pub fn abort_after_layer() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/hostile/layer/abort_after.c");
-            let lib =
-                std::env::temp_dir().join(format!("clmulti-abort-after-{}.so", std::process::id()));
-            let out = Command::new("cc")
-                .args(["-shared", "-fPIC", "-o"])
-                .arg(&lib)
-                .arg(&source)
-                .output()
-                .expect("run cc (gcc is part of the test setup)");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            lib
-        })
-        .clone()
 }

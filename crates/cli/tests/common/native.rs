@@ -1,0 +1,45 @@
+//! Native fixtures built with `cc` (gcc is part of the test setup): shared by the
+//! clmulti and xtask tests, which include this file.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// `crates/cli/tests/hostile`, found from either package's manifest folder.
+pub fn hostile() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|p| p.join("crates/cli/tests/hostile"))
+        .find(|p| p.is_dir())
+        .expect("crates/cli/tests/hostile in the workspace")
+}
+
+/// Builds `source` into the shared library `lib`.
+pub fn shared_library(source: &Path, lib: &Path) {
+    let out = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(lib)
+        .arg(source)
+        .output()
+        .expect("run cc (gcc is part of the test setup)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// An OpenCL layer (`hostile/layer/abort_after.c`) that aborts the process on the
+/// clCreateBuffer call after the first `CLMULTI_ABORT_AFTER`: a runtime crashing
+/// mid-run. Built once.
+pub fn abort_after_layer() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let lib =
+                std::env::temp_dir().join(format!("clmulti-abort-after-{}.so", std::process::id()));
+            shared_library(&hostile().join("layer/abort_after.c"), &lib);
+            lib
+        })
+        .clone()
+}
