@@ -189,7 +189,7 @@ impl Resource {
             Resource::OpenFds => p.open_fds as f64,
             Resource::DmabufFds => p.dmabuf_fds as f64,
             Resource::DmabufBytes => p.dmabuf_bytes as f64,
-            Resource::MemoryMaps => p.memory_maps as f64,
+            Resource::MemoryMaps => p.memory_maps? as f64,
             Resource::Threads => p.threads as f64,
             Resource::LockedMemory => p.locked_bytes as f64,
             Resource::DataSize => p.data_bytes as f64,

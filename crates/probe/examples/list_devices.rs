@@ -33,7 +33,7 @@ fn main() {
         known(host.ram_bytes),
         process.open_fds,
         known(host.nofile_soft),
-        process.memory_maps,
+        known(process.memory_maps),
         known(host.max_map_count),
         usage.drm.len()
     );

@@ -18,8 +18,10 @@ pub struct ProcessUsage {
     pub virtual_bytes: u64,
     /// Open file descriptors (entries of `/proc/self/fd`).
     pub open_fds: u64,
-    /// Memory mappings (lines of `/proc/self/maps`).
-    pub memory_maps: u64,
+    /// Memory mappings (lines of `/proc/self/maps`); `None` when this reading did not
+    /// walk them ([`UsageReader::read_without_maps`]).
+    #[serde(default)]
+    pub memory_maps: Option<u64>,
     /// Of the open fds, dma-bufs (exported buffers shared across devices).
     #[serde(default)]
     pub dmabuf_fds: u64,
@@ -96,8 +98,9 @@ pub struct UsageReader {
     maps: Option<File>,
     /// How to count mappings: `Some(extra)` when `PROCMAP_QUERY` works on `maps` (the
     /// count of VMAs it walks, plus the lines the text has beyond them: the gate
-    /// VMA, `[vsyscall]`); `None` reads the text.
-    maps_by_query: Option<u64>,
+    /// VMA, `[vsyscall]`); `None` reads the text. Found at the first count: a reader
+    /// opened for `statm` alone never reads the text.
+    maps_by_query: std::cell::OnceCell<Option<u64>>,
     meminfo: Option<File>,
     fd_dir: Option<File>,
     fdinfo_dir: Option<File>,
@@ -212,7 +215,7 @@ impl UsageReader {
         UsageReader {
             statm: File::open(this.join("statm")).ok(),
             status: File::open(this.join("status")).ok(),
-            maps_by_query: maps.as_ref().and_then(query_offset),
+            maps_by_query: std::cell::OnceCell::new(),
             maps,
             meminfo: File::open(proc_root.join("meminfo")).ok(),
             fd_dir: open_dir(&this.join("fd")),
@@ -224,6 +227,15 @@ impl UsageReader {
 
     /// Reads every figure; one whose file could not be opened is zero (or `None`).
     pub fn read(&self) -> Usage {
+        let mut usage = self.read_without_maps();
+        usage.process.memory_maps = Some(self.memory_maps());
+        usage
+    }
+
+    /// Reads every figure but the mapping count, which [`memory_maps`](Self::memory_maps)
+    /// gives: counting walks every mapping (about 1 us each, 150-200 of them once a
+    /// runtime is loaded), several times what the rest of a reading costs.
+    pub fn read_without_maps(&self) -> Usage {
         let Statm {
             virtual_bytes,
             rss_bytes,
@@ -236,7 +248,7 @@ impl UsageReader {
                 rss_bytes,
                 virtual_bytes,
                 open_fds: fds.open,
-                memory_maps: self.memory_maps(),
+                memory_maps: None,
                 dmabuf_fds: fds.dmabuf_fds,
                 dmabuf_bytes: fds.dmabuf_bytes,
                 threads: status.threads,
@@ -323,8 +335,12 @@ impl UsageReader {
         }
     }
 
-    fn memory_maps(&self) -> u64 {
-        if let (Some(extra), Some(maps)) = (self.maps_by_query, &self.maps) {
+    /// The process's mappings, counted now (what `vm.max_map_count` bounds).
+    pub fn memory_maps(&self) -> u64 {
+        let by_query = self
+            .maps_by_query
+            .get_or_init(|| self.maps.as_ref().and_then(query_offset));
+        if let (Some(extra), Some(maps)) = (*by_query, &self.maps) {
             if let Some(vmas) = count_vmas(maps) {
                 return vmas + extra;
             }

@@ -121,7 +121,7 @@ fn a_whole_proc_tree_is_read_counting_each_client_once() {
     let usage = UsageReader::open_at(&root).read();
     let p = usage.process;
     assert_eq!(p.open_fds, 6);
-    assert_eq!((p.rss_bytes, p.memory_maps), (25600 * 4096, 3));
+    assert_eq!((p.rss_bytes, p.memory_maps), (25600 * 4096, Some(3)));
     assert_eq!((p.dmabuf_fds, p.dmabuf_bytes), (1, 4 << 30));
     let system = usage.system.unwrap();
     assert_eq!(system.available_bytes, 38120488 << 10);

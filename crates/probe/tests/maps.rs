@@ -14,7 +14,7 @@ fn text_lines() -> u64 {
 fn counted_and_text(reader: &UsageReader) -> (u64, u64) {
     loop {
         let before = text_lines();
-        let counted = reader.read().process.memory_maps;
+        let counted = reader.memory_maps();
         if text_lines() == before {
             return (counted, before);
         }

@@ -37,8 +37,16 @@ impl Meter for NoMeter {
         super::allocation_loop::GuardReading::default()
     }
 
+    fn guard_reading_in(&self, _usage: &Usage) -> super::allocation_loop::GuardReading {
+        super::allocation_loop::GuardReading::default()
+    }
+
     fn usage(&self) -> Usage {
         Usage::default()
+    }
+
+    fn memory_maps(&self) -> u64 {
+        0
     }
 
     fn device_used(&mut self) -> Vec<Option<u64>> {

@@ -45,6 +45,9 @@ impl Backend for Fake {
 struct FakeMeter {
     rss: std::rc::Rc<Cell<u64>>,
     rss_reads: Cell<u64>,
+    maps_walks: Cell<u64>,
+    /// What one walk of the mappings takes.
+    walk_cost: Duration,
     vsize: std::rc::Rc<Cell<u64>>,
 }
 
@@ -58,10 +61,25 @@ impl Meter for FakeMeter {
         }
     }
 
+    fn guard_reading_in(&self, usage: &Usage) -> GuardReading {
+        self.rss_reads.set(self.rss_reads.get() + 1);
+        GuardReading {
+            held: usage.process.rss_bytes,
+            vsize: self.vsize.get(),
+            data: 0,
+        }
+    }
+
     fn usage(&self) -> Usage {
         let mut usage = Usage::default();
         usage.process.rss_bytes = self.rss.get();
         usage
+    }
+
+    fn memory_maps(&self) -> u64 {
+        self.maps_walks.set(self.maps_walks.get() + 1);
+        std::thread::sleep(self.walk_cost);
+        7
     }
 
     fn device_used(&mut self) -> Vec<Option<u64>> {
@@ -103,6 +121,8 @@ fn fake(rss_per_buffer: u64) -> (Fake, FakeMeter) {
         FakeMeter {
             rss,
             rss_reads: Cell::new(0),
+            maps_walks: Cell::new(0),
+            walk_cost: Duration::ZERO,
             vsize: std::rc::Rc::new(Cell::new(0)),
         },
     )
@@ -308,5 +328,61 @@ fn the_time_guard_holds_with_slow_allocations() {
         out.buffers <= 11,
         "{} allocations under a 0.2 s guard",
         out.buffers
+    );
+}
+
+fn walked(out: &LoopOutcome) -> Vec<bool> {
+    out.samples
+        .iter()
+        .map(|s| s.host.memory_maps.is_some())
+        .collect()
+}
+
+#[test]
+fn costly_mapping_walks_are_left_out_of_fast_samples_but_never_the_first_or_last() {
+    // Walks of 1 ms beside instant allocations: the free 2 ms go in the first
+    // samples, after which 2% of the loop's time never pays for another.
+    let (mut backend, mut meter) = fake(0);
+    meter.walk_cost = Duration::from_millis(1);
+    let out = allocation_loop(&plan(), &mut backend, &mut meter, None);
+    let walked = walked(&out);
+    assert_eq!(walked.len(), 11);
+    assert!(walked[0] && walked[10], "{walked:?}");
+    assert!(walked[1..10].contains(&false), "{walked:?}");
+    let skipped = out.samples.iter().filter(|s| s.host.memory_maps.is_none());
+    assert!(skipped.count() >= 6, "{walked:?}");
+    assert_eq!(
+        meter.maps_walks.get(),
+        walked.iter().filter(|w| **w).count() as u64
+    );
+}
+
+#[test]
+fn a_slow_runtime_gets_the_mapping_count_at_every_sample() {
+    // 10 buffers of 2 ms between samples: a 0.2 ms walk is 1% of that, within the
+    // 2% once the free 2 ms are spent (after about 8 of the 21 samples).
+    let (mut backend, mut meter) = fake(0);
+    backend.delay = Duration::from_millis(2);
+    meter.walk_cost = Duration::from_micros(200);
+    let plan = LoopPlan {
+        target: 200,
+        ..plan()
+    };
+    let out = allocation_loop(&plan, &mut backend, &mut meter, None);
+    assert_eq!(walked(&out), vec![true; 21]);
+}
+
+#[test]
+fn a_last_sample_taken_without_the_walk_is_taken_again_with_it() {
+    // The walks' budget is spent before the last interval sample, which is the
+    // loop's last: it is replaced by one with every figure, at the same count.
+    let (mut backend, mut meter) = fake(0);
+    meter.walk_cost = Duration::from_millis(3);
+    let out = allocation_loop(&plan(), &mut backend, &mut meter, None);
+    let at: Vec<u64> = out.samples.iter().map(|s| s.allocations).collect();
+    assert_eq!(at, (0..=10).map(|i| i * 10).collect::<Vec<_>>());
+    assert_eq!(
+        walked(&out),
+        [vec![true], vec![false; 9], vec![true]].concat()
     );
 }
