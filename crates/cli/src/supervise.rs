@@ -188,6 +188,43 @@ pub fn supervise(bounds: Bounds, body: impl FnOnce() -> u8) -> u8 {
     watch(pid, shared, bounds)
 }
 
+/// Wakes the watcher as soon as the worker exits: a pidfd (Linux 5.3) turns readable
+/// then. Polling every 5 ms alone kept a finished command 2.5 ms longer on average
+/// (measured), a share of a 0.3 s run; without a pidfd, the 5 ms sleep remains.
+struct ExitNotice(i32);
+
+impl ExitNotice {
+    fn open(pid: libc::pid_t) -> Self {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        ExitNotice(i32::try_from(fd).unwrap_or(-1))
+    }
+
+    /// Waits up to `limit`, less when the worker exits or a signal arrives.
+    fn wait(&self, limit: Duration) {
+        if self.0 < 0 {
+            std::thread::sleep(limit);
+            return;
+        }
+        let mut ready = libc::pollfd {
+            fd: self.0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; a signal or the timeout ends the poll.
+        unsafe { libc::poll(&mut ready, 1, limit.as_millis() as libc::c_int) };
+    }
+}
+
+impl Drop for ExitNotice {
+    fn drop(&mut self) {
+        if self.0 >= 0 {
+            // SAFETY: the descriptor is this value's, closed once.
+            unsafe { libc::close(self.0) };
+        }
+    }
+}
+
 /// Why the watcher ended the worker.
 enum Ended {
     /// It exited or was killed (status from waitpid).
@@ -204,6 +241,7 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
     // Signals received here, and when the last one came (ms).
     let mut received = 0;
     let mut last_received = 0;
+    let exited = ExitNotice::open(pid);
     let ended = loop {
         let mut status = 0;
         // SAFETY: waiting for our own child without blocking.
@@ -248,8 +286,9 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
             // Counted as seen by the worker when its handler runs; until then, wait.
             last_received = now;
         }
-        std::thread::sleep(Duration::from_millis(5));
+        exited.wait(Duration::from_millis(5));
     };
+    drop(exited);
     let status = match ended {
         Ended::Status(status) => status,
         Ended::LoadHang(seconds) | Ended::Timeout(seconds) => {
