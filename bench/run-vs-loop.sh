@@ -89,7 +89,7 @@ def interval(sorted_values, confidence=0.95):
         best = (sorted_values[k - 1], sorted_values[n - k], coverage)
     return best
 
-rows = []
+rows, parts = [], []
 for r in range(rounds):
     first, second = (loop, tool) if r % 2 == 0 else (tool, loop)
     a = timed(first)
@@ -99,6 +99,20 @@ for r in range(rounds):
         sys.exit(f"run-vs-loop: clmulti stopped at {tool_json.get('buffers')} buffers: {tool_json.get('stop')}")
     rows.append((loop_s, tool_s, loop_s / tool_s, loop_json["loop_seconds"],
                  tool_json["elapsed_seconds"], tool_json["sampling_seconds"]))
+    # Where each process's time went: setup (runtime, devices, contexts), the loop,
+    # release, clmulti's analysis, and the rest (exec, startup, report, exit).
+    phases = [p["seconds"] for p in tool_json.get("phases", [])]
+    names = [p["phase"] for p in tool_json.get("phases", [])]
+    at = lambda word: next((i for i, n in enumerate(names) if word in n), None)
+    loop_at, release_at = at("allocation loop"), at("release")
+    if loop_at is not None and release_at is not None:
+        tool_parts = (sum(phases[:loop_at]), phases[loop_at], phases[release_at],
+                      sum(phases[release_at + 1:]))
+    else:
+        tool_parts = (float("nan"),) * 4
+    loop_parts = (loop_json["process_seconds"] - loop_json["loop_seconds"] - loop_json["release_seconds"],
+                  loop_json["loop_seconds"], loop_json["release_seconds"], 0.0)
+    parts.append((loop_parts + (loop_s - sum(loop_parts),), tool_parts + (tool_s - sum(tool_parts),)))
 
 print(f"clmulti run vs the plain C loop: {devices} device(s) of '{platform}', {context} context, "
       f"{count} x {size} B, {strategy}; whole process, wall clock, interleaved [measured]")
@@ -114,4 +128,11 @@ verdict = "not resolved" if not ci else ("met" if ci[0] >= 0.95 else "NOT met" i
 print(f"  clmulti's speed as a share of the loop's: median {median:.3f}; {span}; min {ratios[0]:.3f}, max {ratios[-1]:.3f}; target >= 0.95: {verdict}")
 print(f"  medians: whole process {med(0):.3f} s (loop) vs {med(1):.3f} s (clmulti); allocation loops {med(3):.3f} s vs "
       f"{med(4):.3f} s, of which clmulti's sampling {med(5):.3f} s")
+print("  where the time went, median ms (loop | clmulti | difference):")
+labels = ["setup: runtime, devices, contexts", "allocation loop", "release", "analysis (clmulti)",
+          "the rest: exec, startup, report, exit"]
+for i, label in enumerate(labels):
+    c = statistics.median(p[0][i] for p in parts) * 1e3
+    t = statistics.median(p[1][i] for p in parts) * 1e3
+    print(f"    {label:<38} {c:7.1f} | {t:7.1f} | {t - c:+7.1f}")
 PY
