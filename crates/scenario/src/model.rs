@@ -279,6 +279,7 @@ impl Placement {
     /// assert_eq!(Placement::RoundRobin.device(5, 2), 1);
     /// assert_eq!(Placement::Device(1).device(5, 2), 1);
     /// ```
+    #[inline] // called once per buffer by the allocation loop, from another crate
     pub fn device(self, index: u64, devices: usize) -> usize {
         match self {
             Placement::RoundRobin => (index % devices.max(1) as u64) as usize,

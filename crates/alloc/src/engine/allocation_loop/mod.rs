@@ -219,6 +219,7 @@ impl Clock {
     }
 
     /// Seconds since the start, when it is time to look; `None` otherwise.
+    #[inline]
     fn tick(&mut self) -> Option<f64> {
         self.countdown -= 1;
         if self.countdown > 0 {
@@ -318,12 +319,11 @@ pub(crate) fn allocation_loop(
             }
         }
         // Both guards learn from one reading, taken when either wants it.
-        let wants = [
-            rss.wants_reading(index, next_total),
-            vsize.wants_reading(index, next_total),
-            data.wants_reading(index, next_total),
-        ];
-        if wants.contains(&true) {
+        // `|`, not `||`: each guard counts its learning reads.
+        let wants = rss.wants_reading(index, next_total)
+            | vsize.wants_reading(index, next_total)
+            | data.wants_reading(index, next_total);
+        if wants {
             let reading = Instant::now();
             let now = meter.guard_reading();
             rss.observe(now.held, out.bytes);
