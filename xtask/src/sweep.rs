@@ -148,14 +148,14 @@ pub fn machine(report: &DevicesReport) -> (String, String) {
                 "{}|{}|{}|{}|{}",
                 p.name, p.version, d.name, d.driver_version, d.kind
             ));
-            names.push(format!("{} ({})", d.display_name(), p.display_name()));
+            names.push(records::device_words(d.display_name(), p.display_name()));
         }
     }
     parts.sort();
     names.dedup();
     (
         fnv64(&parts.join("\n")),
-        format!("{}: {}", lock::host_name(), names.join(", ")),
+        records::machine_words(&lock::host_name(), &names),
     )
 }
 
