@@ -22,7 +22,8 @@ pub struct ScenarioError {
     pub line: Option<usize>,
     /// 1-based column.
     pub column: Option<usize>,
-    /// Dotted key path (`allocation.size`), when the problem belongs to a key.
+    /// The key the problem belongs to, as the file writes it: `allocation.size`,
+    /// `devices.indices[2]`, `grid."allocation.count"[1]` for a value the grid sets.
     pub key: Option<String>,
     /// What is wrong and how to fix it.
     pub message: String,
@@ -261,6 +262,29 @@ impl ScenarioFile {
         (split_key(problem_key), problem_key.to_owned())
     }
 
+    /// The run's table at `point`: the file's with each axis's value set, and the
+    /// values set (`allocation.size` -> `"1MiB"`), which name the run.
+    fn table_at(
+        &self,
+        point: &[usize],
+    ) -> Result<(toml::Table, BTreeMap<String, toml::Value>), ScenarioError> {
+        let mut run_table = self.base.clone();
+        let mut labels = BTreeMap::new();
+        for (axis, &i) in point.iter().enumerate() {
+            let (key, values) = &self.axes[axis];
+            set_path(&mut run_table, key, values[i].clone()).map_err(|message| {
+                at_key(
+                    &self.doc,
+                    &self.file,
+                    &["grid".into(), key.clone()],
+                    &message,
+                )
+            })?;
+            labels.insert(key.clone(), values[i].clone());
+        }
+        Ok((run_table, labels))
+    }
+
     /// Run `index` of the grid, validated.
     pub fn run(&self, index: usize) -> Result<Scenario, ScenarioError> {
         if index >= self.runs {
@@ -276,35 +300,22 @@ impl ScenarioFile {
             });
         }
         let point = self.point(index);
-        let mut run_table = self.base.clone();
-        let mut labels = BTreeMap::new();
-        for (axis, &i) in point.iter().enumerate() {
-            let (key, values) = &self.axes[axis];
-            set_path(&mut run_table, key, values[i].clone()).map_err(|message| {
-                at_key(
-                    &self.doc,
-                    &self.file,
-                    &["grid".into(), key.clone()],
-                    &message,
-                )
-            })?;
-            labels.insert(key.clone(), values[i].clone());
-        }
+        let (run_table, labels) = self.table_at(&point)?;
         let located = |key: &str, message: &str| {
             let (path, written) = self.place(&point, key);
             let mut err = at_key(&self.doc, &self.file, &path, message);
             err.key = (!key.is_empty()).then(|| short(&written));
             err
         };
-        let raw: RawScenario = serde_path_to_error::deserialize(toml::Value::Table(
-            run_table.clone(),
-        ))
-        .map_err(|e| {
-            let key = e.path().to_string();
-            let key = if key == "." { String::new() } else { key };
-            let found = value_at(&run_table, &split_key(&key));
-            located(&key, &friendly(e.inner().message(), &key, found))
-        })?;
+        let raw: RawScenario = serde_path_to_error::deserialize(toml::Value::Table(run_table))
+            .map_err(|e| {
+                let key = e.path().to_string();
+                let key = if key == "." { String::new() } else { key };
+                // Built again to say what was found: only when there is an error.
+                let table = self.table_at(&point).map(|(t, _)| t).unwrap_or_default();
+                let found = value_at(&table, &split_key(&key));
+                located(&key, &friendly(e.inner().message(), &key, found))
+            })?;
         validate(raw, &self.file, &self.fallback_name, labels, &self.context)
             .map_err(|Problem { key, message }| located(&key, &message))
     }
