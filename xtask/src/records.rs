@@ -61,6 +61,47 @@ pub struct SweepRecord {
     pub report: Report,
 }
 
+impl SweepRecord {
+    /// The host the run ran on: what [`machine_words`] put before `: ` in `host`
+    /// (empty in records of an earlier clmulti).
+    pub fn host_name(&self) -> &str {
+        self.host
+            .split_once(": ")
+            .map_or(&self.host, |(name, _)| name)
+    }
+
+    /// The devices the run used, in words (`NVIDIA H200 (NVIDIA CUDA)`), each once,
+    /// from its own report: the `host` the sweep recorded names the devices
+    /// `clmulti devices` saw without the run's `[env]` (PoCL's, for a sweep of
+    /// NEO's emulated devices).
+    pub fn devices_used(&self) -> Vec<String> {
+        let mut words: Vec<String> = Vec::new();
+        for device in &self.report.devices {
+            let said = device_words(device.display_name(), &self.report.platform);
+            if !words.contains(&said) {
+                words.push(said);
+            }
+        }
+        words
+    }
+}
+
+/// A device as a machine's description names it: `NVIDIA H200 (NVIDIA CUDA)`.
+pub fn device_words(device: &str, platform: &str) -> String {
+    format!("{device} ({platform})")
+}
+
+/// A host and its devices in words (`vm: NVIDIA H200 (NVIDIA CUDA)`): the host
+/// alone without devices, the devices alone without a host (records of an earlier
+/// clmulti).
+pub fn machine_words(host: &str, devices: &[String]) -> String {
+    match (host.is_empty(), devices.is_empty()) {
+        (_, true) => host.to_owned(),
+        (true, false) => format!("{} (host not recorded)", devices.join(", ")),
+        (false, false) => format!("{host}: {}", devices.join(", ")),
+    }
+}
+
 /// Opens `path` for reading only if it is a regular file (without blocking on a
 /// FIFO); `None` when there is none.
 pub fn open_regular(path: &Path) -> std::io::Result<Option<File>> {

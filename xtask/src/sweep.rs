@@ -128,18 +128,9 @@ fn child_env(bin: &Path) -> BTreeMap<String, String> {
 }
 
 fn devices_report(bin: &Path, env: &BTreeMap<String, String>) -> Result<DevicesReport, String> {
-    let out = Command::new(bin)
-        .args(["devices", "--format", "json"])
-        .envs(env)
-        .output()
+    let outcome = child::run_child(&ChildCommand::devices(bin.to_path_buf(), env))
         .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "`clmulti devices` failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("`clmulti devices` output: {e}"))
+    child::devices_report(&outcome).map_err(|e| format!("`clmulti devices` failed: {e}"))
 }
 
 /// The kind of machine, from facts that do not move while it runs: platforms and
@@ -157,14 +148,14 @@ pub fn machine(report: &DevicesReport) -> (String, String) {
                 "{}|{}|{}|{}|{}",
                 p.name, p.version, d.name, d.driver_version, d.kind
             ));
-            names.push(format!("{} ({})", d.display_name(), p.display_name()));
+            names.push(records::device_words(d.display_name(), p.display_name()));
         }
     }
     parts.sort();
     names.dedup();
     (
         fnv64(&parts.join("\n")),
-        format!("{}: {}", lock::host_name(), names.join(", ")),
+        records::machine_words(&lock::host_name(), &names),
     )
 }
 

@@ -140,6 +140,54 @@ impl ChildCommand {
             resolved: Some(serde_json::to_string(scenario).unwrap_or_default()),
         }
     }
+
+    /// `program devices --format json -q` with `env` over this process's
+    /// environment: the platforms the ICD loader lists where a run with that `[env]`
+    /// loads it (loading hangs and crashes stay in the child, whose own supervisor
+    /// ends a runtime that loads for a minute). [`devices_report`] reads it.
+    pub fn devices(program: PathBuf, env: &BTreeMap<String, String>) -> Self {
+        ChildCommand {
+            program,
+            args: ["devices", "--format", "json", "-q"]
+                .map(OsString::from)
+                .to_vec(),
+            env: env.clone(),
+            timeout: Duration::from_secs(90),
+            interrupt: None,
+            interrupt_grace: Duration::ZERO,
+            resolved: None,
+        }
+    }
+}
+
+/// What a [`ChildCommand::devices`] child listed, or why it listed nothing, in
+/// words: its error (`no OpenCL platform found: ...`), a crash, a hang.
+pub fn devices_report(outcome: &ChildOutcome) -> Result<clmulti_probe::DevicesReport, String> {
+    if outcome.status.success() {
+        return serde_json::from_str(&outcome.stdout)
+            .map_err(|e| format!("`clmulti devices --format json` printed no report: {e}"));
+    }
+    let said = outcome
+        .stderr_tail
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("error: "))
+        .map(str::to_owned);
+    Err(match (said, outcome.status.signal()) {
+        _ if outcome.timed_out => format!(
+            "`clmulti devices` did not finish within {:.0} s (killed)",
+            outcome.wall_seconds
+        ),
+        (Some(said), _) => said,
+        (None, Some(signal)) => format!(
+            "`clmulti devices` was killed by {}",
+            clmulti_explain::signal_name(signal)
+        ),
+        (None, None) => format!(
+            "`clmulti devices` exited with {} and said nothing",
+            outcome.status.code().unwrap_or(-1)
+        ),
+    })
 }
 
 /// How a child ended.

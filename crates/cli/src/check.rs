@@ -1,10 +1,14 @@
 //! `clmulti check`: validate scenario files without running them, as strictly as a
-//! run would (this machine's hard limits, paths named in `[env]`).
+//! run would (this machine's hard limits, paths named in `[env]`, the platform
+//! `devices.platform` names).
 
 use crate::format::{self, Format};
 use crate::Failure;
+use clmulti_alloc::child::{self, ChildCommand};
+use clmulti_probe::{PlatformInfo, PlatformSelector};
 use clmulti_scenario::{ScenarioError, ScenarioFile};
 use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `clmulti check`.
@@ -32,6 +36,9 @@ struct FileResult {
     file: String,
     runs: Option<usize>,
     error: Option<ErrorJson>,
+    /// Why `devices.platform` could not be checked against this machine's platforms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    platforms_not_checked: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -51,6 +58,7 @@ pub fn load(path: &Path) -> Result<ScenarioFile, ScenarioError> {
 
 pub fn run(args: &Args) -> Result<(), Failure> {
     let mut results = Vec::new();
+    let mut listings = Listings::new();
     for file in &args.files {
         let checked = load(file).and_then(|f| {
             if crate::format::shows(crate::format::Verbosity::Verbose) {
@@ -90,17 +98,20 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                     );
                 }
             }
-            f.check()
+            let not_checked = check_platforms(&f, &mut listings)?;
+            Ok((f.len(), not_checked))
         });
         results.push(match checked {
-            Ok(runs) => FileResult {
+            Ok((runs, platforms_not_checked)) => FileResult {
                 file: file.display().to_string(),
                 runs: Some(runs),
                 error: None,
+                platforms_not_checked,
             },
             Err(e) => FileResult {
                 file: file.display().to_string(),
                 runs: None,
+                platforms_not_checked: None,
                 error: Some(ErrorJson {
                     line: e.line,
                     column: e.column,
@@ -126,6 +137,12 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                     }
                     (None, None) => {}
                 }
+                if let Some(why) = &r.platforms_not_checked {
+                    crate::note!(
+                        "check: {}: devices.platform was not checked against this machine's OpenCL platforms: {why}",
+                        r.file
+                    );
+                }
             }
         }
     }
@@ -136,4 +153,48 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         )));
     }
     Ok(())
+}
+
+/// The platforms the ICD loader lists under each `[env]` met so far (or why it
+/// listed none): one `clmulti devices` child per `[env]`.
+type Listings = HashMap<BTreeMap<String, String>, Result<Vec<PlatformInfo>, String>>;
+
+/// Checks each run's `devices.platform`, when it names an index or a name, against
+/// the platforms the ICD loader lists under the run's `[env]`, as the run would
+/// look it up: a platform not present is the run's error, at its key. `Ok(Some)`
+/// says why the platforms could not be listed (no OpenCL runtime here): the file
+/// is then not refused for it.
+fn check_platforms(
+    file: &ScenarioFile,
+    listings: &mut Listings,
+) -> Result<Option<String>, ScenarioError> {
+    let mut not_checked = None;
+    for (index, run) in file.runs().enumerate() {
+        let run = run?;
+        let selector = PlatformSelector::from(&run.devices.platform);
+        if selector == PlatformSelector::Auto {
+            continue;
+        }
+        let listed = listings
+            .entry(run.env.clone())
+            .or_insert_with(|| list_platforms(&run.env));
+        match listed {
+            Ok(platforms) => clmulti_probe::check_platform(platforms, &selector)
+                .map_err(|e| file.error_in_run(index, e.key(), &e.to_string()))?,
+            Err(why) => {
+                not_checked.get_or_insert_with(|| why.clone());
+            }
+        }
+    }
+    Ok(not_checked)
+}
+
+/// The platforms a run with `env` would see: listed by this binary in a child, so
+/// that a runtime that hangs or crashes while loading takes only the child down.
+fn list_platforms(env: &BTreeMap<String, String>) -> Result<Vec<PlatformInfo>, String> {
+    let program =
+        std::env::current_exe().map_err(|e| format!("cannot find clmulti's own binary: {e}"))?;
+    let outcome = child::run_child(&ChildCommand::devices(program, env))
+        .map_err(|e| format!("cannot start `clmulti devices`: {e}"))?;
+    child::devices_report(&outcome).map(|r| r.platforms)
 }

@@ -61,6 +61,20 @@ enum Command {
     /// and the host limits.
     Devices(devices::Args),
     /// Validate scenario files without running them.
+    ///
+    /// Each run of each file is checked as `clmulti run` would read it on this
+    /// machine: keys, values and their contradictions; the paths its [env] names
+    /// exist here; its [limits] are within this machine's hard limits; and a
+    /// devices.platform that names an index or a name names a platform the ICD
+    /// loader lists under the run's [env] (listed by `clmulti devices` in a child
+    /// process, which loads the runtime).
+    ///
+    /// Exit status: 0 when every file is valid here; 2 when one is not, a problem
+    /// of this machine (a missing path, a limit above the hard one, a platform not
+    /// present) included: each is said as file:line:col: key `...`: why; 1 when
+    /// check itself failed. Without an OpenCL runtime (or with one that crashes or
+    /// hangs while loading) the platforms cannot be listed: check says that
+    /// devices.platform was not checked and does not fail for it.
     Check(check::Args),
     /// Run scenario files and report how far allocation went and why it stopped.
     Run(run::Args),

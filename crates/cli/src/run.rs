@@ -131,7 +131,7 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
                     tool_failures += 1;
                 }
                 Err(Failure::Input(m)) => {
-                    say!("error: {}", located(file, &m));
+                    say!("error: {}", located(file, index, &m));
                     problems += 1;
                 }
                 Err(other) => return Err(other),
@@ -164,8 +164,9 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
 }
 
 /// A run's input error at its place in the file: the engine names the key
-/// (`FILE: key `devices.platform`: ...`), the file knows its line and column.
-fn located(file: &ScenarioFile, message: &str) -> String {
+/// (`FILE: key `devices.platform`: ...`), the file knows its line and column (the
+/// grid entry that set it in run `index`, when one did).
+fn located(file: &ScenarioFile, index: usize, message: &str) -> String {
     let Some(rest) = message.strip_prefix(file.file()) else {
         return message.to_owned();
     };
@@ -175,7 +176,7 @@ fn located(file: &ScenarioFile, message: &str) -> String {
     else {
         return message.to_owned();
     };
-    file.error_at_key(key, why).to_string()
+    file.error_in_run(index, key, why).to_string()
 }
 
 /// The child's side of [`ChildCommand::scenario_run`]: the one resolved scenario.

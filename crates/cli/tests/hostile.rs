@@ -419,6 +419,26 @@ fn a_runtime_whose_loading_crashes_or_exits_is_said_and_fails() {
     }
 }
 
+/// `check` lists the platforms in a child: a runtime that crashes or exits while
+/// loading leaves the platform unchecked, said, and the file valid.
+#[test]
+fn check_outlives_a_runtime_that_crashes_while_listing_platforms() {
+    let s = scenario_file("platform.toml", "[devices]\nplatform = 3\n");
+    for (kind, said) in [("crash", "SIGSEGV"), ("exit0", "(exit 0)")] {
+        let out = run(clmulti_with_icd(kind).arg("check").arg(&s));
+        assert_sane(kind, &out);
+        assert_eq!(out.status.code(), Some(0), "{kind}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.starts_with(&format!(
+                "check: {}: devices.platform was not checked against this machine's OpenCL platforms: loading the OpenCL runtime",
+                s.display()
+            )) && err.contains(said),
+            "{kind}: {err}"
+        );
+    }
+}
+
 /// A run that goes on until stopped: lazy 4 KiB buffers released at once.
 const ENDLESS: &str = "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"4KiB\"\ncount = \"until-failure\"\nkeep = false\n[guards]\nmax_seconds = 60\n[sampling]\nevery = 100000\n";
 

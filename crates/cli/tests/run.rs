@@ -287,9 +287,111 @@ fn unknown_device_is_bad_input() {
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
-        err.contains("no OpenCL platform matches \"NoSuchVendor\"")
-            && err.contains("Portable Computing Language"),
+        err.contains(
+            "key `devices.platform`: no platform's name or vendor contains \"NoSuchVendor\" on \
+             this machine; the ICD loader lists 0: Portable Computing Language"
+        ),
         "{err}"
+    );
+}
+
+/// `check` looks `devices.platform` up as the run will, among the platforms the ICD
+/// loader lists under the run's `[env]`: one not present is bad input at its key
+/// (the grid entry of the run that names it), exit 2 like `run`; without a runtime
+/// to list them, the file is not refused and check says the platform was not checked.
+#[test]
+fn check_says_a_platform_not_present_here_and_what_the_loader_lists() {
+    let index = scenario_file("platform-99.toml", "[devices]\nplatform = 99\n");
+    let checked = run(clmulti(2).arg("check").arg(&index));
+    assert_eq!(checked.status.code(), Some(2), "{}", stderr(&checked));
+    let said = format!(
+        "{}:2:12: key `devices.platform`: platform index 99 is not present on this machine; \
+         the ICD loader lists 0: Portable Computing Language",
+        index.display()
+    );
+    assert_eq!(
+        stderr(&checked),
+        format!("error: {said}\nerror: 1 of 1 file(s) are invalid\n")
+    );
+    let ran = run(clmulti(2).arg("run").arg(&index));
+    assert_eq!(ran.status.code(), Some(2), "{}", stderr(&ran));
+    assert!(stderr(&ran).contains(&said), "{}", stderr(&ran));
+
+    let grid = scenario_file(
+        "platform-grid.toml",
+        "[devices]\ntype = \"cpu\"\n[grid]\n\"devices.platform\" = [0, \"portable\", 7]\n",
+    );
+    let checked = run(clmulti(2).arg("check").arg(&grid));
+    assert_eq!(checked.status.code(), Some(2), "{}", stderr(&checked));
+    assert_eq!(
+        stderr(&checked).lines().next().unwrap(),
+        format!(
+            "error: {}:4:38: key `grid.\"devices.platform\"[2]`: platform index 7 is not present \
+             on this machine; the ICD loader lists 0: Portable Computing Language",
+            grid.display()
+        )
+    );
+
+    // The run's [env] decides which runtimes load: here only Intel's CPU runtime.
+    let intel = intel_vendors();
+    let with_env = |platform: &str| {
+        scenario_file(
+            "platform-env.toml",
+            &format!(
+                "[devices]\nplatform = {platform}\ntype = \"cpu\"\n[env]\nOCL_ICD_VENDORS = \"{}\"\n",
+                intel.display()
+            ),
+        )
+    };
+    let found = run(clmulti(2).arg("check").arg(with_env("\"intel(r) opencl\"")));
+    assert!(found.status.success(), "{}", stderr(&found));
+    let pocl = with_env("\"Portable\"");
+    let missing = run(clmulti(2).arg("check").arg(&pocl));
+    assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).starts_with(&format!(
+            "error: {}:2:12: key `devices.platform`: no platform's name or vendor contains \
+             \"Portable\" on this machine; the ICD loader lists 0: Intel(R) OpenCL\n",
+            pocl.display()
+        )),
+        "{}",
+        stderr(&missing)
+    );
+
+    // No runtime at all: not checked, said, not refused; JSON says why too.
+    let empty = scenario_file("x", "").parent().unwrap().join("no-icd");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = run(clmulti(2)
+        .env("OCL_ICD_VENDORS", &empty)
+        .arg("check")
+        .arg(&index));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("ok {}: 1 run(s)\n", index.display())
+    );
+    assert!(
+        stderr(&out).starts_with(&format!(
+            "check: {}: devices.platform was not checked against this machine's OpenCL \
+             platforms: no OpenCL platform found: OCL_ICD_VENDORS={} names no runtime",
+            index.display(),
+            empty.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(clmulti(2)
+        .env("OCL_ICD_VENDORS", &empty)
+        .args(["check", "--format", "json"])
+        .arg(&index));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let file = &json(&out)["files"][0];
+    assert_eq!(file["runs"], 1);
+    assert!(
+        file["platforms_not_checked"]
+            .as_str()
+            .is_some_and(|why| why.starts_with("no OpenCL platform found")),
+        "{file}"
     );
 }
 

@@ -79,7 +79,9 @@ pub use platform::{
     on_loading, platform_text, platforms, DevicesReport, Platform, PlatformInfo,
     DEVICES_SCHEMA_VERSION,
 };
-pub use select::{select, DeviceChoice, DeviceRequest, PlatformSelector, SelectError, Selection};
+pub use select::{
+    check_platform, select, DeviceChoice, DeviceRequest, PlatformSelector, SelectError, Selection,
+};
 pub use usage::{ProcessUsage, Statm, SystemMemory, Usage, UsageReader};
 
 /// The advice shown when no OpenCL platform is found.

@@ -58,6 +58,20 @@ impl PlatformInfo {
     pub fn display_name(&self) -> &str {
         self.name.value().map(String::as_str).unwrap_or("?")
     }
+
+    /// Whether `needle` (case-insensitive) occurs in the platform's name or vendor.
+    pub fn matches(&self, needle: &str) -> bool {
+        name_or_vendor_contains(&self.name, &self.vendor, needle)
+    }
+}
+
+fn name_or_vendor_contains(name: &Queried<String>, vendor: &Queried<String>, needle: &str) -> bool {
+    let needle = needle.to_lowercase();
+    [name, vendor].iter().any(|field| {
+        field
+            .value()
+            .is_some_and(|v| v.to_lowercase().contains(&needle))
+    })
 }
 
 /// Everything `clmulti devices --format json` prints: the platforms and the host.
@@ -121,12 +135,7 @@ impl Platform {
 
     /// Whether `needle` (case-insensitive) occurs in the platform's name or vendor.
     pub fn matches(&self, needle: &str) -> bool {
-        let needle = needle.to_lowercase();
-        [&self.name, &self.vendor].iter().any(|field| {
-            field
-                .value()
-                .is_some_and(|v| v.to_lowercase().contains(&needle))
-        })
+        name_or_vendor_contains(&self.name, &self.vendor, needle)
     }
 
     /// The platform name, or `?` when its query failed.

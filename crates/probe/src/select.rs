@@ -4,7 +4,7 @@
 //! one machine), so names are the reliable selector; indices are for one session.
 
 use crate::device::{Device, DeviceTypeFilter};
-use crate::platform::Platform;
+use crate::platform::{Platform, PlatformInfo};
 use crate::ClCode;
 use clmulti_scenario::{DeviceSet, DeviceType, Devices, Partition};
 use serde::{Deserialize, Serialize};
@@ -72,15 +72,22 @@ pub struct DeviceRequest {
     pub partition: Option<Partition>,
 }
 
+impl From<&clmulti_scenario::Platform> for PlatformSelector {
+    /// What a scenario's `devices.platform` asks for.
+    fn from(p: &clmulti_scenario::Platform) -> Self {
+        match p {
+            clmulti_scenario::Platform::Auto => PlatformSelector::Auto,
+            clmulti_scenario::Platform::Index(i) => PlatformSelector::Index(*i),
+            clmulti_scenario::Platform::Name(n) => PlatformSelector::Name(n.clone()),
+        }
+    }
+}
+
 impl From<&Devices> for DeviceRequest {
     /// What a scenario's `[devices]` table asks for.
     fn from(d: &Devices) -> Self {
         DeviceRequest {
-            platform: match &d.platform {
-                clmulti_scenario::Platform::Auto => PlatformSelector::Auto,
-                clmulti_scenario::Platform::Index(i) => PlatformSelector::Index(*i),
-                clmulti_scenario::Platform::Name(n) => PlatformSelector::Name(n.clone()),
-            },
+            platform: PlatformSelector::from(&d.platform),
             device_type: d.device_type.into(),
             devices: match &d.set {
                 DeviceSet::Count(n) => DeviceChoice::Count(*n),
@@ -149,10 +156,11 @@ pub struct Selection {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SelectError {
     /// No platform matched the selector.
-    #[error("no OpenCL platform matches {selector}; available: {available}")]
+    #[error("{missing} on this machine; the ICD loader lists {available}")]
     UnknownPlatform {
-        /// The selector as given.
-        selector: String,
+        /// What is not there: `platform index 9 is not present`, `no platform's name
+        /// or vendor contains "x"`.
+        missing: String,
         /// `index: name` of each platform.
         available: String,
     },
@@ -288,11 +296,11 @@ fn try_select(
         PlatformSelector::Index(i) => platforms
             .iter()
             .find(|p| p.index == *i)
-            .ok_or_else(|| unknown(platforms, &request.platform))?,
+            .ok_or_else(|| unknown(listed(platforms), &request.platform))?,
         PlatformSelector::Name(n) => platforms
             .iter()
             .find(|p| p.matches(n))
-            .ok_or_else(|| unknown(platforms, &request.platform))?,
+            .ok_or_else(|| unknown(listed(platforms), &request.platform))?,
     };
     let mut available: Vec<Device> = platform.devices_of(filter).cloned().collect();
     let label = format!("platform {} ({})", platform.index, platform.display_name());
@@ -358,21 +366,54 @@ fn try_select(
     })
 }
 
-fn unknown(platforms: &[Platform], selector: &PlatformSelector) -> SelectError {
-    // A selector is echoed, never a megabyte of one.
-    let mut text = selector.to_string();
-    if text.len() > 120 {
-        let cut = (0..=100)
-            .rev()
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(0);
-        text = format!("{}... ({} bytes)", &text[..cut], text.len());
+fn listed(platforms: &[Platform]) -> impl Iterator<Item = (usize, &str)> {
+    platforms.iter().map(|p| (p.index, p.display_name()))
+}
+
+/// Whether `selector` names one of `platforms` (as `clmulti devices --format json`
+/// lists them) the way [`select`] looks it up; `Auto` names any. For a check that
+/// cannot hold the platforms themselves: they live in the process that loaded them.
+pub fn check_platform(
+    platforms: &[PlatformInfo],
+    selector: &PlatformSelector,
+) -> Result<(), SelectError> {
+    let present = match selector {
+        PlatformSelector::Auto => true,
+        PlatformSelector::Index(i) => platforms.iter().any(|p| p.index == *i),
+        PlatformSelector::Name(n) => platforms.iter().any(|p| p.matches(n)),
+    };
+    if present {
+        return Ok(());
     }
+    Err(unknown(
+        platforms.iter().map(|p| (p.index, p.display_name())),
+        selector,
+    ))
+}
+
+fn unknown<'a>(
+    listed: impl Iterator<Item = (usize, &'a str)>,
+    selector: &PlatformSelector,
+) -> SelectError {
+    let missing = match selector {
+        PlatformSelector::Index(i) => format!("platform index {i} is not present"),
+        other => {
+            // A selector is echoed, never a megabyte of one.
+            let mut text = other.to_string();
+            if text.len() > 120 {
+                let cut = (0..=100)
+                    .rev()
+                    .find(|&i| text.is_char_boundary(i))
+                    .unwrap_or(0);
+                text = format!("{}... ({} bytes)", &text[..cut], text.len());
+            }
+            format!("no platform's name or vendor contains {text}")
+        }
+    };
     SelectError::UnknownPlatform {
-        selector: text,
-        available: platforms
-            .iter()
-            .map(|p| format!("{}: {}", p.index, p.display_name()))
+        missing,
+        available: listed
+            .map(|(index, name)| format!("{index}: {name}"))
             .collect::<Vec<_>>()
             .join(", "),
     }

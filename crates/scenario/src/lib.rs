@@ -47,8 +47,10 @@
 //!
 //! The schema, with defaults, is documented in `configs/README.md` of the workspace.
 
+mod keys;
 pub mod layer;
 mod load;
+mod locate;
 mod model;
 mod raw;
 #[cfg(feature = "schema")]

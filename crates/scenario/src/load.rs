@@ -1,13 +1,16 @@
 //! Reading scenario files: TOML syntax, grid expansion, and errors that name the
 //! file, line, column and key.
 
+use crate::keys::{not_a_grid_key, takes, TABLES};
+use crate::locate::{
+    at_key, error_at, friendly, line_column, refused_value, short, split_key, value_at, walk,
+};
 use crate::model::{Rlimit, Scenario};
 use crate::raw::RawScenario;
 use crate::validate::{validate, Context, Problem};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// A scenario file that could not be turned into runs.
@@ -19,7 +22,8 @@ pub struct ScenarioError {
     pub line: Option<usize>,
     /// 1-based column.
     pub column: Option<usize>,
-    /// Dotted key path (`allocation.size`), when the problem belongs to a key.
+    /// The key the problem belongs to, as the file writes it: `allocation.size`,
+    /// `devices.indices[2]`, `grid."allocation.count"[1]` for a value the grid sets.
     pub key: Option<String>,
     /// What is wrong and how to fix it.
     pub message: String,
@@ -44,18 +48,6 @@ impl std::error::Error for ScenarioError {}
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
 /// The most runs one file's grid may expand to.
 pub const MAX_RUNS: u64 = 100_000;
-/// Tables of the schema: a key among these must hold a table, not a value or a list.
-const TABLES: [&str; 9] = [
-    "devices",
-    "context",
-    "allocation",
-    "env",
-    "limits",
-    "guards",
-    "sampling",
-    "axpy",
-    "grid",
-];
 
 /// One scenario file, parsed and checked as a whole, whose runs are validated one at a
 /// time on demand: a large grid is never held in memory.
@@ -122,7 +114,7 @@ impl ScenarioFile {
                     .filter(|l| !l.is_empty())
                     .collect::<Vec<_>>()
                     .join("; ");
-                return Err(error_at(&text, file, e.span(), None, message));
+                return Err(syntax_error(&text, file, e.span(), message));
             }
         };
         let mut base: toml::Table = toml::from_str(&text)
@@ -146,17 +138,31 @@ impl ScenarioFile {
                 toml::Value::Array(_) => {
                     return Err(located(&path, "a grid axis needs at least one value"))
                 }
+                toml::Value::Table(inner) => {
+                    // `allocation.count = [...]` unquoted in [grid]: the dots made tables.
+                    let dotted = std::iter::successors(
+                        Some((key.clone(), toml::Value::Table(inner))),
+                        |(k, v)| match v {
+                            toml::Value::Table(t) => t
+                                .iter()
+                                .next()
+                                .map(|(inner, v)| (format!("{k}.{inner}"), v.clone())),
+                            _ => None,
+                        },
+                    )
+                    .last()
+                    .map_or(key.clone(), |(k, _)| k);
+                    return Err(located(
+                        &path,
+                        &format!(
+                            "a grid axis must be a list of values; to vary {dotted}, write its key in quotes: \"{dotted}\" = [...] (unquoted, the dots make tables)"
+                        ),
+                    ));
+                }
                 _ => return Err(located(&path, "a grid axis must be a list of values")),
             };
-            let segments: Vec<&str> = key.split('.').collect();
-            if segments.iter().any(|s| s.is_empty()) || segments.len() > 2 {
-                return Err(located(
-                    &path,
-                    "a grid key is a dotted path like \"allocation.size\" or \"name\"",
-                ));
-            }
-            if segments.first() == Some(&"grid") {
-                return Err(located(&path, "the grid cannot vary itself"));
+            if let Some(why) = not_a_grid_key(&key) {
+                return Err(located(&path, &why));
             }
             axes.push((key, values));
         }
@@ -217,11 +223,66 @@ impl ScenarioFile {
         Ok(self.runs)
     }
 
-    /// An error at a key of this file (`allocation.size`, `grid."devices.count"`).
-    pub fn error_at_key(&self, key: &str, message: &str) -> ScenarioError {
-        let mut err = at_key(&self.doc, &self.file, &split_key(key), message);
-        err.key = Some(short(key));
+    /// An error about `key` (`devices.platform`) in run `index`: at the grid entry
+    /// that set it in that run, else where the file sets it.
+    pub fn error_in_run(&self, index: usize, key: &str, message: &str) -> ScenarioError {
+        let (path, written) = self.place(&self.point(index), key);
+        let mut err = at_key(&self.doc, &self.file, &path, message);
+        err.key = Some(short(&written));
         err
+    }
+
+    /// Which value of each axis run `index` takes (mixed radix, first axis slowest).
+    fn point(&self, index: usize) -> Vec<usize> {
+        let mut point = vec![0usize; self.axes.len()];
+        let mut rest = index;
+        for (axis, (_, values)) in self.axes.iter().enumerate().rev() {
+            point[axis] = rest % values.len();
+            rest /= values.len();
+        }
+        point
+    }
+
+    /// Where a problem at `problem_key` sits in a run at `point`, and its key as
+    /// the file writes it: a key the grid sets is at its grid entry
+    /// (`grid."allocation.flags"[0][1]` for `allocation.flags[1]`).
+    fn place(&self, point: &[usize], problem_key: &str) -> (Vec<String>, String) {
+        for (axis, &i) in point.iter().enumerate() {
+            let key = &self.axes[axis].0;
+            let Some(rest) = problem_key.strip_prefix(key.as_str()) else {
+                continue;
+            };
+            if rest.is_empty() || rest.starts_with('.') || rest.starts_with('[') {
+                let entry = vec!["grid".into(), key.clone(), i.to_string()];
+                let (_, written) = walk(&self.doc, &entry);
+                let path = [entry, split_key(rest)].concat();
+                return (path, format!("{written}{rest}"));
+            }
+        }
+        (split_key(problem_key), problem_key.to_owned())
+    }
+
+    /// The run's table at `point`: the file's with each axis's value set, and the
+    /// values set (`allocation.size` -> `"1MiB"`), which name the run.
+    fn table_at(
+        &self,
+        point: &[usize],
+    ) -> Result<(toml::Table, BTreeMap<String, toml::Value>), ScenarioError> {
+        let mut run_table = self.base.clone();
+        let mut labels = BTreeMap::new();
+        for (axis, &i) in point.iter().enumerate() {
+            let (key, values) = &self.axes[axis];
+            set_path(&mut run_table, key, values[i].clone()).map_err(|message| {
+                at_key(
+                    &self.doc,
+                    &self.file,
+                    &["grid".into(), key.clone()],
+                    &message,
+                )
+            })?;
+            labels.insert(key.clone(), values[i].clone());
+        }
+        Ok((run_table, labels))
     }
 
     /// Run `index` of the grid, validated.
@@ -238,70 +299,58 @@ impl ScenarioFile {
                 ),
             });
         }
-        // Mixed radix, first axis slowest.
-        let mut point = vec![0usize; self.axes.len()];
-        let mut rest = index;
-        for (axis, (_, values)) in self.axes.iter().enumerate().rev() {
-            point[axis] = rest % values.len();
-            rest /= values.len();
-        }
-        let mut run_table = self.base.clone();
-        let mut labels = BTreeMap::new();
-        for (axis, &i) in point.iter().enumerate() {
-            let (key, values) = &self.axes[axis];
-            set_path(&mut run_table, key, values[i].clone()).map_err(|message| {
-                at_key(
-                    &self.doc,
-                    &self.file,
-                    &["grid".into(), key.clone()],
-                    &message,
-                )
-            })?;
-            labels.insert(key.clone(), values[i].clone());
-        }
-        if let Some(table) = misplaced_table(&run_table) {
-            let axis = self.axes.iter().position(|(k, _)| k == table).unwrap_or(0);
-            return Err(at_key(
-                &self.doc,
-                &self.file,
-                &[
-                    "grid".into(),
-                    table.into(),
-                    point.get(axis).copied().unwrap_or(0).to_string(),
-                ],
-                &format!("`{table}` must be a table; vary its keys instead (\"{table}.<key>\")"),
-            ));
-        }
-        // Where a problem sits: a grid-set key points at its grid entry.
-        let locate = |problem_key: &str| -> Vec<String> {
-            for (axis, &i) in point.iter().enumerate() {
-                let key = &self.axes[axis].0;
-                if problem_key == key
-                    || problem_key.starts_with(&format!("{key}."))
-                    || problem_key.starts_with(&format!("{key}["))
-                {
-                    return vec!["grid".into(), key.clone(), i.to_string()];
-                }
-            }
-            split_key(problem_key)
+        let point = self.point(index);
+        let (run_table, labels) = self.table_at(&point)?;
+        let located = |key: &str, message: &str| {
+            let (path, written) = self.place(&point, key);
+            let mut err = at_key(&self.doc, &self.file, &path, message);
+            err.key = (!key.is_empty()).then(|| short(&written));
+            err
         };
         let raw: RawScenario = serde_path_to_error::deserialize(toml::Value::Table(run_table))
             .map_err(|e| {
                 let key = e.path().to_string();
-                let message = e.inner().message().to_owned();
                 let key = if key == "." { String::new() } else { key };
-                let mut err = at_key(&self.doc, &self.file, &locate(&key), &friendly(&message));
-                err.key = (!key.is_empty()).then(|| short(&key));
-                err
+                // Built again to say what was found: only when there is an error.
+                let table = self.table_at(&point).map(|(t, _)| t).unwrap_or_default();
+                let found = value_at(&table, &split_key(&key));
+                located(&key, &friendly(e.inner().message(), &key, found))
             })?;
-        validate(raw, &self.file, &self.fallback_name, labels, &self.context).map_err(
-            |Problem { key, message }| {
-                let mut err = at_key(&self.doc, &self.file, &locate(&key), &message);
-                err.key = Some(short(&key));
-                err
-            },
-        )
+        validate(raw, &self.file, &self.fallback_name, labels, &self.context)
+            .map_err(|Problem { key, message }| located(&key, &message))
     }
+}
+
+/// A TOML syntax error, at its key when it is in a value: an integer beyond TOML's
+/// 64 bits says so and what its key takes.
+fn syntax_error(
+    text: &str,
+    file: &str,
+    span: Option<std::ops::Range<usize>>,
+    message: String,
+) -> ScenarioError {
+    let Some(value) = span.as_ref().and_then(|s| refused_value(text, s.start)) else {
+        return error_at(text, file, span, None, message);
+    };
+    let key = value.scenario_key();
+    let what = if value.is_integer() {
+        format!(
+            "{} is beyond TOML's integers ({} to {})",
+            value.text,
+            i64::MIN,
+            i64::MAX
+        )
+    } else {
+        message
+    };
+    let takes = takes(&key).map_or_else(String::new, |t| format!("; {key} takes {t}"));
+    error_at(
+        text,
+        file,
+        span,
+        Some(value.written),
+        format!("{what}{takes}"),
+    )
 }
 
 /// Where `{clmulti-layer}` points unless told otherwise: the layer beside the
@@ -408,83 +457,11 @@ fn read_text(path: &Path, file: &str) -> Result<String, ScenarioError> {
     })
 }
 
-/// A key cut to a readable length: a 1 MB key must not make a 2 MB error.
-fn short(key: &str) -> String {
-    cut(key, 120)
-}
-
-fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let end = (0..=max)
-        .rev()
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(0);
-    format!("{}... ({} bytes)", &text[..end], text.len())
-}
-
-fn error_at(
-    text: &str,
-    file: &str,
-    span: Option<Range<usize>>,
-    key: Option<String>,
-    message: String,
-) -> ScenarioError {
-    let (line, column) = match span {
-        Some(span) => {
-            let (l, c) = line_column(text, span.start);
-            (Some(l), Some(c))
-        }
-        None => (None, None),
-    };
-    ScenarioError {
-        file: file.to_owned(),
-        line,
-        column,
-        key: key.map(|k| short(&k)),
-        // Messages can quote a key (serde's "unknown field `...`").
-        message: cut(&message, 600),
-    }
-}
-
 /// The first schema table that holds something other than a table.
 fn misplaced_table(table: &toml::Table) -> Option<&'static str> {
     TABLES
         .into_iter()
         .find(|key| table.get(*key).is_some_and(|v| !v.is_table()))
-}
-
-/// An error at the deepest part of `path` present in the document.
-fn at_key(
-    doc: &toml_edit::ImDocument<String>,
-    file: &str,
-    path: &[String],
-    message: &str,
-) -> ScenarioError {
-    let key = path.join(".");
-    error_at(
-        doc.raw(),
-        file,
-        span_of(doc, path),
-        (!key.is_empty()).then_some(key),
-        message.to_owned(),
-    )
-}
-
-/// serde's messages, in the words of a scenario file.
-fn friendly(message: &str) -> String {
-    let message = message.trim();
-    if message.starts_with("data did not match any variant of untagged enum RawSize") {
-        return "expected a size: an integer number of bytes or a string like \"1MiB\"".into();
-    }
-    if message.starts_with("data did not match any variant of untagged enum RawNumberOrWord") {
-        return "expected an integer or a string".into();
-    }
-    if message.starts_with("data did not match any variant of untagged enum RawPartition") {
-        return "expected \"equally\" or a list of compute-unit counts like [1, 1]".into();
-    }
-    message.replace("invalid type: ", "wrong type: found ")
 }
 
 /// A grid value as a run's name shows it: strings without quotes.
@@ -493,25 +470,6 @@ pub(crate) fn label(value: &toml::Value) -> String {
         toml::Value::String(s) => s.clone(),
         other => other.to_string(),
     }
-}
-
-fn split_key(key: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for part in key.split('.') {
-        // `flags[2]` -> `flags`, `2`
-        let mut rest = part;
-        if let Some(open) = rest.find('[') {
-            out.push(rest[..open].to_owned());
-            rest = &rest[open..];
-            while let Some(close) = rest.find(']') {
-                out.push(rest[1..close].to_owned());
-                rest = &rest[close + 1..];
-            }
-        } else if !rest.is_empty() {
-            out.push(rest.to_owned());
-        }
-    }
-    out
 }
 
 fn set_path(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), String> {
@@ -533,57 +491,4 @@ fn set_path(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<()
             }
         }
     }
-}
-
-fn span_of(doc: &toml_edit::ImDocument<String>, path: &[String]) -> Option<Range<usize>> {
-    use toml_edit::{Item, Value};
-    // The deepest span found so far: a key's span for tables, a value's otherwise.
-    let mut best: Option<Range<usize>> = None;
-    let mut item: Option<&Item> = Some(doc.as_item());
-    let mut value: Option<&Value> = None;
-    for segment in path {
-        let (next_item, next_value) = match (item, value) {
-            (Some(Item::Table(t)), _) => {
-                if let Some(k) = t.key(segment) {
-                    best = k.span().or(best.take());
-                }
-                match t.get(segment) {
-                    Some(Item::Value(v)) => (None, Some(v)),
-                    other => (other, None),
-                }
-            }
-            (Some(Item::Value(v)), _) | (None, Some(v)) => match v {
-                Value::InlineTable(t) => {
-                    if let Some(k) = t.key(segment) {
-                        best = k.span().or(best.take());
-                    }
-                    (None, t.get(segment))
-                }
-                Value::Array(a) => (None, segment.parse::<usize>().ok().and_then(|i| a.get(i))),
-                _ => (None, None),
-            },
-            (Some(Item::ArrayOfTables(_)) | Some(Item::None), _) | (None, None) => (None, None),
-        };
-        if next_item.is_none() && next_value.is_none() {
-            break;
-        }
-        if let Some(v) = next_value {
-            if !matches!(v, Value::Array(_) | Value::InlineTable(_)) {
-                best = v.span().or(best.take());
-            }
-        }
-        item = next_item;
-        value = next_value;
-    }
-    best
-}
-
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before
-        .rfind('\n')
-        .map_or(before.len(), |nl| before.len() - nl - 1)
-        + 1;
-    (line, column)
 }

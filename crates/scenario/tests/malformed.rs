@@ -264,3 +264,173 @@ fn hard_limits_are_checked_from_the_file() {
     );
     assert!(err.message.contains("hard RLIMIT_NOFILE (4096)"), "{err}");
 }
+
+/// An integer TOML cannot hold (beyond 64 bits) in any numeric key: the message
+/// names the file, line and key, and what the key takes.
+#[test]
+fn an_integer_beyond_toml_names_its_key_and_what_it_takes() {
+    let err = load_str("[allocation]\ncount = 99999999999999999999\n", "a.toml").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "a.toml:2:9: key `allocation.count`: 99999999999999999999 is beyond TOML's integers \
+         (-9223372036854775808 to 9223372036854775807); allocation.count takes a positive \
+         integer or \"until-failure\""
+    );
+    let err = load_str("[sampling]\nevery = 18446744073709551616\n", "b.toml").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "b.toml:2:9: key `sampling.every`: 18446744073709551616 is beyond TOML's integers \
+         (-9223372036854775808 to 9223372036854775807); sampling.every takes a positive integer"
+    );
+    // Every key that takes a number, alone, in a list, in an inline table, negative
+    // or in hex; and in the grid, where the key is the grid's entry.
+    let numeric = [
+        ("devices", "platform", "\"auto\", a platform's index"),
+        ("devices", "count", "a positive integer"),
+        ("devices", "indices[1]", "a list of device indices"),
+        (
+            "devices",
+            "partition[1]",
+            "\"equally\" or a list of compute-unit counts",
+        ),
+        ("context", "count", "an integer from 1 to 64"),
+        ("allocation", "size", "a size: an integer number of bytes"),
+        (
+            "allocation",
+            "count",
+            "a positive integer or \"until-failure\"",
+        ),
+        ("allocation", "placement", "\"round-robin\" or the index"),
+        ("allocation", "pool_size", "a size"),
+        ("allocation", "release_every", "a positive integer"),
+        (
+            "limits",
+            "nofile",
+            "a positive integer, at most this machine's hard limit",
+        ),
+        (
+            "limits",
+            "as",
+            "a size: an integer number of bytes or a string like \"1MiB\", at least 64MiB",
+        ),
+        ("limits", "memlock", "a size"),
+        ("limits", "nproc", "a positive integer"),
+        ("limits", "data", "a size"),
+        ("guards", "max_total", "a size"),
+        (
+            "guards",
+            "max_rss",
+            "a size: an integer number of bytes or a string like \"1MiB\", or a percentage",
+        ),
+        ("guards", "max_seconds", "a number of seconds above 0"),
+        ("sampling", "every", "a positive integer"),
+        ("axpy", "samples", "a positive integer"),
+    ];
+    for (table, field, takes) in numeric {
+        let (name, list) = match field.split_once('[') {
+            Some((name, _)) => (name, true),
+            None => (field, false),
+        };
+        for huge in [
+            "99999999999999999999",
+            "-9223372036854775809",
+            "0x1_0000_0000_0000_0000",
+        ] {
+            let value = if list {
+                format!("[1, {huge}]")
+            } else {
+                huge.to_owned()
+            };
+            let written = [
+                format!("[{table}]\n{name} = {value}\n"),
+                format!("\n{table} = {{ {name} = {value} }}\n"),
+            ];
+            for text in written {
+                let err = load_str(&text, "n.toml").unwrap_err();
+                let key = format!("{table}.{field}");
+                assert_eq!(
+                    (err.line, err.key.as_deref()),
+                    (Some(2), Some(key.as_str())),
+                    "{text}: {err}"
+                );
+                assert!(
+                    err.message.starts_with(&format!(
+                        "{huge} is beyond TOML's integers (-9223372036854775808 to 9223372036854775807); {table}.{name} takes {takes}"
+                    )),
+                    "{text}: {err}"
+                );
+            }
+        }
+        let value = if list {
+            "[[1, 99999999999999999999]]"
+        } else {
+            "[1, 99999999999999999999]"
+        };
+        let text = format!("[grid]\n\"{table}.{name}\" = {value}\n");
+        let err = load_str(&text, "g.toml").unwrap_err();
+        let key = if list {
+            format!("grid.\"{table}.{name}\"[0][1]")
+        } else {
+            format!("grid.\"{table}.{name}\"[1]")
+        };
+        assert_eq!(
+            (err.line, err.key.as_deref()),
+            (Some(2), Some(key.as_str())),
+            "{text}: {err}"
+        );
+        assert!(
+            err.message.ends_with(&format!(
+                "; {table}.{name} takes {}",
+                err.message.split(" takes ").nth(1).unwrap()
+            )),
+            "{err}"
+        );
+        assert!(err.message.contains(takes), "{text}: {err}");
+    }
+}
+
+/// A bad key or value in `[grid]` names the grid entry as the file writes it, its
+/// line, and what the grid or the key takes.
+#[test]
+fn grid_errors_name_the_grid_entry_as_written() {
+    let cases = [
+        (
+            "[grid]\n\"allocation.nope\" = [1, 2]\n",
+            "g.toml:2:1: key `grid.\"allocation.nope\"`: [allocation] has no key `nope`; its keys \
+             are size, count, flags, placement, keep, strategy, pool_size, release_every",
+        ),
+        (
+            "[grid]\n\"allocation.count\" = [1, true]\n",
+            "g.toml:2:26: key `grid.\"allocation.count\"[1]`: wrong type: found boolean `true`; \
+             allocation.count takes a positive integer or \"until-failure\"",
+        ),
+        (
+            "[grid]\n'allocation.flags' = [[\"READ_WRITE\", \"NOPE\"]]\n",
+            "g.toml:2:38: key `grid.'allocation.flags'[0][1]`: unknown value \"NOPE\"; expected \
+             one of: READ_WRITE, READ_ONLY, WRITE_ONLY, ALLOC_HOST_PTR, USE_HOST_PTR, COPY_HOST_PTR",
+        ),
+        (
+            "[grid]\nallocation.count = [1, 2]\n",
+            "g.toml:2:1: key `grid.allocation`: a grid axis must be a list of values; to vary \
+             allocation.count, write its key in quotes: \"allocation.count\" = [...] (unquoted, \
+             the dots make tables)",
+        ),
+        (
+            "grid.\"nope\" = [1]\n",
+            "g.toml:1:6: key `grid.\"nope\"`: `nope` is not a scenario key; a grid varies name, \
+             description, devices.{platform, type, count, indices, fallback, partition}, \
+             context.{mode, count}, allocation.{size, count, flags, placement, keep, strategy, \
+             pool_size, release_every}, env.<NAME>, limits.{nofile, as, memlock, nproc, data}, \
+             guards.{max_total, max_rss, max_seconds}, sampling.every, axpy.{check, samples, split}",
+        ),
+        (
+            "[grid]\n\"devices.count\" = [1]\n\"guards.max_seconds\" = [1, \"ten\"]\n",
+            "g.toml:3:28: key `grid.\"guards.max_seconds\"[1]`: wrong type: found string `\"ten\"`; \
+             guards.max_seconds takes a number of seconds above 0, at most 604800 (a week)",
+        ),
+    ];
+    for (text, message) in cases {
+        let err = load_str(text, "g.toml").unwrap_err();
+        assert_eq!(err.to_string(), message, "{text}");
+    }
+}

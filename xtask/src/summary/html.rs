@@ -31,6 +31,33 @@ fn date(unix: u64) -> String {
     )
 }
 
+/// Each host and the devices its runs used, from the runs' own reports: `vm:
+/// NVIDIA H200 (NVIDIA CUDA)`; a host whose runs reached no device by its name.
+fn machines(view: &View<'_>) -> String {
+    let mut hosts: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for run in &view.runs {
+        let devices = hosts.entry(run.host_name.as_str()).or_default();
+        for device in &run.devices_used {
+            if !devices.contains(&device.as_str()) {
+                devices.push(device);
+            }
+        }
+    }
+    let said: Vec<String> = hosts
+        .into_iter()
+        .map(|(host, devices)| {
+            let devices: Vec<String> = devices.into_iter().map(str::to_owned).collect();
+            crate::records::machine_words(host, &devices)
+        })
+        .filter(|words| !words.is_empty())
+        .collect();
+    if said.is_empty() {
+        "not recorded (records of an earlier clmulti)".into()
+    } else {
+        said.join("; ")
+    }
+}
+
 /// The machine the runs ran on, in a few lines: hosts, OS, platforms and drivers,
 /// devices, clmulti's version, dates, counts.
 pub fn header_lines(view: &View<'_>) -> Vec<String> {
@@ -60,7 +87,7 @@ pub fn header_lines(view: &View<'_>) -> Vec<String> {
         .filter_map(|r| r.neo_emulation.clone())
         .collect();
     let mut lines = vec![
-        format!("**Machine:** {}", set(&|r| vec![r.row.host.clone()])),
+        format!("**Machine:** {}", machines(view)),
         format!("**OS:** {}", set(&|r| vec![r.os.clone()])),
         format!(
             "**OpenCL:** {} (drivers {})",

@@ -541,6 +541,52 @@ mod tests {
         assert!(md.contains(r"\<img src=x\>\*bold\* \[a\](b)"), "{md}");
     }
 
+    /// The Machine line and the CSV's host column name the platform and devices the
+    /// runs used, from their own reports: a sweep of NEO's emulated devices, started
+    /// where `clmulti devices` (without the runs' [env]) saw PoCL, names NEO's.
+    #[test]
+    fn the_machine_line_names_the_devices_the_runs_used() {
+        let dir = std::env::temp_dir().join(format!("clmulti-machine-{}", std::process::id()));
+        let mut summary = Summary::new(&dir);
+        let neo = |devices: usize, host: &str| {
+            let mut report = run(devices, ContextMode::Shared).completed(100);
+            report.run_name = format!("{host}-{devices}");
+            report.platform = "Intel(R) OpenCL HD Graphics".into();
+            for d in &mut report.devices {
+                d.name = clmulti_probe::Queried::Value("Intel(R) Graphics [0x0000]".into());
+            }
+            let mut record = record(report, "seed.toml");
+            record.host = format!("{host}: pthread-haswell-AMD EPYC (Portable Computing Language)");
+            record
+        };
+        summary.add(neo(1, "vm"));
+        summary.add(neo(2, "vm"));
+        // A run that reached no device adds nothing but its host.
+        summary.add(neo(0, "vm"));
+        summary.add(neo(0, "node2"));
+        let (view, _) = summary.view().unwrap();
+        assert_eq!(
+            html::header_lines(&view)[0],
+            "**Machine:** node2; vm: Intel(R) Graphics [0x0000] (Intel(R) OpenCL HD Graphics)"
+        );
+        let csv = tables::Csv.render(&view).unwrap();
+        let hosts: Vec<&str> = csv
+            .lines()
+            .skip(1)
+            .map(|l| l.rsplit(',').next().unwrap())
+            .collect();
+        assert_eq!(
+            hosts,
+            [
+                "vm: Intel(R) Graphics [0x0000] (Intel(R) OpenCL HD Graphics)",
+                "vm: Intel(R) Graphics [0x0000] (Intel(R) OpenCL HD Graphics)",
+                "vm",
+                "node2"
+            ],
+            "{csv}"
+        );
+    }
+
     /// The diagnosis's wording the summary rewrites: if it changed, a page with a
     /// failed run outside the matrix would say "no run failed" again.
     #[test]

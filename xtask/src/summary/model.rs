@@ -31,6 +31,7 @@ pub struct Row {
     pub fds_per_buffer: Option<f64>,
     pub maps_per_buffer: Option<f64>,
     pub device_mem_per_buffer: Option<f64>,
+    /// The host and the devices the run used (`vm: NVIDIA H200 (NVIDIA CUDA)`).
     pub host: String,
 }
 
@@ -55,6 +56,10 @@ pub struct RunView {
     pub fell_back: bool,
     pub layers: Option<String>,
     pub platform: String,
+    /// The host the run ran on (empty: not recorded).
+    pub host_name: String,
+    /// The devices it used, with their platform, each once.
+    pub devices_used: Vec<String>,
     pub device_names: Vec<String>,
     pub drivers: Vec<String>,
     /// NEO running emulated devices (AUB mode), when the run's platform and `[env]` say so.
@@ -173,6 +178,8 @@ impl RunView {
                         .collect::<String>()
                 )
             }),
+            host_name: record.host_name().to_owned(),
+            devices_used: record.devices_used(),
             platform: format!("{} {}", r.platform, r.platform_version)
                 .trim()
                 .to_owned(),
@@ -249,7 +256,7 @@ impl Row {
             fds_per_buffer: cost(&|c| *c == Resource::OpenFds),
             maps_per_buffer: cost(&|c| *c == Resource::MemoryMaps),
             device_mem_per_buffer: cost(&|c| matches!(c, Resource::DeviceMemory { .. })),
-            host: record.host.clone(),
+            host: crate::records::machine_words(record.host_name(), &record.devices_used()),
         }
     }
 }

@@ -6,6 +6,24 @@ use super::{DEFAULT_MAX_SECONDS, MAX_SECONDS};
 use crate::model::*;
 use crate::raw::*;
 
+/// `allocation.flags`, as written without `CL_MEM_`.
+pub(crate) const MEM_FLAGS: [(&str, MemFlag); 6] = [
+    ("READ_WRITE", MemFlag::ReadWrite),
+    ("READ_ONLY", MemFlag::ReadOnly),
+    ("WRITE_ONLY", MemFlag::WriteOnly),
+    ("ALLOC_HOST_PTR", MemFlag::AllocHostPtr),
+    ("USE_HOST_PTR", MemFlag::UseHostPtr),
+    ("COPY_HOST_PTR", MemFlag::CopyHostPtr),
+];
+/// `allocation.strategy`.
+pub(crate) const STRATEGIES: [(&str, Strategy); 5] = [
+    ("create", Strategy::Create),
+    ("fill", Strategy::Fill),
+    ("migrate", Strategy::Migrate),
+    ("pin", Strategy::Pin),
+    ("pool", Strategy::Pool),
+];
+
 ///
 /// Long on purpose: `[allocation]`'s keys in documented order, with the contradictions between them next to the keys they concern.
 pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Allocation, Problem> {
@@ -36,18 +54,7 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
     for (i, f) in raw.flags.iter().flatten().enumerate() {
         let key = format!("allocation.flags[{i}]");
         let name = f.trim().trim_start_matches("CL_MEM_").to_ascii_uppercase();
-        let flag = one_of(
-            &key,
-            &name,
-            &[
-                ("READ_WRITE", MemFlag::ReadWrite),
-                ("READ_ONLY", MemFlag::ReadOnly),
-                ("WRITE_ONLY", MemFlag::WriteOnly),
-                ("ALLOC_HOST_PTR", MemFlag::AllocHostPtr),
-                ("USE_HOST_PTR", MemFlag::UseHostPtr),
-                ("COPY_HOST_PTR", MemFlag::CopyHostPtr),
-            ],
-        )?;
+        let flag = one_of(&key, &name, &MEM_FLAGS)?;
         if flags.contains(&flag) {
             return Err(problem(&key, format!("{f} is listed twice")));
         }
@@ -98,17 +105,7 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
     };
     let strategy = match raw.strategy.as_deref() {
         None => Strategy::Create,
-        Some(s) => one_of(
-            "allocation.strategy",
-            s,
-            &[
-                ("create", Strategy::Create),
-                ("fill", Strategy::Fill),
-                ("migrate", Strategy::Migrate),
-                ("pin", Strategy::Pin),
-                ("pool", Strategy::Pool),
-            ],
-        )?,
+        Some(s) => one_of("allocation.strategy", s, &STRATEGIES)?,
     };
     let pool_size_bytes = match (strategy, &raw.pool_size) {
         (Strategy::Pool, None) => Some(size_bytes.max(256 << 20)),

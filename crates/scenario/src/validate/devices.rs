@@ -8,7 +8,16 @@ use crate::raw::*;
 /// name: more than any machine has, few enough that a long list costs nothing.
 pub const MAX_DEVICE_LIST: usize = 4096;
 /// The longest platform name or vendor substring, bytes.
-const MAX_PLATFORM_NAME: usize = 256;
+pub(crate) const MAX_PLATFORM_NAME: usize = 256;
+/// `devices.type`.
+pub(crate) const DEVICE_TYPES: [(&str, DeviceType); 4] = [
+    ("gpu", DeviceType::Gpu),
+    ("cpu", DeviceType::Cpu),
+    ("accelerator", DeviceType::Accelerator),
+    ("all", DeviceType::All),
+];
+/// `devices.fallback`: whether to fall back to devices of any type.
+pub(crate) const FALLBACKS: [(&str, bool); 2] = [("any-type", true), ("none", false)];
 
 /// `[devices]`, validated.
 ///
@@ -40,16 +49,7 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
     };
     let device_type = match raw.device_type.as_deref() {
         None => DeviceType::Gpu,
-        Some(t) => one_of(
-            "devices.type",
-            t,
-            &[
-                ("gpu", DeviceType::Gpu),
-                ("cpu", DeviceType::Cpu),
-                ("accelerator", DeviceType::Accelerator),
-                ("all", DeviceType::All),
-            ],
-        )?,
+        Some(t) => one_of("devices.type", t, &DEVICE_TYPES)?,
     };
     let set = match (&raw.count, &raw.indices) {
         (Some(_), Some(_)) => {
@@ -95,11 +95,7 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
     };
     let fallback_to_any_type = match raw.fallback.as_deref() {
         None => true,
-        Some(f) => one_of(
-            "devices.fallback",
-            f,
-            &[("any-type", true), ("none", false)],
-        )?,
+        Some(f) => one_of("devices.fallback", f, &FALLBACKS)?,
     };
     let partition = match &raw.partition {
         None => None,

@@ -6,6 +6,9 @@ mod allocation;
 mod devices;
 mod process;
 
+pub(crate) use allocation::{MEM_FLAGS, STRATEGIES};
+pub(crate) use devices::{DEVICE_TYPES, FALLBACKS, MAX_PLATFORM_NAME};
+
 use crate::model::*;
 use crate::raw::*;
 use crate::size::parse_size;
@@ -80,6 +83,13 @@ pub const MAX_NAME_BYTES: usize = 256;
 pub const MAX_DESCRIPTION_BYTES: usize = 64 << 10;
 /// The most shared contexts one run may create.
 pub const MAX_CONTEXTS: u64 = 64;
+/// `context.mode`.
+pub(crate) const CONTEXT_MODES: [(&str, ContextMode); 2] = [
+    ("shared", ContextMode::Shared),
+    ("per-device", ContextMode::PerDevice),
+];
+/// `axpy.check`: none, a sample of pairs (`axpy.samples`), or every pair.
+pub(crate) const AXPY_CHECKS: [&str; 3] = ["none", "sample", "all"];
 /// Default sampling interval.
 pub const DEFAULT_SAMPLE_EVERY: u64 = 1000;
 /// At most this many `[env]` variables (setting each one scans the environment).
@@ -161,14 +171,7 @@ pub(crate) fn validate(
     let devices = devices::devices(&raw.devices)?;
     let context_mode = match raw.context.mode.as_deref() {
         None => ContextMode::Shared,
-        Some(m) => one_of(
-            "context.mode",
-            m,
-            &[
-                ("shared", ContextMode::Shared),
-                ("per-device", ContextMode::PerDevice),
-            ],
-        )?,
+        Some(m) => one_of("context.mode", m, &CONTEXT_MODES)?,
     };
     let context_count = raw
         .context
@@ -229,7 +232,10 @@ pub(crate) fn validate(
         Some(other) => {
             return Err(problem(
                 "axpy.check",
-                format!("unknown value {other:?}; expected one of: none, sample, all"),
+                format!(
+                    "unknown value {other:?}; expected one of: {}",
+                    AXPY_CHECKS.join(", ")
+                ),
             ))
         }
     };
