@@ -48,7 +48,12 @@ impl Exporter for Markdown {
                 out.push_str(&format!("- {}\n", markdown_cell(&s.to_string())));
             }
             for line in d.fix_lines() {
-                out.push_str(&format!("- fix {}\n", markdown_cell(&line)));
+                // "[measured] worked: ..." reads "[measured] fix worked: ...".
+                let line = match line.split_once("] ") {
+                    Some((tag, rest)) if line.starts_with('[') => format!("{tag}] fix {rest}"),
+                    _ => format!("fix {line}"),
+                };
+                out.push_str(&format!("- {}\n", markdown_cell(&line)));
             }
             out.push('\n');
         }

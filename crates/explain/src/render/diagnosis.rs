@@ -42,7 +42,7 @@ impl Diagnosis {
     }
 
     /// One line per fix, each re-run and measured: worked, did not work, or untested
-    /// (and why).
+    /// (and why); each says its basis, as statements do.
     pub fn fix_lines(&self) -> Vec<String> {
         if !self.runs.iter().any(|r| r.role == Role::Shared) {
             return vec!["not assessed: no shared context ran".into()];
@@ -56,8 +56,8 @@ impl Diagnosis {
             // Only runs that ran are cited: without a per-device run there is nothing
             // to hold the shared context against.
             return vec![match (shared_failed, per_device_ran) {
-                (false, true) => "not needed: the shared context neither failed nor heads for a limit the per-device contexts do not".into(),
-                (false, false) => "not needed: the shared context did not fail (no per-device run here to compare it with)".into(),
+                (false, true) => "[inferred from the runs' readings] not needed: the shared context neither failed nor heads for a limit the per-device contexts do not".into(),
+                (false, false) => "[measured] not needed: the shared context did not fail (no per-device run here to compare it with)".into(),
                 (true, _) => "none to test: no run here re-runs the failing shared case another way (clmulti diagnose does)".into(),
             }];
         }
@@ -71,17 +71,23 @@ impl Diagnosis {
             .iter()
             .map(|f| match &f.outcome {
                 Outcome::Worked { stop, .. } => {
-                    format!("worked: {} ({stop}). Apply: {}", f.fix.label(), f.fix.how())
+                    format!(
+                        "[measured] worked: {} ({stop}). Apply: {}",
+                        f.fix.label(),
+                        f.fix.how()
+                    )
                 }
                 Outcome::DidNotWork { stop, buffers } => match shared_failed {
                     Some(before) if *buffers > before && before > 0 => format!(
-                        "did not work: {} ({stop}), though it reached {:.1}x the shared context's {before}",
+                        "[measured] did not work: {} ({stop}), though it reached {:.1}x the shared context's {before}",
                         f.fix.label(),
                         *buffers as f64 / before as f64
                     ),
-                    _ => format!("did not work: {} ({stop})", f.fix.label()),
+                    _ => format!("[measured] did not work: {} ({stop})", f.fix.label()),
                 },
-                Outcome::Untested { reason } => format!("untested: {} ({reason})", f.fix.label()),
+                Outcome::Untested { reason } => {
+                    format!("[not run] untested: {} ({reason})", f.fix.label())
+                }
             })
             .collect()
     }
@@ -209,7 +215,15 @@ impl Diagnosis {
         }
         out.push_str("</ul><h3>Fixes</h3><ul>");
         for line in self.fix_lines() {
-            out.push_str(&format!("<li>{}</li>", html_escape(&line)));
+            match line.split_once("] ") {
+                Some((tag, rest)) if line.starts_with('[') => out.push_str(&format!(
+                    "<li class=\"{}\"><span class=\"tag\">{}]</span> {}</li>",
+                    tag[1..].split(' ').next().unwrap_or_default(),
+                    html_escape(tag),
+                    html_escape(rest)
+                )),
+                _ => out.push_str(&format!("<li>{}</li>", html_escape(&line))),
+            }
         }
         out.push_str("</ul><details><summary>Known from documented sources</summary><ul>");
         for s in self
