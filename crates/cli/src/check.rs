@@ -182,11 +182,33 @@ fn check_platforms(
             Ok(platforms) => clmulti_probe::check_platform(platforms, &selector)
                 .map_err(|e| file.error_in_run(index, e.key(), &e.to_string()))?,
             Err(why) => {
+                // A folder the file names for the loader, with nothing to load, is
+                // the file's fault, not the machine's.
+                if let Some(vendors) = run.env.get("OCL_ICD_VENDORS") {
+                    let path = Path::new(vendors);
+                    if path.is_dir() && !lists_an_icd(path) {
+                        return Err(file.error_in_run(
+                            index,
+                            "env.OCL_ICD_VENDORS",
+                            &format!(
+                                "{vendors} has no .icd file: the ICD loader finds no OpenCL runtime there (name a folder holding one, e.g. /etc/OpenCL/vendors, or one .icd file)"
+                            ),
+                        ));
+                    }
+                }
                 not_checked.get_or_insert_with(|| why.clone());
             }
         }
     }
     Ok(not_checked)
+}
+
+fn lists_an_icd(folder: &Path) -> bool {
+    std::fs::read_dir(folder).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "icd"))
+    })
 }
 
 /// The platforms a run with `env` would see: listed by this binary in a child, so

@@ -100,7 +100,9 @@ pub fn candidates(report: &Report) -> Vec<Candidate> {
         .collect()
 }
 
-/// The cause the candidates support: a confirmed one; else untested ones; else none.
+/// The cause the candidates support: a confirmed one; else untested ones (pending, or
+/// ones no experiment could move: a system-wide setting stays a candidate, with its
+/// command); else none.
 pub fn cause_of(candidates: &[Candidate], unmeasured: Vec<String>) -> Cause {
     if let Some(c) = candidates
         .iter()
@@ -117,7 +119,12 @@ pub fn cause_of(candidates: &[Candidate], unmeasured: Vec<String>) -> Cause {
     }
     let pending: Vec<Resource> = candidates
         .iter()
-        .filter(|c| matches!(c.test, CandidateTest::Pending))
+        .filter(|c| {
+            matches!(
+                c.test,
+                CandidateTest::Pending | CandidateTest::NotTested { .. }
+            )
+        })
         .map(|c| c.resource.clone())
         .collect();
     if pending.is_empty() {
@@ -447,11 +454,43 @@ pub fn release_statement(report: &Report) -> Option<Statement> {
         "every release call succeeded, yet {}: memory the runtime (or a layer) keeps after release",
         parts.join("; ")
     );
-    match &check.second_round {
-        None => out.push_str("; a second round (allocation.release_every) tells a cache it reuses from a leak that grows"),
-        Some(round) => out.push_str(&rounds_words(round)),
+    match (&check.second_round, report.scenario.allocation.release_every) {
+        (Some(round), _) => out.push_str(&rounds_words(round)),
+        (None, Some(every)) => out.push_str(&own_rounds_words(report, every)),
+        (None, None) => out.push_str("; a second round (allocation.release_every) tells a cache it reuses from a leak that grows"),
     }
     Some(Statement::measured(out))
+}
+
+/// What a run's own release rounds read right after each release, for the
+/// resources that did not come back.
+fn own_rounds_words(report: &Report, every: u64) -> String {
+    let after_releases: Vec<&Sample> = report
+        .samples
+        .iter()
+        .filter(|s| s.live == Some(0) && s.allocations > 0)
+        .collect();
+    let readings: Vec<String> = report
+        .leak_check
+        .not_returned
+        .iter()
+        .filter_map(|n| {
+            let unit = n.resource.unit();
+            let after: Vec<String> = after_releases
+                .iter()
+                .filter_map(|s| n.resource.reading(s, &report.host_limits))
+                .map(|v| unit.format(v - n.before))
+                .collect();
+            (!after.is_empty()).then(|| format!("{} {}", n.resource.label(), after.join(", ")))
+        })
+        .collect();
+    if readings.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; its own rounds (allocation.release_every = {every}) read, above the start, right after each release: {}",
+        readings.join("; ")
+    )
 }
 
 /// What the rounds of a run that kept memory after release found, as a clause.

@@ -497,6 +497,7 @@ pub fn rebuild(dir: &Path) -> Result<usize, String> {
 mod tests {
     use super::*;
     use clmulti_explain::testing::run;
+    use clmulti_explain::Resource;
     use clmulti_scenario::ContextMode;
 
     fn record(report: clmulti_explain::Report, file: &str) -> SweepRecord {
@@ -544,6 +545,25 @@ mod tests {
     /// The Machine line and the CSV's host column name the platform and devices the
     /// runs used, from their own reports: a sweep of NEO's emulated devices, started
     /// where `clmulti devices` (without the runs' [env]) saw PoCL, names NEO's.
+    #[test]
+    fn a_reading_left_out_of_some_samples_makes_a_series_of_points_not_a_line() {
+        let mut report = run(2, ContextMode::Shared).completed(100);
+        let mut middle = report.samples[0].clone();
+        middle.allocations = 50;
+        report.samples.insert(1, middle);
+        let last = report.samples.len() - 1;
+        for (i, s) in report.samples.iter_mut().enumerate() {
+            s.host.memory_maps = (i == 0 || i == last).then_some(100 + i as u64);
+            s.host.open_fds = 5;
+        }
+        let view = RunView::from(&record(report, "seed.toml"));
+        let series = |r: Resource| view.series.iter().find(|s| s.resource == r);
+        let maps = series(Resource::MemoryMaps).expect("a maps series");
+        assert!(!maps.continuous);
+        assert_eq!(maps.points.len(), 2);
+        assert!(series(Resource::OpenFds).expect("an fds series").continuous);
+    }
+
     #[test]
     fn the_machine_line_names_the_devices_the_runs_used() {
         let dir = std::env::temp_dir().join(format!("clmulti-machine-{}", std::process::id()));

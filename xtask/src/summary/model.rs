@@ -40,6 +40,10 @@ pub struct Row {
 pub struct Series {
     pub resource: Resource,
     pub points: Vec<(u64, f64)>,
+    /// Whether every sample had a reading: a series with gaps (mapping counts left
+    /// out of cheap samples) is drawn as points, not a line that would invent the
+    /// readings in between.
+    pub continuous: bool,
     pub limit: Option<Limit>,
 }
 
@@ -124,6 +128,7 @@ impl RunView {
                     .and_then(|c| c.limit.clone());
                 Some(Series {
                     resource,
+                    continuous: points.len() == r.samples.len(),
                     points: thin(points),
                     limit,
                 })

@@ -2,7 +2,7 @@
 //! leading with the verdict.
 
 use super::html_escape;
-use crate::diagnosis::{Diagnosis, Outcome, Role};
+use crate::diagnosis::{Diagnosis, Fix, Outcome, Role};
 use crate::verdict::{Basis, CandidateTest, Statement};
 use crate::words;
 
@@ -45,7 +45,7 @@ impl Diagnosis {
     /// (and why); each says its basis, as statements do.
     pub fn fix_lines(&self) -> Vec<String> {
         if !self.runs.iter().any(|r| r.role == Role::Shared) {
-            return vec!["not assessed: no shared context ran".into()];
+            return vec!["[not run] not assessed: no shared context ran".into()];
         }
         if self.fixes.is_empty() {
             let shared_failed = self
@@ -58,7 +58,7 @@ impl Diagnosis {
             return vec![match (shared_failed, per_device_ran) {
                 (false, true) => "[inferred from the runs' readings] not needed: the shared context neither failed nor heads for a limit the per-device contexts do not".into(),
                 (false, false) => "[measured] not needed: the shared context did not fail (no per-device run here to compare it with)".into(),
-                (true, _) => "none to test: no run here re-runs the failing shared case another way (clmulti diagnose does)".into(),
+                (true, _) => "[not run] none tried: no run here re-runs the failing shared case another way (clmulti diagnose does)".into(),
             }];
         }
         // What the fixes are measured against: the shared case that failed.
@@ -85,9 +85,15 @@ impl Diagnosis {
                     ),
                     _ => format!("[measured] did not work: {} ({stop})", f.fix.label()),
                 },
-                Outcome::Untested { reason } => {
-                    format!("[not run] untested: {} ({reason})", f.fix.label())
-                }
+                // A setting clmulti may not change is worth trying by hand: its command.
+                Outcome::Untested { reason } => match &f.fix {
+                    Fix::SystemSetting { .. } => format!(
+                        "[not run] {}: {reason}. To try it: {}",
+                        f.fix.label(),
+                        f.fix.how()
+                    ),
+                    _ => format!("[not run] {}: {reason}", f.fix.label()),
+                },
             })
             .collect()
     }

@@ -16,7 +16,7 @@ use clmulti_scenario::Scenario;
 use serde::{Deserialize, Serialize};
 
 /// Bumped when a field changes meaning or is removed.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The resource readings at one point of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

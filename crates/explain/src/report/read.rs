@@ -35,6 +35,8 @@ impl Report {
         if version < 4 {
             upgrade_v3(&mut value);
         }
+        // Schema 4 -> 5: nothing to change; a sample's `memory_maps` count reads as
+        // present (5 leaves it out of samples that did not walk the mappings).
         Ok(serde_json::from_value(value)?)
     }
 }

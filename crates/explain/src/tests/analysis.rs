@@ -148,6 +148,32 @@ fn memory_that_stays_after_release_fails_the_leak_check_though_every_call_succee
 }
 
 #[test]
+fn a_run_with_its_own_release_rounds_says_what_they_read_not_to_run_them() {
+    let mut build = run(2, ContextMode::Shared).rss(84.0 * 1048576.0, 1048576.0);
+    build.report.scenario.allocation.strategy = Strategy::Fill;
+    build.report.scenario.allocation.release_every = Some(500);
+    let mut r = build.completed(1000);
+    // A sample right after the round's release: 10 MiB kept above the start.
+    let mut round = r.samples[0].clone();
+    round.allocations = 500;
+    round.live = Some(0);
+    round.host.rss_bytes = (94.0 * 1048576.0) as u64;
+    r.samples.insert(1, round);
+    let after = r.leak_check.after_release_sample.as_mut().unwrap();
+    after.host.rss_bytes = r.samples.last().unwrap().host.rss_bytes;
+    r.conclude();
+    let t = text(&r);
+    assert!(
+        t.contains("its own rounds (allocation.release_every = 500) read, above the start, right after each release: host RSS 10.00 MiB"),
+        "{t}"
+    );
+    assert!(
+        !t.contains("a second round (allocation.release_every) tells"),
+        "{t}"
+    );
+}
+
+#[test]
 fn a_run_that_releases_each_buffer_estimates_no_device_memory() {
     let mut build = run(2, ContextMode::Shared);
     build.report.scenario.allocation.strategy = Strategy::Fill;

@@ -331,8 +331,9 @@ fn an_experiment_that_cannot_run_leaves_the_candidate_not_tested() {
         }
         other => panic!("{other:?}"),
     }
+    // Nothing refuted it: it stays the candidate, not "not explained".
     assert!(matches!(
         &r.analysis.cause,
-        Some(Cause::NotExplained { .. })
+        Some(Cause::Untested { resources }) if resources == &[Resource::OpenFds]
     ));
 }

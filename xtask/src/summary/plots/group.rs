@@ -314,20 +314,33 @@ fn panel(
             chart
                 .draw_series([Polygon::new(band_low, color.mix(0.2).filled())])
                 .map_err(plot_err)?;
-            chart
-                .draw_series(LineSeries::new(line, color.stroke_width(2)))
-                .map_err(plot_err)?;
+            let gaps = series
+                .iter()
+                .any(|(_, run, s)| run.row.context_mode == *mode && !s.continuous);
+            if gaps {
+                chart
+                    .draw_series(line.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                    .map_err(plot_err)?;
+            } else {
+                chart
+                    .draw_series(LineSeries::new(line, color.stroke_width(2)))
+                    .map_err(plot_err)?;
+            }
         }
     } else {
         data.columns = vec!["run".into(), "buffers allocated: reading".into()];
         for (i, run, s) in &series {
             let color = series_color(*i);
-            chart
-                .draw_series(LineSeries::new(
-                    s.points.iter().map(|&(x, y)| (x as f64, y / div)),
-                    color.stroke_width(2),
-                ))
-                .map_err(plot_err)?;
+            let points = s.points.iter().map(|&(x, y)| (x as f64, y / div));
+            if s.continuous {
+                chart
+                    .draw_series(LineSeries::new(points, color.stroke_width(2)))
+                    .map_err(plot_err)?;
+            } else {
+                chart
+                    .draw_series(points.map(|p| Circle::new(p, 3, color.filled())))
+                    .map_err(plot_err)?;
+            }
             data.rows.push(vec![
                 run.row.run.clone(),
                 s.points

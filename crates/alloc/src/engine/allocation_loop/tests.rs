@@ -341,16 +341,19 @@ fn walked(out: &LoopOutcome) -> Vec<bool> {
 #[test]
 fn costly_mapping_walks_are_left_out_of_fast_samples_but_never_the_first_or_last() {
     // Walks of 1 ms beside instant allocations: the free 2 ms go in the first
-    // samples, after which 2% of the loop's time never pays for another.
+    // samples, after which 2% of the loop's time never pays for another; the 4th
+    // and 8th samples walk anyway (powers of two), the last always.
     let (mut backend, mut meter) = fake(0);
     meter.walk_cost = Duration::from_millis(1);
     let out = allocation_loop(&plan(), &mut backend, &mut meter, None);
     let walked = walked(&out);
     assert_eq!(walked.len(), 11);
-    assert!(walked[0] && walked[10], "{walked:?}");
-    assert!(walked[1..10].contains(&false), "{walked:?}");
-    let skipped = out.samples.iter().filter(|s| s.host.memory_maps.is_none());
-    assert!(skipped.count() >= 6, "{walked:?}");
+    for always in [0, 1, 2, 4, 8, 10] {
+        assert!(walked[always], "sample {always}: {walked:?}");
+    }
+    for skipped in [5, 6, 7, 9] {
+        assert!(!walked[skipped], "sample {skipped}: {walked:?}");
+    }
     assert_eq!(
         meter.maps_walks.get(),
         walked.iter().filter(|w| **w).count() as u64
@@ -381,8 +384,34 @@ fn a_last_sample_taken_without_the_walk_is_taken_again_with_it() {
     let out = allocation_loop(&plan(), &mut backend, &mut meter, None);
     let at: Vec<u64> = out.samples.iter().map(|s| s.allocations).collect();
     assert_eq!(at, (0..=10).map(|i| i * 10).collect::<Vec<_>>());
+    let first_last_or_power_of_two = |i: usize| i == 0 || i == 10 || i.is_power_of_two();
     assert_eq!(
         walked(&out),
-        [vec![true], vec![false; 9], vec![true]].concat()
+        (0..11).map(first_last_or_power_of_two).collect::<Vec<_>>()
     );
+}
+
+#[test]
+fn a_release_round_is_walked_at_its_peak_and_after_it() {
+    // Rounds of 30 buffers, samples every 10, walks too dear for the budget: the
+    // sample before each release (the round's peak, 20 live) and the one right
+    // after it (0 live) have the count all the same.
+    let (mut backend, mut meter) = fake(0);
+    meter.walk_cost = Duration::from_millis(3);
+    let plan = LoopPlan {
+        release_every: Some(30),
+        target: 90,
+        ..plan()
+    };
+    let out = allocation_loop(&plan, &mut backend, &mut meter, None);
+    let walked_at: Vec<u64> = out
+        .samples
+        .iter()
+        .filter(|s| s.host.memory_maps.is_some())
+        .map(|s| s.allocations)
+        .collect();
+    for round_end in [30, 60, 90] {
+        assert!(walked_at.contains(&(round_end - 10)), "{walked_at:?}");
+        assert!(walked_at.contains(&round_end), "{walked_at:?}");
+    }
 }
