@@ -299,7 +299,7 @@ pub fn details(r: &Report) -> String {
         .count();
     if unwalked > 0 {
         s.push_str(&format!(
-            "  maps \"-\": {unwalked} sample(s) left the mapping walk out (about 1 us per mapping): the first and last samples and those either side of a release round always walk; the others while the walks have cost under 2 ms or 2% of the loop, and the 1st, 2nd, 4th, 8th... whatever they cost\n"
+            "  maps \"-\": {unwalked} sample(s) left the mapping walk out (about 1 us per mapping): the first and last samples and those either side of a release round always walk; the others while the walks have cost under 2 ms or 2% of the loop, and the 1st, 2nd, 4th, 8th... whatever they cost ([sampling] maps = \"every-sample\" walks at every one)\n"
         ));
     }
     s

@@ -184,6 +184,34 @@ fn the_rss_guard_stops_a_run_before_it_passes_the_guard() {
 }
 
 #[test]
+fn sampling_maps_every_sample_counts_the_mappings_in_every_sample() {
+    // 20000 lazy PoCL buffers sampled every 10: 2001 walks of ~1 us per mapping are
+    // far past the budget, so the default leaves most out and every-sample none.
+    let text = |maps: &str| {
+        format!("[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"1KiB\"\ncount = 20000\n[sampling]\nevery = 10\nmaps = \"{maps}\"\n")
+    };
+    let walked = |maps: &str| {
+        let path = scenario_file("maps.toml", &text(maps));
+        let out = run(clmulti(1).arg("run").arg(&path).args(["--format", "json"]));
+        let r = &reports(&out)[0];
+        assert_eq!(r.samples.len(), 2001);
+        assert_eq!(
+            r.scenario
+                .sample_maps
+                .eq(&clmulti_scenario::MapsSampling::Budgeted),
+            maps == "budgeted"
+        );
+        r.samples
+            .iter()
+            .filter(|s| s.host.memory_maps.is_some())
+            .count()
+    };
+    assert_eq!(walked("every-sample"), 2001);
+    let budgeted = walked("budgeted");
+    assert!(budgeted < 2001, "{budgeted} of 2001 samples walked");
+}
+
+#[test]
 fn total_and_time_guards_stop_runs_and_say_which() {
     let path = scenario_file(
         "guards.toml",

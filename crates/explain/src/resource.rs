@@ -171,6 +171,11 @@ impl Resource {
         }
     }
 
+    /// Whether it is a figure of the whole system, which other processes move too.
+    pub fn system_wide(&self) -> bool {
+        matches!(self, Resource::SystemMemoryUsed | Resource::SystemShmem)
+    }
+
     /// Whether it belongs to one device (plotted per device).
     pub fn device(&self) -> Option<usize> {
         match self {

@@ -6,8 +6,9 @@
 
 use crate::raw::*;
 use crate::validate::{
-    AXPY_CHECKS, CONTEXT_MODES, DEVICE_TYPES, FALLBACKS, MAX_CONTEXTS, MAX_DESCRIPTION_BYTES,
-    MAX_NAME_BYTES, MAX_PLATFORM_NAME, MAX_SECONDS, MEM_FLAGS, STRATEGIES,
+    AXPY_CHECKS, CONTEXT_MODES, DEVICE_TYPES, FALLBACKS, MAPS_SAMPLINGS, MAX_CONTEXTS,
+    MAX_DESCRIPTION_BYTES, MAX_DEVICE_LIST, MAX_NAME_BYTES, MAX_PLATFORM_NAME, MAX_SECONDS,
+    MEM_FLAGS, STRATEGIES,
 };
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 
@@ -148,13 +149,14 @@ pub(crate) fn takes(key: &str) -> Option<String> {
             "\"auto\", a platform's index (an integer from 0), or a substring of its name or vendor (at most {MAX_PLATFORM_NAME} bytes)"
         ),
         "devices.type" => words(&DEVICE_TYPES),
-        "devices.count" => "a positive integer".into(),
+        "devices.count" => format!("an integer from 1 to {MAX_DEVICE_LIST}"),
         "devices.indices" => "a list of device indices (integers from 0), each once".into(),
         "devices.fallback" => words(&FALLBACKS),
         "devices.partition" => {
             "\"equally\" or a list of compute-unit counts (positive integers) like [1, 1]".into()
         }
         "context.mode" => words(&CONTEXT_MODES),
+        "sampling.maps" => words(&MAPS_SAMPLINGS),
         "context.count" => format!("an integer from 1 to {MAX_CONTEXTS}"),
         "allocation.size" | "allocation.pool_size" => format!("{SIZE}, at least 1 byte"),
         "allocation.count" => "a positive integer or \"until-failure\"".into(),
@@ -209,6 +211,6 @@ mod tests {
         );
         assert!(not_a_grid_key("context").unwrap().contains("is a table"));
         let unknown = not_a_grid_key("nope.size").unwrap();
-        assert_eq!(unknown, "`nope.size` is not a scenario key; a grid varies name, description, devices.{platform, type, count, indices, fallback, partition}, context.{mode, count}, allocation.{size, count, flags, placement, keep, strategy, pool_size, release_every}, env.<NAME>, limits.{nofile, as, memlock, nproc, data}, guards.{max_total, max_rss, max_seconds}, sampling.every, axpy.{check, samples, split}");
+        assert_eq!(unknown, "`nope.size` is not a scenario key; a grid varies name, description, devices.{platform, type, count, indices, fallback, partition}, context.{mode, count}, allocation.{size, count, flags, placement, keep, strategy, pool_size, release_every}, env.<NAME>, limits.{nofile, as, memlock, nproc, data}, guards.{max_total, max_rss, max_seconds}, sampling.{every, maps}, axpy.{check, samples, split}");
     }
 }

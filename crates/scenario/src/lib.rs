@@ -30,7 +30,7 @@
 //!
 //! let err = clmulti_scenario::load_str("[allocation]\nsize = \"1 MB/s\"\n", "bad.toml").unwrap_err();
 //! assert_eq!(err.to_string(), "bad.toml:2:8: key `allocation.size`: unknown unit \"MB/s\"; \
-//!     use B, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB (decimal)");
+//!     use B, KiB, MiB, GiB, TiB, PiB, EiB (binary) or KB, MB, GB, TB, PB, EB (decimal)");
 //! ```
 //!
 //! Large grids are validated one run at a time through [`ScenarioFile`], which counts
@@ -64,7 +64,8 @@ pub use load::{
 };
 pub use model::{
     Allocation, Axpy, AxpyCheck, ContextMode, Count, DeviceSet, DeviceType, Devices, Guards,
-    Limits, MemFlag, Partition, Placement, Platform, Rlimit, RssLimit, Scenario, Strategy,
+    Limits, MapsSampling, MemFlag, Partition, Placement, Platform, Rlimit, RssLimit, Scenario,
+    Strategy,
 };
 #[cfg(feature = "schema")]
 pub use raw::schema;

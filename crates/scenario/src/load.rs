@@ -164,6 +164,19 @@ impl ScenarioFile {
             if let Some(why) = not_a_grid_key(&key) {
                 return Err(located(&path, &why));
             }
+            // Equal values would give runs of one name, each overwriting the other's results.
+            for (later, value) in values.iter().enumerate() {
+                if let Some(first) = values[..later].iter().position(|v| v == value) {
+                    let entry = vec!["grid".to_owned(), key.clone(), later.to_string()];
+                    return Err(located(
+                        &entry,
+                        &format!(
+                            "repeats value {first} of this axis ({}): two runs would have one name; remove one",
+                            label(value)
+                        ),
+                    ));
+                }
+            }
             axes.push((key, values));
         }
         let runs = axes

@@ -4,6 +4,19 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// Which samples count the process's memory mappings (`sampling.maps`): the count is
+/// a walk of about 1 us per mapping, several times the rest of a reading.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MapsSampling {
+    /// The first and last samples, either side of a release round, the 1st, 2nd,
+    /// 4th, 8th..., and the others while the walks cost under 2 ms or 2% of the loop.
+    #[default]
+    Budgeted,
+    /// Every sample, whatever it costs the loop's rate.
+    EverySample,
+}
+
 /// One run: a scenario file with one point of its grid applied.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Scenario {
@@ -34,6 +47,9 @@ pub struct Scenario {
     pub guards: Guards,
     /// Sample resources every this many allocations (and at the end, and at a failure).
     pub sample_every: u64,
+    /// Which samples count the process's memory mappings.
+    #[serde(default)]
+    pub sample_maps: MapsSampling,
     /// dAxpy after the loop: over allocated buffers, and split over the devices.
     pub axpy: Axpy,
 }

@@ -179,6 +179,8 @@ pub struct RawGuards {
 pub struct RawSampling {
     /// Read every N buffers (default 1000), and at the end and at a failure.
     pub every: Option<i64>,
+    /// budgeted (default) | every-sample: which samples count the process's mappings.
+    pub maps: Option<String>,
 }
 
 /// dAxpy after the allocation loop.

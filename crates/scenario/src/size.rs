@@ -12,10 +12,12 @@ pub enum SizeError {
     #[error("{0:?} is not a number; write e.g. \"1MiB\" or \"1.5GiB\"")]
     NotANumber(String),
     /// The unit is not one we know.
-    #[error("unknown unit {0:?}; use B, KiB, MiB, GiB, TiB (binary) or KB, MB, GB, TB (decimal)")]
+    #[error(
+        "unknown unit {0:?}; use B, KiB, MiB, GiB, TiB, PiB, EiB (binary) or KB, MB, GB, TB, PB, EB (decimal)"
+    )]
     UnknownUnit(String),
     /// The value does not fit in 64 bits.
-    #[error("{0:?} is too large (over 16 EiB)")]
+    #[error("{0:?} is too large: a size is at most 16 EiB less one byte (18446744073709551615 B)")]
     Overflow(String),
     /// A fraction that is not a whole number of bytes.
     #[error("{0:?} is not a whole number of bytes")]
@@ -29,6 +31,8 @@ const UNITS: &[(&str, u64)] = &[
     ("mib", 1 << 20),
     ("gib", 1 << 30),
     ("tib", 1 << 40),
+    ("pib", 1 << 50),
+    ("eib", 1 << 60),
     ("k", 1_000),
     ("kb", 1_000),
     ("m", 1_000_000),
@@ -37,6 +41,10 @@ const UNITS: &[(&str, u64)] = &[
     ("gb", 1_000_000_000),
     ("t", 1_000_000_000_000),
     ("tb", 1_000_000_000_000),
+    ("p", 1_000_000_000_000_000),
+    ("pb", 1_000_000_000_000_000),
+    ("e", 1_000_000_000_000_000_000),
+    ("eb", 1_000_000_000_000_000_000),
 ];
 
 /// Parses a size with an optional unit (case-insensitive, spaces allowed).
@@ -96,7 +104,14 @@ pub fn parse_size(text: &str) -> Result<u64, SizeError> {
 /// assert_eq!(parse_size(&format_size(123_456)), Ok(123_456));
 /// ```
 pub fn format_size(bytes: u64) -> String {
-    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+    for (unit, shift) in [
+        ("EiB", 60),
+        ("PiB", 50),
+        ("TiB", 40),
+        ("GiB", 30),
+        ("MiB", 20),
+        ("KiB", 10),
+    ] {
         if bytes != 0 && bytes % (1u64 << shift) == 0 {
             return format!("{}{unit}", bytes >> shift);
         }
@@ -199,7 +214,7 @@ pub fn format_rate(per_second: f64, unit: &str) -> String {
 }
 
 fn format_bytes_with(bytes: f64, decimals: usize) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     // No "-0 B": what rounds to zero bytes has no sign.
     let sign = if bytes <= -0.5 { "-" } else { "" };
     let mut value = bytes.abs();
@@ -256,6 +271,14 @@ mod tests {
             Err(SizeError::Overflow(_))
         ));
         assert_eq!(parse_size(""), Err(SizeError::Empty));
+        assert_eq!(parse_size("15EiB"), Ok(15 << 60));
+        assert_eq!(parse_size("2PB"), Ok(2_000_000_000_000_000));
+        assert_eq!(format_size(3 << 50), "3PiB");
+        let too_large = parse_size("16EiB").unwrap_err().to_string();
+        assert!(
+            too_large.contains("at most 16 EiB less one byte"),
+            "{too_large}"
+        );
     }
 
     proptest! {

@@ -286,7 +286,7 @@ fn an_integer_beyond_toml_names_its_key_and_what_it_takes() {
     // or in hex; and in the grid, where the key is the grid's entry.
     let numeric = [
         ("devices", "platform", "\"auto\", a platform's index"),
-        ("devices", "count", "a positive integer"),
+        ("devices", "count", "an integer from 1 to 4096"),
         ("devices", "indices[1]", "a list of device indices"),
         (
             "devices",
@@ -421,7 +421,7 @@ fn grid_errors_name_the_grid_entry_as_written() {
              description, devices.{platform, type, count, indices, fallback, partition}, \
              context.{mode, count}, allocation.{size, count, flags, placement, keep, strategy, \
              pool_size, release_every}, env.<NAME>, limits.{nofile, as, memlock, nproc, data}, \
-             guards.{max_total, max_rss, max_seconds}, sampling.every, axpy.{check, samples, split}",
+             guards.{max_total, max_rss, max_seconds}, sampling.{every, maps}, axpy.{check, samples, split}",
         ),
         (
             "[grid]\n\"devices.count\" = [1]\n\"guards.max_seconds\" = [1, \"ten\"]\n",

@@ -388,6 +388,7 @@ fn loop_plan(scenario: &Scenario, host: &HostLimits) -> (LoopPlan, EffectiveGuar
         placement: alloc.placement,
         release_every: alloc.release_every,
         sample_every: scenario.sample_every,
+        sample_maps: scenario.sample_maps,
         max_total,
         max_rss,
         max_vsize,

@@ -312,6 +312,9 @@ pub(crate) fn differs(resource: &Resource, a: f64, b: f64) -> bool {
     let d = (a - b).abs();
     match resource.unit() {
         Unit::Count => d >= 0.1,
+        // Every process on the machine moves a system-wide figure: less than a page
+        // per buffer there is not the run's.
+        Unit::Bytes if resource.system_wide() => d >= 4096.0 && d >= 0.05 * a.abs().max(b.abs()),
         // 64 B a buffer over thousands of buffers is many pages: measurable.
         Unit::Bytes => d >= 64.0 && d >= 0.05 * a.abs().max(b.abs()),
     }

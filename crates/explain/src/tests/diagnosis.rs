@@ -63,6 +63,35 @@ fn nothing_failed_and_sharing_costs_nothing() {
 }
 
 #[test]
+fn system_shmem_moving_less_than_a_page_per_buffer_is_not_a_cost_of_sharing() {
+    // Other processes move Shmem: a few hundred bytes per buffer, either way, is theirs.
+    let d = diagnose(&matrix(
+        run(1, ContextMode::Shared)
+            .shmem(1e8, 151.0)
+            .completed(10000),
+        run(2, ContextMode::Shared)
+            .shmem(1e8, -250.0)
+            .completed(10000),
+        run(2, ContextMode::PerDevice)
+            .shmem(1e8, 165.0)
+            .completed(10000),
+    ));
+    let v = verdict(&d);
+    assert!(v.contains("adds no measurable cost per buffer"), "{v}");
+    assert!(!v.contains("Shmem"), "{v}");
+    // A page or more per buffer is the run's own.
+    let d = diagnose(&matrix(
+        run(1, ContextMode::Shared).completed(10000),
+        run(2, ContextMode::Shared)
+            .shmem(1e8, 1048576.0)
+            .completed(10000),
+        run(2, ContextMode::PerDevice).completed(10000),
+    ));
+    let v = verdict(&d);
+    assert!(v.contains("system Shmem +1.00 MiB per buffer"), "{v}");
+}
+
+#[test]
 fn a_confirmed_limit_of_sharing_is_named_with_its_experiments() {
     let mut shared = at_fd_limit(2, ContextMode::Shared, 1014);
     investigate(&mut shared, &mut Fds);

@@ -297,6 +297,7 @@ fn default_of(key: &str) -> Option<Value> {
         "guards.max_rss" => json!("50%"),
         "guards.max_seconds" => json!(crate::DEFAULT_MAX_SECONDS),
         "sampling.every" => json!(crate::DEFAULT_SAMPLE_EVERY),
+        "sampling.maps" => json!("budgeted"),
         "axpy.check" => json!("none"),
         "axpy.samples" => json!(8),
         "axpy.split" => json!(false),
@@ -334,11 +335,12 @@ fn value_schema_without_default(key: &str, description: &str) -> Option<Value> {
                 ("all", "every device of the platform"),
             ],
         ),
-        "devices.count" => integer(d, 1, None),
+        "devices.count" => integer(d, 1, Some(crate::validate::MAX_DEVICE_LIST as i64)),
         "devices.indices" => json!({
             "description": d,
             "type": "array",
             "minItems": 1,
+            "maxItems": crate::validate::MAX_DEVICE_LIST,
             "uniqueItems": true,
             "items": {"type": "integer", "minimum": 0},
         }),
@@ -354,6 +356,7 @@ fn value_schema_without_default(key: &str, description: &str) -> Option<Value> {
             "type": ["string", "array"],
             "pattern": "^equally$",
             "minItems": 1,
+            "maxItems": crate::validate::MAX_DEVICE_LIST,
             "items": {"type": "integer", "minimum": 1},
             "examples": ["equally", [1, 1]],
         }),
@@ -416,6 +419,13 @@ fn value_schema_without_default(key: &str, description: &str) -> Option<Value> {
             "maximum": crate::validate::MAX_SECONDS,
         }),
         "sampling.every" => integer(d, 1, None),
+        "sampling.maps" => words(
+            d,
+            &[
+                ("budgeted", "the first and last samples, either side of a release round, the 1st, 2nd, 4th, 8th..., and the others while the walks cost under 2 ms or 2% of the loop (default)"),
+                ("every-sample", "every sample, whatever the walks cost the loop's rate"),
+            ],
+        ),
         "axpy.check" => words(
             d,
             &[
@@ -462,6 +472,7 @@ fn grid(root: &Map<String, Value>) -> Value {
                 "description": format!("Values of {key}, one run each: {}", schema.get("description").and_then(Value::as_str).unwrap_or("")),
                 "type": "array",
                 "minItems": 1,
+                "uniqueItems": true,
                 "items": schema,
             }),
         );
@@ -478,6 +489,7 @@ fn grid(root: &Map<String, Value>) -> Value {
             "description": "Values of an [env] variable, one run each.",
             "type": "array",
             "minItems": 1,
+            "uniqueItems": true,
             "items": env_value,
         }},
         "propertyNames": {"pattern": format!("^(?:{}|env\\.[^=\\u0000]+)$", names.join("|"))},

@@ -58,7 +58,16 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
                 "give either devices.count or devices.indices, not both",
             ))
         }
-        (Some(n), None) => DeviceSet::Count(positive("devices.count", *n)? as usize),
+        (Some(n), None) => {
+            let count = positive("devices.count", *n)?;
+            if count > MAX_DEVICE_LIST as u64 {
+                return Err(problem(
+                    "devices.count",
+                    format!("{count} devices; at most {MAX_DEVICE_LIST} are allowed (more than any machine has)"),
+                ));
+            }
+            DeviceSet::Count(count as usize)
+        }
         (None, Some(list)) => {
             if list.is_empty() {
                 return Err(problem("devices.indices", "must name at least one device"));

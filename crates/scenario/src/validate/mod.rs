@@ -7,7 +7,7 @@ mod devices;
 mod process;
 
 pub(crate) use allocation::{MEM_FLAGS, STRATEGIES};
-pub(crate) use devices::{DEVICE_TYPES, FALLBACKS, MAX_PLATFORM_NAME};
+pub(crate) use devices::{DEVICE_TYPES, FALLBACKS, MAX_DEVICE_LIST, MAX_PLATFORM_NAME};
 
 use crate::model::*;
 use crate::raw::*;
@@ -89,6 +89,11 @@ pub(crate) const CONTEXT_MODES: [(&str, ContextMode); 2] = [
     ("per-device", ContextMode::PerDevice),
 ];
 /// `axpy.check`: none, a sample of pairs (`axpy.samples`), or every pair.
+/// `sampling.maps`.
+pub(crate) const MAPS_SAMPLINGS: [(&str, MapsSampling); 2] = [
+    ("budgeted", MapsSampling::Budgeted),
+    ("every-sample", MapsSampling::EverySample),
+];
 pub(crate) const AXPY_CHECKS: [&str; 3] = ["none", "sample", "all"];
 /// Default sampling interval.
 pub const DEFAULT_SAMPLE_EVERY: u64 = 1000;
@@ -209,6 +214,10 @@ pub(crate) fn validate(
         .map(|n| positive("sampling.every", n))
         .transpose()?
         .unwrap_or(DEFAULT_SAMPLE_EVERY);
+    let sample_maps = match raw.sampling.maps.as_deref() {
+        None => MapsSampling::Budgeted,
+        Some(m) => one_of("sampling.maps", m, &MAPS_SAMPLINGS)?,
+    };
 
     let split = raw.axpy.split.unwrap_or(false);
     let axpy_check = match raw.axpy.check.as_deref() {
@@ -289,6 +298,7 @@ pub(crate) fn validate(
         limits,
         guards,
         sample_every,
+        sample_maps,
         axpy: Axpy {
             check: axpy_check,
             split,

@@ -4,7 +4,7 @@
 
 use clmulti_explain::{Call, GuardKind, Sample, StopReason};
 use clmulti_probe::{ClCode, Usage, UsageReader};
-use clmulti_scenario::Placement;
+use clmulti_scenario::{MapsSampling, Placement};
 use std::time::{Duration, Instant};
 
 /// What the loop needs from whatever allocates.
@@ -59,6 +59,8 @@ pub(crate) struct LoopPlan {
     pub release_every: Option<u64>,
     /// Sample every this many buffers.
     pub sample_every: u64,
+    /// Which samples walk the mappings.
+    pub sample_maps: MapsSampling,
     /// Stop before the total requested would pass this.
     pub max_total: u64,
     /// Stop before host RSS (with the Shmem the run grew) would pass this.
@@ -256,7 +258,13 @@ pub(crate) fn allocation_loop(
     let mut sample = |out: &mut LoopOutcome, meter: &mut dyn Meter, start: Instant, walk: Walk| {
         let taken = Instant::now();
         let mut usage = meter.usage();
-        if walk == Walk::Always || maps.allows(taken - start, out.samples.len()) {
+        let walks = match (walk, plan.sample_maps) {
+            (Walk::Always, _) | (_, MapsSampling::EverySample) => true,
+            (Walk::Budgeted, MapsSampling::Budgeted) => {
+                maps.allows(taken - start, out.samples.len())
+            }
+        };
+        if walks {
             let walking = Instant::now();
             usage.process.memory_maps = Some(meter.memory_maps());
             maps.spent += walking.elapsed();

@@ -96,6 +96,7 @@ fn plan() -> LoopPlan {
         placement: Placement::RoundRobin,
         release_every: None,
         sample_every: 10,
+        sample_maps: MapsSampling::Budgeted,
         max_total: u64::MAX,
         max_rss: u64::MAX,
         max_vsize: u64::MAX,
@@ -358,6 +359,19 @@ fn costly_mapping_walks_are_left_out_of_fast_samples_but_never_the_first_or_last
         meter.maps_walks.get(),
         walked.iter().filter(|w| **w).count() as u64
     );
+}
+
+#[test]
+fn maps_every_sample_walks_at_every_sample_whatever_it_costs() {
+    let (mut backend, mut meter) = fake(0);
+    meter.walk_cost = Duration::from_millis(1);
+    let plan = LoopPlan {
+        sample_maps: MapsSampling::EverySample,
+        ..plan()
+    };
+    let out = allocation_loop(&plan, &mut backend, &mut meter, None);
+    assert_eq!(walked(&out), vec![true; 11]);
+    assert_eq!(meter.maps_walks.get(), 11);
 }
 
 #[test]
