@@ -35,13 +35,19 @@ struct CheckReport {
 struct FileResult {
     file: String,
     runs: Option<usize>,
+    /// The first problem (as a run would stop at it).
     error: Option<ErrorJson>,
+    /// Every problem found, the first included, in file order.
+    errors: Vec<ErrorJson>,
     /// Why `devices.platform` could not be checked against this machine's platforms.
     #[serde(skip_serializing_if = "Option::is_none")]
     platforms_not_checked: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+/// The most problems `check` lists per file.
+const MAX_PROBLEMS: usize = 20;
+
+#[derive(Debug, Clone, Serialize)]
 struct ErrorJson {
     line: Option<usize>,
     column: Option<usize>,
@@ -60,7 +66,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let mut results = Vec::new();
     let mut listings = Listings::new();
     for file in &args.files {
-        let checked = load(file).and_then(|f| {
+        let checked = load(file).map_err(|e| vec![e]).and_then(|f| {
             if crate::format::shows(crate::format::Verbosity::Verbose) {
                 for (index, run) in f.runs().enumerate() {
                     let Ok(s) = run else { break };
@@ -98,7 +104,11 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                     );
                 }
             }
-            let not_checked = check_platforms(&f, &mut listings)?;
+            let problems = f.problems(MAX_PROBLEMS);
+            if !problems.is_empty() {
+                return Err(problems);
+            }
+            let not_checked = check_platforms(&f, &mut listings).map_err(|e| vec![e])?;
             Ok((f.len(), not_checked))
         });
         results.push(match checked {
@@ -106,20 +116,19 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                 file: file.display().to_string(),
                 runs: Some(runs),
                 error: None,
+                errors: Vec::new(),
                 platforms_not_checked,
             },
-            Err(e) => FileResult {
-                file: file.display().to_string(),
-                runs: None,
-                platforms_not_checked: None,
-                error: Some(ErrorJson {
-                    line: e.line,
-                    column: e.column,
-                    key: e.key.clone(),
-                    message: e.message.clone(),
-                    text: e.to_string(),
-                }),
-            },
+            Err(problems) => {
+                let errors: Vec<ErrorJson> = problems.iter().map(ErrorJson::from).collect();
+                FileResult {
+                    file: file.display().to_string(),
+                    runs: None,
+                    platforms_not_checked: None,
+                    error: errors.first().cloned(),
+                    errors,
+                }
+            }
         });
     }
     let bad = results.iter().filter(|r| r.error.is_some()).count();
@@ -131,7 +140,17 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         Format::Text => {
             for r in &results {
                 match (&r.error, r.runs) {
-                    (Some(e), _) => crate::say!("error: {}", e.text),
+                    (Some(_), _) => {
+                        for e in &r.errors {
+                            crate::say!("error: {}", e.text);
+                        }
+                        if r.errors.len() >= MAX_PROBLEMS {
+                            crate::say!(
+                                "error: {}: the first {MAX_PROBLEMS} problems; fix them and check again for more",
+                                r.file
+                            );
+                        }
+                    }
                     (None, Some(n)) => {
                         format::write_stdout(&format!("ok {}: {n} run(s)\n", r.file))?
                     }
@@ -153,6 +172,18 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         )));
     }
     Ok(())
+}
+
+impl From<&ScenarioError> for ErrorJson {
+    fn from(e: &ScenarioError) -> Self {
+        ErrorJson {
+            line: e.line,
+            column: e.column,
+            key: e.key.clone(),
+            message: e.message.clone(),
+            text: e.to_string(),
+        }
+    }
 }
 
 /// The platforms the ICD loader lists under each `[env]` met so far (or why it

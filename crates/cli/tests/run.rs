@@ -292,6 +292,43 @@ fn check_names_file_line_and_key_and_exits_2() {
 }
 
 #[test]
+fn check_lists_every_problem_of_a_file_in_text_and_json() {
+    let bad = scenario_file(
+        "three.toml",
+        "[allocation]\nsize = \"1 parsec\"\n[sampling]\nevery = 0\n[grid]\n\"context.mode\" = [\"shared\", \"sideways\"]\n",
+    );
+    let out = run(clmulti(2).arg("check").arg(&bad));
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    let name = bad.display();
+    for at in [
+        format!("{name}:2:8: key `allocation.size`"),
+        format!("{name}:4:9: key `sampling.every`"),
+        format!("{name}:6:29: key `grid.\"context.mode\"[1]`"),
+    ] {
+        assert!(err.contains(&format!("error: {at}")), "{at}: {err}");
+    }
+    let out = run(clmulti(2).args(["check", "--format", "json"]).arg(&bad));
+    let v = json(&out);
+    let file = &v["files"][0];
+    let keys: Vec<&str> = file["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "allocation.size",
+            "sampling.every",
+            "grid.\"context.mode\"[1]"
+        ]
+    );
+    assert_eq!(file["error"], file["errors"][0]);
+}
+
+#[test]
 fn run_with_a_bad_file_still_runs_the_good_one_and_exits_2() {
     let good = scenario_file(
         "good.toml",

@@ -236,6 +236,60 @@ impl ScenarioFile {
         Ok(self.runs)
     }
 
+    /// Every problem in the file's runs, each once, in file order, at most `limit`:
+    /// what [`check`](Self::check) stops at, and the problems behind it. After each
+    /// problem the run is validated again as if its key were not written (its default
+    /// applies), so one mistake is reported once and the next is found; a grid value
+    /// with a problem is reported once and the runs that take it are passed over.
+    ///
+    /// ```
+    /// let file = clmulti_scenario::ScenarioFile::parse(
+    ///     "[allocation]\nsize = \"1 parsec\"\ncount = -3\n[sampling]\nevery = 0\n",
+    ///     "two.toml",
+    /// )
+    /// .unwrap();
+    /// let keys: Vec<_> = file.problems(20).into_iter().map(|e| e.key.unwrap()).collect();
+    /// assert_eq!(keys, ["allocation.size", "allocation.count", "sampling.every"]);
+    /// ```
+    pub fn problems(&self, limit: usize) -> Vec<ScenarioError> {
+        let mut base = self.base.clone();
+        let mut found: Vec<ScenarioError> = Vec::new();
+        let mut bad_values = std::collections::HashSet::new();
+        'runs: for index in 0..self.runs {
+            let point = self.point(index);
+            if point
+                .iter()
+                .enumerate()
+                .any(|(axis, &i)| bad_values.contains(&(axis, i)))
+            {
+                continue;
+            }
+            // Each pass leaves a key out, so a run takes at most as many as it has keys.
+            loop {
+                let Err(problem) = self.run_from(&base, &point) else {
+                    continue 'runs;
+                };
+                let RunProblem { key, error } = *problem;
+                if !found.contains(&error) {
+                    found.push(error);
+                    if found.len() >= limit {
+                        break 'runs;
+                    }
+                }
+                if let Some(axis) = self.axis_setting(&point, &key) {
+                    bad_values.insert((axis, point[axis]));
+                    continue 'runs;
+                }
+                if !leave_out(&mut base, &key) {
+                    // A problem with no key of its own to leave out: the file's, not a run's.
+                    break 'runs;
+                }
+            }
+        }
+        found.sort_by_key(|e| (e.line, e.column));
+        found
+    }
+
     /// An error about `key` (`devices.platform`) in run `index`: at the grid entry
     /// that set it in that run, else where the file sets it.
     pub fn error_in_run(&self, index: usize, key: &str, message: &str) -> ScenarioError {
@@ -260,28 +314,36 @@ impl ScenarioFile {
     /// the file writes it: a key the grid sets is at its grid entry
     /// (`grid."allocation.flags"[0][1]` for `allocation.flags[1]`).
     fn place(&self, point: &[usize], problem_key: &str) -> (Vec<String>, String) {
-        for (axis, &i) in point.iter().enumerate() {
+        if let Some(axis) = self.axis_setting(point, problem_key) {
             let key = &self.axes[axis].0;
-            let Some(rest) = problem_key.strip_prefix(key.as_str()) else {
-                continue;
-            };
-            if rest.is_empty() || rest.starts_with('.') || rest.starts_with('[') {
-                let entry = vec!["grid".into(), key.clone(), i.to_string()];
-                let (_, written) = walk(&self.doc, &entry);
-                let path = [entry, split_key(rest)].concat();
-                return (path, format!("{written}{rest}"));
-            }
+            let rest = &problem_key[key.len()..];
+            let entry = vec!["grid".into(), key.clone(), point[axis].to_string()];
+            let (_, written) = walk(&self.doc, &entry);
+            let path = [entry, split_key(rest)].concat();
+            return (path, format!("{written}{rest}"));
         }
         (split_key(problem_key), problem_key.to_owned())
+    }
+
+    /// The grid axis that sets `problem_key` (or a table or list holding it).
+    fn axis_setting(&self, point: &[usize], problem_key: &str) -> Option<usize> {
+        (0..point.len()).find(|&axis| {
+            problem_key
+                .strip_prefix(self.axes[axis].0.as_str())
+                .is_some_and(|rest| {
+                    rest.is_empty() || rest.starts_with('.') || rest.starts_with('[')
+                })
+        })
     }
 
     /// The run's table at `point`: the file's with each axis's value set, and the
     /// values set (`allocation.size` -> `"1MiB"`), which name the run.
     fn table_at(
         &self,
+        base: &toml::Table,
         point: &[usize],
     ) -> Result<(toml::Table, BTreeMap<String, toml::Value>), ScenarioError> {
-        let mut run_table = self.base.clone();
+        let mut run_table = base.clone();
         let mut labels = BTreeMap::new();
         for (axis, &i) in point.iter().enumerate() {
             let (key, values) = &self.axes[axis];
@@ -312,26 +374,68 @@ impl ScenarioFile {
                 ),
             });
         }
-        let point = self.point(index);
-        let (run_table, labels) = self.table_at(&point)?;
-        let located = |key: &str, message: &str| {
-            let (path, written) = self.place(&point, key);
+        self.run_from(&self.base, &self.point(index))
+            .map_err(|problem| problem.error)
+    }
+
+    /// The run at `point` over `base` (the file's table, or one with keys left out);
+    /// a problem comes with its key in the run (`allocation.flags[1]`, empty for none).
+    fn run_from(&self, base: &toml::Table, point: &[usize]) -> Result<Scenario, Box<RunProblem>> {
+        let (run_table, labels) = self.table_at(base, point).map_err(|error| {
+            Box::new(RunProblem {
+                key: "grid".to_owned(),
+                error,
+            })
+        })?;
+        let located = |key: String, message: &str| {
+            let (path, written) = self.place(point, &key);
             let mut err = at_key(&self.doc, &self.file, &path, message);
             err.key = (!key.is_empty()).then(|| short(&written));
-            err
+            Box::new(RunProblem { key, error: err })
         };
         let raw: RawScenario = serde_path_to_error::deserialize(toml::Value::Table(run_table))
             .map_err(|e| {
                 let key = e.path().to_string();
                 let key = if key == "." { String::new() } else { key };
                 // Built again to say what was found: only when there is an error.
-                let table = self.table_at(&point).map(|(t, _)| t).unwrap_or_default();
+                let table = self
+                    .table_at(base, point)
+                    .map(|(t, _)| t)
+                    .unwrap_or_default();
                 let found = value_at(&table, &split_key(&key));
-                located(&key, &friendly(e.inner().message(), &key, found))
+                let message = friendly(e.inner().message(), &key, found);
+                located(key, &message)
             })?;
         validate(raw, &self.file, &self.fallback_name, labels, &self.context)
-            .map_err(|Problem { key, message }| located(&key, &message))
+            .map_err(|Problem { key, message }| located(key, &message))
     }
+}
+
+/// A run's problem and its key in the run (`allocation.flags[1]`; empty for none),
+/// which [`ScenarioFile::problems`] leaves out to look past it.
+struct RunProblem {
+    key: String,
+    error: ScenarioError,
+}
+
+/// Takes `key` (`allocation.size`; a list's item takes its whole list) out of
+/// `table`; false when the table does not hold it.
+fn leave_out(table: &mut toml::Table, key: &str) -> bool {
+    let path: Vec<String> = split_key(key)
+        .into_iter()
+        .take_while(|segment| segment.parse::<usize>().is_err())
+        .collect();
+    let Some((last, parents)) = path.split_last() else {
+        return false;
+    };
+    let mut table = table;
+    for parent in parents {
+        match table.get_mut(parent) {
+            Some(toml::Value::Table(inner)) => table = inner,
+            _ => return false,
+        }
+    }
+    table.remove(last).is_some()
 }
 
 /// A TOML syntax error, at its key when it is in a value: an integer beyond TOML's

@@ -34,6 +34,49 @@ fn every_malformed_scenario_gets_a_precise_message() {
 }
 
 #[test]
+fn every_problem_is_found_once_and_leaving_one_out_invents_none() {
+    // A file with one mistake: problems() finds that one and nothing behind it.
+    for case in CASES {
+        let Ok(file) = ScenarioFile::parse(case.text, "case.toml") else {
+            continue;
+        };
+        let first = file.check().unwrap_err();
+        assert_eq!(file.problems(20), vec![first], "{}", case.what);
+    }
+    // Several mistakes, in base keys, a list's item and grid values: each once, in
+    // file order; runs taking a bad grid value are passed over, the others checked.
+    let text = "[devices]\ncount = 0\n[allocation]\nsize = \"1 parsec\"\ncuont = 3\n\
+                flags = [\"READ_WRITE\", \"BOGUS\"]\n[sampling]\nevery = -1\n[grid]\n\
+                \"allocation.count\" = [10, \"many\", 20, \"lots\"]\n\"context.mode\" = [\"shared\", \"sideways\"]\n";
+    let file = ScenarioFile::parse(text, "many.toml").unwrap();
+    let found: Vec<(usize, String)> = file
+        .problems(20)
+        .into_iter()
+        .map(|e| (e.line.unwrap(), e.key.unwrap()))
+        .collect();
+    let expected = [
+        (2, "devices.count"),
+        (4, "allocation.size"),
+        (5, "allocation.cuont"),
+        (6, "allocation.flags[1]"),
+        (8, "sampling.every"),
+        (10, "grid.\"allocation.count\"[1]"),
+        (10, "grid.\"allocation.count\"[3]"),
+        (11, "grid.\"context.mode\"[1]"),
+    ];
+    let expected: Vec<(usize, String)> =
+        expected.iter().map(|(l, k)| (*l, k.to_string())).collect();
+    assert_eq!(found, expected);
+    assert_eq!(file.problems(3).len(), 3);
+    assert!(
+        ScenarioFile::parse("[allocation]\nsize = \"1MiB\"\n", "ok.toml")
+            .unwrap()
+            .problems(20)
+            .is_empty()
+    );
+}
+
+#[test]
 fn defaults_are_filled() {
     let runs = load_str("", "configs/empty.toml").unwrap();
     let s = &runs[0];
