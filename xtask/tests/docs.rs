@@ -70,7 +70,49 @@ const VALID: &[&str] = &[
     "name = \"x\"\n[allocation]\nkeep = false\n[grid]\n\"allocation.keep\" = [true]\n\"allocation.strategy\" = [\"pool\", \"create\"]\n\"env.X\" = [\"a\", \"b\"]\n\"name\" = [\"p\"]\n",
     "[allocation]\npool_size = \"1GiB\"\n[grid]\n\"allocation.strategy\" = [\"pool\"]\n",
     "[axpy]\nsamples = 4\n[grid]\n\"axpy.check\" = [\"sample\"]\n\"devices.count\" = [1, 2]\n",
+    "[allocation]\nsize = \"2PB\"\n[guards]\nmax_total = \"15EiB\"\n[limits]\ndata = \"1.5 PiB\"\n",
+    "[guards]\nmax_total = \"18446744073709551615\"\n[limits]\nas = \"18EB\"\n",
+    "[sampling]\nmaps = \"every-sample\"\n[grid]\n\"env.A\" = [\"1,env.B=2\", \"1\"]\n",
 ];
+
+/// The schema and the parser agree on where each unit's sizes stop fitting in 64
+/// bits: the largest whole number of each unit that fits, and the next.
+#[test]
+fn the_schema_refuses_exactly_the_sizes_too_large_for_64_bits() {
+    let validator = validator();
+    let units: [(&str, u64); 13] = [
+        ("", 1),
+        ("KiB", 1 << 10),
+        ("MiB", 1 << 20),
+        ("GiB", 1 << 30),
+        ("TiB", 1 << 40),
+        ("PiB", 1 << 50),
+        ("EiB", 1 << 60),
+        ("KB", 1_000),
+        ("MB", 1_000_000),
+        ("GB", 1_000_000_000),
+        ("TB", 1_000_000_000_000),
+        ("PB", 1_000_000_000_000_000),
+        ("EB", 1_000_000_000_000_000_000),
+    ];
+    for (unit, bytes) in units {
+        let most = u64::MAX / bytes;
+        let most = most as u128;
+        for (whole, fits) in [(most, true), (most + 1, false), (most * 10, false)] {
+            let text = format!("[guards]\nmax_total = \"{whole}{unit}\"\n");
+            assert_eq!(
+                clmulti_scenario::load_str(&text, "size.toml").is_ok(),
+                fits,
+                "{whole}{unit}: clmulti"
+            );
+            assert_eq!(
+                validator.is_valid(&as_json(&text)),
+                fits,
+                "{whole}{unit}: schema"
+            );
+        }
+    }
+}
 
 /// The schema editors use refuses every malformed file of the shared corpus that
 /// does not depend on the machine; `clmulti check` refuses all of them; both accept

@@ -171,7 +171,7 @@ impl ScenarioFile {
                     return Err(located(
                         &entry,
                         &format!(
-                            "repeats value {first} of this axis ({}): two runs would have one name; remove one",
+                            "the same value as [{first}] of this axis ({}): two runs would have one name; remove one",
                             label(value)
                         ),
                     ));
@@ -581,10 +581,16 @@ fn misplaced_table(table: &toml::Table) -> Option<&'static str> {
         .find(|key| table.get(*key).is_some_and(|v| !v.is_table()))
 }
 
-/// A grid value as a run's name shows it: strings without quotes.
+/// A grid value as a run's name shows it: strings without quotes, unless they hold
+/// what separates a name's parts (`,` `=` `[` `]` `"`) or spaces at an end, so that
+/// two grid points never read as one name.
 pub(crate) fn label(value: &toml::Value) -> String {
     match value {
-        toml::Value::String(s) => s.clone(),
+        toml::Value::String(s)
+            if !s.is_empty() && s.trim() == s && !s.contains([',', '=', '[', ']', '"']) =>
+        {
+            s.clone()
+        }
         other => other.to_string(),
     }
 }

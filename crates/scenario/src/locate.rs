@@ -139,7 +139,10 @@ pub(crate) fn walk(doc: &ImDocument<String>, path: &[String]) -> (Option<Range<u
             }
         };
         if let Some(v) = next_value {
-            if !matches!(v, Value::Array(_) | Value::InlineTable(_)) {
+            // A list or table is placed by its key, unless it is a list's item: it has
+            // none, and its own place beats the list's.
+            let item_of_a_list = matches!(value, Some(Value::Array(_)));
+            if item_of_a_list || !matches!(v, Value::Array(_) | Value::InlineTable(_)) {
                 best = v.span().or(best.take());
             }
         }

@@ -19,6 +19,11 @@ pub enum SizeError {
     /// The value does not fit in 64 bits.
     #[error("{0:?} is too large: a size is at most 16 EiB less one byte (18446744073709551615 B)")]
     Overflow(String),
+    /// A fraction with more digits than 128-bit arithmetic carries.
+    #[error(
+        "{0:?} has more digits after the point than a size can use; write it in a smaller unit"
+    )]
+    TooPrecise(String),
     /// A fraction that is not a whole number of bytes.
     #[error("{0:?} is not a whole number of bytes")]
     Fractional(String),
@@ -41,9 +46,8 @@ const UNITS: &[(&str, u64)] = &[
     ("gb", 1_000_000_000),
     ("t", 1_000_000_000_000),
     ("tb", 1_000_000_000_000),
-    ("p", 1_000_000_000_000_000),
+    // No bare "p" or "e": "1e" reads as a cut-off exponent.
     ("pb", 1_000_000_000_000_000),
-    ("e", 1_000_000_000_000_000_000),
     ("eb", 1_000_000_000_000_000_000),
 ];
 
@@ -80,16 +84,29 @@ pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     if whole.is_empty() && fraction.is_empty() || !all_digits(whole) || !all_digits(fraction) {
         return Err(SizeError::NotANumber(text.to_owned()));
     }
+    let fraction = fraction.trim_end_matches('0');
     let overflow = || SizeError::Overflow(text.to_owned());
+    let whole_fits = whole
+        .trim_start_matches('0')
+        .parse::<u128>()
+        .ok()
+        .or(whole.bytes().all(|b| b == b'0').then_some(0))
+        .and_then(|w| w.checked_mul(multiplier as u128))
+        .is_some_and(|bytes| bytes <= u64::MAX as u128);
+    if !whole_fits {
+        return Err(overflow());
+    }
+    // The whole part fits: what does not now is the fraction's length.
+    let too_precise = || SizeError::TooPrecise(text.to_owned());
     let digits: u128 = format!("{whole}{fraction}")
         .parse()
-        .map_err(|_| overflow())?;
+        .map_err(|_| too_precise())?;
     let scale = 10u128
         .checked_pow(fraction.len() as u32)
-        .ok_or_else(overflow)?;
+        .ok_or_else(too_precise)?;
     let scaled = digits
         .checked_mul(multiplier as u128)
-        .ok_or_else(overflow)?;
+        .ok_or_else(too_precise)?;
     if scaled % scale != 0 {
         return Err(SizeError::Fractional(text.to_owned()));
     }
@@ -272,6 +289,15 @@ mod tests {
         ));
         assert_eq!(parse_size(""), Err(SizeError::Empty));
         assert_eq!(parse_size("15EiB"), Ok(15 << 60));
+        assert_eq!(
+            parse_size("1.50000000000000000000000000000000000000000KiB"),
+            Ok(1536)
+        );
+        assert!(matches!(
+            parse_size("1.00000000000000000000000000000000000000001KiB"),
+            Err(SizeError::TooPrecise(_))
+        ));
+        assert!(matches!(parse_size("1e"), Err(SizeError::UnknownUnit(_))));
         assert_eq!(parse_size("2PB"), Ok(2_000_000_000_000_000));
         assert_eq!(format_size(3 << 50), "3PiB");
         let too_large = parse_size("16EiB").unwrap_err().to_string();

@@ -77,6 +77,22 @@ fn every_problem_is_found_once_and_leaving_one_out_invents_none() {
 }
 
 #[test]
+fn grid_values_holding_a_name_separator_are_quoted_so_names_stay_apart() {
+    let text = "[grid]\n\"env.A\" = [\"1\", \"1,env.B=2\"]\n\"env.B\" = [\"2\", \"2,env.B=2\"]\n\"name\" = [\"x\", \" x\"]\n";
+    let names: Vec<String> = load_str(text, "sep.toml")
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    let distinct: std::collections::HashSet<&String> = names.iter().collect();
+    assert_eq!(distinct.len(), 8, "{names:?}");
+    assert!(
+        names.contains(&"x[env.A=\"1,env.B=2\",env.B=2,name=x]".to_owned()),
+        "{names:?}"
+    );
+}
+
+#[test]
 fn defaults_are_filled() {
     let runs = load_str("", "configs/empty.toml").unwrap();
     let s = &runs[0];

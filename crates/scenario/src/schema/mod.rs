@@ -35,8 +35,16 @@ fn fraction(digits: usize, required: bool) -> String {
 /// The body of a size string (no anchors): a number and an optional unit, spaces
 /// allowed, the unit in any case; a fraction only where it can be whole bytes.
 fn size_body() -> String {
-    let binary = "[KkMmGgTt][Ii][Bb]";
-    let decimal = [("[Kk]", 3), ("[Mm]", 6), ("[Gg]", 9), ("[Tt]", 12)];
+    let binary = "[KkMmGgTtPpEe][Ii][Bb]";
+    let decimal = [
+        ("[Kk][Bb]?", 3),
+        ("[Mm][Bb]?", 6),
+        ("[Gg][Bb]?", 9),
+        ("[Tt][Bb]?", 12),
+        // No bare P or E: `1e` reads as a cut-off exponent.
+        ("[Pp][Bb]", 15),
+        ("[Ee][Bb]", 18),
+    ];
     let mut alternatives = vec![
         // Bytes: no fraction but zeros.
         format!("{WHOLE}{}\\s*(?:[Bb])?", fraction(0, false)),
@@ -45,7 +53,7 @@ fn size_body() -> String {
     ];
     for (unit, digits) in decimal {
         alternatives.push(format!(
-            "(?:{WHOLE}{}|_*{})\\s*{unit}[Bb]?",
+            "(?:{WHOLE}{}|_*{})\\s*{unit}",
             fraction(digits, false),
             fraction(digits, true)
         ));
@@ -57,9 +65,53 @@ fn size_body() -> String {
 const PERCENT_BODY: &str =
     "\\s*0*(?:100(?:\\.0*)?|[1-9][0-9]?(?:\\.[0-9]*)?|\\.[0-9]*[1-9][0-9]*)\\s*%\\s*";
 
-/// Sizes too large for 64 bits, by their number of digits: bytes from 21 digits,
-/// K from 18, M from 15, G from 12, T from 9.
-const OVERFLOW: &str = "^\\s*0*(?:[1-9][0-9]{20,}\\s*[Bb]?|[1-9][0-9]{17,}\\s*[Kk][Ii]?[Bb]?|[1-9][0-9]{14,}\\s*[Mm][Ii]?[Bb]?|[1-9][0-9]{11,}\\s*[Gg][Ii]?[Bb]?|[1-9][0-9]{8,}\\s*[Tt][Ii]?[Bb]?)(?:\\.[0-9_]*)?\\s*$";
+/// Sizes too large for 64 bits: a whole part above what fits in each unit (bytes
+/// above 18446744073709551615, EiB above 15, ...), whatever fraction follows.
+fn overflow() -> String {
+    let units: [(&str, u64); 13] = [
+        ("[Bb]?", 1),
+        ("[Kk][Ii][Bb]", 1 << 10),
+        ("[Mm][Ii][Bb]", 1 << 20),
+        ("[Gg][Ii][Bb]", 1 << 30),
+        ("[Tt][Ii][Bb]", 1 << 40),
+        ("[Pp][Ii][Bb]", 1 << 50),
+        ("[Ee][Ii][Bb]", 1 << 60),
+        ("[Kk][Bb]?", 1_000),
+        ("[Mm][Bb]?", 1_000_000),
+        ("[Gg][Bb]?", 1_000_000_000),
+        ("[Tt][Bb]?", 1_000_000_000_000),
+        ("[Pp][Bb]", 1_000_000_000_000_000),
+        ("[Ee][Bb]", 1_000_000_000_000_000_000),
+    ];
+    let alternatives: Vec<String> = units
+        .iter()
+        .map(|(unit, bytes)| {
+            format!(
+                "(?:{})(?:\\.[0-9_]*)?\\s*{unit}",
+                integers_above(u64::MAX / bytes)
+            )
+        })
+        .collect();
+    format!("^\\s*0*(?:{})\\s*$", alternatives.join("|"))
+}
+
+/// A pattern for the decimal integers (no leading zeros) above `n`: longer ones, and
+/// those of its length that pass it at some digit.
+fn integers_above(n: u64) -> String {
+    let digits = n.to_string();
+    let mut alternatives = vec![format!("[1-9][0-9]{{{},}}", digits.len())];
+    for (i, d) in digits.bytes().enumerate() {
+        if d < b'9' {
+            let rest = digits.len() - i - 1;
+            alternatives.push(format!(
+                "{}[{}-9][0-9]{{{rest}}}",
+                &digits[..i],
+                (d + 1) as char
+            ));
+        }
+    }
+    alternatives.join("|")
+}
 
 /// A size string that is zero.
 const ZERO: &str = "^\\s*[0_]*(?:\\.[0_]*)?\\s*[A-Za-z]*\\s*$";
@@ -71,7 +123,7 @@ const BELOW_64_MIB: &str = "^\\s*0*(?:[0-9]{1,7}(?:\\.[0-9]*)?\\s*[Bb]?|[0-9]{1,
 /// A size: an integer of bytes or a string with a unit. (No `allOf` in a value's
 /// schema: taplo 0.9's key completion recurses into it until its stack runs out.)
 fn size(description: &str, min_bytes: u64) -> Value {
-    let mut not = vec![json!({"type": "string", "pattern": OVERFLOW})];
+    let mut not = vec![json!({"type": "string", "pattern": overflow()})];
     if min_bytes >= 1 {
         not.push(json!({"type": "string", "pattern": ZERO}));
     }
@@ -409,7 +461,7 @@ fn value_schema_without_default(key: &str, description: &str) -> Option<Value> {
             "type": ["integer", "string"],
             "minimum": 0,
             "pattern": format!("^(?:{}|{PERCENT_BODY})$", size_body()),
-            "not": {"type": "string", "pattern": OVERFLOW},
+            "not": {"type": "string", "pattern": overflow()},
             "examples": ["50%", "8GiB"],
         }),
         "guards.max_seconds" => json!({

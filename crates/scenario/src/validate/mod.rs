@@ -88,12 +88,12 @@ pub(crate) const CONTEXT_MODES: [(&str, ContextMode); 2] = [
     ("shared", ContextMode::Shared),
     ("per-device", ContextMode::PerDevice),
 ];
-/// `axpy.check`: none, a sample of pairs (`axpy.samples`), or every pair.
 /// `sampling.maps`.
 pub(crate) const MAPS_SAMPLINGS: [(&str, MapsSampling); 2] = [
     ("budgeted", MapsSampling::Budgeted),
     ("every-sample", MapsSampling::EverySample),
 ];
+/// `axpy.check`: none, a sample of pairs (`axpy.samples`), or every pair.
 pub(crate) const AXPY_CHECKS: [&str; 3] = ["none", "sample", "all"];
 /// Default sampling interval.
 pub const DEFAULT_SAMPLE_EVERY: u64 = 1000;

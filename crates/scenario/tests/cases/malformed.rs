@@ -317,11 +317,19 @@ pub const CASES: &[Case] = &[
         schema: ForSchema::Refuses,
     },
     Case {
+        what: "a size past 64 bits in a unit that fits",
+        text: "[guards]\nmax_total = \"16EiB\"\n",
+        line: 2,
+        key: "guards.max_total",
+        fragment: "is too large: a size is at most 16 EiB less one byte",
+        schema: ForSchema::Refuses,
+    },
+    Case {
         what: "grid value repeated",
         text: "[grid]\n\"allocation.count\" = [\n  10,\n  20,\n  10,\n]\n",
         line: 5,
         key: "grid.\"allocation.count\"[2]",
-        fragment: "repeats value 0 of this axis (10): two runs would have one name",
+        fragment: "the same value as [0] of this axis (10): two runs would have one name",
         schema: ForSchema::Refuses,
     },
     Case {

@@ -435,9 +435,10 @@ const MAPS_FREE: Duration = Duration::from_millis(2);
 const MAPS_SHARE: f64 = 0.02;
 
 impl MapsBudget {
-    /// Whether sample number `nth` (0 is the first) walks the mappings.
+    /// Whether sample number `nth` (0 is the first) walks the mappings: the 1st,
+    /// 2nd, 4th, 8th... whatever the walks cost.
     fn allows(&self, elapsed: Duration, nth: usize) -> bool {
-        nth.is_power_of_two()
+        (nth + 1).is_power_of_two()
             || self.spent < MAPS_FREE
             || self.spent.as_secs_f64() < MAPS_SHARE * elapsed.as_secs_f64()
     }
