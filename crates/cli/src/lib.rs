@@ -140,7 +140,13 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => ("bench", args.is_arm()),
         Command::Diagnose(_) => ("diagnose", false),
     };
-    let graceful_signals = matches!(cli.command, Command::Run(_));
+    // Commands that report what they measured when stopped: `run`'s runs, `bench`'s
+    // finished rounds (its arms die at once).
+    let graceful_signals = match &cli.command {
+        Command::Run(_) => true,
+        Command::Bench(args) => !args.is_arm(),
+        _ => false,
+    };
     let body = move || {
         let result = match cli.command {
             Command::Devices(args) => devices::run(&args),

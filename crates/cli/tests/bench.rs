@@ -2,6 +2,9 @@
 
 mod common;
 use common::*;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
 
 #[test]
 fn the_bench_gives_a_median_an_interval_and_one_of_three_verdicts() {
@@ -22,7 +25,7 @@ fn the_bench_gives_a_median_an_interval_and_one_of_three_verdicts() {
     ]));
     assert!(out.status.success(), "{}", stderr(&out));
     let report = json(&out);
-    assert_eq!(report["schema_version"], 2);
+    assert_eq!(report["schema_version"], 3);
     let rounds = report["rounds"].as_array().unwrap();
     assert_eq!(rounds.len(), 6);
     for r in rounds {
@@ -74,4 +77,64 @@ fn five_rounds_give_no_interval_and_no_verdict() {
         text.contains("no 95% interval from 5 rounds") && text.contains("not resolved"),
         "{text}"
     );
+}
+
+#[test]
+fn a_stopped_bench_reports_the_rounds_that_finished() {
+    // SIGTERM to the process (`timeout`, a scheduler) or SIGINT to the group (Ctrl-C),
+    // once two rounds of 1000 have finished: those two are reported, exit 128 + signal.
+    for (signal, code, to_group, format) in [
+        (libc::SIGTERM, 143, false, "json"),
+        (libc::SIGINT, 130, true, "text"),
+    ] {
+        let mut child = clmulti(1)
+            .args([
+                "-v", "bench", "--device", "0:0", "--count", "200", "--size", "4KiB",
+            ])
+            .args([
+                "--rounds",
+                "1000",
+                "--min-seconds",
+                "0.005",
+                "--format",
+                format,
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let mut said = String::new();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        while !said.contains("bench: round 2 of 1000") {
+            let mut line = String::new();
+            assert!(err.read_line(&mut line).unwrap() > 0, "{said}");
+            said.push_str(&line);
+        }
+        // SAFETY: signalling the process (group) this test started.
+        unsafe { libc::kill(if to_group { -pid } else { pid }, signal) };
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{said}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if format == "json" {
+            let report = json(&out);
+            assert_eq!(report["schema_version"], 3);
+            assert_eq!(report["stopped_by"], "SIGTERM");
+            assert_eq!(report["rounds_asked"], 1000);
+            let rounds = report["rounds"].as_array().unwrap().len();
+            assert!((2..1000).contains(&rounds), "{rounds} rounds");
+            // The verdict of what ran: none without an interval (under 6 rounds).
+            let verdict = report["verdict"].as_str().unwrap();
+            assert!(
+                ["met", "not_met", "not_resolved"].contains(&verdict)
+                    && (rounds >= 6 || verdict == "not_resolved"),
+                "{report}"
+            );
+        } else {
+            assert!(stdout.contains("stopped by SIGINT after "), "{stdout}");
+            assert!(stdout.contains(" of 1000 rounds"), "{stdout}");
+            assert!(stdout.contains("verdict [measured]"), "{stdout}");
+        }
+    }
 }

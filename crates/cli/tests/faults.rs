@@ -218,7 +218,7 @@ fn bad_arguments_are_refused_not_panicked() {
 fn several_runs_each_get_a_fresh_process() {
     let path = scenario_file(
         "two.toml",
-        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64KiB\"\ncount = 200\nstrategy = \"fill\"\n[sampling]\nevery = 50\n[grid]\n\"allocation.keep\" = [true, true]\n",
+        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64KiB\"\ncount = 200\nstrategy = \"fill\"\n[sampling]\nevery = 50\n[grid]\n\"name\" = [\"first\", \"second\"]\n",
     );
     let out = run(clmulti(1).arg("run").arg(&path).args(["--format", "json"]));
     assert!(out.status.success(), "{}", stderr(&out));

@@ -171,7 +171,7 @@ impl ScenarioFile {
                     return Err(located(
                         &entry,
                         &format!(
-                            "the same value as [{first}] of this axis ({}): two runs would have one name; remove one",
+                            "the same value as [{first}] of this axis ({}): two runs would have one name; remove one (to run one twice, vary the name: \"name\" = [\"first\", \"second\"])",
                             label(value)
                         ),
                     ));

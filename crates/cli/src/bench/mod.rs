@@ -4,6 +4,8 @@
 //! alternates, every arm runs long enough not to be noise (the count is raised until
 //! the plain loop takes `--min-seconds`), and the verdict comes from the median ratio
 //! and its 95% interval: "not resolved" when the interval straddles the target.
+//! SIGINT or SIGTERM stops it after the arm in flight and reports the rounds that
+//! finished (a second one ends it at once).
 
 use crate::format::{self, table, Format};
 use crate::{note, Failure};
@@ -159,6 +161,11 @@ struct BenchReport {
     interval_coverage: Option<f64>,
     target: f64,
     verdict: Verdict,
+    /// The rounds asked for (`--rounds`); `rounds` holds fewer when stopped early.
+    rounds_asked: u32,
+    /// The signal that stopped the bench before every round ran (`SIGTERM`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped_by: Option<String>,
 }
 
 /// What one arm's buffers may take of the host: a quarter of its available memory.
@@ -384,15 +391,38 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         args.sample_every
     );
     let mut rounds = Vec::new();
+    let mut stopped_by = None;
     for round in 0..args.rounds {
         // Alternate which arm goes first.
-        let (plain, engine) = if round % 2 == 0 {
-            let p = spawn_arm(Arm::Plain, args, count, memory)?;
-            (p, spawn_arm(Arm::Engine, args, count, memory)?)
+        let arms = if round % 2 == 0 {
+            spawn_arm(Arm::Plain, args, count, memory)
+                .and_then(|p| Ok((p, spawn_arm(Arm::Engine, args, count, memory)?)))
         } else {
-            let e = spawn_arm(Arm::Engine, args, count, memory)?;
-            (spawn_arm(Arm::Plain, args, count, memory)?, e)
+            spawn_arm(Arm::Engine, args, count, memory)
+                .and_then(|e| Ok((spawn_arm(Arm::Plain, args, count, memory)?, e)))
         };
+        let (plain, engine) = match arms {
+            Ok(arms) => arms,
+            // Stopped as asked: the rounds that finished are reported.
+            Err(Failure::Interrupted(signal)) if !rounds.is_empty() => {
+                stopped_by = Some(signal);
+                break;
+            }
+            Err(Failure::Interrupted(signal)) => {
+                note!(
+                    "bench: stopped by {} before a round finished: nothing to report",
+                    clmulti_explain::signal_name(signal)
+                );
+                return Err(Failure::Interrupted(signal));
+            }
+            Err(e) => return Err(e),
+        };
+        crate::verbose!(
+            "bench: round {} of {}: ratio {:.3}",
+            round + 1,
+            args.rounds,
+            engine.rate / plain.rate
+        );
         rounds.push(Round {
             plain: plain.rate,
             engine: engine.rate,
@@ -406,7 +436,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let interval = median_interval(&ratios, CONFIDENCE);
     let target = args.require.unwrap_or(TARGET);
     let report = BenchReport {
-        schema_version: 2,
+        schema_version: 3,
         device,
         count,
         size_bytes: size,
@@ -420,10 +450,15 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         target,
         verdict: verdict(interval, target),
         rounds,
+        rounds_asked: args.rounds,
+        stopped_by: stopped_by.map(clmulti_explain::signal_name),
     };
     match args.format {
         Format::Json => format::print_json(&report)?,
         Format::Text => format::write_stdout(&bench_text(&report, args.min_seconds))?,
+    }
+    if let Some(signal) = stopped_by {
+        return Err(Failure::Interrupted(signal));
     }
     if args.require.is_some() && report.verdict == Verdict::NotMet {
         return Err(Failure::Tool(format!(
@@ -456,6 +491,14 @@ fn bench_text(report: &BenchReport, min_seconds: f64) -> String {
         ]);
     }
     let _ = write!(out, "{}", table(&rows));
+    if let Some(signal) = &report.stopped_by {
+        let _ = writeln!(
+            out,
+            "  stopped by {signal} after {} of {} rounds: the figures below are those rounds'",
+            report.rounds.len(),
+            report.rounds_asked
+        );
+    }
     if report.count_capped_by_memory {
         let _ = writeln!(
                 out,

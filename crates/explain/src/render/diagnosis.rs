@@ -78,11 +78,18 @@ impl Diagnosis {
                     )
                 }
                 Outcome::DidNotWork { stop, buffers } => match shared_failed {
-                    Some(before) if *buffers > before && before > 0 => format!(
+                    // Further only beyond what two runs of one case differ by.
+                    Some(before)
+                        if *buffers > before
+                            && before > 0
+                            && !crate::analysis::counts_match(*buffers, before) =>
+                    {
+                        format!(
                         "[measured] did not work: {} ({stop}), though it reached {:.1}x the shared context's {before}",
                         f.fix.label(),
                         *buffers as f64 / before as f64
-                    ),
+                        )
+                    }
                     _ => format!("[measured] did not work: {} ({stop})", f.fix.label()),
                 },
                 // A setting clmulti may not change is worth trying by hand: its command.

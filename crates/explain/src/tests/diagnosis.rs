@@ -1,7 +1,7 @@
 //! The diagnosis over a hand-built matrix: what sharing costs, the cause only when
 //! confirmed, a limit of the process, the release check, the fixes.
 
-use crate::diagnosis::{fixes_for, Diagnosis, Fix, Placed, Role};
+use crate::diagnosis::{fixes_for, Diagnosis, Fix, FixOutcome, Outcome, Placed, Role};
 use crate::experiment::{investigate, Runner};
 use crate::testing::{rerun_failing_at, run};
 use crate::verdict::Change;
@@ -89,6 +89,35 @@ fn system_shmem_moving_less_than_a_page_per_buffer_is_not_a_cost_of_sharing() {
     ));
     let v = verdict(&d);
     assert!(v.contains("system Shmem +1.00 MiB per buffer"), "{v}");
+}
+
+#[test]
+fn a_fix_that_did_not_work_reached_further_only_beyond_run_to_run_noise() {
+    let mut d = diagnose(&matrix(
+        run(1, ContextMode::Shared).completed(10000),
+        at_fd_limit(2, ContextMode::Shared, 2470),
+        run(2, ContextMode::PerDevice).completed(10000),
+    ));
+    let did_not_work = |fix: Fix, buffers: u64| FixOutcome {
+        fix,
+        outcome: Outcome::DidNotWork {
+            buffers,
+            stop: format!("FAILED after {buffers} buffers"),
+        },
+    };
+    d.fixes = vec![
+        did_not_work(Fix::PerDeviceContexts, 2471),
+        did_not_work(Fix::Pool, 4940),
+    ];
+    let lines = d.fix_lines();
+    assert_eq!(
+        lines[0],
+        "[measured] did not work: one context per device (FAILED after 2471 buffers)"
+    );
+    assert!(
+        lines[1].ends_with("though it reached 2.0x the shared context's 2470"),
+        "{lines:?}"
+    );
 }
 
 #[test]
