@@ -80,22 +80,7 @@ const VALID: &[&str] = &[
 #[test]
 fn the_schema_refuses_exactly_the_sizes_too_large_for_64_bits() {
     let validator = validator();
-    let units: [(&str, u64); 13] = [
-        ("", 1),
-        ("KiB", 1 << 10),
-        ("MiB", 1 << 20),
-        ("GiB", 1 << 30),
-        ("TiB", 1 << 40),
-        ("PiB", 1 << 50),
-        ("EiB", 1 << 60),
-        ("KB", 1_000),
-        ("MB", 1_000_000),
-        ("GB", 1_000_000_000),
-        ("TB", 1_000_000_000_000),
-        ("PB", 1_000_000_000_000_000),
-        ("EB", 1_000_000_000_000_000_000),
-    ];
-    for (unit, bytes) in units {
+    for (unit, bytes, _) in clmulti_scenario::SIZE_UNITS {
         let most = u64::MAX / bytes;
         let most = most as u128;
         for (whole, fits) in [(most, true), (most + 1, false), (most * 10, false)] {

@@ -44,9 +44,6 @@ struct FileResult {
     platforms_not_checked: Option<String>,
 }
 
-/// The most problems `check` lists per file.
-const MAX_PROBLEMS: usize = 20;
-
 #[derive(Debug, Clone, Serialize)]
 struct ErrorJson {
     line: Option<usize>,
@@ -66,7 +63,13 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let mut results = Vec::new();
     let mut listings = Listings::new();
     for file in &args.files {
-        let checked = load(file).map_err(|e| vec![e]).and_then(|f| {
+        let problems = ScenarioFile::problems_in(file);
+        let checked = if problems.is_empty() {
+            load(file).map_err(|e| vec![e])
+        } else {
+            Err(problems)
+        };
+        let checked = checked.and_then(|f| {
             if crate::format::shows(crate::format::Verbosity::Verbose) {
                 for (index, run) in f.runs().enumerate() {
                     let Ok(s) = run else { break };
@@ -104,10 +107,6 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                     );
                 }
             }
-            let problems = f.problems(MAX_PROBLEMS);
-            if !problems.is_empty() {
-                return Err(problems);
-            }
             let not_checked = check_platforms(&f, &mut listings).map_err(|e| vec![e])?;
             Ok((f.len(), not_checked))
         });
@@ -144,10 +143,11 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                         for e in &r.errors {
                             crate::say!("error: {}", e.text);
                         }
-                        if r.errors.len() >= MAX_PROBLEMS {
+                        if r.errors.len() >= clmulti_scenario::MAX_PROBLEMS {
                             crate::say!(
-                                "error: {}: the first {MAX_PROBLEMS} problems; fix them and check again for more",
-                                r.file
+                                "error: {}: the first {} problems; fix them and check again for more",
+                                r.file,
+                                clmulti_scenario::MAX_PROBLEMS
                             );
                         }
                     }

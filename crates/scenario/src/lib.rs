@@ -60,7 +60,7 @@ mod validate;
 
 pub use load::{
     default_layer, hard_limits, load_file, load_str, ScenarioError, ScenarioFile, MAX_FILE_BYTES,
-    MAX_RUNS,
+    MAX_PROBLEMS, MAX_RUNS,
 };
 pub use model::{
     Allocation, Axpy, AxpyCheck, ContextMode, Count, DeviceSet, DeviceType, Devices, Guards,
@@ -71,7 +71,7 @@ pub use model::{
 pub use raw::schema;
 pub use size::{
     format_bytes, format_bytes_apart, format_count, format_rate, format_size, parse_size, Bytes,
-    SizeError,
+    SizeError, SIZE_UNITS,
 };
 pub use validate::{
     parse_seconds, DEFAULT_MAX_SECONDS, DEFAULT_SAMPLE_EVERY, DEVICE_COUNT_TOKEN, LAYER_FILE_NAME,

@@ -57,6 +57,8 @@ pub struct ScenarioFile {
     doc: toml_edit::ImDocument<String>,
     base: toml::Table,
     axes: Vec<(String, Vec<toml::Value>)>,
+    /// Grid values that repeat an earlier one of their axis: `(axis, index)`.
+    repeats: Vec<(usize, usize)>,
     fallback_name: String,
     context: Context,
     runs: usize,
@@ -73,7 +75,13 @@ impl ScenarioFile {
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
         let file = path.display().to_string();
         let text = read_text(path, &file)?;
-        let context = Context {
+        Self::parse_with(text, &file, Self::machine_context(path))
+    }
+
+    /// How a file at `path` is checked on this machine: relative paths from its
+    /// folder, this process's hard limits, the layer beside clmulti.
+    fn machine_context(path: &Path) -> Context {
+        Context {
             base_dir: Some(
                 path.parent()
                     .filter(|p| !p.as_os_str().is_empty())
@@ -81,8 +89,7 @@ impl ScenarioFile {
             ),
             hard_limits: hard_limits(),
             layer: default_layer(),
-        };
-        Self::parse_with(text, &file, context)
+        }
     }
 
     /// Parses scenario text; `file` names it in errors and in the runs.
@@ -104,6 +111,23 @@ impl ScenarioFile {
     }
 
     fn parse_with(text: String, file: &str, context: Context) -> Result<Self, ScenarioError> {
+        let (parsed, problems) = Self::parse_lenient(text, file, context)?;
+        match problems.into_iter().min_by_key(|e| (e.line, e.column)) {
+            Some(first) => Err(first),
+            None => Ok(parsed),
+        }
+    }
+
+    /// The file parsed as far as it can be, and the problems of its `[grid]`: an axis
+    /// with a problem is left out (a repeated value only itself), a grid too large
+    /// leaves every axis out, so that the rest can still be checked. An error only for
+    /// what leaves nothing to check (TOML syntax, a key that must be a table).
+    fn parse_lenient(
+        text: String,
+        file: &str,
+        context: Context,
+    ) -> Result<(Self, Vec<ScenarioError>), ScenarioError> {
+        let mut problems = Vec::new();
         let doc = match toml_edit::ImDocument::parse(text.clone()) {
             Ok(doc) => doc,
             Err(e) => {
@@ -131,12 +155,14 @@ impl ScenarioFile {
             _ => Vec::new(),
         };
         let mut axes: Vec<(String, Vec<toml::Value>)> = Vec::new();
+        let mut repeats = Vec::new();
         for (key, values) in grid {
             let path = vec!["grid".to_owned(), key.clone()];
             let values = match values {
                 toml::Value::Array(v) if !v.is_empty() => v,
                 toml::Value::Array(_) => {
-                    return Err(located(&path, "a grid axis needs at least one value"))
+                    problems.push(located(&path, "a grid axis needs at least one value"));
+                    continue;
                 }
                 toml::Value::Table(inner) => {
                     // `allocation.count = [...]` unquoted in [grid]: the dots made tables.
@@ -152,29 +178,36 @@ impl ScenarioFile {
                     )
                     .last()
                     .map_or(key.clone(), |(k, _)| k);
-                    return Err(located(
+                    problems.push(located(
                         &path,
                         &format!(
                             "a grid axis must be a list of values; to vary {dotted}, write its key in quotes: \"{dotted}\" = [...] (unquoted, the dots make tables)"
                         ),
                     ));
+                    continue;
                 }
-                _ => return Err(located(&path, "a grid axis must be a list of values")),
+                _ => {
+                    problems.push(located(&path, "a grid axis must be a list of values"));
+                    continue;
+                }
             };
             if let Some(why) = not_a_grid_key(&key) {
-                return Err(located(&path, &why));
+                problems.push(located(&path, &why));
+                continue;
             }
-            // Equal values would give runs of one name, each overwriting the other's results.
+            // Equal values would give runs of one name, each overwriting the other's
+            // results: each repeat is a problem (and its runs are not checked again).
             for (later, value) in values.iter().enumerate() {
                 if let Some(first) = values[..later].iter().position(|v| v == value) {
                     let entry = vec!["grid".to_owned(), key.clone(), later.to_string()];
-                    return Err(located(
+                    problems.push(located(
                         &entry,
                         &format!(
                             "the same value as [{first}] of this axis ({}): two runs would have one name; remove one (to run one twice, vary the name: \"name\" = [\"first\", \"second\"])",
                             label(value)
                         ),
                     ));
+                    repeats.push((axes.len(), later));
                 }
             }
             axes.push((key, values));
@@ -182,30 +215,39 @@ impl ScenarioFile {
         let runs = axes
             .iter()
             .try_fold(1u64, |n, (_, values)| n.checked_mul(values.len() as u64))
-            .filter(|n| *n <= MAX_RUNS)
-            .ok_or_else(|| {
+            .filter(|n| *n <= MAX_RUNS);
+        let runs = match runs {
+            Some(runs) => runs as usize,
+            None => {
                 let sizes: Vec<String> = axes.iter().map(|(_, v)| v.len().to_string()).collect();
-                located(
+                problems.push(located(
                     &["grid".to_owned()],
                     &format!(
                         "expands to {} runs; at most {MAX_RUNS} are allowed: shorten an axis or split the file",
                         sizes.join(" x ")
                     ),
-                )
-            })? as usize;
+                ));
+                // The rest of the file is still checked, as one run without the grid.
+                axes.clear();
+                repeats.clear();
+                1
+            }
+        };
         let fallback_name = Path::new(file).file_stem().map_or_else(
             || "scenario".to_owned(),
             |s| s.to_string_lossy().into_owned(),
         );
-        Ok(ScenarioFile {
+        let parsed = ScenarioFile {
             file: file.to_owned(),
             doc,
             base,
             axes,
+            repeats,
             fallback_name,
             context,
             runs,
-        })
+        };
+        Ok((parsed, problems))
     }
 
     /// The file, as given.
@@ -236,57 +278,117 @@ impl ScenarioFile {
         Ok(self.runs)
     }
 
-    /// Every problem in the file's runs, each once, in file order, at most `limit`:
-    /// what [`check`](Self::check) stops at, and the problems behind it. After each
-    /// problem the run is validated again as if its key were not written (its default
-    /// applies), so one mistake is reported once and the next is found; a grid value
-    /// with a problem is reported once and the runs that take it are passed over.
+    /// Every problem in a scenario file, each once, in file order: what a run stops
+    /// at first, and the problems behind it, also those that keep the file from
+    /// expanding into runs (a `[grid]` axis that is not a list, a grid too large).
+    /// Read and checked as [`load`](Self::load) does; only TOML syntax, or a key that
+    /// must be a table, stops it at one problem. At most [`MAX_PROBLEMS`].
+    ///
+    /// After each problem the run is checked again as if its key were not written, so
+    /// that the next is found; a problem at a key whose checks read a key left out so
+    /// far is not reported (the default standing in for it may be what is wrong), nor
+    /// one with no key. A grid value with a problem is reported once and the runs
+    /// that take it are passed over.
     ///
     /// ```
-    /// let file = clmulti_scenario::ScenarioFile::parse(
+    /// let keys: Vec<String> = clmulti_scenario::ScenarioFile::problems_in_text(
     ///     "[allocation]\nsize = \"1 parsec\"\ncount = -3\n[sampling]\nevery = 0\n",
     ///     "two.toml",
     /// )
-    /// .unwrap();
-    /// let keys: Vec<_> = file.problems(20).into_iter().map(|e| e.key.unwrap()).collect();
+    /// .into_iter()
+    /// .map(|e| e.key.unwrap())
+    /// .collect();
     /// assert_eq!(keys, ["allocation.size", "allocation.count", "sampling.every"]);
     /// ```
-    pub fn problems(&self, limit: usize) -> Vec<ScenarioError> {
-        let mut base = self.base.clone();
-        let mut found: Vec<ScenarioError> = Vec::new();
-        let mut bad_values = std::collections::HashSet::new();
-        'runs: for index in 0..self.runs {
-            let point = self.point(index);
-            if point
-                .iter()
-                .enumerate()
-                .any(|(axis, &i)| bad_values.contains(&(axis, i)))
-            {
-                continue;
+    pub fn problems_in(path: &Path) -> Vec<ScenarioError> {
+        let file = path.display().to_string();
+        match read_text(path, &file) {
+            Ok(text) => Self::problems_with(text, &file, Self::machine_context(path)),
+            Err(e) => vec![e],
+        }
+    }
+
+    /// [`problems_in`](Self::problems_in) for scenario text; `file` names it.
+    pub fn problems_in_text(text: &str, file: &str) -> Vec<ScenarioError> {
+        Self::problems_with(text.to_owned(), file, Context::default())
+    }
+
+    fn problems_with(text: String, file: &str, context: Context) -> Vec<ScenarioError> {
+        let (parsed, mut found) = match Self::parse_lenient(text, file, context) {
+            Ok(parsed) => parsed,
+            Err(e) => return vec![e],
+        };
+        for problem in parsed.run_problems() {
+            if found.len() >= MAX_PROBLEMS {
+                break;
             }
-            // Each pass leaves a key out, so a run takes at most as many as it has keys.
+            if !found.contains(&problem) {
+                found.push(problem);
+            }
+        }
+        found.sort_by_key(|e| (e.line, e.column));
+        found
+    }
+
+    /// The problems of the runs, as [`problems_in`](Self::problems_in) finds them.
+    fn run_problems(&self) -> Vec<ScenarioError> {
+        let mut base = self.base.clone();
+        // The file's keys left out so far, and the grid values with a problem.
+        let mut left_out: Vec<String> = Vec::new();
+        let mut bad_values: std::collections::HashSet<(usize, usize)> =
+            self.repeats.iter().copied().collect();
+        // Points checked over the current base.
+        let mut checked = std::collections::HashSet::new();
+        let mut found: Vec<ScenarioError> = Vec::new();
+        'runs: for index in 0..self.runs {
+            // A bad value's axis is left out of the run: the rest is still checked.
+            let mut point = self.point(index);
+            for (axis, i) in point.iter_mut().enumerate() {
+                if i.is_some_and(|i| bad_values.contains(&(axis, i))) {
+                    *i = None;
+                }
+            }
+            // Each pass leaves a key or an axis out, so a run takes at most as many
+            // passes as it has keys.
             loop {
+                if !checked.insert(point.clone()) {
+                    continue 'runs;
+                }
                 let Err(problem) = self.run_from(&base, &point) else {
                     continue 'runs;
                 };
                 let RunProblem { key, error } = *problem;
-                if !found.contains(&error) {
+                let own = key_of(&key);
+                let omitted = point
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, i)| i.is_none())
+                    .map(|(axis, _)| self.axes[axis].0.as_str());
+                let maybe_a_default = left_out
+                    .iter()
+                    .map(String::as_str)
+                    .chain(omitted)
+                    .any(|other| reads(own, other));
+                if !maybe_a_default && !found.contains(&error) {
                     found.push(error);
-                    if found.len() >= limit {
+                    if found.len() >= MAX_PROBLEMS {
                         break 'runs;
                     }
                 }
-                if let Some(axis) = self.axis_setting(&point, &key) {
-                    bad_values.insert((axis, point[axis]));
-                    continue 'runs;
+                if let Some((axis, i)) = self.axis_setting(&point, &key) {
+                    bad_values.insert((axis, i));
+                    point[axis] = None;
+                    continue;
                 }
                 if !leave_out(&mut base, &key) {
                     // A problem with no key of its own to leave out: the file's, not a run's.
                     break 'runs;
                 }
+                left_out.push(own.to_owned());
+                // Points checked over the old base may fail over the new one.
+                checked.clear();
             }
         }
-        found.sort_by_key(|e| (e.line, e.column));
         found
     }
 
@@ -300,11 +402,12 @@ impl ScenarioFile {
     }
 
     /// Which value of each axis run `index` takes (mixed radix, first axis slowest).
-    fn point(&self, index: usize) -> Vec<usize> {
-        let mut point = vec![0usize; self.axes.len()];
+    /// (`None` marks an axis left out, when looking past a problem.)
+    fn point(&self, index: usize) -> Vec<Option<usize>> {
+        let mut point = vec![None; self.axes.len()];
         let mut rest = index;
         for (axis, (_, values)) in self.axes.iter().enumerate().rev() {
-            point[axis] = rest % values.len();
+            point[axis] = Some(rest % values.len());
             rest /= values.len();
         }
         point
@@ -313,11 +416,11 @@ impl ScenarioFile {
     /// Where a problem at `problem_key` sits in a run at `point`, and its key as
     /// the file writes it: a key the grid sets is at its grid entry
     /// (`grid."allocation.flags"[0][1]` for `allocation.flags[1]`).
-    fn place(&self, point: &[usize], problem_key: &str) -> (Vec<String>, String) {
-        if let Some(axis) = self.axis_setting(point, problem_key) {
+    fn place(&self, point: &[Option<usize>], problem_key: &str) -> (Vec<String>, String) {
+        if let Some((axis, i)) = self.axis_setting(point, problem_key) {
             let key = &self.axes[axis].0;
             let rest = &problem_key[key.len()..];
-            let entry = vec!["grid".into(), key.clone(), point[axis].to_string()];
+            let entry = vec!["grid".into(), key.clone(), i.to_string()];
             let (_, written) = walk(&self.doc, &entry);
             let path = [entry, split_key(rest)].concat();
             return (path, format!("{written}{rest}"));
@@ -325,14 +428,16 @@ impl ScenarioFile {
         (split_key(problem_key), problem_key.to_owned())
     }
 
-    /// The grid axis that sets `problem_key` (or a table or list holding it).
-    fn axis_setting(&self, point: &[usize], problem_key: &str) -> Option<usize> {
-        (0..point.len()).find(|&axis| {
-            problem_key
+    /// The grid axis that sets `problem_key` (or a table or list holding it) at
+    /// `point`, and the value it takes there.
+    fn axis_setting(&self, point: &[Option<usize>], problem_key: &str) -> Option<(usize, usize)> {
+        point.iter().enumerate().find_map(|(axis, &i)| {
+            let sets = problem_key
                 .strip_prefix(self.axes[axis].0.as_str())
                 .is_some_and(|rest| {
                     rest.is_empty() || rest.starts_with('.') || rest.starts_with('[')
-                })
+                });
+            Some((axis, i?)).filter(|_| sets)
         })
     }
 
@@ -341,11 +446,12 @@ impl ScenarioFile {
     fn table_at(
         &self,
         base: &toml::Table,
-        point: &[usize],
+        point: &[Option<usize>],
     ) -> Result<(toml::Table, BTreeMap<String, toml::Value>), ScenarioError> {
         let mut run_table = base.clone();
         let mut labels = BTreeMap::new();
-        for (axis, &i) in point.iter().enumerate() {
+        for (axis, i) in point.iter().enumerate() {
+            let Some(i) = *i else { continue };
             let (key, values) = &self.axes[axis];
             set_path(&mut run_table, key, values[i].clone()).map_err(|message| {
                 at_key(
@@ -380,7 +486,11 @@ impl ScenarioFile {
 
     /// The run at `point` over `base` (the file's table, or one with keys left out);
     /// a problem comes with its key in the run (`allocation.flags[1]`, empty for none).
-    fn run_from(&self, base: &toml::Table, point: &[usize]) -> Result<Scenario, Box<RunProblem>> {
+    fn run_from(
+        &self,
+        base: &toml::Table,
+        point: &[Option<usize>],
+    ) -> Result<Scenario, Box<RunProblem>> {
         let (run_table, labels) = self.table_at(base, point).map_err(|error| {
             Box::new(RunProblem {
                 key: "grid".to_owned(),
@@ -409,6 +519,22 @@ impl ScenarioFile {
         validate(raw, &self.file, &self.fallback_name, labels, &self.context)
             .map_err(|Problem { key, message }| located(key, &message))
     }
+}
+
+/// The most problems [`ScenarioFile::problems_in`] reports.
+pub const MAX_PROBLEMS: usize = 100;
+
+/// `allocation.flags` for `allocation.flags[1]`: the key a list's item belongs to.
+fn key_of(key: &str) -> &str {
+    key.split('[').next().unwrap_or(key)
+}
+
+/// Whether the checks of `key` read `other` (`allocation.placement` reads
+/// `devices.count`): with `other` left out, a problem at `key` may be its default's.
+fn reads(key: &str, other: &str) -> bool {
+    crate::validate::READS
+        .iter()
+        .any(|(k, read)| *k == key && read.contains(&other))
 }
 
 /// A run's problem and its key in the run (`allocation.flags[1]`; empty for none),

@@ -29,27 +29,32 @@ pub enum SizeError {
     Fractional(String),
 }
 
-const UNITS: &[(&str, u64)] = &[
-    ("", 1),
-    ("b", 1),
-    ("kib", 1 << 10),
-    ("mib", 1 << 20),
-    ("gib", 1 << 30),
-    ("tib", 1 << 40),
-    ("pib", 1 << 50),
-    ("eib", 1 << 60),
-    ("k", 1_000),
-    ("kb", 1_000),
-    ("m", 1_000_000),
-    ("mb", 1_000_000),
-    ("g", 1_000_000_000),
-    ("gb", 1_000_000_000),
-    ("t", 1_000_000_000_000),
-    ("tb", 1_000_000_000_000),
-    // No bare "p" or "e": "1e" reads as a cut-off exponent.
-    ("pb", 1_000_000_000_000_000),
-    ("eb", 1_000_000_000_000_000_000),
+/// The units a size may take, in any case: name, bytes, and whether its final B may
+/// be left out (`4096`, `64k`). P and E need theirs: `1e` reads as a cut-off exponent.
+pub const SIZE_UNITS: [(&str, u64, bool); 13] = [
+    ("B", 1, true),
+    ("KiB", 1 << 10, false),
+    ("MiB", 1 << 20, false),
+    ("GiB", 1 << 30, false),
+    ("TiB", 1 << 40, false),
+    ("PiB", 1 << 50, false),
+    ("EiB", 1 << 60, false),
+    ("KB", 1_000, true),
+    ("MB", 1_000_000, true),
+    ("GB", 1_000_000_000, true),
+    ("TB", 1_000_000_000_000, true),
+    ("PB", 1_000_000_000_000_000, false),
+    ("EB", 1_000_000_000_000_000_000, false),
 ];
+
+/// The bytes of `unit` as written (any case), if it is one of [`SIZE_UNITS`].
+fn unit_bytes(unit: &str) -> Option<u64> {
+    SIZE_UNITS.iter().find_map(|&(name, bytes, optional_b)| {
+        let without_b = &name[..name.len() - 1];
+        (name.eq_ignore_ascii_case(unit) || optional_b && without_b.eq_ignore_ascii_case(unit))
+            .then_some(bytes)
+    })
+}
 
 /// Parses a size with an optional unit (case-insensitive, spaces allowed).
 ///
@@ -73,12 +78,8 @@ pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     if number.is_empty() {
         return Err(SizeError::NotANumber(text.to_owned()));
     }
-    let unit_lower = unit.trim().to_ascii_lowercase();
-    let multiplier = UNITS
-        .iter()
-        .find(|(name, _)| *name == unit_lower)
-        .map(|(_, m)| *m)
-        .ok_or_else(|| SizeError::UnknownUnit(unit.trim().to_owned()))?;
+    let multiplier =
+        unit_bytes(unit.trim()).ok_or_else(|| SizeError::UnknownUnit(unit.trim().to_owned()))?;
     let (whole, fraction) = number.split_once('.').unwrap_or((&number, ""));
     let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     if whole.is_empty() && fraction.is_empty() || !all_digits(whole) || !all_digits(fraction) {

@@ -33,47 +33,102 @@ fn every_malformed_scenario_gets_a_precise_message() {
     }
 }
 
+/// Each problem's line and key, as `check` lists them.
+fn problems(text: &str) -> Vec<(usize, String)> {
+    ScenarioFile::problems_in_text(text, "many.toml")
+        .into_iter()
+        .map(|e| (e.line.unwrap_or(0), e.key.unwrap_or_default()))
+        .collect()
+}
+
+fn at(expected: &[(usize, &str)]) -> Vec<(usize, String)> {
+    expected.iter().map(|(l, k)| (*l, k.to_string())).collect()
+}
+
 #[test]
 fn every_problem_is_found_once_and_leaving_one_out_invents_none() {
-    // A file with one mistake: problems() finds that one and nothing behind it.
+    // A file with one mistake: that one, and nothing behind it.
     for case in CASES {
-        let Ok(file) = ScenarioFile::parse(case.text, "case.toml") else {
-            continue;
-        };
-        let first = file.check().unwrap_err();
-        assert_eq!(file.problems(20), vec![first], "{}", case.what);
+        let first = load_str(case.text, "case.toml").unwrap_err();
+        assert_eq!(
+            ScenarioFile::problems_in_text(case.text, "case.toml"),
+            vec![first],
+            "{}",
+            case.what
+        );
     }
     // Several mistakes, in base keys, a list's item and grid values: each once, in
     // file order; runs taking a bad grid value are passed over, the others checked.
     let text = "[devices]\ncount = 0\n[allocation]\nsize = \"1 parsec\"\ncuont = 3\n\
                 flags = [\"READ_WRITE\", \"BOGUS\"]\n[sampling]\nevery = -1\n[grid]\n\
                 \"allocation.count\" = [10, \"many\", 20, \"lots\"]\n\"context.mode\" = [\"shared\", \"sideways\"]\n";
-    let file = ScenarioFile::parse(text, "many.toml").unwrap();
-    let found: Vec<(usize, String)> = file
-        .problems(20)
-        .into_iter()
-        .map(|e| (e.line.unwrap(), e.key.unwrap()))
-        .collect();
-    let expected = [
-        (2, "devices.count"),
-        (4, "allocation.size"),
-        (5, "allocation.cuont"),
-        (6, "allocation.flags[1]"),
-        (8, "sampling.every"),
-        (10, "grid.\"allocation.count\"[1]"),
-        (10, "grid.\"allocation.count\"[3]"),
-        (11, "grid.\"context.mode\"[1]"),
-    ];
-    let expected: Vec<(usize, String)> =
-        expected.iter().map(|(l, k)| (*l, k.to_string())).collect();
-    assert_eq!(found, expected);
-    assert_eq!(file.problems(3).len(), 3);
-    assert!(
-        ScenarioFile::parse("[allocation]\nsize = \"1MiB\"\n", "ok.toml")
-            .unwrap()
-            .problems(20)
-            .is_empty()
+    assert_eq!(
+        problems(text),
+        at(&[
+            (2, "devices.count"),
+            (4, "allocation.size"),
+            (5, "allocation.cuont"),
+            (6, "allocation.flags[1]"),
+            (8, "sampling.every"),
+            (10, "grid.\"allocation.count\"[1]"),
+            (10, "grid.\"allocation.count\"[3]"),
+            (11, "grid.\"context.mode\"[1]"),
+        ])
     );
+    assert!(problems("[allocation]\nsize = \"1MiB\"\n").is_empty());
+    // A key whose default stands in for a bad one blames nothing that reads it: the
+    // placement is not checked against the default device count, nor the pool size
+    // against the default strategy or buffer size.
+    for text in [
+        "[devices]\ncount = \"two\"\n[allocation]\nplacement = 3\n",
+        "[devices]\nindices = [0, \"one\", 7]\n[allocation]\nplacement = 2\n",
+        "[allocation]\nstrategy = \"poool\"\npool_size = \"512MiB\"\n",
+        "[allocation]\nsize = \"lots\"\npool_size = \"1KiB\"\nstrategy = \"pool\"\n",
+    ] {
+        assert_eq!(problems(text).len(), 1, "{text}: {:?}", problems(text));
+    }
+}
+
+#[test]
+fn a_grid_that_cannot_expand_hides_no_other_problem() {
+    // An axis that is no scenario key, one that repeats, one that is not a list: each
+    // is listed, and the rest of the file is still checked; a repeated bad value is
+    // listed as bad too.
+    let text = "colour = 1\n[allocation]\nsize = \"1MiZ\"\n[grid]\n\"allocation.bogus\" = [1, 2]\n\
+                \"sampling.every\" = [0, 5]\n\"allocation.count\" = [\"x\", \"x\", \"y\"]\n\"context.mode\" = \"shared\"\n";
+    assert_eq!(
+        problems(text),
+        at(&[
+            (1, "colour"),
+            (3, "allocation.size"),
+            (5, "grid.\"allocation.bogus\""),
+            (6, "grid.\"sampling.every\"[0]"),
+            (7, "grid.\"allocation.count\"[0]"),
+            (7, "grid.\"allocation.count\"[1]"),
+            (7, "grid.\"allocation.count\"[2]"),
+            (8, "grid.\"context.mode\""),
+        ])
+    );
+    // A grid too large is one problem; the file's own keys are checked without it.
+    let axis = |n: usize| {
+        (1..=n)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let text = format!(
+        "[context]\ncount = 0\n[grid]\n\"allocation.count\" = [{}]\n\"sampling.every\" = [{}]\n",
+        axis(400),
+        axis(400)
+    );
+    let found = problems(&text);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found[0], (2, "context.count".to_owned()));
+    assert_eq!(found[1].1, "grid");
+    // More than a screenful, all in file order.
+    let many: String = (0..30).map(|i| format!("bad{i} = 1\n")).collect();
+    let lines: Vec<usize> = problems(&many).into_iter().map(|(l, _)| l).collect();
+    assert_eq!(lines, (1..=30).collect::<Vec<_>>());
 }
 
 #[test]

@@ -379,11 +379,21 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             memory / MIN_BYTES_PER_BUFFER
         )));
     }
+    let stopped_before_a_round = |signal: i32| {
+        note!(
+            "bench: stopped by {} before a round finished: nothing to report",
+            clmulti_explain::signal_name(signal)
+        );
+        Failure::Interrupted(signal)
+    };
     let Calibration {
         count,
         tried: calibration,
         capped,
-    } = calibrate(args, memory as f64)?;
+    } = calibrate(args, memory as f64).map_err(|e| match e {
+        Failure::Interrupted(signal) => stopped_before_a_round(signal),
+        other => other,
+    })?;
     note!(
         "bench: {device}; {count} buffers of {} per arm (the plain loop took {:.3} s at that count or the one before), engine sampling every {}; each arm in a fresh process",
         clmulti_scenario::format_size(size),
@@ -408,13 +418,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                 stopped_by = Some(signal);
                 break;
             }
-            Err(Failure::Interrupted(signal)) => {
-                note!(
-                    "bench: stopped by {} before a round finished: nothing to report",
-                    clmulti_explain::signal_name(signal)
-                );
-                return Err(Failure::Interrupted(signal));
-            }
+            Err(Failure::Interrupted(signal)) => return Err(stopped_before_a_round(signal)),
             Err(e) => return Err(e),
         };
         crate::verbose!(

@@ -35,30 +35,44 @@ fn fraction(digits: usize, required: bool) -> String {
 /// The body of a size string (no anchors): a number and an optional unit, spaces
 /// allowed, the unit in any case; a fraction only where it can be whole bytes.
 fn size_body() -> String {
-    let binary = "[KkMmGgTtPpEe][Ii][Bb]";
-    let decimal = [
-        ("[Kk][Bb]?", 3),
-        ("[Mm][Bb]?", 6),
-        ("[Gg][Bb]?", 9),
-        ("[Tt][Bb]?", 12),
-        // No bare P or E: `1e` reads as a cut-off exponent.
-        ("[Pp][Bb]", 15),
-        ("[Ee][Bb]", 18),
-    ];
-    let mut alternatives = vec![
-        // Bytes: no fraction but zeros.
-        format!("{WHOLE}{}\\s*(?:[Bb])?", fraction(0, false)),
-        // Binary units: any fraction (0.5KiB is 512 bytes).
-        format!("(?:{WHOLE}(?:\\.[0-9_]*)?|[0-9_]*\\.[0-9_]*[0-9][0-9_]*)\\s*{binary}"),
-    ];
-    for (unit, digits) in decimal {
-        alternatives.push(format!(
-            "(?:{WHOLE}{}|_*{})\\s*{unit}",
-            fraction(digits, false),
-            fraction(digits, true)
-        ));
+    let mut alternatives = Vec::new();
+    let mut binary = Vec::new();
+    for (name, bytes, optional_b) in crate::SIZE_UNITS {
+        let unit = unit_pattern(name, optional_b);
+        if bytes == 1 {
+            // Bytes: no fraction but zeros.
+            alternatives.push(format!("{WHOLE}{}\\s*{unit}", fraction(0, false)));
+        } else if bytes.is_power_of_two() {
+            binary.push(unit);
+        } else {
+            // Decimal units: a fraction of at most as many digits as the unit's zeros.
+            let digits = bytes.ilog10() as usize;
+            alternatives.push(format!(
+                "(?:{WHOLE}{}|_*{})\\s*{unit}",
+                fraction(digits, false),
+                fraction(digits, true)
+            ));
+        }
     }
+    // Binary units: any fraction (0.5KiB is 512 bytes).
+    alternatives.push(format!(
+        "(?:{WHOLE}(?:\\.[0-9_]*)?|[0-9_]*\\.[0-9_]*[0-9][0-9_]*)\\s*(?:{})",
+        binary.join("|")
+    ));
     format!("\\s*(?:{})\\s*", alternatives.join("|"))
+}
+
+/// A unit's name in any case, its final B optional where the unit allows:
+/// `[Kk][Ii][Bb]`, `[Kk][Bb]?`.
+fn unit_pattern(name: &str, optional_b: bool) -> String {
+    let mut pattern: String = name
+        .chars()
+        .map(|c| format!("[{}{}]", c.to_ascii_uppercase(), c.to_ascii_lowercase()))
+        .collect();
+    if optional_b {
+        pattern.push('?');
+    }
+    pattern
 }
 
 /// A percentage in (0, 100].
@@ -68,27 +82,13 @@ const PERCENT_BODY: &str =
 /// Sizes too large for 64 bits: a whole part above what fits in each unit (bytes
 /// above 18446744073709551615, EiB above 15, ...), whatever fraction follows.
 fn overflow() -> String {
-    let units: [(&str, u64); 13] = [
-        ("[Bb]?", 1),
-        ("[Kk][Ii][Bb]", 1 << 10),
-        ("[Mm][Ii][Bb]", 1 << 20),
-        ("[Gg][Ii][Bb]", 1 << 30),
-        ("[Tt][Ii][Bb]", 1 << 40),
-        ("[Pp][Ii][Bb]", 1 << 50),
-        ("[Ee][Ii][Bb]", 1 << 60),
-        ("[Kk][Bb]?", 1_000),
-        ("[Mm][Bb]?", 1_000_000),
-        ("[Gg][Bb]?", 1_000_000_000),
-        ("[Tt][Bb]?", 1_000_000_000_000),
-        ("[Pp][Bb]", 1_000_000_000_000_000),
-        ("[Ee][Bb]", 1_000_000_000_000_000_000),
-    ];
-    let alternatives: Vec<String> = units
+    let alternatives: Vec<String> = crate::SIZE_UNITS
         .iter()
-        .map(|(unit, bytes)| {
+        .map(|&(name, bytes, optional_b)| {
             format!(
-                "(?:{})(?:\\.[0-9_]*)?\\s*{unit}",
-                integers_above(u64::MAX / bytes)
+                "(?:{})(?:\\.[0-9_]*)?\\s*{}",
+                integers_above(u64::MAX / bytes),
+                unit_pattern(name, optional_b)
             )
         })
         .collect();

@@ -88,6 +88,38 @@ pub(crate) const CONTEXT_MODES: [(&str, ContextMode); 2] = [
     ("shared", ContextMode::Shared),
     ("per-device", ContextMode::PerDevice),
 ];
+/// The other keys each key's checks read, for every check between keys below and in
+/// [`allocation`] and [`devices`]: what `ScenarioFile::problems_in` must not blame on
+/// a key when one it reads was left out and its default stands in.
+pub(crate) const READS: &[(&str, &[&str])] = &[
+    (
+        "allocation.placement",
+        &["devices.count", "devices.indices", "devices.partition"],
+    ),
+    (
+        "allocation.pool_size",
+        &["allocation.strategy", "allocation.size"],
+    ),
+    ("allocation.flags", &["allocation.strategy"]),
+    ("allocation.keep", &["allocation.strategy"]),
+    (
+        "allocation.release_every",
+        &["allocation.keep", "allocation.strategy"],
+    ),
+    ("context.count", &["context.mode", "allocation.strategy"]),
+    (
+        "axpy.check",
+        &[
+            "allocation.keep",
+            "allocation.size",
+            "allocation.strategy",
+            "context.count",
+        ],
+    ),
+    ("axpy.samples", &["axpy.check"]),
+    ("devices.indices", &["devices.count"]),
+];
+
 /// `sampling.maps`.
 pub(crate) const MAPS_SAMPLINGS: [(&str, MapsSampling); 2] = [
     ("budgeted", MapsSampling::Budgeted),
