@@ -35,7 +35,7 @@ struct CheckReport {
 struct FileResult {
     file: String,
     runs: Option<usize>,
-    /// The first problem (as a run would stop at it).
+    /// The first problem in the file (`errors[0]`).
     error: Option<ErrorJson>,
     /// Every problem found, the first included, in file order.
     errors: Vec<ErrorJson>,

@@ -8,7 +8,7 @@ use crate::locate::{
 use crate::model::{Rlimit, Scenario};
 use crate::raw::RawScenario;
 use crate::validate::{validate, Context, Problem};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -196,9 +196,11 @@ impl ScenarioFile {
                 continue;
             }
             // Equal values would give runs of one name, each overwriting the other's
-            // results: each repeat is a problem (and its runs are not checked again).
+            // results: each repeat is a problem (its runs are checked without it).
+            // Equal values print alike: their text finds the first in one pass.
+            let mut seen: HashMap<String, usize> = HashMap::with_capacity(values.len());
             for (later, value) in values.iter().enumerate() {
-                if let Some(first) = values[..later].iter().position(|v| v == value) {
+                if let Some(&first) = seen.get(&value.to_string()) {
                     let entry = vec!["grid".to_owned(), key.clone(), later.to_string()];
                     problems.push(located(
                         &entry,
@@ -208,6 +210,8 @@ impl ScenarioFile {
                         ),
                     ));
                     repeats.push((axes.len(), later));
+                } else {
+                    seen.insert(value.to_string(), later);
                 }
             }
             axes.push((key, values));
@@ -286,9 +290,9 @@ impl ScenarioFile {
     ///
     /// After each problem the run is checked again as if its key were not written, so
     /// that the next is found; a problem at a key whose checks read a key left out so
-    /// far is not reported (the default standing in for it may be what is wrong), nor
-    /// one with no key. A grid value with a problem is reported once and the runs
-    /// that take it are passed over.
+    /// far is not reported (the default standing in for it may be what is wrong). A
+    /// grid value with a problem is reported once, and its axis is left out of the
+    /// runs that take it.
     ///
     /// ```
     /// let keys: Vec<String> = clmulti_scenario::ScenarioFile::problems_in_text(
@@ -319,14 +323,13 @@ impl ScenarioFile {
             Err(e) => return vec![e],
         };
         for problem in parsed.run_problems() {
-            if found.len() >= MAX_PROBLEMS {
-                break;
-            }
             if !found.contains(&problem) {
                 found.push(problem);
             }
         }
+        // All found, then the first in the file.
         found.sort_by_key(|e| (e.line, e.column));
+        found.truncate(MAX_PROBLEMS);
         found
     }
 
@@ -371,7 +374,8 @@ impl ScenarioFile {
                     .any(|other| reads(own, other));
                 if !maybe_a_default && !found.contains(&error) {
                     found.push(error);
-                    if found.len() >= MAX_PROBLEMS {
+                    // Enough to sort the first MAX_PROBLEMS of the file from.
+                    if found.len() >= SEARCHED_PROBLEMS {
                         break 'runs;
                     }
                 }
@@ -523,6 +527,8 @@ impl ScenarioFile {
 
 /// The most problems [`ScenarioFile::problems_in`] reports.
 pub const MAX_PROBLEMS: usize = 100;
+/// The most problems of runs it looks for before sorting them by place.
+const SEARCHED_PROBLEMS: usize = 10 * MAX_PROBLEMS;
 
 /// `allocation.flags` for `allocation.flags[1]`: the key a list's item belongs to.
 fn key_of(key: &str) -> &str {

@@ -125,6 +125,18 @@ fn a_grid_that_cannot_expand_hides_no_other_problem() {
     assert_eq!(found.len(), 2, "{found:?}");
     assert_eq!(found[0], (2, "context.count".to_owned()));
     assert_eq!(found[1].1, "grid");
+    // An axis of 20000 repeats: one pass over it, and the first 100 in the file.
+    let text = format!(
+        "[grid]\n\"sampling.every\" = [{}]\n",
+        vec!["7"; 20000].join(", ")
+    );
+    let found = ScenarioFile::problems_in_text(&text, "repeats.toml");
+    assert_eq!(found.len(), clmulti_scenario::MAX_PROBLEMS);
+    assert_eq!(found[0].key.as_deref(), Some("grid.\"sampling.every\"[1]"));
+    assert_eq!(
+        found[99].key.as_deref(),
+        Some("grid.\"sampling.every\"[100]")
+    );
     // More than a screenful, all in file order.
     let many: String = (0..30).map(|i| format!("bad{i} = 1\n")).collect();
     let lines: Vec<usize> = problems(&many).into_iter().map(|(l, _)| l).collect();
