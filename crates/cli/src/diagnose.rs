@@ -158,6 +158,19 @@ fn inherited_memory_limits() -> clmulti_scenario::Limits {
     limits
 }
 
+/// The signal that asked this diagnose to stop, if one did: no run starts after it.
+fn stop_signal() -> Option<i32> {
+    clmulti_alloc::child::INTERRUPT.signal()
+}
+
+/// Why a run was not made, or cannot be judged, once a signal asked to stop.
+fn stopped_words(signal: i32) -> String {
+    format!(
+        "not run: diagnose was stopped by {}",
+        clmulti_explain::signal_name(signal)
+    )
+}
+
 fn run_case(scenario: &Scenario) -> Result<Report, Failure> {
     note!("diagnose: {} ...", scenario.name);
     let report = crate::run::run_child(scenario, None)?;
@@ -252,6 +265,10 @@ fn run_matrix(
             let name = format!("{}-{}", role_word(role), strategy.name());
             let scenario = case_scenario(&name, role, strategy, platform, devices, size, count)?;
             reports.push((role, run_case(&scenario)?));
+            // Stopped: the cases so far (the last one partial) are the diagnosis.
+            if stop_signal().is_some() {
+                return Ok(reports);
+            }
         }
     }
     Ok(reports)
@@ -275,6 +292,10 @@ fn run_fixes(shared: &Report, per_device: Option<&Report>) -> Result<Vec<FixRun>
     for (i, (fix, untested)) in fixes_for(shared).into_iter().enumerate() {
         if let Some(reason) = untested {
             out.push((fix, Err(reason)));
+            continue;
+        }
+        if let Some(signal) = stop_signal() {
+            out.push((fix, Err(stopped_words(signal))));
             continue;
         }
         let mut scenario = shared.scenario.clone();
@@ -306,7 +327,12 @@ fn run_fixes(shared: &Report, per_device: Option<&Report>) -> Result<Vec<FixRun>
             Fix::RuntimeKnob { env, .. } => scenario.env.extend(env.iter().cloned()),
         }
         let report = run_case(&scenario)?;
-        out.push((fix, Ok(report)));
+        // A fix stopped part way shows nothing about the fix.
+        let judged = match report.stop {
+            StopReason::Interrupted { signal, .. } => Err(stopped_words(signal)),
+            _ => Ok(report),
+        };
+        out.push((fix, judged));
     }
     Ok(out)
 }
@@ -361,7 +387,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         let per = find(&reports, Role::PerDevice, strategy).map(|p| &reports[p].1);
         fix_reports = run_fixes(&reports[shared].1, per)?;
     }
-    if args.experiments {
+    if args.experiments && stop_signal().is_none() {
         second_rounds(&mut reports);
     }
     let placed: Vec<Placed<'_>> = reports
@@ -376,7 +402,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         .map(|(f, r)| (f.clone(), r.as_ref().map_err(Clone::clone)))
         .collect();
     let mut diagnosis = Diagnosis::new(&placed, &fixes);
-    if diagnosis.neo_emulation.is_some() {
+    if diagnosis.neo_emulation.is_some() && stop_signal().is_none() {
         diagnosis.add_allocation_log(allocation_logs(&reports, args.count)?);
     }
     if let Some(why) = single {
@@ -384,6 +410,18 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             0,
             Statement::measured(format!(
                 "one device only: {why}; nothing here compares a shared context with per-device ones"
+            )),
+        );
+    }
+    let stopped = stop_signal();
+    if let Some(signal) = stopped {
+        let planned = if devices.len() >= 2 { 6 } else { 2 };
+        diagnosis.verdict.insert(
+            0,
+            Statement::measured(format!(
+                "stopped by {} after {} of the {planned} cases (the last one partial if it was running); the experiments and fixes after that were not run: this diagnosis is of what ran",
+                clmulti_explain::signal_name(signal),
+                reports.len()
             )),
         );
     }
@@ -395,7 +433,10 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         DiagnoseFormat::Markdown => crate::format::write_stdout(&diagnosis.markdown())?,
         DiagnoseFormat::Text => crate::format::write_stdout(&text(&diagnosis, args))?,
     }
-    Ok(())
+    match stopped {
+        Some(signal) => Err(Failure::Interrupted(signal)),
+        None => Ok(()),
+    }
 }
 
 fn text(d: &Diagnosis, args: &Args) -> String {

@@ -61,6 +61,16 @@ impl ChildRunner {
 
 impl Runner for ChildRunner {
     fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, String> {
+        // Asked to stop: no further run, and none stopped part way is judged.
+        let stopped = |signal: i32| {
+            format!(
+                "not run: stopped by {}",
+                clmulti_explain::signal_name(signal)
+            )
+        };
+        if let Some(signal) = clmulti_alloc::child::INTERRUPT.signal() {
+            return Err(stopped(signal));
+        }
         let mut scenario = self.base.clone();
         for change in changes {
             scenario = apply(&scenario, change, count)?;
@@ -77,7 +87,10 @@ impl Runner for ChildRunner {
             report.stop.summary(),
             report.buffers_words()
         );
-        Ok(report)
+        match report.stop {
+            StopReason::Interrupted { signal, .. } => Err(stopped(signal)),
+            _ => Ok(report),
+        }
     }
 }
 

@@ -473,3 +473,40 @@ fn out_writes_markdown_json_and_a_page_that_leads_with_the_verdict() {
         6
     );
 }
+
+#[test]
+fn a_stopped_diagnose_reports_and_writes_the_cases_that_ran() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let out_dir = std::env::temp_dir().join(format!("clmulti-stopped-{}", std::process::id()));
+    let mut child = clmulti(2)
+        .args(["diagnose", "--count", "100000", "--format", "json", "--out"])
+        .arg(&out_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    // Once the first case has its result, SIGTERM (a scheduler's, `timeout`'s).
+    let mut said = String::new();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    while !said.contains("diagnose:   completed") {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "{said}");
+        said.push_str(&line);
+    }
+    // SAFETY: signalling the process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143), "{said}");
+    let d: Diagnosis = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let first = d.verdict[0].to_string();
+    assert!(first.contains("stopped by SIGTERM after "), "{first}");
+    assert!(first.contains(" of the 6 cases"), "{first}");
+    assert!((1..6).contains(&d.runs.len()), "{} runs", d.runs.len());
+    for file in ["diagnose.md", "diagnose.json", "runs.jsonl", "index.html"] {
+        assert!(out_dir.join(file).exists(), "{file} not written");
+    }
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
