@@ -728,7 +728,8 @@ fn a_killed_parent_leaves_no_process_and_no_temporary_file() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
-/// A command that reports only at its end (diagnose) says it was stopped, not silence.
+/// A command that reports only at its end (diagnose), stopped by Ctrl-C, reports the
+/// cases that ran and says it was stopped, not silence.
 #[test]
 fn sigint_to_diagnose_is_said() {
     let child = clmulti(2)
@@ -743,9 +744,11 @@ fn sigint_to_diagnose_is_said() {
     unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let report = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stderr(&out).contains("`clmulti diagnose` stopped by SIGINT before it finished"),
-        "{}",
+        report.contains("[measured] stopped by SIGINT after "),
+        "{report}\n{}",
         stderr(&out)
     );
+    assert!(report.contains("\nfixes\n"), "{report}");
 }
