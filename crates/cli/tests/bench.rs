@@ -2,9 +2,6 @@
 
 mod common;
 use common::*;
-use std::io::{BufRead, BufReader};
-use std::os::unix::process::CommandExt;
-use std::process::Stdio;
 
 #[test]
 fn the_bench_gives_a_median_an_interval_and_one_of_three_verdicts() {
@@ -87,35 +84,26 @@ fn a_stopped_bench_reports_the_rounds_that_finished() {
         (libc::SIGTERM, 143, false, "json"),
         (libc::SIGINT, 130, true, "text"),
     ] {
-        let mut child = clmulti(1)
-            .args([
-                "-v", "bench", "--device", "0:0", "--count", "200", "--size", "4KiB",
-            ])
-            .args([
-                "--rounds",
-                "1000",
-                "--min-seconds",
-                "0.005",
-                "--format",
-                format,
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .unwrap();
-        let pid = child.id() as i32;
-        let mut said = String::new();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        while !said.contains("bench: round 2 of 1000") {
-            let mut line = String::new();
-            assert!(err.read_line(&mut line).unwrap() > 0, "{said}");
-            said.push_str(&line);
-        }
+        let started = start_until(
+            clmulti(1)
+                .args([
+                    "-v", "bench", "--device", "0:0", "--count", "200", "--size", "4KiB",
+                ])
+                .args([
+                    "--rounds",
+                    "1000",
+                    "--min-seconds",
+                    "0.005",
+                    "--format",
+                    format,
+                ]),
+            "bench: round 2 of 1000",
+        );
+        let pid = started.pid();
         // SAFETY: signalling the process (group) this test started.
         unsafe { libc::kill(if to_group { -pid } else { pid }, signal) };
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(code), "{said}");
+        let out = started.finish();
+        assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
         if format == "json" {
             let report = json(&out);

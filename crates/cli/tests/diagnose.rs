@@ -476,29 +476,18 @@ fn out_writes_markdown_json_and_a_page_that_leads_with_the_verdict() {
 
 #[test]
 fn a_stopped_diagnose_reports_and_writes_the_cases_that_ran() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
     let out_dir = std::env::temp_dir().join(format!("clmulti-stopped-{}", std::process::id()));
-    let mut child = clmulti(2)
-        .args(["diagnose", "--count", "100000", "--format", "json", "--out"])
-        .arg(&out_dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap();
     // Once the first case has its result, SIGTERM (a scheduler's, `timeout`'s).
-    let mut said = String::new();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    while !said.contains("diagnose:   completed") {
-        let mut line = String::new();
-        assert!(err.read_line(&mut line).unwrap() > 0, "{said}");
-        said.push_str(&line);
-    }
+    let started = start_until(
+        clmulti(2)
+            .args(["diagnose", "--count", "100000", "--format", "json", "--out"])
+            .arg(&out_dir),
+        "diagnose:   completed",
+    );
     // SAFETY: signalling the process this test started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(143), "{said}");
+    unsafe { libc::kill(started.pid(), libc::SIGTERM) };
+    let out = started.finish();
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
     let d: Diagnosis = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     let first = d.verdict[0].to_string();

@@ -274,6 +274,14 @@ impl ScenarioFile {
         (0..self.runs).map(|i| self.run(i))
     }
 
+    /// Whether a run may name a platform: `devices.platform` other than "auto", in
+    /// the file or its grid (what `clmulti check` looks up on this machine).
+    pub fn names_a_platform(&self) -> bool {
+        let in_file = value_at(&self.base, &split_key("devices.platform"))
+            .is_some_and(|v| !v.as_str().is_some_and(|w| w.eq_ignore_ascii_case("auto")));
+        in_file || self.axes.iter().any(|(key, _)| key == "devices.platform")
+    }
+
     /// Validates every run; the first problem is the error.
     pub fn check(&self) -> Result<usize, ScenarioError> {
         for run in self.runs() {

@@ -195,3 +195,57 @@ pub fn clmulti_neo(devices: usize) -> Command {
         .envs(neo_aub_env(devices));
     cmd
 }
+
+/// A command started in its own process group, its stderr read up to a line.
+pub struct Started {
+    child: std::process::Child,
+    /// Stderr up to and with the line waited for.
+    pub said: String,
+    rest: std::thread::JoinHandle<String>,
+}
+
+/// Starts `cmd` (piped, in its own process group) and reads its stderr until a line
+/// holds `needle`; the rest is read on a thread, so the child never blocks on a full
+/// pipe.
+pub fn start_until(cmd: &mut Command, needle: &str) -> Started {
+    use std::io::{BufRead, BufReader, Read};
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("spawn clmulti");
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains(needle) {
+        let mut line = String::new();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "stderr ended before {needle:?}: {said}"
+        );
+        said.push_str(&line);
+    }
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+        rest
+    });
+    Started { child, said, rest }
+}
+
+impl Started {
+    /// Its process id, which is also its process group's.
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Waits for it; the output's stderr is all of it.
+    pub fn finish(self) -> Output {
+        let mut out = self.child.wait_with_output().unwrap();
+        let rest = self.rest.join().unwrap_or_default();
+        out.stderr = format!("{}{rest}", self.said).into_bytes();
+        out
+    }
+}
