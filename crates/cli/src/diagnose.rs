@@ -416,10 +416,20 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let stopped = stop_signal();
     if let Some(signal) = stopped {
         let planned = if devices.len() >= 2 { 6 } else { 2 };
+        let partial = reports
+            .last()
+            .filter(|(_, r)| matches!(r.stop, StopReason::Interrupted { .. }))
+            .map_or(String::new(), |(_, r)| {
+                format!(
+                    " (the last, {}, part way: {})",
+                    r.run_name,
+                    r.buffers_words()
+                )
+            });
         diagnosis.verdict.insert(
             0,
             Statement::measured(format!(
-                "stopped by {} after {} of the {planned} cases (the last one partial if it was running); the experiments and fixes after that were not run: this diagnosis is of what ran",
+                "stopped by {} after {} of the {planned} cases{partial}; the experiments and fixes after that were not run: this diagnosis is of what ran",
                 clmulti_explain::signal_name(signal),
                 reports.len()
             )),

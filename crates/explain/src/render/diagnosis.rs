@@ -5,6 +5,7 @@ use super::html_escape;
 use crate::diagnosis::{Diagnosis, Fix, Outcome, Role};
 use crate::verdict::{Basis, CandidateTest, Statement};
 use crate::words;
+use crate::StopKind;
 
 impl Diagnosis {
     /// The devices in one line.
@@ -46,6 +47,17 @@ impl Diagnosis {
     pub fn fix_lines(&self) -> Vec<String> {
         if !self.runs.iter().any(|r| r.role == Role::Shared) {
             return vec!["[not run] not assessed: no shared context ran".into()];
+        }
+        // A shared case stopped part way by a person says nothing about fixes.
+        if self
+            .runs
+            .iter()
+            .any(|r| r.role == Role::Shared && r.outcome == StopKind::Interrupted)
+        {
+            return vec![
+                "[not run] not assessed: the shared context was stopped part way (interrupted)"
+                    .into(),
+            ];
         }
         if self.fixes.is_empty() {
             let shared_failed = self

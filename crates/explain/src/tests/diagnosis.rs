@@ -92,6 +92,23 @@ fn system_shmem_moving_less_than_a_page_per_buffer_is_not_a_cost_of_sharing() {
 }
 
 #[test]
+fn a_shared_case_stopped_part_way_assesses_no_fix() {
+    let mut shared = run(2, ContextMode::Shared).completed(500);
+    shared.stop = crate::StopReason::interrupted(15);
+    let d = diagnose(&[
+        (
+            Role::OneDevice,
+            run(1, ContextMode::Shared).completed(10000),
+        ),
+        (Role::Shared, shared),
+    ]);
+    assert_eq!(
+        d.fix_lines(),
+        ["[not run] not assessed: the shared context was stopped part way (interrupted)"]
+    );
+}
+
+#[test]
 fn a_fix_that_did_not_work_reached_further_only_beyond_run_to_run_noise() {
     let mut d = diagnose(&matrix(
         run(1, ContextMode::Shared).completed(10000),
