@@ -44,6 +44,12 @@ pub(crate) trait Meter {
     fn device_used(&mut self) -> Vec<Option<u64>>;
     /// A sample was taken (progress reporting).
     fn sampled(&mut self, _sample: &Sample) {}
+    /// The clock the time guard, the samples and the walks' budget read. A test's
+    /// meter keeps a virtual one, so a loaded machine cannot change what it asserts.
+    #[inline]
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
 }
 
 /// The loop's bounds, resolved from the scenario and the machine.
@@ -211,9 +217,9 @@ struct Clock {
 }
 
 impl Clock {
-    fn new() -> Self {
+    fn new(start: Instant) -> Self {
         Clock {
-            start: Instant::now(),
+            start,
             last: Duration::ZERO,
             every: 1,
             countdown: 1,
@@ -222,12 +228,12 @@ impl Clock {
 
     /// Seconds since the start, when it is time to look; `None` otherwise.
     #[inline]
-    fn tick(&mut self) -> Option<f64> {
+    fn tick(&mut self, now: impl FnOnce() -> Instant) -> Option<f64> {
         self.countdown -= 1;
         if self.countdown > 0 {
             return None;
         }
-        let now = self.start.elapsed();
+        let now = now() - self.start;
         let gap = now - self.last;
         self.last = now;
         self.every = if gap > Duration::from_millis(1) {
@@ -251,12 +257,12 @@ pub(crate) fn allocation_loop(
     interrupt: Option<&std::sync::atomic::AtomicI32>,
 ) -> LoopOutcome {
     let devices = backend.device_count().max(1);
-    let mut clock = Clock::new();
+    let mut clock = Clock::new(meter.now());
     let mut out = LoopOutcome::default();
     let mut maps = MapsBudget::default();
     // Samples are timed apart so the allocation rate excludes the instrumentation.
     let mut sample = |out: &mut LoopOutcome, meter: &mut dyn Meter, start: Instant, walk: Walk| {
-        let taken = Instant::now();
+        let taken = meter.now();
         let mut usage = meter.usage();
         let walks = match (walk, plan.sample_maps) {
             (Walk::Always, _) | (_, MapsSampling::EverySample) => true,
@@ -265,9 +271,9 @@ pub(crate) fn allocation_loop(
             }
         };
         if walks {
-            let walking = Instant::now();
+            let walking = meter.now();
             usage.process.memory_maps = Some(meter.memory_maps());
-            maps.spent += walking.elapsed();
+            maps.spent += meter.now() - walking;
         }
         let guards = meter.guard_reading_in(&usage);
         let sample = Sample {
@@ -282,7 +288,7 @@ pub(crate) fn allocation_loop(
         };
         meter.sampled(&sample);
         out.samples.push(sample);
-        out.sampling_seconds += taken.elapsed().as_secs_f64();
+        out.sampling_seconds += (meter.now() - taken).as_secs_f64();
         guards
     };
     sample(&mut out, meter, clock.start, Walk::Always);
@@ -316,7 +322,7 @@ pub(crate) fn allocation_loop(
             out.stop = guard(GuardKind::MaxTotalBytes, next_total as f64, plan.max_total);
             break;
         }
-        if let Some(seconds) = clock.tick() {
+        if let Some(seconds) = clock.tick(|| meter.now()) {
             if seconds > plan.max_seconds {
                 out.stop = StopReason::Guard {
                     guard: GuardKind::MaxSeconds,
@@ -332,12 +338,12 @@ pub(crate) fn allocation_loop(
             | vsize.wants_reading(index, next_total)
             | data.wants_reading(index, next_total);
         if wants {
-            let reading = Instant::now();
+            let reading = meter.now();
             let now = meter.guard_reading();
             rss.observe(now.held, out.bytes);
             vsize.observe(now.vsize, out.bytes);
             data.observe(now.data, out.bytes);
-            out.sampling_seconds += reading.elapsed().as_secs_f64();
+            out.sampling_seconds += (meter.now() - reading).as_secs_f64();
             let estimate = rss.estimate(next_total);
             if estimate > rss.limit as f64 {
                 out.stop = guard(GuardKind::MaxRss, estimate, rss.limit);
@@ -392,7 +398,7 @@ pub(crate) fn allocation_loop(
             data.observe(latest.data, out.bytes);
         }
     }
-    out.elapsed_seconds = clock.start.elapsed().as_secs_f64();
+    out.elapsed_seconds = (meter.now() - clock.start).as_secs_f64();
     // The last sample has every figure: one taken without the mappings is taken again.
     match out.samples.last() {
         Some(last) if last.allocations == out.buffers && last.host.memory_maps.is_some() => {}

@@ -3,6 +3,31 @@
 use super::*;
 use std::cell::Cell;
 
+/// Time as the fakes tell it: slowness advances it instead of sleeping, so what a
+/// test asserts about time holds on a loaded machine (sleeps there overshoot 10x).
+#[derive(Clone)]
+struct VirtualClock {
+    start: Instant,
+    passed: std::rc::Rc<Cell<Duration>>,
+}
+
+impl VirtualClock {
+    fn new() -> Self {
+        VirtualClock {
+            start: Instant::now(),
+            passed: std::rc::Rc::new(Cell::new(Duration::ZERO)),
+        }
+    }
+
+    fn advance(&self, by: Duration) {
+        self.passed.set(self.passed.get() + by);
+    }
+
+    fn now(&self) -> Instant {
+        self.start + self.passed.get()
+    }
+}
+
 /// A backend that "allocates" by growing a fake RSS, fails at a chosen buffer,
 /// and can be slow.
 struct Fake {
@@ -11,6 +36,7 @@ struct Fake {
     rss_per_buffer: u64,
     fail_at: Option<u64>,
     delay: Duration,
+    clock: VirtualClock,
     placed: Vec<usize>,
     held: u64,
     released: u64,
@@ -21,9 +47,7 @@ impl Backend for Fake {
         if Some(index) == self.fail_at {
             return Err((ClCode::OUT_OF_HOST_MEMORY, Call::CreateBuffer));
         }
-        if !self.delay.is_zero() {
-            std::thread::sleep(self.delay);
-        }
+        self.clock.advance(self.delay);
         self.rss.set(self.rss.get() + self.rss_per_buffer);
         self.placed.push(device);
         self.held += 1;
@@ -48,6 +72,7 @@ struct FakeMeter {
     maps_walks: Cell<u64>,
     /// What one walk of the mappings takes.
     walk_cost: Duration,
+    clock: VirtualClock,
     vsize: std::rc::Rc<Cell<u64>>,
 }
 
@@ -78,12 +103,16 @@ impl Meter for FakeMeter {
 
     fn memory_maps(&self) -> u64 {
         self.maps_walks.set(self.maps_walks.get() + 1);
-        std::thread::sleep(self.walk_cost);
+        self.clock.advance(self.walk_cost);
         7
     }
 
     fn device_used(&mut self) -> Vec<Option<u64>> {
         Vec::new()
+    }
+
+    fn now(&self) -> Instant {
+        self.clock.now()
     }
 }
 
@@ -108,6 +137,7 @@ fn plan() -> LoopPlan {
 
 fn fake(rss_per_buffer: u64) -> (Fake, FakeMeter) {
     let rss = std::rc::Rc::new(Cell::new(100 * MIB));
+    let clock = VirtualClock::new();
     (
         Fake {
             devices: 2,
@@ -115,6 +145,7 @@ fn fake(rss_per_buffer: u64) -> (Fake, FakeMeter) {
             rss_per_buffer,
             fail_at: None,
             delay: Duration::ZERO,
+            clock: clock.clone(),
             placed: Vec::new(),
             held: 0,
             released: 0,
@@ -124,6 +155,7 @@ fn fake(rss_per_buffer: u64) -> (Fake, FakeMeter) {
             rss_reads: Cell::new(0),
             maps_walks: Cell::new(0),
             walk_cost: Duration::ZERO,
+            clock,
             vsize: std::rc::Rc::new(Cell::new(0)),
         },
     )
@@ -323,13 +355,9 @@ fn the_time_guard_holds_with_slow_allocations() {
             ..
         }
     ));
-    // Each allocation takes at least 20 ms: at most 10 fit in 0.2 s, and the
-    // clock is read before each slow one, so at most one more starts.
-    assert!(
-        out.buffers <= 11,
-        "{} allocations under a 0.2 s guard",
-        out.buffers
-    );
+    // Each allocation takes 20 ms and the clock is read before each slow one: at
+    // 0.2 s (10 made) the guard is not yet crossed, at 0.22 s (11) it is.
+    assert_eq!(out.buffers, 11, "allocations under a 0.2 s guard");
 }
 
 fn walked(out: &LoopOutcome) -> Vec<bool> {
@@ -377,7 +405,7 @@ fn maps_every_sample_walks_at_every_sample_whatever_it_costs() {
 #[test]
 fn a_slow_runtime_gets_the_mapping_count_at_every_sample() {
     // 10 buffers of 2 ms between samples: a 0.2 ms walk is 1% of that, within the
-    // 2% once the free 2 ms are spent (after about 8 of the 21 samples).
+    // 2% once the free 2 ms are spent (after 10 of the 21 samples).
     let (mut backend, mut meter) = fake(0);
     backend.delay = Duration::from_millis(2);
     meter.walk_cost = Duration::from_micros(200);
@@ -387,6 +415,22 @@ fn a_slow_runtime_gets_the_mapping_count_at_every_sample() {
     };
     let out = allocation_loop(&plan, &mut backend, &mut meter, None);
     assert_eq!(walked(&out), vec![true; 21]);
+}
+
+#[test]
+fn the_budget_walks_free_then_by_share_and_at_powers_of_two_whatever_the_cost() {
+    let ms = Duration::from_millis;
+    let budget = |spent| MapsBudget { spent };
+    // Under the free 2 ms: any sample, however short the loop so far.
+    assert!(budget(ms(1)).allows(ms(0), 2));
+    // Beyond it: 3 ms of walks need over 150 ms of loop (2%).
+    assert!(!budget(ms(3)).allows(ms(140), 2));
+    assert!(budget(ms(3)).allows(ms(160), 2));
+    // The 1st, 2nd, 4th, 8th... (0, 1, 3, 7) walk over any budget; 5th (4) not.
+    for nth in [0, 1, 3, 7, 1023] {
+        assert!(budget(ms(1000)).allows(ms(1), nth), "sample {nth}");
+    }
+    assert!(!budget(ms(1000)).allows(ms(1), 4));
 }
 
 #[test]
