@@ -132,7 +132,8 @@ pub(crate) fn timing(
 pub struct Bandwidth {
     /// Elements.
     pub n: u64,
-    /// Timed repetitions (after one warm-up).
+    /// Timed repetitions (after one warm-up): fewer than asked when
+    /// [`Runner::bandwidth_until`]'s `stop` ended them (a note says so).
     pub repeat: usize,
     /// The axpy kernel's timing (3 * n * 4 bytes per run).
     pub axpy: Timing,
@@ -207,6 +208,20 @@ impl Runner<'_> {
         repeat: usize,
         choice: KernelChoice,
     ) -> Result<Bandwidth, AxpyError> {
+        self.bandwidth_until(device, n, repeat, choice, &|| false)
+    }
+
+    /// [`Runner::bandwidth`], asking `stop` after each repetition: once it says yes
+    /// the figures are those of the repetitions done (at least one), and
+    /// [`Bandwidth::repeat`] counts them (what a command does on Ctrl-C).
+    pub fn bandwidth_until(
+        &self,
+        device: &Device,
+        n: u64,
+        repeat: usize,
+        choice: KernelChoice,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Bandwidth, AxpyError> {
         let case = AxpyCase::contiguous(n.max(4), 2.0);
         let kernel = Self::pick(&case, choice)?;
         let queue = self.queue(device)?;
@@ -225,19 +240,29 @@ impl Runner<'_> {
         let n4 = case.n / 4;
         timed(|| self.copy(&queue, &x, &c, n4))?;
         let (mut axpy_t, mut copy_t) = (Vec::new(), Vec::new());
-        for _ in 0..repeat.max(1) {
+        let asked = repeat.max(1);
+        for _ in 0..asked {
             axpy_t.push(timed(|| {
                 self.enqueue(&queue, kernel, &case, &x, &y, per_item.unwrap_or(1))
             })?);
             copy_t.push(timed(|| self.copy(&queue, &x, &c, n4))?);
+            if stop() {
+                break;
+            }
         }
         queue.finish().map_err(cl3("clFinish"))?;
         let mut notes = Vec::new();
+        if axpy_t.len() < asked {
+            notes.push(format!(
+                "stopped after {} of {asked} timed repetitions: the figures are theirs",
+                axpy_t.len()
+            ));
+        }
         let axpy = timing(kernel.name(), 3 * case.n * 4, &axpy_t, &mut notes);
         let copy = timing("copy_float4", 2 * n4 * 4 * 4, &copy_t, &mut notes);
         Ok(Bandwidth {
             n: case.n,
-            repeat: repeat.max(1),
+            repeat: axpy_t.len(),
             ratio_to_copy: axpy.gb_per_s_best / copy.gb_per_s_best,
             axpy,
             kernel,

@@ -17,6 +17,9 @@
 //!   allocated ([`check_buffers`](Runner::check_buffers)).
 //! - [`split`]: one dAxpy split over several devices at once, in a shared context and
 //!   in per-device contexts, against the same kernel on one device.
+//! - Stopping part way: [`split_until`] and
+//!   [`bandwidth_until`](Runner::bandwidth_until) ask a `stop` closure between runs
+//!   and repetitions and return what finished, marked (a command's Ctrl-C).
 //!
 //! Everything takes opencl3 types, and checks that devices and buffers belong to the
 //! runner's context: a mistake is an [`AxpyError`], not undefined behaviour.
@@ -61,8 +64,8 @@ pub use error::AxpyError;
 pub use launch::{Completion, Launcher, Strategy, StrategyFigures};
 pub use runner::{KernelChoice, KernelRan, Runner, Verified};
 pub use split::{
-    default_device_counts, parts, split, Layout, PartFigures, SplitOptions, SplitReport, SplitRun,
-    Transfers,
+    default_device_counts, parts, split, split_until, Layout, PartFigures, SplitOptions,
+    SplitReport, SplitRun, Transfers,
 };
 
 /// The kernels' source (`kernels/axpy.cl` of the workspace).

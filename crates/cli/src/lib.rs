@@ -141,9 +141,10 @@ pub fn main() -> ExitCode {
         Command::Diagnose(_) => ("diagnose", false),
     };
     // Commands that report what they measured when stopped: `run`'s runs, `bench`'s
-    // finished rounds (its arms die at once), `diagnose`'s cases.
+    // finished rounds (its arms die at once), `diagnose`'s cases, `axpy`'s finished
+    // verifications, bandwidth and split runs.
     let graceful_signals = match &cli.command {
-        Command::Run(_) | Command::Diagnose(_) => true,
+        Command::Run(_) | Command::Diagnose(_) | Command::Axpy(_) => true,
         Command::Bench(args) => !args.is_arm(),
         _ => false,
     };

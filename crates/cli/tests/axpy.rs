@@ -284,3 +284,76 @@ fn the_text_split_shows_the_launch_and_verbose_shows_every_way_tried() {
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
     assert!(stderr(&bad).contains("device count 3"), "{}", stderr(&bad));
 }
+
+#[test]
+fn a_signal_reports_what_finished_and_names_what_did_not_run() {
+    // Ctrl-C (the group) during the first device's seed-kernel timing: the
+    // repetitions done are its figures; the rest is named, not lost.
+    let repeat = "100000";
+    for (signal, code, to_group, format) in [
+        (libc::SIGINT, 130, true, "json"),
+        (libc::SIGTERM, 143, false, "text"),
+    ] {
+        let started = start_until(
+            clmulti(2).args([
+                "-v", "axpy", "--n", "65536", "--repeat", repeat, "--format", format,
+            ]),
+            "seed kernel: timing",
+        );
+        let pid = started.pid();
+        // SAFETY: signalling the process (group) this test started.
+        unsafe { libc::kill(if to_group { -pid } else { pid }, signal) };
+        let out = started.finish();
+        assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
+        if format == "json" {
+            let json = json(&out);
+            assert_eq!(json["schema_version"], 4);
+            assert_eq!(json["stopped_by"], "SIGINT");
+            let devices = json["devices"].as_array().unwrap();
+            assert_eq!(devices.len(), 1, "the second device never started");
+            let bandwidth = devices[0]["bandwidth"].as_array().unwrap();
+            assert_eq!(bandwidth.len(), 1, "{bandwidth:?}");
+            let done = bandwidth[0]["repeat"].as_u64().unwrap();
+            assert!((1..100_000).contains(&done), "{done} repetitions");
+            assert!(
+                devices[0]["notes"].to_string().contains(&format!(
+                    "stopped after {done} of {repeat} timed repetitions"
+                )),
+                "{}",
+                devices[0]["notes"]
+            );
+            assert!(bandwidth[0]["axpy"]["gb_per_s_best"].as_f64().unwrap() > 0.0);
+            let not_run: Vec<&str> = json["not_run"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            let first = devices[0]["selector"].as_str().unwrap();
+            assert_eq!(
+                not_run.len(),
+                3,
+                "the fast kernel, the second device, the cross-device run: {not_run:?}"
+            );
+            assert_eq!(
+                not_run[0],
+                format!(
+                    "device {first}: the fast kernel's verification cases 1 to 5 and bandwidth run"
+                )
+            );
+            assert!(not_run[1].starts_with("device ") && !not_run[1].contains(first));
+            assert_eq!(not_run[2], "the cross-device run");
+            assert!(json["cross_device"].is_null());
+        } else {
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                text.contains(
+                    "stopped by SIGTERM: the figures above are what finished before it; not run:"
+                ),
+                "{text}"
+            );
+            assert!(text.contains("  the cross-device run"), "{text}");
+            assert!(!text.contains("needs two devices"), "{text}");
+        }
+    }
+}

@@ -160,6 +160,17 @@ fn align_floats(devices: &[Device]) -> u64 {
 ///
 /// Long on purpose: the split's plan in order (parts, contexts per mode, one device for comparison, each layout and kernel, fewer devices, transfers, notes); each step calls out.
 pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, AxpyError> {
+    split_until(devices, options, &|| false)
+}
+
+/// [`split`], asking `stop` before each run (a mode, layout and kernel over some
+/// devices): once it says yes, no run starts and the report holds the runs that
+/// finished, with [`SplitReport::stopped`] set (what a command does on Ctrl-C).
+pub fn split_until(
+    devices: &[Device],
+    options: &SplitOptions,
+    stop: &dyn Fn() -> bool,
+) -> Result<SplitReport, AxpyError> {
     for (i, d) in devices.iter().enumerate() {
         if devices[..i].iter().any(|o| o.id() == d.id()) {
             return Err(AxpyError::SameDevice(d.name().unwrap_or_default()));
@@ -196,6 +207,7 @@ pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, 
         scaling: Vec::new(),
         transfers: Vec::new(),
         notes: Vec::new(),
+        stopped: false,
     };
     // Made once: at n = 2^29 each vector is 2 GiB.
     let whole_x = test_data(options.n, 1);
@@ -211,7 +223,7 @@ pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, 
     counts.push(devices.len());
     // The same kernel on device 0 alone, per mode and kernel: the base of every count.
     let mut one_device: Vec<(ContextMode, KernelRan, f64, Strategy)> = Vec::new();
-    for &k in &counts {
+    'counts: for &k in &counts {
         let devices = &devices[..k];
         let parts = parts(options.n, &weights[..k], align)?;
         let everything = k == report.parts.len();
@@ -239,6 +251,10 @@ pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, 
             };
             for &layout in layouts {
                 for (i, &choice) in options.kernels.iter().enumerate() {
+                    if stop() {
+                        report.stopped = true;
+                        break 'counts;
+                    }
                     // Data movement is timed once per mode: first kernel, own buffers.
                     let time_transfers = options.include_transfers
                         && everything

@@ -118,7 +118,7 @@ pub enum ContextArg {
 }
 
 /// Version of `clmulti axpy --format json`.
-const AXPY_SCHEMA_VERSION: u32 = 3;
+const AXPY_SCHEMA_VERSION: u32 = 4;
 
 #[derive(Debug, Serialize)]
 struct DeviceResult {
@@ -144,6 +144,19 @@ struct AxpyReport {
     /// Set when the platform cannot run kernels at all: nothing was run or measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     unsupported: Option<Unsupported>,
+    /// The signal that stopped the command part way (`SIGINT`): the report holds what
+    /// finished before it; `not_run` says what did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped_by: Option<String>,
+    /// What a stop left out, in words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    not_run: Vec<String>,
+}
+
+/// The signal that asked the command to stop, if one did (the first SIGINT, SIGTERM
+/// or SIGHUP; a second ends it at once).
+fn stop_signal() -> Option<i32> {
+    clmulti_alloc::child::INTERRUPT.signal()
 }
 
 /// dAxpy across two devices of one context: its figures, or `{"error": ...}`.
@@ -277,13 +290,17 @@ pub fn devices_from_args(
 }
 
 /// Runs dAxpy split over `devices`, as `clmulti axpy --split` and a scenario's
-/// `[axpy] split` do.
-pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, String> {
+/// `[axpy] split` do; no run starts once `stop` says yes.
+pub fn split(
+    devices: &[Device],
+    options: &SplitOptions,
+    stop: &dyn Fn() -> bool,
+) -> Result<SplitReport, String> {
     let cl: Vec<opencl3::device::Device> = devices
         .iter()
         .map(|d| opencl3::device::Device::new(d.id()))
         .collect();
-    clmulti_axpy::split(&cl, options).map_err(|e| e.to_string())
+    clmulti_axpy::split_until(&cl, options, stop).map_err(|e| e.to_string())
 }
 
 /// Host memory `n` elements need, before any is allocated: the vectors the host
@@ -330,6 +347,8 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             cross_device: None,
             split: None,
             unsupported: Some(unsupported),
+            stopped_by: None,
+            not_run: Vec::new(),
         };
         // A result about the platform, not a failure of the tool: exit 0.
         note!(
@@ -374,7 +393,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             },
         };
         note!("axpy --split over {} device(s)", devices.len());
-        let report = split(&devices, &options).map_err(|e| {
+        let report = split(&devices, &options, &|| stop_signal().is_some()).map_err(|e| {
             if e.contains("named twice") || e.contains("weights") || e.contains("device count") {
                 Failure::Input(e)
             } else {
@@ -384,6 +403,14 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         if shows(Verbosity::Verbose) {
             print_strategies(&report);
         }
+        let stopped = report.stopped.then(stop_signal).flatten();
+        let not_run = stopped
+            .map(|_| {
+                let ran = report.runs.len() + report.scaling.len();
+                format!("the split runs after the first {ran} (each a device count, context mode, layout and kernel)")
+            })
+            .into_iter()
+            .collect();
         let report = AxpyReport {
             schema_version: AXPY_SCHEMA_VERSION,
             platform,
@@ -391,20 +418,32 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             cross_device: None,
             split: Some(report),
             unsupported: None,
+            stopped_by: stopped.map(clmulti_explain::signal_name),
+            not_run,
         };
-        return match args.format {
-            Format::Json => format::print_json(&report),
-            Format::Text => format::write_stdout(&split_text(&report, &devices)),
-        };
+        match args.format {
+            Format::Json => format::print_json(&report)?,
+            Format::Text => format::write_stdout(&split_text(&report, &devices))?,
+        }
+        return stopped.map_or(Ok(()), |signal| Err(Failure::Interrupted(signal)));
     }
     let mut results = Vec::new();
-    for device in &devices {
+    let mut not_run = Vec::new();
+    for (i, device) in devices.iter().enumerate() {
+        if stop_signal().is_some() {
+            not_run.extend(
+                devices[i..]
+                    .iter()
+                    .map(|d| format!("device {} ({})", d.info().selector, d.info().display_name())),
+            );
+            break;
+        }
         note!(
             "axpy: {} {}",
             device.info().selector,
             device.info().display_name()
         );
-        let result = run_device(device, args, kernels);
+        let result = run_device(device, args, kernels, &mut not_run);
         for v in &result.verified {
             crate::verbose!(
                 "axpy: {} verified {:?}: kernel {:?}, max error {} ulps",
@@ -432,10 +471,15 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         }
         results.push(result);
     }
-    let cross_device = (devices.len() >= 2).then(|| {
+    let two = devices.len() >= 2;
+    if two && stop_signal().is_some() {
+        not_run.push("the cross-device run".to_owned());
+    }
+    let cross_device = (two && stop_signal().is_none()).then(|| {
         cross(&devices[..2], args.n.min(1 << 26))
             .map_or_else(|error| Cross::Failed { error }, Cross::Ran)
     });
+    let stopped = stop_signal();
     let report = AxpyReport {
         schema_version: AXPY_SCHEMA_VERSION,
         platform,
@@ -443,10 +487,15 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         cross_device,
         split: None,
         unsupported: None,
+        stopped_by: stopped.map(clmulti_explain::signal_name),
+        not_run,
     };
     match args.format {
         Format::Json => format::print_json(&report)?,
         Format::Text => format::write_stdout(&table_text(&report))?,
+    }
+    if let Some(signal) = stopped {
+        return Err(Failure::Interrupted(signal));
     }
     let failed = report.devices.iter().any(|d| !d.errors.is_empty())
         || matches!(report.cross_device, Some(Cross::Failed { .. }));
@@ -462,7 +511,14 @@ fn context_for(devices: &[&Device]) -> Result<Context, String> {
         .map_err(|e| format!("clCreateContext: {}", clmulti_probe::ClCode(e.0)))
 }
 
-fn run_device(device: &Device, args: &Args, kernels: &[KernelChoice]) -> DeviceResult {
+/// dAxpy's verification cases and bandwidth runs on one device; none starts once a
+/// signal asked to stop, and what that left out goes to `not_run`.
+fn run_device(
+    device: &Device,
+    args: &Args,
+    kernels: &[KernelChoice],
+    not_run: &mut Vec<String>,
+) -> DeviceResult {
     let info = device.info();
     let mut result = DeviceResult {
         device: info.display_name().to_owned(),
@@ -500,7 +556,23 @@ fn run_device(device: &Device, args: &Args, kernels: &[KernelChoice]) -> DeviceR
             return result;
         }
     };
-    for &kernel in kernels {
+    // What kernel `index` left undone, then the kernels after it.
+    let stopped_at = |index: usize, what: String, not_run: &mut Vec<String>| {
+        let later: Vec<&str> = kernels[index + 1..]
+            .iter()
+            .map(|&k| kernel_word(k))
+            .collect();
+        not_run.push(format!(
+            "device {}: {what}{}",
+            info.selector,
+            if later.is_empty() {
+                String::new()
+            } else {
+                format!(", then the {} kernel", later.join(" and "))
+            }
+        ));
+    };
+    for (index, &kernel) in kernels.iter().enumerate() {
         if kernel == KernelChoice::Seed && args.n > i32::MAX as u64 {
             result.notes.push(format!(
                 "seed kernel not run at n = {}: its `int elements` (and int index arithmetic) stop at 2^31 - 1; the fast kernel uses 64-bit counts",
@@ -513,7 +585,20 @@ fn run_device(device: &Device, args: &Args, kernels: &[KernelChoice]) -> DeviceR
             // Past the seed kernel's range: verify the whole vector once.
             cases.push(AxpyCase::contiguous(args.n, 1.25));
         }
-        for case in cases {
+        let total = cases.len();
+        for (done, case) in cases.into_iter().enumerate() {
+            if stop_signal().is_some() {
+                stopped_at(
+                    index,
+                    format!(
+                        "the {} kernel's verification cases {} to {total} and bandwidth run",
+                        kernel_word(kernel),
+                        done + 1
+                    ),
+                    not_run,
+                );
+                return result;
+            }
             // The fast kernel only takes the contiguous, aligned cases.
             let choice = if kernel == KernelChoice::Fast {
                 KernelChoice::Auto
@@ -528,7 +613,22 @@ fn run_device(device: &Device, args: &Args, kernels: &[KernelChoice]) -> DeviceR
                 )),
             }
         }
-        match runner.bandwidth(&cl_device, args.n, args.repeat as usize, kernel) {
+        if stop_signal().is_some() {
+            stopped_at(
+                index,
+                format!("the {} kernel's bandwidth run", kernel_word(kernel)),
+                not_run,
+            );
+            return result;
+        }
+        crate::verbose!(
+            "axpy: {} {} kernel: timing {} repetitions of axpy and copy",
+            info.selector,
+            kernel_word(kernel),
+            args.repeat
+        );
+        let stop = || stop_signal().is_some();
+        match runner.bandwidth_until(&cl_device, args.n, args.repeat as usize, kernel, &stop) {
             Ok(b) => {
                 result.notes.extend(b.notes.iter().cloned());
                 result.bandwidth.push(b);
@@ -537,6 +637,15 @@ fn run_device(device: &Device, args: &Args, kernels: &[KernelChoice]) -> DeviceR
         }
     }
     result
+}
+
+/// A kernel as `--kernel` names it.
+fn kernel_word(kernel: KernelChoice) -> &'static str {
+    match kernel {
+        KernelChoice::Seed => "seed",
+        KernelChoice::Fast => "fast",
+        KernelChoice::Auto => "auto",
+    }
 }
 
 fn cross(devices: &[Device], n: u64) -> Result<CrossDevice, String> {

@@ -69,8 +69,26 @@ pub(super) fn table_text(report: &AxpyReport) -> String {
             c.second_kernel_s * 1e3,
         ),
         Some(Cross::Failed { error }) => writeln!(out, "cross-device: error: {error}"),
+        // Stopped: `stopped_text` says it was not run.
+        None if report.stopped_by.is_some() => Ok(()),
         None => writeln!(out, "cross-device: needs two devices of one platform"),
     };
+    out.push_str(&stopped_text(report));
+    out
+}
+
+/// What a stop left out, when a signal stopped the command.
+fn stopped_text(report: &AxpyReport) -> String {
+    let mut out = String::new();
+    if let Some(signal) = &report.stopped_by {
+        let _ = writeln!(
+            out,
+            "stopped by {signal}: the figures above are what finished before it; not run:"
+        );
+        for n in &report.not_run {
+            let _ = writeln!(out, "  {n}");
+        }
+    }
     out
 }
 
@@ -213,6 +231,7 @@ pub(super) fn split_text(report: &AxpyReport, devices: &[Device]) -> String {
     for n in &s.notes {
         let _ = writeln!(out, "  note: {n}");
     }
+    out.push_str(&stopped_text(report));
     out
 }
 
