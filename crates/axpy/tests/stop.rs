@@ -45,7 +45,6 @@ fn a_stopped_split_keeps_the_runs_that_finished_and_says_it_stopped() {
         device_counts: Vec::new(),
     };
     let whole = split(&devices, &options).unwrap();
-    assert!(!whole.stopped);
     // Shared: buffers and sub-buffers, per-device: buffers; two kernels each.
     assert_eq!(whole.runs.len(), 6);
 
@@ -55,15 +54,25 @@ fn a_stopped_split_keeps_the_runs_that_finished_and_says_it_stopped() {
         asked.get() >= from
     };
     let stopped = split_until(&devices, &options, &stop).unwrap();
-    assert!(stopped.stopped);
     assert_eq!(asked.get(), 3, "asked before each run, none after the yes");
     assert_eq!(stopped.runs.len(), 2);
     assert!(stopped.runs.iter().all(|r| r.max_error_ulps.is_finite()));
+    // The four left, in the order they would have run.
+    assert_eq!(
+        stopped.not_run,
+        [
+            "2 device(s), shared context, sub-buffers, dAxpy",
+            "2 device(s), shared context, sub-buffers, axpy_fast",
+            "2 device(s), per-device context, buffers, dAxpy",
+            "2 device(s), per-device context, buffers, axpy_fast",
+        ]
+    );
     let json = serde_json::to_value(&stopped).unwrap();
-    assert_eq!(json["stopped"], true);
+    assert_eq!(json["not_run"].as_array().unwrap().len(), 4);
+    assert!(whole.not_run.is_empty());
     assert!(serde_json::to_value(&whole)
         .unwrap()
-        .get("stopped")
+        .get("not_run")
         .is_none());
 }
 

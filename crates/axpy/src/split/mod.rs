@@ -164,8 +164,9 @@ pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, 
 }
 
 /// [`split`], asking `stop` before each run (a mode, layout and kernel over some
-/// devices): once it says yes, no run starts and the report holds the runs that
-/// finished, with [`SplitReport::stopped`] set (what a command does on Ctrl-C).
+/// devices): once it says yes, no run starts, the report holds the runs that
+/// finished and [`SplitReport::not_run`] names the others (what a command does on
+/// Ctrl-C).
 pub fn split_until(
     devices: &[Device],
     options: &SplitOptions,
@@ -207,7 +208,7 @@ pub fn split_until(
         scaling: Vec::new(),
         transfers: Vec::new(),
         notes: Vec::new(),
-        stopped: false,
+        not_run: Vec::new(),
     };
     // Made once: at n = 2^29 each vector is 2 GiB.
     let whole_x = test_data(options.n, 1);
@@ -223,10 +224,30 @@ pub fn split_until(
     counts.push(devices.len());
     // The same kernel on device 0 alone, per mode and kernel: the base of every count.
     let mut one_device: Vec<(ContextMode, KernelRan, f64, Strategy)> = Vec::new();
+    // Every run, in order, to name those a stop leaves out.
+    let planned: Vec<String> = counts
+        .iter()
+        .flat_map(|&k| options.modes.iter().map(move |&mode| (k, mode)))
+        .flat_map(|(k, mode)| {
+            layouts(mode, k, devices.len())
+                .iter()
+                .flat_map(move |&layout| {
+                    options.kernels.iter().map(move |&choice| {
+                        format!(
+                            "{k} device(s), {} context, {}, {}",
+                            mode.name(),
+                            layout.name(),
+                            choice_name(choice)
+                        )
+                    })
+                })
+        })
+        .collect();
     'counts: for &k in &counts {
+        let all = devices.len();
         let devices = &devices[..k];
         let parts = parts(options.n, &weights[..k], align)?;
-        let everything = k == report.parts.len();
+        let everything = k == all;
         for &mode in &options.modes {
             let ids: Vec<_> = devices.iter().map(Device::id).collect();
             let contexts: Vec<Context> = match mode {
@@ -243,16 +264,11 @@ pub fn split_until(
             let runners: Vec<Runner<'_>> =
                 contexts.iter().map(Runner::new).collect::<Result<_, _>>()?;
             let runner_of = |d: usize| &runners[if mode == ContextMode::Shared { 0 } else { d }];
-            let layouts: &[Layout] = match mode {
-                ContextMode::Shared if k > 1 && everything => {
-                    &[Layout::Buffers, Layout::SubBuffers]
-                }
-                _ => &[Layout::Buffers],
-            };
-            for &layout in layouts {
+            for &layout in layouts(mode, k, all) {
                 for (i, &choice) in options.kernels.iter().enumerate() {
                     if stop() {
-                        report.stopped = true;
+                        let ran = report.runs.len() + report.scaling.len();
+                        report.not_run = planned[ran..].to_vec();
                         break 'counts;
                     }
                     // Data movement is timed once per mode: first kernel, own buffers.
@@ -319,6 +335,24 @@ pub fn split_until(
         }
     }
     Ok(report)
+}
+
+/// The layouts a split of `k` of `all` devices runs in `mode`: sub-buffers of one
+/// buffer only in a shared context over every device (and more than one).
+fn layouts(mode: ContextMode, k: usize, all: usize) -> &'static [Layout] {
+    match mode {
+        ContextMode::Shared if k > 1 && k == all => &[Layout::Buffers, Layout::SubBuffers],
+        _ => &[Layout::Buffers],
+    }
+}
+
+/// A kernel choice as a run names it.
+fn choice_name(choice: KernelChoice) -> &'static str {
+    match choice {
+        KernelChoice::Seed => KernelRan::Seed.name(),
+        KernelChoice::Fast => KernelRan::Fast.name(),
+        KernelChoice::Auto => "auto",
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

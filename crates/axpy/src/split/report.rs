@@ -103,8 +103,8 @@ pub struct SplitReport {
     pub transfers: Vec<Transfers>,
     /// What to know (which layout was faster, clocks used).
     pub notes: Vec<String>,
-    /// Whether [`split_until`](super::split_until)'s `stop` ended it before every run
-    /// ran: `runs` and `scaling` hold those that finished.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub stopped: bool,
+    /// The runs [`split_until`](super::split_until)'s `stop` left out ("1 device(s),
+    /// shared context, buffers, axpy_fast"); empty when every run ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<String>,
 }

@@ -403,13 +403,11 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         if shows(Verbosity::Verbose) {
             print_strategies(&report);
         }
-        let stopped = report.stopped.then(stop_signal).flatten();
-        let not_run = stopped
-            .map(|_| {
-                let ran = report.runs.len() + report.scaling.len();
-                format!("the split runs after the first {ran} (each a device count, context mode, layout and kernel)")
-            })
-            .into_iter()
+        let stopped = stop_signal().filter(|_| !report.not_run.is_empty());
+        let not_run = report
+            .not_run
+            .iter()
+            .map(|run| format!("split run: {run}"))
             .collect();
         let report = AxpyReport {
             schema_version: AXPY_SCHEMA_VERSION,
