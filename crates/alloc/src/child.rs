@@ -70,18 +70,41 @@ impl Interrupt {
         &self.signal
     }
 
-    /// Routes SIGINT, SIGTERM and SIGHUP of this process to [`INTERRUPT`].
+    /// Routes SIGINT, SIGTERM and SIGHUP of this process to [`INTERRUPT`], those
+    /// not inherited ignored ([`handle_unless_ignored`]).
     pub fn catch() {
         extern "C" fn on_signal(signal: libc::c_int) {
             INTERRUPT.record(signal);
         }
-        let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
         for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             // SAFETY: the handler only touches atomics and may call _exit, all
             // async-signal-safe.
-            unsafe { libc::signal(signal, handler) };
+            unsafe { handle_unless_ignored(signal, on_signal) };
         }
     }
+}
+
+/// Installs `handler` for `signal` unless this process inherited `signal` ignored:
+/// `nohup` ignores SIGHUP, and a shell ignores SIGINT for a job it starts in the
+/// background; that choice is kept (the POSIX convention).
+///
+/// # Safety
+/// `handler` must be async-signal-safe.
+pub unsafe fn handle_unless_ignored(signal: libc::c_int, handler: extern "C" fn(libc::c_int)) {
+    // SAFETY: a zeroed sigaction is valid to receive the current one.
+    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: querying only (null new action).
+    let queried = unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) };
+    if queried == 0 && current.sa_sigaction == libc::SIG_IGN {
+        return;
+    }
+    // SAFETY: the caller's contract on `handler`.
+    unsafe {
+        libc::signal(
+            signal,
+            handler as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        )
+    };
 }
 
 /// A child to run.

@@ -128,10 +128,11 @@ extern "C" fn watcher_signal(signal: libc::c_int) {
     RECEIVED_COUNT.fetch_add(1, Ordering::SeqCst);
 }
 
+/// Handles `signals`, but those inherited ignored stay ignored (`nohup`).
 fn set_handler(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int)) {
     for &signal in signals {
         // SAFETY: the handlers touch only atomics (and re-raise, or _exit).
-        unsafe { libc::signal(signal, handler as libc::sighandler_t) };
+        unsafe { clmulti_alloc::child::handle_unless_ignored(signal, handler) };
     }
 }
 
@@ -276,6 +277,14 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
         // group reaches both at once).
         let count = RECEIVED_COUNT.load(Ordering::SeqCst);
         if count != received {
+            if received == 0 && bounds.graceful_signals {
+                // Said at once: what is in flight may take a while to finish.
+                crate::note!(
+                    "clmulti {}: stopping on {}: what is in flight finishes, then what finished is reported; a second signal ends it at once, without a report",
+                    bounds.command,
+                    clmulti_explain::signal_name(RECEIVED.load(Ordering::SeqCst))
+                );
+            }
             received = count;
             last_received = now;
         }
@@ -348,6 +357,17 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
     }
     let exit = libc::WEXITSTATUS(status);
     if finished {
+        let signal = RECEIVED.load(Ordering::SeqCst);
+        if bounds.graceful_signals
+            && shared.signals_seen.load(Ordering::SeqCst) >= 2
+            && code == 128 + signal
+        {
+            say(&format!(
+                "note: `clmulti {}` ended at once by a second {}: what it had not reported is lost",
+                bounds.command,
+                clmulti_explain::signal_name(signal)
+            ));
+        }
         return u8::try_from(code).unwrap_or(1);
     }
     if exit == 101 {

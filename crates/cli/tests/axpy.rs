@@ -333,12 +333,13 @@ fn a_signal_reports_what_finished_and_names_what_did_not_run() {
             assert_eq!(
                 not_run.len(),
                 3,
-                "the fast kernel, the second device, the cross-device run: {not_run:?}"
+                "the rest of the first device, the second device, the cross-device run: {not_run:?}"
             );
             assert_eq!(
                 not_run[0],
                 format!(
-                    "device {first}: the fast kernel's verification cases 1 to 5 and bandwidth run"
+                    "device {first}: the seed kernel's timed repetitions {} to {repeat}, then the fast kernel",
+                    done + 1
                 )
             );
             assert!(not_run[1].starts_with("device ") && !not_run[1].contains(first));
@@ -354,6 +355,45 @@ fn a_signal_reports_what_finished_and_names_what_did_not_run() {
             );
             assert!(text.contains("  the cross-device run"), "{text}");
             assert!(!text.contains("needs two devices"), "{text}");
+            assert!(
+                text.contains("verified 5 case(s) against the CPU reference: 5 by dAxpy\n"),
+                "{text}"
+            );
         }
+        // Said on stderr at once, before anything in flight finishes.
+        let said = stderr(&out);
+        assert!(
+            said.contains("clmulti axpy: stopping on SIG")
+                && said.contains("a second signal ends it at once, without a report"),
+            "{said}"
+        );
     }
+}
+
+#[test]
+fn a_signal_inherited_ignored_stays_ignored_as_under_nohup() {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = clmulti(1);
+    cmd.args([
+        "-v", "axpy", "--n", "65536", "--repeat", "100000", "--kernel", "seed",
+    ])
+    .args(["--format", "json"]);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let started = start_until(&mut cmd, "seed kernel: timing");
+    let pid = started.pid();
+    // SAFETY: signalling the process this test started.
+    unsafe { libc::kill(pid, libc::SIGHUP) };
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let out = started.finish();
+    // Had the hangup stopped it: 129 and SIGHUP.
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
+    assert_eq!(json(&out)["stopped_by"], "SIGTERM");
 }

@@ -243,60 +243,77 @@ pub fn split_until(
                 })
         })
         .collect();
-    'counts: for &k in &counts {
-        let all = devices.len();
-        let devices = &devices[..k];
-        let parts = parts(options.n, &weights[..k], align)?;
-        let everything = k == all;
-        for &mode in &options.modes {
-            let ids: Vec<_> = devices.iter().map(Device::id).collect();
-            let contexts: Vec<Context> = match mode {
-                ContextMode::Shared => {
-                    vec![Context::from_devices(&ids, &[], None, std::ptr::null_mut())
-                        .map_err(cl3("clCreateContext"))?]
-                }
-                ContextMode::PerDevice => devices
-                    .iter()
-                    .map(Context::from_device)
-                    .collect::<Result<_, _>>()
-                    .map_err(cl3("clCreateContext"))?,
-            };
-            let runners: Vec<Runner<'_>> =
-                contexts.iter().map(Runner::new).collect::<Result<_, _>>()?;
-            let runner_of = |d: usize| &runners[if mode == ContextMode::Shared { 0 } else { d }];
-            for &layout in layouts(mode, k, all) {
-                for (i, &choice) in options.kernels.iter().enumerate() {
-                    if stop() {
-                        let ran = report.runs.len() + report.scaling.len();
-                        report.not_run = planned[ran..].to_vec();
-                        break 'counts;
+    // Every run; `Err` when one failed.
+    let mut run_all = || -> Result<(), AxpyError> {
+        'counts: for &k in &counts {
+            let all = devices.len();
+            let devices = &devices[..k];
+            let parts = parts(options.n, &weights[..k], align)?;
+            let everything = k == all;
+            for &mode in &options.modes {
+                let ids: Vec<_> = devices.iter().map(Device::id).collect();
+                let contexts: Vec<Context> = match mode {
+                    ContextMode::Shared => {
+                        vec![Context::from_devices(&ids, &[], None, std::ptr::null_mut())
+                            .map_err(cl3("clCreateContext"))?]
                     }
-                    // Data movement is timed once per mode: first kernel, own buffers.
-                    let time_transfers = options.include_transfers
-                        && everything
-                        && layout == Layout::Buffers
-                        && i == 0;
-                    let (run, transfers) = run_split(
-                        devices,
-                        &parts,
-                        (&whole_x, &whole_y),
-                        mode,
-                        layout,
-                        choice,
-                        &runner_of,
-                        options,
-                        time_transfers,
-                        &mut one_device,
-                    )?;
-                    if everything {
-                        report.runs.push(run);
-                    } else {
-                        report.scaling.push(run);
+                    ContextMode::PerDevice => devices
+                        .iter()
+                        .map(Context::from_device)
+                        .collect::<Result<_, _>>()
+                        .map_err(cl3("clCreateContext"))?,
+                };
+                let runners: Vec<Runner<'_>> =
+                    contexts.iter().map(Runner::new).collect::<Result<_, _>>()?;
+                let runner_of =
+                    |d: usize| &runners[if mode == ContextMode::Shared { 0 } else { d }];
+                for &layout in layouts(mode, k, all) {
+                    for (i, &choice) in options.kernels.iter().enumerate() {
+                        if stop() {
+                            let ran = report.runs.len() + report.scaling.len();
+                            report.not_run = planned[ran..].to_vec();
+                            break 'counts;
+                        }
+                        // Data movement is timed once per mode: first kernel, own buffers.
+                        let time_transfers = options.include_transfers
+                            && everything
+                            && layout == Layout::Buffers
+                            && i == 0;
+                        let (run, transfers) = run_split(
+                            devices,
+                            &parts,
+                            (&whole_x, &whole_y),
+                            mode,
+                            layout,
+                            choice,
+                            &runner_of,
+                            options,
+                            time_transfers,
+                            &mut one_device,
+                        )?;
+                        if everything {
+                            report.runs.push(run);
+                        } else {
+                            report.scaling.push(run);
+                        }
+                        report.transfers.extend(transfers);
                     }
-                    report.transfers.extend(transfers);
                 }
             }
         }
+        Ok(())
+    };
+    if let Err(e) = run_all() {
+        // A stop can make the run in flight fail (PoCL's compiler, on the signal,
+        // deletes its temporary files): then it is not run, not an error.
+        if !stop() {
+            return Err(e);
+        }
+        let ran = report.runs.len() + report.scaling.len();
+        report.notes.push(format!(
+            "the run in flight when the stop came failed, and is counted as not run: {e}"
+        ));
+        report.not_run = planned[ran..].to_vec();
     }
     // Which layout of the shared context was faster, on this runtime.
     for kernel in [KernelRan::Seed, KernelRan::Fast] {

@@ -469,15 +469,29 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         }
         results.push(result);
     }
-    let two = devices.len() >= 2;
-    if two && stop_signal().is_some() {
+    let cross_device = if devices.len() < 2 {
+        None
+    } else if stop_signal().is_some() {
         not_run.push("the cross-device run".to_owned());
-    }
-    let cross_device = (two && stop_signal().is_none()).then(|| {
-        cross(&devices[..2], args.n.min(1 << 26))
-            .map_or_else(|error| Cross::Failed { error }, Cross::Ran)
-    });
-    let stopped = stop_signal();
+        None
+    } else {
+        let kernel = match args.kernel {
+            KernelArg::Seed => KernelChoice::Seed,
+            KernelArg::Fast | KernelArg::Both => KernelChoice::Auto,
+        };
+        match cross(&devices[..2], args.n.min(1 << 26), kernel) {
+            Ok(ran) => Some(Cross::Ran(ran)),
+            // Failed as the stop came (see `run_device`): not run.
+            Err(_) if stop_signal().is_some() => {
+                not_run.push("the cross-device run".to_owned());
+                None
+            }
+            Err(error) => Some(Cross::Failed { error }),
+        }
+    };
+    // Stopped part way: something did not run. A signal during the last step, which
+    // finished, leaves a whole report.
+    let stopped = stop_signal().filter(|_| !not_run.is_empty());
     let report = AxpyReport {
         schema_version: AXPY_SCHEMA_VERSION,
         platform,
@@ -549,6 +563,15 @@ fn run_device(
     };
     let runner = match Runner::new(&context) {
         Ok(r) => r,
+        // A stop can make the build in flight fail (PoCL's compiler, on the signal,
+        // deletes its temporary files): then the device's runs are not run.
+        Err(_) if stop_signal().is_some() => {
+            not_run.push(format!(
+                "device {}: every verification case and bandwidth run (the kernels' build was in flight)",
+                info.selector
+            ));
+            return result;
+        }
         Err(e) => {
             result.errors.push(e.to_string());
             return result;
@@ -584,17 +607,20 @@ fn run_device(
             cases.push(AxpyCase::contiguous(args.n, 1.25));
         }
         let total = cases.len();
+        let cases_from = |first: usize| {
+            format!(
+                "the {} kernel's verification {} and bandwidth run",
+                kernel_word(kernel),
+                if first == total {
+                    format!("case {total}")
+                } else {
+                    format!("cases {first} to {total}")
+                }
+            )
+        };
         for (done, case) in cases.into_iter().enumerate() {
             if stop_signal().is_some() {
-                stopped_at(
-                    index,
-                    format!(
-                        "the {} kernel's verification cases {} to {total} and bandwidth run",
-                        kernel_word(kernel),
-                        done + 1
-                    ),
-                    not_run,
-                );
+                stopped_at(index, cases_from(done + 1), not_run);
                 return result;
             }
             // The fast kernel only takes the contiguous, aligned cases.
@@ -605,6 +631,11 @@ fn run_device(
             };
             match runner.verify(&cl_device, &case, choice) {
                 Ok(v) => result.verified.push(v),
+                // Failed as the stop came (see the build above): not run.
+                Err(_) if stop_signal().is_some() => {
+                    stopped_at(index, cases_from(done + 1), not_run);
+                    return result;
+                }
                 Err(e) => result.errors.push(format!(
                     "verify n = {} (x from {} step {}, y from {} step {}): {e}",
                     case.n, case.x_offset, case.inc_x, case.y_offset, case.inc_y
@@ -628,8 +659,30 @@ fn run_device(
         let stop = || stop_signal().is_some();
         match runner.bandwidth_until(&cl_device, args.n, args.repeat as usize, kernel, &stop) {
             Ok(b) => {
+                let done = b.repeat;
                 result.notes.extend(b.notes.iter().cloned());
                 result.bandwidth.push(b);
+                if done < args.repeat as usize {
+                    stopped_at(
+                        index,
+                        format!(
+                            "the {} kernel's timed repetitions {} to {}",
+                            kernel_word(kernel),
+                            done + 1,
+                            args.repeat
+                        ),
+                        not_run,
+                    );
+                    return result;
+                }
+            }
+            Err(_) if stop_signal().is_some() => {
+                stopped_at(
+                    index,
+                    format!("the {} kernel's bandwidth run", kernel_word(kernel)),
+                    not_run,
+                );
+                return result;
             }
             Err(e) => result.errors.push(format!("bandwidth ({kernel:?}): {e}")),
         }
@@ -646,12 +699,12 @@ fn kernel_word(kernel: KernelChoice) -> &'static str {
     }
 }
 
-fn cross(devices: &[Device], n: u64) -> Result<CrossDevice, String> {
+fn cross(devices: &[Device], n: u64, kernel: KernelChoice) -> Result<CrossDevice, String> {
     let context = context_for(&devices.iter().collect::<Vec<_>>())?;
     let runner = Runner::new(&context).map_err(|e| e.to_string())?;
     let first = opencl3::device::Device::new(devices[0].id());
     let second = opencl3::device::Device::new(devices[1].id());
     runner
-        .cross_device(&first, &second, n, KernelChoice::Auto)
+        .cross_device(&first, &second, n, kernel)
         .map_err(|e| e.to_string())
 }

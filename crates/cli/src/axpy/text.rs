@@ -7,10 +7,22 @@ pub(super) fn table_text(report: &AxpyReport) -> String {
     let _ = writeln!(out, "platform {}", report.platform);
     for d in &report.devices {
         let _ = writeln!(out, "device {} {}", d.selector, d.device);
+        // Per kernel that ran: the fast choice runs the seed kernel on strided cases.
+        let by_kernel: Vec<String> = [clmulti_axpy::KernelRan::Seed, clmulti_axpy::KernelRan::Fast]
+            .into_iter()
+            .map(|k| (k, d.verified.iter().filter(|v| v.kernel == k).count()))
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| format!("{n} by {}", k.name()))
+            .collect();
         let _ = writeln!(
             out,
-            "  verified {} case(s) against the CPU reference (both kernels where they apply)",
-            d.verified.len()
+            "  verified {} case(s) against the CPU reference{}",
+            d.verified.len(),
+            if by_kernel.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", by_kernel.join(", "))
+            }
         );
         let mut rows = vec![vec![
             "kernel".to_owned(),
@@ -81,9 +93,22 @@ pub(super) fn table_text(report: &AxpyReport) -> String {
 fn stopped_text(report: &AxpyReport) -> String {
     let mut out = String::new();
     if let Some(signal) = &report.stopped_by {
+        let nothing = report
+            .devices
+            .iter()
+            .all(|d| d.verified.is_empty() && d.bandwidth.is_empty())
+            && report
+                .split
+                .as_ref()
+                .is_none_or(|s| s.runs.is_empty() && s.scaling.is_empty());
         let _ = writeln!(
             out,
-            "stopped by {signal}: the figures above are what finished before it; not run:"
+            "stopped by {signal}{}; not run:",
+            if nothing {
+                " before anything was measured"
+            } else {
+                ": the figures above are what finished before it"
+            }
         );
         for n in &report.not_run {
             let _ = writeln!(out, "  {n}");
@@ -107,72 +132,80 @@ pub(super) fn split_text(report: &AxpyReport, devices: &[Device]) -> String {
         s.parts.iter().map(u64::to_string).collect::<Vec<_>>().join(" + "),
         s.repeat
     );
-    let mut header = vec![
-        "context".to_owned(),
-        "layout".into(),
-        "kernel".into(),
-        "aggregate GB/s".into(),
-        "median".into(),
-        "1 device".into(),
-        "efficiency".into(),
-    ];
-    header.extend((0..devices.len()).map(|d| format!("device {d} GB/s")));
-    let mut rows = vec![header];
-    for r in &s.runs {
-        let mut row = vec![
-            r.context.name().to_owned(),
-            r.layout.name().to_owned(),
-            r.kernel.name().to_owned(),
-            format!("{:.1}", r.aggregate_gb_per_s_best),
-            format!("{:.1}", r.aggregate_gb_per_s_median),
-            format!("{:.1}", r.one_device_gb_per_s),
-            format!("{:.3}", r.scaling_efficiency),
-        ];
-        row.extend(r.parts.iter().map(|p| {
-            format!(
-                "{:.1}{}",
-                p.gb_per_s_best,
-                if p.clock == clmulti_axpy::Clock::Host {
-                    " (host)"
-                } else {
-                    ""
-                }
-            )
-        }));
-        rows.push(row);
-    }
-    let _ = write!(out, "{}", table(&rows));
-    let _ = writeln!(
-        out,
-        "  every part verified against the CPU reference (largest error {:.2} of the tolerance)",
-        s.runs
-            .iter()
-            .map(|r| r.max_error_ulps / 2.0)
-            .fold(0.0, f64::max)
-    );
-    let ways = s.runs.first().map_or(0, |r| r.strategies.len());
-    let mut chosen: Vec<String> = s.runs.iter().map(|r| r.launched_by.describe()).collect();
-    chosen.dedup();
-    if chosen.len() == 1 {
-        let _ = writeln!(
-                out,
-            "  launched by: {} (the fastest by median of {ways} ways tried in each run; -v shows each) [measured]",
-            chosen[0]
-        );
-    } else {
+    if s.runs.is_empty() {
         let _ = writeln!(
             out,
-            "  launched by (the fastest by median of {ways} ways tried; -v shows each) [measured]:"
+            "  no split over all {} device(s) finished",
+            devices.len()
         );
+    } else {
+        let mut header = vec![
+            "context".to_owned(),
+            "layout".into(),
+            "kernel".into(),
+            "aggregate GB/s".into(),
+            "median".into(),
+            "1 device".into(),
+            "efficiency".into(),
+        ];
+        header.extend((0..devices.len()).map(|d| format!("device {d} GB/s")));
+        let mut rows = vec![header];
         for r in &s.runs {
+            let mut row = vec![
+                r.context.name().to_owned(),
+                r.layout.name().to_owned(),
+                r.kernel.name().to_owned(),
+                format!("{:.1}", r.aggregate_gb_per_s_best),
+                format!("{:.1}", r.aggregate_gb_per_s_median),
+                format!("{:.1}", r.one_device_gb_per_s),
+                format!("{:.3}", r.scaling_efficiency),
+            ];
+            row.extend(r.parts.iter().map(|p| {
+                format!(
+                    "{:.1}{}",
+                    p.gb_per_s_best,
+                    if p.clock == clmulti_axpy::Clock::Host {
+                        " (host)"
+                    } else {
+                        ""
+                    }
+                )
+            }));
+            rows.push(row);
+        }
+        let _ = write!(out, "{}", table(&rows));
+        let _ = writeln!(
+            out,
+            "  every part verified against the CPU reference (largest error {:.2} of the tolerance)",
+            s.runs
+                .iter()
+                .map(|r| r.max_error_ulps / 2.0)
+                .fold(0.0, f64::max)
+        );
+        let ways = s.runs.first().map_or(0, |r| r.strategies.len());
+        let mut chosen: Vec<String> = s.runs.iter().map(|r| r.launched_by.describe()).collect();
+        chosen.dedup();
+        if chosen.len() == 1 {
+            let _ = writeln!(
+                    out,
+                "  launched by: {} (the fastest by median of {ways} ways tried in each run; -v shows each) [measured]",
+                chosen[0]
+            );
+        } else {
             let _ = writeln!(
                 out,
-                "    {} {} {}: {}",
-                r.context.name(),
-                r.layout.name(),
-                r.kernel.name(),
-                r.launched_by.describe()
+                "  launched by (the fastest by median of {ways} ways tried; -v shows each) [measured]:"
             );
+            for r in &s.runs {
+                let _ = writeln!(
+                    out,
+                    "    {} {} {}: {}",
+                    r.context.name(),
+                    r.layout.name(),
+                    r.kernel.name(),
+                    r.launched_by.describe()
+                );
+            }
         }
     }
     if !s.scaling.is_empty() {
