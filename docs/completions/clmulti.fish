@@ -24,7 +24,7 @@ function __fish_clmulti_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c clmulti -n "__fish_clmulti_needs_command" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). Without it, loading a runtime may take 60 s' -r
+complete -c clmulti -n "__fish_clmulti_needs_command" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). `axpy`, `bench` and `diagnose` are asked to stop (SIGTERM) and report what finished, and killed a tenth later (2 to 10 s) if still running; exit 1 either way. Without it, loading a runtime may take 60 s' -r
 complete -c clmulti -n "__fish_clmulti_needs_command" -s q -l quiet -d 'Say nothing on stderr but errors'
 complete -c clmulti -n "__fish_clmulti_needs_command" -s v -l verbose -d 'Say more on stderr'
 complete -c clmulti -n "__fish_clmulti_needs_command" -s h -l help -d 'Print help'
@@ -38,20 +38,20 @@ complete -c clmulti -n "__fish_clmulti_needs_command" -f -a "diagnose" -d 'Answe
 complete -c clmulti -n "__fish_clmulti_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c clmulti -n "__fish_clmulti_using_subcommand devices" -l format -d 'Output format' -r -f -a "text\t'Human-readable text (`table` is accepted too)'
 json\t'JSON with a `schema_version` (field names in docs/json.md)'"
-complete -c clmulti -n "__fish_clmulti_using_subcommand devices" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). Without it, loading a runtime may take 60 s' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand devices" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). `axpy`, `bench` and `diagnose` are asked to stop (SIGTERM) and report what finished, and killed a tenth later (2 to 10 s) if still running; exit 1 either way. Without it, loading a runtime may take 60 s' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand devices" -s q -l quiet -d 'Say nothing on stderr but errors'
 complete -c clmulti -n "__fish_clmulti_using_subcommand devices" -s v -l verbose -d 'Say more on stderr'
 complete -c clmulti -n "__fish_clmulti_using_subcommand devices" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c clmulti -n "__fish_clmulti_using_subcommand check" -l format -d 'Output format' -r -f -a "text\t'Human-readable text (`table` is accepted too)'
 json\t'JSON with a `schema_version` (field names in docs/json.md)'"
-complete -c clmulti -n "__fish_clmulti_using_subcommand check" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). Without it, loading a runtime may take 60 s' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand check" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). `axpy`, `bench` and `diagnose` are asked to stop (SIGTERM) and report what finished, and killed a tenth later (2 to 10 s) if still running; exit 1 either way. Without it, loading a runtime may take 60 s' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand check" -s q -l quiet -d 'Say nothing on stderr but errors'
 complete -c clmulti -n "__fish_clmulti_using_subcommand check" -s v -l verbose -d 'Say more on stderr'
 complete -c clmulti -n "__fish_clmulti_using_subcommand check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l format -d 'Output format; `json` prints one report per line (JSON Lines)' -r -f -a "text\t'Human-readable text (`table` is accepted too)'
 json\t'JSON with a `schema_version` (field names in docs/json.md)'"
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l index -d 'Run only the N-th run (0-based) of each file\'s grid (`--list` shows them)' -r
-complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). Without it, loading a runtime may take 60 s' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). `axpy`, `bench` and `diagnose` are asked to stop (SIGTERM) and report what finished, and killed a tenth later (2 to 10 s) if still running; exit 1 either way. Without it, loading a runtime may take 60 s' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l isolate -d 'Run every run in its own child process (always done when several runs share the invocation, or a run sets `[env]` or `[limits]`)'
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l list -d 'Print each file\'s runs with their `--index`, and run nothing'
 complete -c clmulti -n "__fish_clmulti_using_subcommand run" -l experiment -d 'When a run fails, move the limit of each candidate cause (and, when none is confirmed, the buffer size, a release half way, a second context, one more device) and re-run it in fresh processes: the report then says which cause moved the failure, measured'
@@ -72,7 +72,7 @@ per-device\t'One context per device'
 both\t'Both, in one invocation'"
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l weights -d 'With --split: each device\'s share, e.g. 1,3 (default equal)' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l device-counts -d 'With --split: also split over the first k devices for each k given, for the efficiency per device count (default: 2, 4, 8... below the device count)' -r
-complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). Without it, loading a runtime may take 60 s' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). `axpy`, `bench` and `diagnose` are asked to stop (SIGTERM) and report what finished, and killed a tenth later (2 to 10 s) if still running; exit 1 either way. Without it, loading a runtime may take 60 s' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l split -d 'Split one dAxpy over all selected devices at once, in one shared context and in per-device contexts, against one device'
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -l include-transfers -d 'With --split: also time moving the data (host to devices, back, between devices)'
 complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -s q -l quiet -d 'Say nothing on stderr but errors'
@@ -87,7 +87,7 @@ complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l sample-every -
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l require -d 'The target ratio (default 0.95); exit 1 when the interval lies wholly below it' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l format -d 'Output format' -r -f -a "text\t'Human-readable text (`table` is accepted too)'
 json\t'JSON with a `schema_version` (field names in docs/json.md)'"
-complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). Without it, loading a runtime may take 60 s' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). `axpy`, `bench` and `diagnose` are asked to stop (SIGTERM) and report what finished, and killed a tenth later (2 to 10 s) if still running; exit 1 either way. Without it, loading a runtime may take 60 s' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -s q -l quiet -d 'Say nothing on stderr but errors'
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -s v -l verbose -d 'Say more on stderr'
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -99,7 +99,7 @@ complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l format -d '
 json\t'The versioned JSON shape (docs/json.md)'
 markdown\t'Markdown, as diagnose.md'"
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l out -d 'Also write diagnose.md, diagnose.json, runs.jsonl and index.html here' -r -F
-complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). Without it, loading a runtime may take 60 s' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). `axpy`, `bench` and `diagnose` are asked to stop (SIGTERM) and report what finished, and killed a tenth later (2 to 10 s) if still running; exit 1 either way. Without it, loading a runtime may take 60 s' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l no-experiments -d 'Skip the experiments that move each candidate\'s limit (and, when none is confirmed, find the shape of the unseen one): faster, but a cause is then only a candidate'
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -s q -l quiet -d 'Say nothing on stderr but errors'
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -s v -l verbose -d 'Say more on stderr'

@@ -48,7 +48,9 @@ struct Cli {
     verbose: bool,
     /// End the command after this many seconds, loading the runtime included (`run`:
     /// each run, which then reports what it measured; default: its max_seconds guard
-    /// plus a margin). Without it, loading a runtime may take 60 s.
+    /// plus a margin). `axpy`, `bench` and `diagnose` are asked to stop (SIGTERM) and
+    /// report what finished, and killed a tenth later (2 to 10 s) if still running;
+    /// exit 1 either way. Without it, loading a runtime may take 60 s.
     #[arg(long, global = true, value_name = "SECONDS", value_parser = clmulti_scenario::parse_seconds)]
     timeout: Option<f64>,
     #[command(subcommand)]
@@ -82,8 +84,8 @@ enum Command {
     ///
     /// Ctrl-C, SIGTERM or SIGHUP ends the timing after the repetition in flight (a
     /// split run in flight finishes), then reports what finished and names what did
-    /// not run; a second signal ends it at once, without a report. `--timeout` kills
-    /// it without one.
+    /// not run; a second signal ends it at once, without a report. `--timeout` stops it
+    /// the same way.
     Axpy(axpy::Args),
     /// Compare the engine's allocation rate with a plain clCreateBuffer loop.
     Bench(bench::Args),

@@ -243,6 +243,9 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
     let mut received = 0;
     let mut last_received = 0;
     let exited = ExitNotice::open(pid);
+    // When `--timeout` asked a graceful command to stop (SIGTERM), so that it reports
+    // what finished; it is killed if it has not ended a grace later.
+    let mut asked_to_stop: Option<u64> = None;
     let ended = loop {
         let mut status = 0;
         // SAFETY: waiting for our own child without blocking.
@@ -262,7 +265,16 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
             break Ended::LoadHang(Duration::from_millis(loading_for));
         }
         if let Some(limit) = late {
-            break Ended::Timeout(Duration::from_millis(limit));
+            let grace = (limit / 10).clamp(2_000, 10_000);
+            match asked_to_stop {
+                None if bounds.graceful_signals && phase == RUNNING => {
+                    // SAFETY: signalling our own child.
+                    unsafe { libc::kill(pid, libc::SIGTERM) };
+                    asked_to_stop = Some(now);
+                }
+                Some(asked) if now.saturating_sub(asked) <= grace => {}
+                _ => break Ended::Timeout(Duration::from_millis(limit)),
+            }
         }
         // The worker's own deadline, with a tenth (at least 0.2 s) to print its report.
         let own = shared.deadline_ms.load(Ordering::SeqCst);
@@ -356,6 +368,15 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
         return 1;
     }
     let exit = libc::WEXITSTATUS(status);
+    if let (Some(_), Some(limit)) = (asked_to_stop, bounds.timeout) {
+        // It reported what finished before the limit; the command still did not end.
+        say(&format!(
+            "`clmulti {}` did not end within {:.1} s (--timeout): it was stopped with SIGTERM, and what had finished by then, if anything, is reported above",
+            bounds.command,
+            limit.as_secs_f64()
+        ));
+        return 1;
+    }
     if finished {
         let signal = RECEIVED.load(Ordering::SeqCst);
         if bounds.graceful_signals

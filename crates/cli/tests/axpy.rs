@@ -397,3 +397,25 @@ fn a_signal_inherited_ignored_stays_ignored_as_under_nohup() {
     assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
     assert_eq!(json(&out)["stopped_by"], "SIGTERM");
 }
+
+#[test]
+fn timeout_stops_it_and_keeps_what_finished() {
+    let out = run(clmulti(1)
+        .args(["--timeout", "2", "axpy", "--n", "65536"])
+        .args(["--repeat", "100000", "--kernel", "seed", "--format", "json"]));
+    // The command did not end in time: 1, with what finished reported.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "did not end within 2.0 s (--timeout): it was stopped with SIGTERM, and what had finished by then, if anything, is reported above"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let json = json(&out);
+    assert_eq!(json["stopped_by"], "SIGTERM");
+    let done = json["devices"][0]["bandwidth"][0]["repeat"]
+        .as_u64()
+        .unwrap();
+    assert!((1..100_000).contains(&done), "{done}");
+}
