@@ -268,8 +268,11 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
             let grace = (limit / 10).clamp(2_000, 10_000);
             match asked_to_stop {
                 None if bounds.graceful_signals && phase == RUNNING => {
-                    // SAFETY: signalling our own child.
-                    unsafe { libc::kill(pid, libc::SIGTERM) };
+                    // Stopping already (a Ctrl-C): another signal would end it at once.
+                    if shared.signals_seen.load(Ordering::SeqCst) == 0 {
+                        // SAFETY: signalling our own child.
+                        unsafe { libc::kill(pid, libc::SIGTERM) };
+                    }
                     asked_to_stop = Some(now);
                 }
                 Some(asked) if now.saturating_sub(asked) <= grace => {}
