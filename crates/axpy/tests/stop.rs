@@ -33,47 +33,68 @@ fn yes_from(nth: u32) -> (Cell<u32>, u32) {
 }
 
 #[test]
-fn a_stopped_split_keeps_the_runs_that_finished_and_says_it_stopped() {
+fn a_stopped_split_keeps_what_finished_and_names_the_rest() {
     let devices = pocl_devices(2);
     let options = SplitOptions {
         n: 1 << 16,
         weights: None,
-        repeat: 2,
+        repeat: 50,
         modes: vec![ContextMode::Shared, ContextMode::PerDevice],
         kernels: vec![KernelChoice::Seed, KernelChoice::Fast],
         include_transfers: false,
         device_counts: Vec::new(),
     };
+    let planned = [
+        "2 device(s), shared context, buffers, dAxpy",
+        "2 device(s), shared context, buffers, axpy_fast",
+        "2 device(s), shared context, sub-buffers, dAxpy",
+        "2 device(s), shared context, sub-buffers, axpy_fast",
+        "2 device(s), per-device context, buffers, dAxpy",
+        "2 device(s), per-device context, buffers, axpy_fast",
+    ];
     let whole = split(&devices, &options).unwrap();
-    // Shared: buffers and sub-buffers, per-device: buffers; two kernels each.
     assert_eq!(whole.runs.len(), 6);
-
-    let (asked, from) = yes_from(3);
-    let stop = || {
-        asked.set(asked.get() + 1);
-        asked.get() >= from
-    };
-    let stopped = split_until(&devices, &options, &stop).unwrap();
-    assert_eq!(asked.get(), 3, "asked before each run, none after the yes");
-    assert_eq!(stopped.runs.len(), 2);
-    assert!(stopped.runs.iter().all(|r| r.max_error_ulps.is_finite()));
-    // The four left, in the order they would have run.
-    assert_eq!(
-        stopped.not_run,
-        [
-            "2 device(s), shared context, sub-buffers, dAxpy",
-            "2 device(s), shared context, sub-buffers, axpy_fast",
-            "2 device(s), per-device context, buffers, dAxpy",
-            "2 device(s), per-device context, buffers, axpy_fast",
-        ]
-    );
-    let json = serde_json::to_value(&stopped).unwrap();
-    assert_eq!(json["not_run"].as_array().unwrap().len(), 4);
     assert!(whole.not_run.is_empty());
     assert!(serde_json::to_value(&whole)
         .unwrap()
         .get("not_run")
         .is_none());
+
+    // Yes at the first question (before the first run): nothing runs.
+    let (asked, from) = yes_from(1);
+    let stop = || {
+        asked.set(asked.get() + 1);
+        asked.get() >= from
+    };
+    let none = split_until(&devices, &options, &stop).unwrap();
+    assert!(none.runs.is_empty() && none.scaling.is_empty());
+    assert_eq!(none.not_run, planned);
+
+    // Asked before each run, and after each timed repetition of the split and of
+    // its one-device base: the first run asks 1 + 50 + 50 times. Yes at the 110th
+    // cuts the second run's repetitions short: the first is kept, the second is
+    // not reported (best-of figures of fewer repetitions do not compare).
+    let (asked, from) = yes_from(110);
+    let stop = || {
+        asked.set(asked.get() + 1);
+        asked.get() >= from
+    };
+    let cut = split_until(&devices, &options, &stop).unwrap();
+    assert_eq!(cut.runs.len(), 1);
+    assert_eq!(cut.runs[0].kernel.name(), "dAxpy");
+    assert!(cut.runs[0].aggregate_gb_per_s_best > 0.0 && cut.runs[0].max_error_ulps.is_finite());
+    assert_eq!(cut.not_run.len(), 5);
+    assert_eq!(
+        cut.not_run[0],
+        format!(
+            "{} (stopped part way: best-of figures of fewer repetitions do not compare)",
+            planned[1]
+        )
+    );
+    assert_eq!(cut.not_run[1..], planned[2..]);
+    assert_eq!(asked.get(), 110, "no question after the yes");
+    let json = serde_json::to_value(&cut).unwrap();
+    assert_eq!(json["not_run"].as_array().unwrap().len(), 5);
 }
 
 #[test]

@@ -82,10 +82,9 @@ enum Command {
     Run(run::Args),
     /// Run dAxpy (the seed's kernel and the fast one), verify it and measure bandwidth.
     ///
-    /// Ctrl-C, SIGTERM or SIGHUP ends the timing after the repetition in flight (a
-    /// split run in flight finishes), then reports what finished and names what did
-    /// not run; a second signal ends it at once, without a report. `--timeout` stops it
-    /// the same way.
+    /// Ctrl-C, SIGTERM or SIGHUP ends the timing after the repetition in flight, then
+    /// reports what finished and names what did not run; a second signal ends it at
+    /// once, without a report. `--timeout` stops it the same way.
     Axpy(axpy::Args),
     /// Compare the engine's allocation rate with a plain clCreateBuffer loop.
     Bench(bench::Args),

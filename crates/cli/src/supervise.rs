@@ -326,6 +326,11 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
                     "loading the OpenCL runtime did not finish within {:.1} s: clGetPlatformIDs never returned (an ICD the loader opened hangs while loading; OCL_ICD_VENDORS or /etc/OpenCL/vendors name them)",
                     seconds.as_secs_f64()
                 ),
+                _ if asked_to_stop.is_some() => format!(
+                    "`clmulti {}` did not end within {:.1} s (--timeout), nor within the grace after it was asked to stop (SIGTERM; what it had in flight had not finished): killed, nothing reported",
+                    bounds.command,
+                    seconds.as_secs_f64()
+                ),
                 _ => format!(
                     "`clmulti {}` did not end within {:.1} s ({}): stopped",
                     bounds.command,

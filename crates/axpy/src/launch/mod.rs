@@ -445,6 +445,7 @@ pub(crate) fn measure(
     parts: &[Prepared<'_>],
     trials: usize,
     repeat: usize,
+    stop: &dyn Fn() -> bool,
 ) -> Result<Measured, AxpyError> {
     let strategies = Strategy::all();
     let workers = Workers {
@@ -509,6 +510,9 @@ pub(crate) fn measure(
                     profiled.push(rep.clone());
                 }
                 timed.push(rep);
+                if stop() {
+                    break;
+                }
             }
             Ok(Measured {
                 chosen,

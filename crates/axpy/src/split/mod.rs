@@ -113,7 +113,12 @@ struct Timed {
 
 /// Times `parts` together: every launch strategy tried, then `repeat` repetitions
 /// with the fastest. Tuning and earlier launches must be done.
-fn time_parts(parts: &[Part<'_>], kernel: KernelRan, repeat: usize) -> Result<Timed, AxpyError> {
+fn time_parts(
+    parts: &[Part<'_>],
+    kernel: KernelRan,
+    repeat: usize,
+    stop: &dyn Fn() -> bool,
+) -> Result<Timed, AxpyError> {
     let prepared = parts
         .iter()
         .map(|p| {
@@ -127,7 +132,7 @@ fn time_parts(parts: &[Part<'_>], kernel: KernelRan, repeat: usize) -> Result<Ti
         .collect::<Result<Vec<_>, AxpyError>>()?;
     // Enough trials that a median means something, few enough to stay short.
     let trials = (repeat / 2).clamp(3, 10);
-    let measured = launch::measure(&prepared, trials, repeat)?;
+    let measured = launch::measure(&prepared, trials, repeat, stop)?;
     let totals = measured.timed.iter().map(|r| launch::total_s(r)).collect();
     Ok(Timed { measured, totals })
 }
@@ -279,7 +284,7 @@ pub fn split_until(
                             && everything
                             && layout == Layout::Buffers
                             && i == 0;
-                        let (run, transfers) = run_split(
+                        let run = run_split(
                             devices,
                             &parts,
                             (&whole_x, &whole_y),
@@ -290,7 +295,19 @@ pub fn split_until(
                             options,
                             time_transfers,
                             &mut one_device,
+                            stop,
                         )?;
+                        let index = report.runs.len() + report.scaling.len();
+                        let Some((run, transfers)) = run else {
+                            // Its repetitions cut short by a stop: not reported.
+                            report.not_run = std::iter::once(format!(
+                                "{} (stopped part way: best-of figures of fewer repetitions do not compare)",
+                                planned[index]
+                            ))
+                            .chain(planned[index + 1..].iter().cloned())
+                            .collect();
+                            break 'counts;
+                        };
                         if everything {
                             report.runs.push(run);
                         } else {
@@ -386,7 +403,8 @@ fn run_split<'r>(
     options: &SplitOptions,
     time_transfers: bool,
     one_device: &mut Vec<(ContextMode, KernelRan, f64, Strategy)>,
-) -> Result<(SplitRun, Option<Transfers>), AxpyError> {
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<(SplitRun, Option<Transfers>)>, AxpyError> {
     let kernel = Runner::pick(
         &AxpyCase::contiguous(*parts.iter().max().unwrap_or(&0), 1.0),
         choice,
@@ -451,7 +469,11 @@ fn run_split<'r>(
             }
         }
     }
-    let timed = time_parts(&built, kernel, options.repeat.max(1))?;
+    let timed = time_parts(&built, kernel, options.repeat.max(1), stop)?;
+    if timed.measured.timed.len() < options.repeat.max(1) {
+        // Stopped part way: best-of figures of fewer repetitions do not compare.
+        return Ok(None);
+    }
     let read_start = Instant::now();
     let mut results = Vec::with_capacity(built.len());
     for p in &built {
@@ -529,21 +551,24 @@ fn run_split<'r>(
     {
         Some(&(_, _, one, strategy)) => (one, strategy),
         None => {
-            let (one, strategy) = single_device(
+            let Some((one, strategy)) = single_device(
                 runner_of(0),
                 &devices[0],
                 kernel,
                 total,
-                options,
-                whole_x,
-                whole_y,
-            )?;
+                (whole_x, whole_y),
+                options.repeat.max(1),
+                stop,
+            )?
+            else {
+                return Ok(None);
+            };
             one_device.push((mode, kernel, one, strategy));
             (one, strategy)
         }
     };
     let aggregate_best = bytes as f64 / sorted[0] / 1e9;
-    Ok((
+    Ok(Some((
         SplitRun {
             devices: devices.len(),
             context: mode,
@@ -560,20 +585,21 @@ fn run_split<'r>(
             one_device_launched_by: one_strategy,
         },
         transfers,
-    ))
+    )))
 }
 
 /// Best host-timed bandwidth of the kernel over the whole vector (`n` elements) on
-/// one device, launched the fastest way for it, and that way.
+/// one device, launched the fastest way for it, and that way; `None` when `stop` cut
+/// its `repeat` timed repetitions short.
 fn single_device(
     runner: &Runner<'_>,
     device: &Device,
     kernel: KernelRan,
     n: u64,
-    options: &SplitOptions,
-    whole_x: &[f32],
-    whole_y: &[f32],
-) -> Result<(f64, Strategy), AxpyError> {
+    (whole_x, whole_y): (&[f32], &[f32]),
+    repeat: usize,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<(f64, Strategy)>, AxpyError> {
     let case = AxpyCase::contiguous(n, 0.5);
     let queue = runner.queue(device)?;
     let plain = runner.queue_with(device, false)?;
@@ -597,9 +623,15 @@ fn single_device(
         x0: &[],
         y0: &[],
     };
-    let timed = time_parts(std::slice::from_ref(&part), kernel, options.repeat.max(1))?;
+    let timed = time_parts(std::slice::from_ref(&part), kernel, repeat, stop)?;
+    if timed.measured.timed.len() < repeat {
+        return Ok(None);
+    }
     let best = timed.totals.iter().copied().fold(f64::MAX, f64::min);
-    Ok((3.0 * n as f64 * 4.0 / best / 1e9, timed.measured.chosen))
+    Ok(Some((
+        3.0 * n as f64 * 4.0 / best / 1e9,
+        timed.measured.chosen,
+    )))
 }
 
 #[cfg(test)]

@@ -159,6 +159,21 @@ fn stop_signal() -> Option<i32> {
     clmulti_alloc::child::INTERRUPT.signal()
 }
 
+/// The signal that stopped the command part way, when something did not run. A
+/// signal during the last step, which finished, leaves a whole report: said, since
+/// the signal was acknowledged as stopping it.
+fn stopped_part_way(not_run: &[String]) -> Option<i32> {
+    let signal = stop_signal()?;
+    if not_run.is_empty() {
+        note!(
+            "axpy: {} came during the last step, which finished: the report is whole",
+            clmulti_explain::signal_name(signal)
+        );
+        return None;
+    }
+    Some(signal)
+}
+
 /// dAxpy across two devices of one context: its figures, or `{"error": ...}`.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
@@ -403,7 +418,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         if shows(Verbosity::Verbose) {
             print_strategies(&report);
         }
-        let stopped = stop_signal().filter(|_| !report.not_run.is_empty());
+        let stopped = stopped_part_way(&report.not_run);
         let not_run = report
             .not_run
             .iter()
@@ -489,9 +504,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             Err(error) => Some(Cross::Failed { error }),
         }
     };
-    // Stopped part way: something did not run. A signal during the last step, which
-    // finished, leaves a whole report.
-    let stopped = stop_signal().filter(|_| !not_run.is_empty());
+    let stopped = stopped_part_way(&not_run);
     let report = AxpyReport {
         schema_version: AXPY_SCHEMA_VERSION,
         platform,
