@@ -159,6 +159,11 @@ fn stop_signal() -> Option<i32> {
     clmulti_alloc::child::INTERRUPT.signal()
 }
 
+/// Whether a signal asked the command to stop: what the runs ask between steps.
+fn stop_asked() -> bool {
+    stop_signal().is_some()
+}
+
 /// The signal that stopped the command part way, when something did not run. A
 /// signal during the last step, which finished, leaves a whole report: said, since
 /// the signal was acknowledged as stopping it.
@@ -408,7 +413,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             },
         };
         note!("axpy --split over {} device(s)", devices.len());
-        let report = split(&devices, &options, &|| stop_signal().is_some()).map_err(|e| {
+        let report = split(&devices, &options, &stop_asked).map_err(|e| {
             if e.contains("named twice") || e.contains("weights") || e.contains("device count") {
                 Failure::Input(e)
             } else {
@@ -443,7 +448,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let mut results = Vec::new();
     let mut not_run = Vec::new();
     for (i, device) in devices.iter().enumerate() {
-        if stop_signal().is_some() {
+        if stop_asked() {
             not_run.extend(
                 devices[i..]
                     .iter()
@@ -486,7 +491,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     }
     let cross_device = if devices.len() < 2 {
         None
-    } else if stop_signal().is_some() {
+    } else if stop_asked() {
         not_run.push("the cross-device run".to_owned());
         None
     } else {
@@ -497,7 +502,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         match cross(&devices[..2], args.n.min(1 << 26), kernel) {
             Ok(ran) => Some(Cross::Ran(ran)),
             // Failed as the stop came (see `run_device`): not run.
-            Err(_) if stop_signal().is_some() => {
+            Err(_) if stop_asked() => {
                 not_run.push("the cross-device run".to_owned());
                 None
             }
@@ -578,7 +583,7 @@ fn run_device(
         Ok(r) => r,
         // A stop can make the build in flight fail (PoCL's compiler, on the signal,
         // deletes its temporary files): then the device's runs are not run.
-        Err(_) if stop_signal().is_some() => {
+        Err(_) if stop_asked() => {
             not_run.push(format!(
                 "device {}: every verification case and bandwidth run (the kernels' build was in flight)",
                 info.selector
@@ -632,7 +637,7 @@ fn run_device(
             )
         };
         for (done, case) in cases.into_iter().enumerate() {
-            if stop_signal().is_some() {
+            if stop_asked() {
                 stopped_at(index, cases_from(done + 1), not_run);
                 return result;
             }
@@ -645,7 +650,7 @@ fn run_device(
             match runner.verify(&cl_device, &case, choice) {
                 Ok(v) => result.verified.push(v),
                 // Failed as the stop came (see the build above): not run.
-                Err(_) if stop_signal().is_some() => {
+                Err(_) if stop_asked() => {
                     stopped_at(index, cases_from(done + 1), not_run);
                     return result;
                 }
@@ -655,7 +660,7 @@ fn run_device(
                 )),
             }
         }
-        if stop_signal().is_some() {
+        if stop_asked() {
             stopped_at(
                 index,
                 format!("the {} kernel's bandwidth run", kernel_word(kernel)),
@@ -669,8 +674,13 @@ fn run_device(
             kernel_word(kernel),
             args.repeat
         );
-        let stop = || stop_signal().is_some();
-        match runner.bandwidth_until(&cl_device, args.n, args.repeat as usize, kernel, &stop) {
+        match runner.bandwidth_until(
+            &cl_device,
+            args.n,
+            args.repeat as usize,
+            kernel,
+            &stop_asked,
+        ) {
             Ok(b) => {
                 let done = b.repeat;
                 result.notes.extend(b.notes.iter().cloned());
@@ -689,7 +699,7 @@ fn run_device(
                     return result;
                 }
             }
-            Err(_) if stop_signal().is_some() => {
+            Err(_) if stop_asked() => {
                 stopped_at(
                     index,
                     format!("the {} kernel's bandwidth run", kernel_word(kernel)),
