@@ -48,6 +48,7 @@
 //! The schema, with defaults, is documented in `configs/README.md` of the workspace.
 
 mod keys;
+pub mod kmd_emu;
 pub mod layer;
 mod load;
 mod locate;

@@ -1,0 +1,951 @@
+//! The kernel driver's state, as i915 keeps it: open files (each a DRM client with its
+//! own handle table, VMs and contexts), GEM objects (shared between files by PRIME),
+//! memory regions, and the counts the emulation reports. No libc calls here: the
+//! interposer ([`crate::preload`]) makes descriptors and mappings and tells the model.
+//!
+//! Rules taken from the kernel (drivers/gpu/drm/i915, drm_prime.c, drm_gem.c):
+//! - an object lives while a handle, a dma-buf or a CPU mapping refers to it;
+//! - handles are per file, nonzero, and importing an object a file already holds
+//!   returns the handle it has;
+//! - sizes round up to the region's page (4 KiB system, 64 KiB device memory on DG2),
+//!   and an object larger than its region is refused at creation (`E2BIG`);
+//! - pages are taken when the object is first used (bound for execution or mapped),
+//!   not at creation; device memory in use evicts idle objects to system memory
+//!   before anything fails (TTM), and only a working set larger than the region fails
+//!   (`ENOSPC`).
+
+use crate::config::Config;
+use std::collections::{BTreeMap, HashMap};
+
+/// An errno value.
+pub type Errno = i32;
+/// An object's identity across files.
+pub type ObjectId = u64;
+
+/// Where an object's pages live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Region {
+    /// System memory (`system0`).
+    System,
+    /// The device's own memory (`local0`).
+    Local,
+}
+
+impl Region {
+    /// i915's name for the region in fdinfo.
+    pub fn name(self) -> &'static str {
+        match self {
+            Region::System => "system0",
+            Region::Local => "local0",
+        }
+    }
+
+    fn page(self) -> u64 {
+        match self {
+            Region::System => 4 << 10,
+            Region::Local => 64 << 10,
+        }
+    }
+}
+
+/// What made an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// `GEM_CREATE` / `GEM_CREATE_EXT`.
+    Created,
+    /// `GEM_USERPTR`: the process's own pages at this address.
+    Userptr(u64),
+}
+
+#[derive(Debug)]
+struct Object {
+    device: usize,
+    region: Region,
+    size: u64,
+    origin: Origin,
+    /// Handles in files, open dma-bufs, CPU mappings: the object's references.
+    handles: u32,
+    dmabufs: u32,
+    mappings: u32,
+    resident: bool,
+    /// Last use for execution (eviction order).
+    last_use: u64,
+    mmap_offset: Option<u64>,
+}
+
+impl Object {
+    fn referenced(&self) -> bool {
+        self.handles + self.dmabufs + self.mappings > 0
+    }
+}
+
+#[derive(Debug)]
+struct File {
+    device: usize,
+    client_id: u64,
+    /// Descriptors naming this open file (dup'ed ones too).
+    fds: u32,
+    handles: BTreeMap<u32, ObjectId>,
+    next_handle: u32,
+    vms: Vec<u32>,
+    contexts: BTreeMap<u32, u32>,
+    next_vm: u32,
+    next_context: u32,
+}
+
+/// Per device and region: live objects, their bytes and their resident bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RegionCounts {
+    /// Live objects.
+    pub objects: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Bytes with pages taken.
+    pub resident_bytes: u64,
+    /// Objects ever created here.
+    pub created: u64,
+}
+
+/// A live figure and its total since the process started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Now.
+    pub live: u64,
+    /// Ever.
+    pub total: u64,
+}
+
+impl Tally {
+    fn up(&mut self) {
+        self.live += 1;
+        self.total += 1;
+    }
+    fn down(&mut self) {
+        self.live = self.live.saturating_sub(1);
+    }
+}
+
+/// What the emulated driver has done for this process, by kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Per device, per region.
+    pub regions: BTreeMap<(usize, Region), RegionCounts>,
+    /// CPU mappings of objects (`mmap` of an offset from `GEM_MMAP_OFFSET`).
+    pub maps: Tally,
+    /// dma-buf descriptors from `PRIME_HANDLE_TO_FD`.
+    pub exports: Tally,
+    /// Handles from `PRIME_FD_TO_HANDLE` to an object of another device.
+    pub imports: Tally,
+    /// Objects over the process's own pages (`GEM_USERPTR`).
+    pub userptrs: Tally,
+    /// Open render-node files.
+    pub files: Tally,
+    /// Address spaces (`GEM_VM_CREATE`).
+    pub vms: Tally,
+    /// Contexts (`GEM_CONTEXT_CREATE_EXT`).
+    pub contexts: Tally,
+    /// `EXECBUFFER2` submissions completed.
+    pub execbuffers: u64,
+    /// Post-sync writes performed for them.
+    pub post_sync_writes: u64,
+    /// Objects moved out of device memory to make room.
+    pub evictions: u64,
+    /// ioctls that returned an error.
+    pub failed_ioctls: u64,
+}
+
+/// The emulated i915 driver of one process.
+#[derive(Debug)]
+pub struct Driver {
+    /// What it presents.
+    pub config: Config,
+    files: HashMap<u64, File>,
+    /// Descriptor -> open file.
+    file_fds: HashMap<i32, u64>,
+    /// dma-buf descriptor -> object.
+    dmabuf_fds: HashMap<i32, ObjectId>,
+    objects: HashMap<ObjectId, Object>,
+    offsets: HashMap<u64, ObjectId>,
+    /// Live CPU mappings: start address -> (object, length).
+    mappings: BTreeMap<usize, (ObjectId, usize)>,
+    next_file: u64,
+    next_object: ObjectId,
+    next_offset: u64,
+    clock: u64,
+    counts: Counts,
+}
+
+/// The object an execution names, with the GPU address the caller pinned it at.
+#[derive(Debug, Clone, Copy)]
+pub struct Bound {
+    /// The object.
+    pub object: ObjectId,
+    /// Its GPU virtual address (softpin).
+    pub gpu_address: u64,
+    /// Its size.
+    pub size: u64,
+}
+
+impl Driver {
+    /// A driver with no open files.
+    pub fn new(config: Config) -> Self {
+        let mut counts = Counts::default();
+        for device in &config.devices {
+            for region in [Region::System, Region::Local] {
+                counts
+                    .regions
+                    .insert((device.index, region), RegionCounts::default());
+            }
+        }
+        Self {
+            config,
+            files: HashMap::new(),
+            file_fds: HashMap::new(),
+            dmabuf_fds: HashMap::new(),
+            objects: HashMap::new(),
+            offsets: HashMap::new(),
+            mappings: BTreeMap::new(),
+            next_file: 1,
+            next_object: 1,
+            // Fake offsets start above any real file's size, page-aligned.
+            next_offset: 1 << 32,
+            clock: 0,
+            counts,
+        }
+    }
+
+    /// The counts so far.
+    pub fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
+    /// Notes a failed ioctl.
+    pub fn failed(&mut self) {
+        self.counts.failed_ioctls += 1;
+    }
+
+    /// The device an open render-node descriptor belongs to.
+    pub fn device_of(&self, fd: i32) -> Option<usize> {
+        let file = self.file_fds.get(&fd)?;
+        self.files.get(file).map(|f| f.device)
+    }
+
+    /// Whether `fd` is a dma-buf this driver exported.
+    pub fn is_dmabuf(&self, fd: i32) -> bool {
+        self.dmabuf_fds.contains_key(&fd)
+    }
+
+    /// Some exported dma-buf descriptor, if any is open.
+    pub fn any_dmabuf(&self) -> Option<i32> {
+        self.dmabuf_fds.keys().next().copied()
+    }
+
+    /// A render node of `device` was opened as `fd`: a new DRM client.
+    pub fn open(&mut self, fd: i32, device: usize) {
+        let id = self.next_file;
+        self.next_file += 1;
+        self.files.insert(
+            id,
+            File {
+                device,
+                client_id: id,
+                fds: 1,
+                handles: BTreeMap::new(),
+                next_handle: 1,
+                vms: Vec::new(),
+                contexts: BTreeMap::new(),
+                next_vm: 1,
+                next_context: 1,
+            },
+        );
+        self.file_fds.insert(fd, id);
+        self.counts.files.up();
+    }
+
+    /// `new` now names what `old` names (dup).
+    pub fn dup(&mut self, old: i32, new: i32) {
+        if let Some(&file) = self.file_fds.get(&old) {
+            self.forget(new);
+            self.file_fds.insert(new, file);
+            if let Some(f) = self.files.get_mut(&file) {
+                f.fds += 1;
+            }
+        } else if let Some(&object) = self.dmabuf_fds.get(&old) {
+            self.forget(new);
+            self.dmabuf_fds.insert(new, object);
+            if let Some(o) = self.objects.get_mut(&object) {
+                o.dmabufs += 1;
+            }
+        }
+    }
+
+    /// `fd` was closed (or is about to be reused): drop what it held.
+    pub fn forget(&mut self, fd: i32) {
+        if let Some(file) = self.file_fds.remove(&fd) {
+            let last = self.files.get_mut(&file).is_some_and(|f| {
+                f.fds -= 1;
+                f.fds == 0
+            });
+            if last {
+                if let Some(f) = self.files.remove(&file) {
+                    for (_, object) in f.handles {
+                        self.drop_handle(object, f.device);
+                    }
+                    self.counts.vms.live = self.counts.vms.live.saturating_sub(f.vms.len() as u64);
+                    self.counts.contexts.live = self
+                        .counts
+                        .contexts
+                        .live
+                        .saturating_sub(f.contexts.len() as u64);
+                }
+                self.counts.files.down();
+            }
+        } else if let Some(object) = self.dmabuf_fds.remove(&fd) {
+            if let Some(o) = self.objects.get_mut(&object) {
+                o.dmabufs -= 1;
+            }
+            self.counts.exports.down();
+            self.release_if_unreferenced(object);
+        }
+    }
+
+    fn file(&mut self, fd: i32) -> Result<&mut File, Errno> {
+        let id = self.file_fds.get(&fd).ok_or(libc::EBADF)?;
+        self.files.get_mut(id).ok_or(libc::EBADF)
+    }
+
+    fn lookup(&mut self, fd: i32, handle: u32) -> Result<ObjectId, Errno> {
+        self.file(fd)?
+            .handles
+            .get(&handle)
+            .copied()
+            .ok_or(libc::ENOENT)
+    }
+
+    fn add_handle(&mut self, fd: i32, object: ObjectId) -> Result<u32, Errno> {
+        let file = self.file(fd)?;
+        if let Some((&handle, _)) = file.handles.iter().find(|(_, &o)| o == object) {
+            return Ok(handle);
+        }
+        let handle = file.next_handle;
+        file.next_handle += 1;
+        file.handles.insert(handle, object);
+        let device = file.device;
+        if let Some(o) = self.objects.get_mut(&object) {
+            o.handles += 1;
+            if o.device != device {
+                self.counts.imports.up();
+            }
+        }
+        Ok(handle)
+    }
+
+    fn drop_handle(&mut self, object: ObjectId, file_device: usize) {
+        if let Some(o) = self.objects.get_mut(&object) {
+            o.handles -= 1;
+            if o.device != file_device {
+                self.counts.imports.down();
+            }
+        }
+        self.release_if_unreferenced(object);
+    }
+
+    fn release_if_unreferenced(&mut self, object: ObjectId) {
+        let Some(o) = self.objects.get(&object) else {
+            return;
+        };
+        if o.referenced() {
+            return;
+        }
+        let o = self.objects.remove(&object).expect("looked up above");
+        if let Some(offset) = o.mmap_offset {
+            self.offsets.remove(&offset);
+        }
+        let region = self.counts.regions.entry((o.device, o.region)).or_default();
+        region.objects -= 1;
+        region.bytes -= o.size;
+        if o.resident {
+            region.resident_bytes -= o.size;
+        }
+        if matches!(o.origin, Origin::Userptr(_)) {
+            self.counts.userptrs.down();
+        }
+    }
+
+    /// `GEM_CREATE_EXT` (or `GEM_CREATE`: `placements` empty means system memory):
+    /// a new object of at least `size` bytes; returns its handle and rounded size.
+    pub fn create(
+        &mut self,
+        fd: i32,
+        size: u64,
+        placements: &[(u16, u16)],
+    ) -> Result<(u32, u64), Errno> {
+        let device = self.file(fd)?.device;
+        if size == 0 {
+            return Err(libc::EINVAL);
+        }
+        // The first placement is where the object starts; i915 also keeps the others
+        // as places to migrate to, which this model does not need.
+        let region = match placements.first() {
+            None => Region::System,
+            Some(&(crate::uapi::I915_MEMORY_CLASS_SYSTEM, 0)) => Region::System,
+            Some(&(crate::uapi::I915_MEMORY_CLASS_DEVICE, 0)) => Region::Local,
+            Some(_) => return Err(libc::EINVAL),
+        };
+        if placements.iter().any(|&(class, instance)| {
+            class > crate::uapi::I915_MEMORY_CLASS_DEVICE || instance != 0
+        }) {
+            return Err(libc::EINVAL);
+        }
+        let page = placements
+            .iter()
+            .map(|&(class, _)| {
+                if class == crate::uapi::I915_MEMORY_CLASS_DEVICE {
+                    Region::Local.page()
+                } else {
+                    Region::System.page()
+                }
+            })
+            .max()
+            .unwrap_or(Region::System.page());
+        let size = size.checked_next_multiple_of(page).ok_or(libc::E2BIG)?;
+        if size > self.region_size(device, region) {
+            return Err(libc::E2BIG);
+        }
+        let object = self.insert_object(device, region, size, Origin::Created);
+        let handle = self.add_handle(fd, object)?;
+        Ok((handle, size))
+    }
+
+    /// `GEM_USERPTR`: an object over the process's own `size` bytes at `address`.
+    pub fn userptr(&mut self, fd: i32, address: u64, size: u64) -> Result<u32, Errno> {
+        let device = self.file(fd)?.device;
+        let page = Region::System.page();
+        if size == 0 || address % page != 0 || size % page != 0 {
+            return Err(libc::EINVAL);
+        }
+        let object = self.insert_object(device, Region::System, size, Origin::Userptr(address));
+        // The process's pages are there already: resident from the start.
+        self.make_resident(object, self.clock + 1)?;
+        self.counts.userptrs.up();
+        self.add_handle(fd, object)
+    }
+
+    fn insert_object(
+        &mut self,
+        device: usize,
+        region: Region,
+        size: u64,
+        origin: Origin,
+    ) -> ObjectId {
+        let id = self.next_object;
+        self.next_object += 1;
+        self.objects.insert(
+            id,
+            Object {
+                device,
+                region,
+                size,
+                origin,
+                handles: 0,
+                dmabufs: 0,
+                mappings: 0,
+                resident: false,
+                last_use: 0,
+                mmap_offset: None,
+            },
+        );
+        let counts = self.counts.regions.entry((device, region)).or_default();
+        counts.objects += 1;
+        counts.bytes += size;
+        counts.created += 1;
+        id
+    }
+
+    fn region_size(&self, device: usize, region: Region) -> u64 {
+        match region {
+            Region::System => self.config.system_bytes,
+            Region::Local => self.config.devices.get(device).map_or(0, |d| d.local_bytes),
+        }
+    }
+
+    /// `GEM_CLOSE`.
+    pub fn close_handle(&mut self, fd: i32, handle: u32) -> Result<(), Errno> {
+        let file = self.file(fd)?;
+        let device = file.device;
+        let object = file.handles.remove(&handle).ok_or(libc::EINVAL)?;
+        self.drop_handle(object, device);
+        Ok(())
+    }
+
+    /// Whether `handle` names an object in `fd`'s file (`ENOENT` if not).
+    pub fn check_handle(&mut self, fd: i32, handle: u32) -> Result<(), Errno> {
+        self.lookup(fd, handle).map(|_| ())
+    }
+
+    /// `GEM_SET_DOMAIN`: i915 takes the object's pages to move it to a domain.
+    pub fn touch(&mut self, fd: i32, handle: u32) -> Result<(), Errno> {
+        let object = self.lookup(fd, handle)?;
+        self.make_resident(object, self.clock + 1)
+    }
+
+    /// `GEM_MMAP_OFFSET`: the fake offset `mmap` takes for this object.
+    pub fn mmap_offset(&mut self, fd: i32, handle: u32) -> Result<u64, Errno> {
+        let object = self.lookup(fd, handle)?;
+        let next = self.next_offset;
+        let o = self.objects.get_mut(&object).ok_or(libc::ENOENT)?;
+        if matches!(o.origin, Origin::Userptr(_)) {
+            // i915 refuses to map userptr objects through an offset.
+            return Err(libc::ENODEV);
+        }
+        if let Some(offset) = o.mmap_offset {
+            return Ok(offset);
+        }
+        o.mmap_offset = Some(next);
+        self.next_offset += o.size.next_multiple_of(4096).max(4096);
+        self.offsets.insert(next, object);
+        Ok(next)
+    }
+
+    /// The object `mmap(fd, offset)` maps, and its size. The offset is valid through
+    /// any file that holds a handle to it, as the kernel's per-file VMA permission.
+    pub fn object_at_offset(&mut self, fd: i32, offset: u64) -> Result<(ObjectId, u64), Errno> {
+        let object = *self.offsets.get(&offset).ok_or(libc::EACCES)?;
+        let file = self.file(fd)?;
+        if !file.handles.values().any(|&o| o == object) {
+            return Err(libc::EACCES);
+        }
+        let size = self.objects.get(&object).map_or(0, |o| o.size);
+        Ok((object, size))
+    }
+
+    /// The object behind a dma-buf descriptor, and its size.
+    pub fn object_of_dmabuf(&self, fd: i32) -> Option<(ObjectId, u64)> {
+        let object = *self.dmabuf_fds.get(&fd)?;
+        Some((object, self.objects.get(&object)?.size))
+    }
+
+    /// An existing CPU mapping of `object` (start, length): a new mapping aliases it.
+    pub fn mapping_of(&self, object: ObjectId) -> Option<(usize, usize)> {
+        self.mappings
+            .iter()
+            .find(|(_, &(o, _))| o == object)
+            .map(|(&start, &(_, len))| (start, len))
+    }
+
+    /// `object` is now mapped at `start` for `len` bytes: its pages are in use.
+    pub fn mapped(&mut self, object: ObjectId, start: usize, len: usize) -> Result<(), Errno> {
+        self.make_resident(object, self.clock + 1)?;
+        if let Some(o) = self.objects.get_mut(&object) {
+            o.mappings += 1;
+        }
+        if let Some((old, _)) = self.mappings.insert(start, (object, len)) {
+            // MAP_FIXED over an older mapping of ours replaced it.
+            self.unmap_object(old);
+        }
+        self.counts.maps.up();
+        Ok(())
+    }
+
+    /// `[start, start + len)` was unmapped: mappings inside it end.
+    pub fn unmapped(&mut self, start: usize, len: usize) {
+        let end = start.saturating_add(len);
+        let inside: Vec<usize> = self
+            .mappings
+            .range(..end)
+            .filter(|(&s, &(_, l))| s + l > start)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in inside {
+            if let Some((object, _)) = self.mappings.remove(&s) {
+                self.unmap_object(object);
+            }
+        }
+    }
+
+    /// Whether any object is mapped (a cheap check before [`Driver::unmapped`]).
+    pub fn has_mappings(&self) -> bool {
+        !self.mappings.is_empty()
+    }
+
+    fn unmap_object(&mut self, object: ObjectId) {
+        if let Some(o) = self.objects.get_mut(&object) {
+            o.mappings -= 1;
+        }
+        self.counts.maps.down();
+        self.release_if_unreferenced(object);
+    }
+
+    /// `PRIME_HANDLE_TO_FD`, first half: the object to export. The caller makes the
+    /// descriptor (a real one, so it counts against `RLIMIT_NOFILE` as the kernel's
+    /// does) and then calls [`Driver::exported`].
+    pub fn export(&mut self, fd: i32, handle: u32) -> Result<ObjectId, Errno> {
+        self.lookup(fd, handle)
+    }
+
+    /// The dma-buf descriptor `dmabuf` now refers to `object`.
+    pub fn exported(&mut self, object: ObjectId, dmabuf: i32) {
+        if let Some(o) = self.objects.get_mut(&object) {
+            o.dmabufs += 1;
+        }
+        self.dmabuf_fds.insert(dmabuf, object);
+        self.counts.exports.up();
+    }
+
+    /// `PRIME_FD_TO_HANDLE`: a handle in `fd`'s file to the dma-buf's object.
+    pub fn import(&mut self, fd: i32, dmabuf: i32) -> Result<u32, Errno> {
+        let object = *self.dmabuf_fds.get(&dmabuf).ok_or(libc::EBADF)?;
+        self.add_handle(fd, object)
+    }
+
+    /// Where the CPU sees the object's memory (a mapping or the userptr pages).
+    pub fn cpu_view(&self, object: ObjectId) -> Option<(usize, usize)> {
+        let o = self.objects.get(&object)?;
+        match o.origin {
+            Origin::Userptr(address) => Some((address as usize, o.size as usize)),
+            Origin::Created => self.mapping_of(object),
+        }
+    }
+
+    /// `EXECBUFFER2`: the objects it names, made resident (device memory evicting
+    /// idle objects first). Errors as the kernel's: an unknown handle `ENOENT`, a
+    /// working set larger than a region `ENOSPC`.
+    pub fn execute(&mut self, fd: i32, named: &[(u32, u64)]) -> Result<Vec<Bound>, Errno> {
+        let mut bound = Vec::with_capacity(named.len());
+        for &(handle, gpu_address) in named {
+            let object = self.lookup(fd, handle)?;
+            let size = self.objects.get(&object).map_or(0, |o| o.size);
+            bound.push(Bound {
+                object,
+                gpu_address,
+                size,
+            });
+        }
+        self.clock += 1;
+        let now = self.clock;
+        for b in &bound {
+            if let Some(o) = self.objects.get_mut(&b.object) {
+                o.last_use = now;
+            }
+        }
+        for b in &bound {
+            self.make_resident(b.object, now)?;
+        }
+        self.counts.execbuffers += 1;
+        Ok(bound)
+    }
+
+    /// A post-sync write was carried out for a submission.
+    pub fn post_sync_written(&mut self) {
+        self.counts.post_sync_writes += 1;
+    }
+
+    /// Takes pages for the object on first use; device memory evicts the least
+    /// recently used idle objects when full. Objects used at `busy_since` or later
+    /// (the submission in flight) and mapped ones stay.
+    fn make_resident(&mut self, object: ObjectId, busy_since: u64) -> Result<(), Errno> {
+        let (device, region, size) = match self.objects.get(&object) {
+            Some(o) if !o.resident => (o.device, o.region, o.size),
+            _ => return Ok(()),
+        };
+        let total = self.region_size(device, region);
+        let used = |d: &Self| {
+            d.counts
+                .regions
+                .get(&(device, region))
+                .map_or(0, |c| c.resident_bytes)
+        };
+        while used(self) + size > total {
+            // The oldest resident object of this region not in the current submission.
+            let victim = self
+                .objects
+                .iter()
+                .filter(|(&id, o)| {
+                    id != object
+                        && o.resident
+                        && o.device == device
+                        && o.region == region
+                        && o.last_use < busy_since
+                        && o.mappings == 0
+                })
+                .min_by_key(|(_, o)| o.last_use)
+                .map(|(&id, _)| id);
+            let Some(victim) = victim else {
+                return Err(libc::ENOSPC);
+            };
+            let o = self.objects.get_mut(&victim).expect("found above");
+            o.resident = false;
+            let counts = self.counts.regions.entry((device, region)).or_default();
+            counts.resident_bytes -= o.size;
+            self.counts.evictions += 1;
+        }
+        if let Some(o) = self.objects.get_mut(&object) {
+            o.resident = true;
+        }
+        self.counts
+            .regions
+            .entry((device, region))
+            .or_default()
+            .resident_bytes += size;
+        Ok(())
+    }
+
+    /// `GEM_VM_CREATE`.
+    pub fn vm_create(&mut self, fd: i32) -> Result<u32, Errno> {
+        let file = self.file(fd)?;
+        let id = file.next_vm;
+        file.next_vm += 1;
+        file.vms.push(id);
+        self.counts.vms.up();
+        Ok(id)
+    }
+
+    /// `GEM_VM_DESTROY`.
+    pub fn vm_destroy(&mut self, fd: i32, vm: u32) -> Result<(), Errno> {
+        let file = self.file(fd)?;
+        let at = file.vms.iter().position(|&v| v == vm).ok_or(libc::ENOENT)?;
+        file.vms.remove(at);
+        self.counts.vms.down();
+        Ok(())
+    }
+
+    /// `GEM_CONTEXT_CREATE_EXT`, with the VM a `SETPARAM` extension gave (0: its own).
+    pub fn context_create(&mut self, fd: i32, vm: u32) -> Result<u32, Errno> {
+        let file = self.file(fd)?;
+        if vm != 0 && !file.vms.contains(&vm) {
+            return Err(libc::ENOENT);
+        }
+        let id = file.next_context;
+        file.next_context += 1;
+        file.contexts.insert(id, vm);
+        self.counts.contexts.up();
+        Ok(id)
+    }
+
+    /// `GEM_CONTEXT_DESTROY`.
+    pub fn context_destroy(&mut self, fd: i32, context: u32) -> Result<(), Errno> {
+        self.file(fd)?
+            .contexts
+            .remove(&context)
+            .ok_or(libc::ENOENT)?;
+        self.counts.contexts.down();
+        Ok(())
+    }
+
+    /// A context's VM (`GETPARAM VM`); context 0 is the file's default.
+    pub fn context_vm(&mut self, fd: i32, context: u32) -> Result<u32, Errno> {
+        let file = self.file(fd)?;
+        if context == 0 {
+            return Ok(0);
+        }
+        file.contexts.get(&context).copied().ok_or(libc::ENOENT)
+    }
+
+    /// Sets a context's VM (`SETPARAM VM`).
+    pub fn set_context_vm(&mut self, fd: i32, context: u32, vm: u32) -> Result<(), Errno> {
+        let file = self.file(fd)?;
+        if !file.vms.contains(&vm) {
+            return Err(libc::ENOENT);
+        }
+        let slot = file.contexts.get_mut(&context).ok_or(libc::ENOENT)?;
+        *slot = vm;
+        Ok(())
+    }
+
+    /// Whether a context exists in the file (0, the default, always does).
+    pub fn has_context(&mut self, fd: i32, context: u32) -> Result<bool, Errno> {
+        Ok(context == 0 || self.file(fd)?.contexts.contains_key(&context))
+    }
+
+    /// The file's fdinfo memory figures per region, as i915 prints them
+    /// (`drm-total-`, `drm-shared-`, `drm-resident-`), and its client id and device.
+    pub fn client_usage(&self, fd: i32) -> Option<ClientUsage> {
+        let file = self.files.get(self.file_fds.get(&fd)?)?;
+        let mut usage = ClientUsage {
+            device: file.device,
+            client_id: file.client_id,
+            regions: BTreeMap::new(),
+        };
+        for object in file.handles.values() {
+            let Some(o) = self.objects.get(object) else {
+                continue;
+            };
+            let figures = usage.regions.entry(o.region).or_default();
+            figures.total += o.size;
+            if o.handles > 1 || o.dmabufs > 0 {
+                figures.shared += o.size;
+            }
+            if o.resident {
+                figures.resident += o.size;
+            }
+        }
+        Some(usage)
+    }
+}
+
+/// One client's memory, as its fdinfo shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientUsage {
+    /// The device the file is open on.
+    pub device: usize,
+    /// `drm-client-id`.
+    pub client_id: u64,
+    /// Per region.
+    pub regions: BTreeMap<Region, MemoryFigures>,
+}
+
+/// Bytes of one region in one client.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryFigures {
+    /// Every object the client holds a handle to.
+    pub total: u64,
+    /// Those shared with another client or exported.
+    pub shared: u64,
+    /// Those with pages.
+    pub resident: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::uapi::{I915_MEMORY_CLASS_DEVICE as DEVICE, I915_MEMORY_CLASS_SYSTEM as SYSTEM};
+
+    fn driver(devices: usize, local: u64) -> Driver {
+        Driver::new(Config::new(devices, local, 64 << 30))
+    }
+
+    #[test]
+    fn sizes_round_to_the_regions_page_and_a_too_large_object_is_refused_at_creation() {
+        let mut d = driver(1, 1 << 30);
+        d.open(10, 0);
+        assert_eq!(d.create(10, 1, &[(SYSTEM, 0)]).unwrap(), (1, 4096));
+        assert_eq!(d.create(10, 1, &[(DEVICE, 0)]).unwrap(), (2, 64 << 10));
+        assert_eq!(
+            d.create(10, (1 << 30) + 1, &[(DEVICE, 0)]),
+            Err(libc::E2BIG)
+        );
+        assert_eq!(d.create(10, 0, &[(DEVICE, 0)]), Err(libc::EINVAL));
+        assert_eq!(d.create(10, 4096, &[(DEVICE, 1)]), Err(libc::EINVAL));
+        assert_eq!(d.create(11, 4096, &[]), Err(libc::EBADF));
+        let local = d.counts().regions[&(0, Region::Local)];
+        assert_eq!(
+            (local.objects, local.bytes, local.resident_bytes),
+            (1, 64 << 10, 0)
+        );
+    }
+
+    #[test]
+    fn an_exported_object_lives_until_its_last_handle_and_descriptor_are_gone() {
+        let mut d = driver(2, 1 << 30);
+        d.open(10, 0);
+        d.open(11, 1);
+        let (handle, _) = d.create(10, 1 << 20, &[(SYSTEM, 0)]).unwrap();
+        let object = d.export(10, handle).unwrap();
+        d.exported(object, 20);
+        let imported = d.import(11, 20).unwrap();
+        assert_eq!(
+            d.import(11, 20).unwrap(),
+            imported,
+            "one handle per file and object"
+        );
+        assert_eq!((d.counts().exports.live, d.counts().imports.live), (1, 1));
+        d.close_handle(10, handle).unwrap();
+        d.forget(20);
+        assert_eq!(
+            d.counts().regions[&(0, Region::System)].objects,
+            1,
+            "the import holds it"
+        );
+        d.close_handle(11, imported).unwrap();
+        assert_eq!(d.counts().regions[&(0, Region::System)].objects, 0);
+        assert_eq!((d.counts().exports.live, d.counts().imports.live), (0, 0));
+        assert_eq!((d.counts().exports.total, d.counts().imports.total), (1, 1));
+    }
+
+    #[test]
+    fn closing_a_file_releases_its_handles_but_not_what_a_descriptor_still_holds() {
+        let mut d = driver(1, 1 << 30);
+        d.open(10, 0);
+        let (handle, _) = d.create(10, 4096, &[]).unwrap();
+        let object = d.export(10, handle).unwrap();
+        d.exported(object, 21);
+        d.dup(10, 12);
+        d.forget(10);
+        assert_eq!(d.counts().files.live, 1, "the dup keeps the file open");
+        d.forget(12);
+        assert_eq!(d.counts().files.live, 0);
+        assert_eq!(d.counts().regions[&(0, Region::System)].objects, 1);
+        d.forget(21);
+        assert_eq!(d.counts().regions[&(0, Region::System)].objects, 0);
+    }
+
+    #[test]
+    fn pages_are_taken_at_first_use_and_a_full_device_evicts_before_it_fails() {
+        let mut d = driver(1, 4 << 20);
+        d.open(10, 0);
+        let handles: Vec<u32> = (0..6)
+            .map(|_| d.create(10, 1 << 20, &[(DEVICE, 0)]).unwrap().0)
+            .collect();
+        assert_eq!(d.counts().regions[&(0, Region::Local)].resident_bytes, 0);
+        for &h in &handles {
+            d.execute(10, &[(h, 0)]).unwrap();
+        }
+        let local = d.counts().regions[&(0, Region::Local)];
+        assert_eq!(local.resident_bytes, 4 << 20, "never more than the region");
+        assert_eq!(d.counts().evictions, 2);
+        // A working set larger than the region cannot be made resident.
+        let all: Vec<(u32, u64)> = handles.iter().map(|&h| (h, 0)).collect();
+        assert_eq!(d.execute(10, &all).unwrap_err(), libc::ENOSPC);
+    }
+
+    #[test]
+    fn a_mapping_keeps_its_object_and_offsets_are_valid_only_for_holders() {
+        let mut d = driver(2, 1 << 30);
+        d.open(10, 0);
+        d.open(11, 1);
+        let (handle, _) = d.create(10, 8192, &[(SYSTEM, 0)]).unwrap();
+        let offset = d.mmap_offset(10, handle).unwrap();
+        assert_eq!(d.mmap_offset(10, handle).unwrap(), offset);
+        assert_eq!(d.object_at_offset(11, offset).unwrap_err(), libc::EACCES);
+        let (object, size) = d.object_at_offset(10, offset).unwrap();
+        assert_eq!(size, 8192);
+        d.mapped(object, 0x10000, 8192).unwrap();
+        d.close_handle(10, handle).unwrap();
+        assert_eq!(d.counts().maps.live, 1);
+        assert_eq!(d.counts().regions[&(0, Region::System)].objects, 1);
+        d.unmapped(0x10000, 8192);
+        assert_eq!(d.counts().regions[&(0, Region::System)].objects, 0);
+        assert_eq!(d.counts().maps, Tally { live: 0, total: 1 });
+    }
+
+    #[test]
+    fn fdinfo_figures_count_shared_and_resident_bytes_per_region() {
+        let mut d = driver(2, 1 << 30);
+        d.open(10, 0);
+        d.open(11, 1);
+        let (a, _) = d.create(10, 1 << 20, &[(SYSTEM, 0)]).unwrap();
+        let (b, _) = d.create(10, 1 << 20, &[(DEVICE, 0)]).unwrap();
+        let object = d.export(10, a).unwrap();
+        d.exported(object, 30);
+        d.import(11, 30).unwrap();
+        d.execute(10, &[(b, 0)]).unwrap();
+        let usage = d.client_usage(10).unwrap();
+        let system = usage.regions[&Region::System];
+        let local = usage.regions[&Region::Local];
+        assert_eq!(
+            (system.total, system.shared, system.resident),
+            (1 << 20, 1 << 20, 0)
+        );
+        assert_eq!(
+            (local.total, local.shared, local.resident),
+            (1 << 20, 0, 1 << 20)
+        );
+        let peer = d.client_usage(11).unwrap();
+        assert_eq!(
+            peer.regions[&Region::System].total,
+            1 << 20,
+            "the import counts there too"
+        );
+        assert_ne!(usage.client_id, peer.client_id);
+    }
+}

@@ -1,0 +1,282 @@
+//! The ioctl table, checked without NEO: the crate's example i915 client runs under
+//! the preloaded emulation, as a runtime would, and what it reads is asserted here;
+//! the uAPI numbers and layouts are checked against the C headers (libdrm-dev).
+
+#[path = "../src/uapi.rs"]
+#[allow(dead_code)]
+mod uapi;
+
+use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// `target/<profile>`, from this test's own path (`target/<profile>/deps/<test>`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test path");
+    exe.parent()
+        .and_then(|d| d.parent())
+        .expect("target/<profile>")
+        .to_path_buf()
+}
+
+fn emulation() -> PathBuf {
+    let lib = profile_dir().join("libclmulti_kmd_emu.so");
+    assert!(
+        lib.exists(),
+        "{} missing: cargo builds it with the tests",
+        lib.display()
+    );
+    lib
+}
+
+/// The example client under the emulation with `devices` devices and `nofile` as its
+/// soft descriptor limit.
+fn client(devices: usize, nofile: Option<u64>, args: &[&str]) -> BTreeMap<String, String> {
+    let example = profile_dir().join("examples/i915_client");
+    assert!(
+        example.exists(),
+        "{} missing: cargo builds examples with the tests",
+        example.display()
+    );
+    let mut command = Command::new(example);
+    command
+        .args(args)
+        .env("LD_PRELOAD", emulation())
+        .env("CLMULTI_KMD_EMU_DEVICES", devices.to_string())
+        .env_remove("CLMULTI_KMD_EMU_ROOT");
+    // SAFETY: close_range, getrlimit and setrlimit are async-signal-safe; this runs
+    // in the child before exec.
+    unsafe {
+        command.pre_exec(move || {
+            // Descriptors inherited from the test harness (cargo's jobserver, a shell's
+            // 255) would take numbers below one limit and not another.
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+            if let Some(limit) = nofile {
+                let mut lim = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+                lim.rlim_cur = limit;
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        })
+    };
+    let out = command.output().expect("run the example");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+#[test]
+fn a_client_finds_a770s_on_i915_and_shares_a_buffer_through_a_real_dmabuf() {
+    let out = client(2, None, &[]);
+    assert_eq!(out["render_nodes"], "2");
+    assert_eq!(
+        out["device0"],
+        "i915 0x56a0 /dev/dri/renderD128 pdev=0000:03:00.0"
+    );
+    assert_eq!(
+        out["device1"],
+        "i915 0x56a0 /dev/dri/renderD129 pdev=0000:04:00.0"
+    );
+    // The peer's mapping of the imported object shows what device 0's mapping wrote.
+    assert_eq!(out["peer_sees_write"], "true");
+    // The kernel's view of the export, as clmulti's readings expect it.
+    assert_eq!(out["dmabuf_link"], "/dmabuf:");
+    assert_eq!(out["dmabuf_exporter"], "i915 size=1048576");
+    assert_eq!(out["device0_total_system0"], "1 MiB");
+    assert_eq!(
+        out["device1_shared_system0"], "1 MiB",
+        "the import counts for the peer too"
+    );
+    assert_eq!(out["device0_total_local0"], "1 MiB");
+    assert_eq!(
+        out["create_64GiB_local"],
+        format!("Some({})", libc::E2BIG),
+        "larger than the region"
+    );
+    // The counts, per kind.
+    let count = |k: &str| out[&format!("counts.{k}")].parse::<u64>().unwrap();
+    assert_eq!(
+        (count("objects-0-system0"), count("objects-0-local0")),
+        (1, 1)
+    );
+    assert_eq!(
+        count("resident-bytes-0-local0"),
+        0,
+        "pages are taken at first use"
+    );
+    assert_eq!(
+        (count("maps"), count("exports"), count("imports")),
+        (2, 1, 1)
+    );
+    assert_eq!(count("files"), 2);
+    assert_eq!(count("failed-ioctls"), 1);
+}
+
+#[test]
+fn the_devices_follow_the_setting() {
+    for devices in [1, 4, 8] {
+        assert_eq!(
+            client(devices, None, &[])["render_nodes"],
+            devices.to_string()
+        );
+    }
+}
+
+#[test]
+fn exports_are_real_descriptors_that_stop_at_rlimit_nofile_with_emfile() {
+    let at = |limit: u64| {
+        let out = client(2, Some(limit), &["--exhaust"]);
+        let line = &out["fds_before"];
+        let exported: u64 = line
+            .split("exported=")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            line.ends_with(&format!("stopped_errno={}", libc::EMFILE)),
+            "{line}"
+        );
+        exported
+    };
+    let (low, high) = (at(100), at(300));
+    assert!((80..100).contains(&low), "{low} exports under nofile 100");
+    assert_eq!(high - low, 200, "one descriptor per export, nothing else");
+}
+
+#[test]
+fn the_uapi_matches_the_c_headers() {
+    let header = std::path::Path::new("/usr/include/libdrm/i915_drm.h");
+    assert!(
+        header.exists(),
+        "libdrm-dev is not installed (scripts/setup-tests.sh installs it)"
+    );
+    let dir = std::env::temp_dir().join(format!("kmd-emu-uapi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = String::from("#include <stdio.h>\n#include <fcntl.h>\n#include <libdrm/drm.h>\n#include <libdrm/i915_drm.h>\nint main(void) {\n");
+    let requests = [
+        ("DRM_IOCTL_VERSION", uapi::DRM_IOCTL_VERSION),
+        ("DRM_IOCTL_GEM_CLOSE", uapi::DRM_IOCTL_GEM_CLOSE),
+        ("DRM_IOCTL_GET_CAP", uapi::DRM_IOCTL_GET_CAP),
+        (
+            "DRM_IOCTL_PRIME_HANDLE_TO_FD",
+            uapi::DRM_IOCTL_PRIME_HANDLE_TO_FD,
+        ),
+        (
+            "DRM_IOCTL_PRIME_FD_TO_HANDLE",
+            uapi::DRM_IOCTL_PRIME_FD_TO_HANDLE,
+        ),
+        ("DRM_IOCTL_I915_GETPARAM", uapi::DRM_IOCTL_I915_GETPARAM),
+        ("DRM_IOCTL_I915_GEM_CREATE", uapi::DRM_IOCTL_I915_GEM_CREATE),
+        (
+            "DRM_IOCTL_I915_GEM_CREATE_EXT",
+            uapi::DRM_IOCTL_I915_GEM_CREATE_EXT,
+        ),
+        (
+            "DRM_IOCTL_I915_GEM_MMAP_OFFSET",
+            uapi::DRM_IOCTL_I915_GEM_MMAP_OFFSET,
+        ),
+        (
+            "DRM_IOCTL_I915_GEM_USERPTR",
+            uapi::DRM_IOCTL_I915_GEM_USERPTR,
+        ),
+        (
+            "DRM_IOCTL_I915_GEM_EXECBUFFER2",
+            uapi::DRM_IOCTL_I915_GEM_EXECBUFFER2,
+        ),
+        (
+            "DRM_IOCTL_I915_GEM_EXECBUFFER2_WR",
+            uapi::DRM_IOCTL_I915_GEM_EXECBUFFER2_WR,
+        ),
+        ("DRM_IOCTL_I915_GEM_WAIT", uapi::DRM_IOCTL_I915_GEM_WAIT),
+        (
+            "DRM_IOCTL_I915_GEM_CONTEXT_CREATE_EXT",
+            uapi::DRM_IOCTL_I915_GEM_CONTEXT_CREATE_EXT,
+        ),
+        (
+            "DRM_IOCTL_I915_GEM_CONTEXT_DESTROY",
+            uapi::DRM_IOCTL_I915_GEM_CONTEXT_DESTROY,
+        ),
+        (
+            "DRM_IOCTL_I915_GEM_CONTEXT_GETPARAM",
+            uapi::DRM_IOCTL_I915_GEM_CONTEXT_GETPARAM,
+        ),
+        (
+            "DRM_IOCTL_I915_GEM_CONTEXT_SETPARAM",
+            uapi::DRM_IOCTL_I915_GEM_CONTEXT_SETPARAM,
+        ),
+        ("DRM_IOCTL_I915_REG_READ", uapi::DRM_IOCTL_I915_REG_READ),
+        (
+            "DRM_IOCTL_I915_GET_RESET_STATS",
+            uapi::DRM_IOCTL_I915_GET_RESET_STATS,
+        ),
+        ("DRM_IOCTL_I915_QUERY", uapi::DRM_IOCTL_I915_QUERY),
+        (
+            "DRM_IOCTL_I915_GEM_VM_CREATE",
+            uapi::DRM_IOCTL_I915_GEM_VM_CREATE,
+        ),
+        (
+            "DRM_IOCTL_I915_GEM_VM_DESTROY",
+            uapi::DRM_IOCTL_I915_GEM_VM_DESTROY,
+        ),
+        (
+            "DRM_IOCTL_I915_GEM_SET_DOMAIN",
+            uapi::DRM_IOCTL_I915_GEM_SET_DOMAIN,
+        ),
+        ("DRM_IOCTL_I915_GEM_BUSY", uapi::DRM_IOCTL_I915_GEM_BUSY),
+        (
+            "DRM_IOCTL_I915_GEM_MADVISE",
+            uapi::DRM_IOCTL_I915_GEM_MADVISE,
+        ),
+    ];
+    for (name, _) in &requests {
+        c.push_str(&format!(
+            "printf(\"{name} %lu\\n\", (unsigned long){name});\n"
+        ));
+    }
+    for (name, _) in uapi::SIZES {
+        c.push_str(&format!(
+            "printf(\"{name} %zu\\n\", sizeof(struct {name}));\n"
+        ));
+    }
+    c.push_str("return 0;\n}\n");
+    std::fs::write(dir.join("uapi.c"), c).unwrap();
+    let status = Command::new("gcc")
+        .args(["-I/usr/include/libdrm", "uapi.c", "-o", "uapi"])
+        .current_dir(&dir)
+        .status()
+        .expect("gcc");
+    assert!(status.success());
+    let out = Command::new(dir.join("uapi")).output().unwrap();
+    let c_values: BTreeMap<String, u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_owned(), v.parse().unwrap()))
+        .collect();
+    for (name, value) in requests {
+        assert_eq!(c_values[name], value, "{name}");
+    }
+    for (name, size) in uapi::SIZES {
+        assert_eq!(c_values[*name], *size as u64, "sizeof(struct {name})");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -1,0 +1,25 @@
+//! The names clmulti's kernel-driver emulation (crate `clmulti-kmd-emu`) answers to:
+//! one definition for the emulation itself, for scenarios that preload it and for the
+//! readings that look for what it reports.
+//!
+//! Preloaded (`LD_PRELOAD`), the emulation presents Arc A770s as Linux's i915 driver
+//! does, so that Intel's GPU runtime NEO runs its real kernel-driver path without a GPU.
+
+/// Emulated devices, 1 to [`MAX_DEVICES`] (default 2).
+pub const DEVICES: &str = "CLMULTI_KMD_EMU_DEVICES";
+/// Device-local memory per device, bytes (default 16 GiB, an A770's).
+pub const LOCAL_MEMORY: &str = "CLMULTI_KMD_EMU_LOCAL_MEMORY";
+/// The folder holding the emulated `/dev/dri` and `/sys` trees (made per process, and
+/// removed at its exit, when unset).
+pub const ROOT: &str = "CLMULTI_KMD_EMU_ROOT";
+/// `1`: every ioctl on an emulated descriptor, with its result, on stderr.
+pub const TRACE: &str = "CLMULTI_KMD_EMU_TRACE";
+/// A file the process's counts are written to at its exit.
+pub const REPORT: &str = "CLMULTI_KMD_EMU_REPORT";
+/// Every knob, for validation and for reports of what was set.
+pub const KNOBS: [&str; 5] = [DEVICES, LOCAL_MEMORY, ROOT, TRACE, REPORT];
+/// Most devices the emulation presents.
+pub const MAX_DEVICES: usize = 8;
+/// The live counts file of an emulated process (`key: value` lines); it exists only
+/// inside a process that runs under the emulation.
+pub const COUNTS_PATH: &str = "/run/clmulti-kmd-emu/counts";
