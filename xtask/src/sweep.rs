@@ -261,12 +261,15 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         Some(b) => b.clone(),
         None => workspace::build_release(&root, args.features.as_deref())?,
     };
-    let layer = bin.with_file_name(clmulti_scenario::LAYER_FILE_NAME);
+    let libraries = bin.parent().map_or_else(
+        || std::path::PathBuf::from("."),
+        std::path::Path::to_path_buf,
+    );
     let mut scenario_files = Vec::new();
     let mut bad_files = 0;
     for file in &files {
         match ScenarioFile::load(file) {
-            Ok(f) => scenario_files.push(f.with_layer(layer.clone())),
+            Ok(f) => scenario_files.push(f.with_libraries(libraries.clone())),
             Err(e) => {
                 eprintln!("error: {e}");
                 bad_files += 1;

@@ -17,6 +17,7 @@ mod bench;
 mod check;
 mod devices;
 mod diagnose;
+mod emulate;
 mod experiments;
 mod format;
 mod render;
@@ -91,6 +92,16 @@ enum Command {
     /// Answer the seed's question on this machine: one device, one shared context,
     /// one context per device; what sharing costs, what fails, which fix works.
     Diagnose(diagnose::Args),
+    /// Run a program on Intel's GPU runtime NEO over emulated Arc A770s (i915).
+    ///
+    /// The program runs with clmulti's emulated i915 kernel driver preloaded
+    /// (libclmulti_kmd_emu.so beside clmulti): NEO finds N Arc A770 render nodes
+    /// and runs its real kernel-driver path, with no GPU. Stderr first says which
+    /// parts are emulated. With OCL_ICD_VENDORS unset, the ICD loader lists NEO
+    /// alone. The program then replaces clmulti: its exit status is the program's
+    /// (1 when it cannot be started; 2 for bad arguments). clmulti's own commands run
+    /// under it as under a real driver: `clmulti emulate -- clmulti diagnose`.
+    Emulate(emulate::Args),
 }
 
 /// The clap definition of the `clmulti` command line, with the package version only
@@ -138,6 +149,11 @@ pub fn main() -> ExitCode {
         format::Verbosity::Normal
     });
     let timeout = cli.timeout.map(std::time::Duration::from_secs_f64);
+    // The program replaces this process: nothing to supervise.
+    if let Command::Emulate(args) = &cli.command {
+        say!("error: {}", emulate::run(args).into_message());
+        return ExitCode::from(1);
+    }
     let (name, internal) = match &cli.command {
         Command::Devices(_) => ("devices", false),
         Command::Check(_) => ("check", false),
@@ -145,6 +161,7 @@ pub fn main() -> ExitCode {
         Command::Axpy(_) => ("axpy", false),
         Command::Bench(args) => ("bench", args.is_arm()),
         Command::Diagnose(_) => ("diagnose", false),
+        Command::Emulate(_) => ("emulate", false),
     };
     // Commands that report what they measured when stopped: `run`'s runs, `bench`'s
     // finished rounds (its arms die at once), `diagnose`'s cases, `axpy`'s finished
@@ -162,6 +179,7 @@ pub fn main() -> ExitCode {
             Command::Axpy(args) => axpy::run(&args),
             Command::Bench(args) => bench::run(&args),
             Command::Diagnose(args) => diagnose::run(&args),
+            Command::Emulate(args) => Err(emulate::run(&args)),
         };
         match result {
             Ok(()) => 0,

@@ -257,6 +257,13 @@ fn first_limit(report: &Report) -> Option<LimitAhead> {
 
 /// What a run on NEO's emulated devices can and cannot show.
 pub fn emulation_statement(neo: &clmulti_probe::neo::NeoEmulation) -> Statement {
+    if neo.kernel_driver.is_some() {
+        return Statement::measured(format!(
+            "{}: NEO's own code issued every ioctl counted here, against an i915 emulated by clmulti-kmd-emu, which enforces no limit the kernel would not (descriptors are real ones, counted against RLIMIT_NOFILE by the kernel itself); what a real kernel would add (page faults, GPU work, its own memory) is not modelled {}",
+            neo.label(),
+            clmulti_probe::neo::KERNEL_PATH_EVIDENCE
+        ));
+    }
     Statement::inferred(
         "the platform, its driver version and the run's environment (NEOReadDebugKeys=1, SetCommandStreamReceiver=1), and what AUB mode does, known: intel/compute-runtime shared/source/execution_environment/execution_environment.cpp",
         format!(

@@ -403,6 +403,8 @@ mod tests {
                 bytes: gtt,
             }],
             device_used_bytes: Vec::new(),
+            dmabuf_exporters: Vec::new(),
+            kernel_counts: None,
         }
     }
 

@@ -40,6 +40,8 @@ pub fn host(nofile_soft: u64, nofile_hard: u64) -> HostLimits {
         max_map_count: Some(65530),
         threads_max: Some(1 << 20),
         root: false,
+        may_raise_hard: false,
+        nr_open: Some(1 << 20),
         page_size_bytes: 4096,
     }
 }
@@ -188,6 +190,8 @@ impl Build {
             }),
             drm: Vec::new(),
             device_used_bytes: vec![None; self.report.devices.len()],
+            dmabuf_exporters: Vec::new(),
+            kernel_counts: None,
         };
         for (_, set, base, per) in &self.readings {
             set(&mut s, base + per * live as f64);

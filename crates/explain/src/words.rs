@@ -188,3 +188,89 @@ pub fn not_returned(n: &crate::report::NotReturned) -> String {
         unit.format(n.after)
     )
 }
+
+/// One kernel-driver count in words, singular: `exports` -> "dma-buf export".
+fn kernel_count_name(key: &str) -> Option<String> {
+    if let Some(rest) = key.strip_prefix("objects-") {
+        let (device, region) = rest.split_once('-')?;
+        return Some(format!("GEM object in {region} (device {device})"));
+    }
+    if let Some(rest) = key.strip_prefix("resident-bytes-") {
+        let (device, region) = rest.split_once('-')?;
+        return Some(format!("resident bytes in {region} (device {device})"));
+    }
+    Some(
+        match key {
+            "maps" => "CPU mapping of a GEM object",
+            "exports" => "dma-buf export kept open (a descriptor)",
+            "imports" => "import on a peer device",
+            "userptrs" => "userptr object",
+            "execbuffers" => "submission (execbuffer)",
+            "post-sync-writes" => "post-sync write",
+            "evictions" => "eviction from device memory",
+            "files" => "render-node file",
+            "vms" => "GPU address space",
+            "contexts" => "GPU context",
+            "failed-ioctls" => "failed ioctl",
+            _ => return None,
+        }
+        .to_owned(),
+    )
+}
+
+/// "1 GEM object in system0 (device 0), 1 CPU mapping of a GEM object, ..." for one
+/// case's counts per buffer (figures below 0.01 a buffer left out).
+pub fn kernel_counts_list(per_buffer: &std::collections::BTreeMap<String, f64>) -> String {
+    let items: Vec<String> = per_buffer
+        .iter()
+        .filter(|(_, v)| v.abs() >= 0.01)
+        .filter_map(|(k, v)| {
+            let name = kernel_count_name(k)?;
+            Some(if k.starts_with("resident-bytes-") {
+                format!("{} {name}", crate::Unit::Bytes.format(*v))
+            } else {
+                format!("{} {name}", format_figure(*v))
+            })
+        })
+        .collect();
+    if items.is_empty() {
+        "nothing".into()
+    } else {
+        items.join(", ")
+    }
+}
+
+fn format_figure(v: f64) -> String {
+    if (v - v.round()).abs() < 0.005 {
+        format!("{:+}", v.round() as i64)
+            .trim_start_matches('+')
+            .to_owned()
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// The kernel driver's counts per buffer in each case of one strategy, as one
+/// statement: what the runtime asked of the driver for each buffer.
+pub fn kernel_counts(
+    cases: &[&crate::diagnosis::KernelCounts],
+    devices: usize,
+) -> Option<Statement> {
+    let first = cases.first()?;
+    let parts: Vec<String> = cases
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c.role.label(devices),
+                kernel_counts_list(&c.per_buffer)
+            )
+        })
+        .collect();
+    Some(Statement::measured(format!(
+        "strategy {}, per buffer, as {} counted what the runtime asked of it: {}",
+        first.strategy.name(),
+        first.source,
+        parts.join("; ")
+    )))
+}

@@ -36,7 +36,8 @@
 //! Render nodes and dma-bufs are real descriptors, so they count against
 //! `RLIMIT_NOFILE` and an export fails with `EMFILE` where the kernel's would. Objects
 //! round up to the region's page; an object larger than its region is refused at
-//! creation (`E2BIG`); pages are taken at first use (mapping or execution); a full
+//! creation (`E2BIG`); pages are taken at first use (execution, a domain change; a CPU mapping's pages are
+//! real memory taken at first touch, as shmem's); a full
 //! device memory evicts idle objects (as TTM does) and fails only a submission whose
 //! objects cannot fit (`ENOSPC`). CPU mappings are real shared memory (mapping an
 //! object twice aliases it). Per process: two processes each see whole devices.

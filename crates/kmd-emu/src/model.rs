@@ -533,9 +533,10 @@ impl Driver {
             .map(|(&start, &(_, len))| (start, len))
     }
 
-    /// `object` is now mapped at `start` for `len` bytes: its pages are in use.
-    pub fn mapped(&mut self, object: ObjectId, start: usize, len: usize) -> Result<(), Errno> {
-        self.make_resident(object, self.clock + 1)?;
+    /// `object` is now mapped at `start` for `len` bytes. Its pages come with the
+    /// first touch (real shared memory here, a page fault in the kernel), which the
+    /// driver does not see: a mapping alone makes nothing resident.
+    pub fn mapped(&mut self, object: ObjectId, start: usize, len: usize) {
         if let Some(o) = self.objects.get_mut(&object) {
             o.mappings += 1;
         }
@@ -544,7 +545,6 @@ impl Driver {
             self.unmap_object(old);
         }
         self.counts.maps.up();
-        Ok(())
     }
 
     /// `[start, start + len)` was unmapped: mappings inside it end.
@@ -909,7 +909,7 @@ mod tests {
         assert_eq!(d.object_at_offset(11, offset).unwrap_err(), libc::EACCES);
         let (object, size) = d.object_at_offset(10, offset).unwrap();
         assert_eq!(size, 8192);
-        d.mapped(object, 0x10000, 8192).unwrap();
+        d.mapped(object, 0x10000, 8192);
         d.close_handle(10, handle).unwrap();
         assert_eq!(d.counts().maps.live, 1);
         assert_eq!(d.counts().regions[&(0, Region::System)].objects, 1);

@@ -952,7 +952,7 @@ unsafe fn map_object(
         }
     };
     if pointer != libc::MAP_FAILED {
-        let _ = driver.mapped(object, pointer as usize, len);
+        driver.mapped(object, pointer as usize, len);
     }
     pointer
 }

@@ -296,6 +296,8 @@ pub fn counts_text(counts: &Counts, config: &Config) -> String {
         config.devices.len()
     );
     let _ = writeln!(text, "devices: {}", config.devices.len());
+    let local = config.devices.first().map_or(0, |d| d.local_bytes);
+    let _ = writeln!(text, "local-bytes: {local}");
     for ((device, region), c) in &counts.regions {
         let name = region.name();
         let _ = writeln!(text, "objects-{device}-{name}: {}", c.objects);

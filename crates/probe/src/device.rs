@@ -247,12 +247,28 @@ fn partition_properties(partition: &Partition) -> Vec<isize> {
     }
 }
 
+/// The extension that defines `CL_MEM_DEVICE_ID_INTEL`.
+pub const PIN_EXTENSION: &str = "cl_intel_create_mem_object_properties";
+
 impl DeviceInfo {
     /// Whether the device lists an extension.
     pub fn has_extension(&self, name: &str) -> bool {
         self.extensions
             .value()
             .is_some_and(|exts| exts.iter().any(|e| e == name))
+    }
+
+    /// Whether a buffer can be pinned to this device in a context of several
+    /// (`CL_MEM_DEVICE_ID_INTEL`): it lists `cl_intel_create_mem_object_properties`, or
+    /// it is NEO's (device version "OpenCL 3.0 NEO"), which accepts the property
+    /// without listing the extension (NEO 22.43 parses it in
+    /// opencl/source/helpers/cl_memory_properties_helpers.cpp).
+    pub fn pins_buffers(&self) -> bool {
+        self.has_extension(PIN_EXTENSION)
+            || self
+                .device_version
+                .value()
+                .is_some_and(|v| v.split_whitespace().any(|w| w == "NEO"))
     }
 
     /// The device name, or `?` when its query failed.

@@ -57,6 +57,13 @@ pub struct HostLimits {
     /// `RLIMIT_NPROC` and `RLIMIT_MEMLOCK` (`CAP_SYS_RESOURCE`, `CAP_IPC_LOCK`).
     #[serde(default)]
     pub root: bool,
+    /// Whether the process may raise its hard limits (`CAP_SYS_RESOURCE`: root's,
+    /// unless a container dropped it).
+    #[serde(default)]
+    pub may_raise_hard: bool,
+    /// `fs.nr_open`: the ceiling of `RLIMIT_NOFILE`, hard limit included.
+    #[serde(default)]
+    pub nr_open: Option<u64>,
     /// Page size, bytes (`page_size` in reports of schema 3 and earlier).
     #[serde(alias = "page_size")]
     pub page_size_bytes: u64,
@@ -119,6 +126,8 @@ impl HostLimits {
             threads_max: sysctl("/proc/sys/kernel/threads-max"),
             // SAFETY: geteuid cannot fail.
             root: unsafe { libc::geteuid() } == 0,
+            may_raise_hard: clmulti_scenario::may_raise_hard_limits(),
+            nr_open: clmulti_scenario::nr_open(),
             page_size_bytes: page_size(),
         }
     }
@@ -147,19 +156,37 @@ impl HostLimits {
         RlimitValues { soft, hard }
     }
 
+    /// The most the soft limit may be raised to by this process: the hard limit, or,
+    /// where it may raise hard limits, the kernel's ceiling (`fs.nr_open` for
+    /// `nofile`; `None`, none, for the others).
+    pub fn raisable(&self, which: Rlimit) -> Option<u64> {
+        match (self.may_raise_hard, which) {
+            (true, Rlimit::NoFile) => self.nr_open,
+            (true, _) => None,
+            (false, _) => self.values(which).hard,
+        }
+    }
+
     /// These limits with a scenario's soft limits set: what a child process that
-    /// sets them runs under.
+    /// sets them runs under (a soft limit above the hard one raises that too, as
+    /// [`set_soft_rlimit`] does where the process may).
     pub fn with_soft_limits(&self, soft: &Limits) -> Self {
         let mut limits = self.clone();
         for (&which, &value) in &soft.soft {
-            let field = match which {
-                Rlimit::NoFile => &mut limits.nofile_soft,
-                Rlimit::AddressSpace => &mut limits.address_space_soft,
-                Rlimit::MemLock => &mut limits.memlock_soft,
-                Rlimit::NProc => &mut limits.nproc_soft,
-                Rlimit::Data => &mut limits.data_soft,
+            let (soft, hard) = match which {
+                Rlimit::NoFile => (&mut limits.nofile_soft, &mut limits.nofile_hard),
+                Rlimit::AddressSpace => (
+                    &mut limits.address_space_soft,
+                    &mut limits.address_space_hard,
+                ),
+                Rlimit::MemLock => (&mut limits.memlock_soft, &mut limits.memlock_hard),
+                Rlimit::NProc => (&mut limits.nproc_soft, &mut limits.nproc_hard),
+                Rlimit::Data => (&mut limits.data_soft, &mut limits.data_hard),
             };
-            *field = Some(value);
+            *soft = Some(value);
+            if hard.is_some_and(|h| h < value) {
+                *hard = Some(value);
+            }
         }
         limits
     }
@@ -211,19 +238,25 @@ pub fn rlimit(which: Rlimit) -> RlimitValues {
     }
 }
 
-/// Sets the soft value of a resource limit of this process; refuses values above
-/// the hard limit (the kernel would too, with a less helpful message).
+/// Sets the soft value of a resource limit of this process. A value above the hard
+/// limit raises the hard limit with it where the process may (`CAP_SYS_RESOURCE`, as
+/// root: what root can do) and is refused otherwise (the kernel would too, with a less
+/// helpful message).
 pub fn set_soft_rlimit(which: Rlimit, value: u64) -> std::io::Result<()> {
     let current = rlimit(which);
-    if let Some(hard) = current.hard.filter(|hard| value > *hard) {
-        return Err(std::io::Error::other(format!(
-            "soft {} {value} is above the hard limit {hard}",
-            which.name()
-        )));
+    let mut hard = current.hard.unwrap_or(libc::RLIM_INFINITY);
+    if let Some(old) = current.hard.filter(|hard| value > *hard) {
+        if !clmulti_scenario::may_raise_hard_limits() {
+            return Err(std::io::Error::other(format!(
+                "soft {} {value} is above the hard limit {old} (raising the hard limit needs CAP_SYS_RESOURCE, as root)",
+                which.name()
+            )));
+        }
+        hard = value;
     }
     let lim = libc::rlimit {
         rlim_cur: value,
-        rlim_max: current.hard.unwrap_or(libc::RLIM_INFINITY),
+        rlim_max: hard,
     };
     // SAFETY: `lim` is a valid rlimit struct.
     if unsafe { libc::setrlimit(resource(which), &lim) } != 0 {

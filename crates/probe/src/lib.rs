@@ -18,10 +18,9 @@
 //!   memory, threads, open fds, dma-buf fds, mappings, the DRM memory the kernel
 //!   accounts to its GPU (and DRM accel) clients outside RSS, and the system's
 //!   available memory: [`UsageReader`].
-//! - **Whether the runtime is Intel's NEO emulating its devices**, and what NEO's own
-//!   allocation log says: [`neo`].
-//! - **Whether a platform is Intel's GPU runtime NEO running emulated devices** (AUB
-//!   mode, no GPU), and what NEO's own allocation log says: [`neo`].
+//! - **Whether a platform is Intel's GPU runtime NEO running devices that are not
+//!   there** (AUB mode, or its kernel-driver path over clmulti's emulated i915 driver,
+//!   whose counts [`kmd_emu`] reads), and what NEO's own allocation log says: [`neo`].
 //!
 //! Every OpenCL status is shown by name and number through [`ClCode`]:
 //! `CL_OUT_OF_HOST_MEMORY (-6)`.
@@ -57,6 +56,7 @@ mod device;
 pub mod drm;
 mod error_names;
 mod host;
+pub mod kmd_emu;
 pub mod neo;
 #[cfg(feature = "nvml")]
 mod nvml;
@@ -66,7 +66,9 @@ mod select;
 mod usage;
 
 pub use clmulti_scenario::{Partition, Rlimit};
-pub use device::{Device, DeviceInfo, DeviceKind, DeviceTypeFilter, ParentDevice, PciBus, Queried};
+pub use device::{
+    Device, DeviceInfo, DeviceKind, DeviceTypeFilter, ParentDevice, PciBus, Queried, PIN_EXTENSION,
+};
 pub use drm::{DriverLimits, DrmMemoryKind, DrmUsage};
 pub use error_names::{error_name, ClCode, ERROR_NAMES};
 pub use host::{

@@ -1,5 +1,6 @@
-//! Intel's GPU runtime, NEO (intel/compute-runtime): when it runs emulated devices in
-//! AUB mode, what that mode is, and NEO's own allocation log.
+//! Intel's GPU runtime, NEO (intel/compute-runtime): when it runs devices that are not
+//! there (in AUB mode, or on its kernel-driver path over clmulti's emulated i915
+//! driver, [`crate::kmd_emu`]), what each mode is, and NEO's own allocation log.
 //!
 //! # AUB mode
 //! NEO reads debug keys from the environment when `NEOReadDebugKeys=1`. With
@@ -53,7 +54,20 @@ not the DRM one (intel/compute-runtime, shared/source/execution_environment/exec
 measured: a kernel that doubles its input leaves it unchanged (NEO 26.27 enqueues it, NEO 22.43 \
 reports CL_DEVICE_MAX_WORK_GROUP_SIZE 0 and refuses it with CL_INVALID_WORK_GROUP_SIZE (-54))]";
 
-/// NEO running emulated devices in AUB mode.
+/// What the kernel-driver path label says beyond the devices: the fixed part of it.
+pub const KERNEL_PATH_LIMITS: &str =
+    "NEO's real kernel-driver path; the kernel driver is emulated \
+(no GPU work runs; kernel accounting as modelled)";
+
+/// Where the facts of a NEO on the emulated kernel driver come from.
+pub const KERNEL_PATH_EVIDENCE: &str =
+    "[measured: the process reads the emulated driver's counts file \
+(/run/clmulti-kmd-emu/counts), which only clmulti-kmd-emu answers; known: without NEO's AUB keys \
+NEO uses its DRM memory manager and i915 ioctls (intel/compute-runtime \
+shared/source/os_interface/linux/drm_neo.cpp, drm_memory_manager.cpp)]";
+
+/// NEO running on devices that are not there: in AUB mode, or on its kernel-driver path
+/// over clmulti's emulated i915 driver (`kernel_driver`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NeoEmulation {
     /// NEO's version, as its devices report `CL_DRIVER_VERSION` (`22.43.24595`).
@@ -65,12 +79,22 @@ pub struct NeoEmulation {
     pub product: Option<String>,
     /// The AUB capture file (`AUBDumpCaptureFileName`), when set.
     pub capture_file: Option<String>,
+    /// Not AUB mode: NEO's own kernel-driver path over this emulated i915 driver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_driver: Option<crate::kmd_emu::EmulatedDriver>,
 }
 
 impl NeoEmulation {
     /// "Intel GPU runtime NEO 22.43.24595 with 2 emulated DG2 devices, AUB mode:
     /// host-side allocation only, no kernel driver, kernels not executed".
     pub fn label(&self) -> String {
+        if let Some(driver) = &self.kernel_driver {
+            return format!(
+                "Intel GPU runtime NEO {} on {}: {KERNEL_PATH_LIMITS}",
+                self.version,
+                driver.devices_label()
+            );
+        }
         label(
             &self.version,
             self.product.as_deref(),
@@ -79,9 +103,14 @@ impl NeoEmulation {
         )
     }
 
-    /// [`label`](Self::label) with where its facts come from ([`EVIDENCE`]).
+    /// [`label`](Self::label) with where its facts come from.
     pub fn statement(&self) -> String {
-        format!("{} {EVIDENCE}", self.label())
+        let evidence = if self.kernel_driver.is_some() {
+            KERNEL_PATH_EVIDENCE
+        } else {
+            EVIDENCE
+        };
+        format!("{} {evidence}", self.label())
     }
 }
 
@@ -97,7 +126,14 @@ fn label(version: &str, product: Option<&str>, devices: &str, plural: bool) -> S
 pub fn combined_labels(all: &[NeoEmulation]) -> Vec<String> {
     let mut groups: BTreeMap<(String, Option<String>), std::collections::BTreeSet<usize>> =
         BTreeMap::new();
-    for e in all {
+    let mut kernel_path: Vec<String> = Vec::new();
+    for e in all.iter().filter(|e| e.kernel_driver.is_some()) {
+        let label = e.label();
+        if !kernel_path.contains(&label) {
+            kernel_path.push(label);
+        }
+    }
+    for e in all.iter().filter(|e| e.kernel_driver.is_none()) {
         groups
             .entry((e.version.clone(), e.product.clone()))
             .or_default()
@@ -113,6 +149,7 @@ pub fn combined_labels(all: &[NeoEmulation]) -> Vec<String> {
             };
             label(&version, product.as_deref(), &devices, devices != "1")
         })
+        .chain(kernel_path)
         .collect()
 }
 
@@ -168,6 +205,25 @@ pub fn emulation(
         devices: device_count,
         product: non_empty("ProductFamilyOverride").map(|p| p.to_uppercase()),
         capture_file: non_empty("AUBDumpCaptureFileName"),
+        kernel_driver: None,
+    })
+}
+
+/// NEO on its kernel-driver path over clmulti's emulated i915 driver, when
+/// `platform_name` is NEO's and this process runs under that emulation
+/// ([`crate::kmd_emu::active`]); `None` on real GPUs and for other runtimes.
+pub fn on_emulated_driver(
+    platform_name: &str,
+    driver_version: &str,
+    driver: Option<crate::kmd_emu::EmulatedDriver>,
+) -> Option<NeoEmulation> {
+    let driver = driver.filter(|_| is_neo(platform_name))?;
+    Some(NeoEmulation {
+        version: driver_version.trim().to_owned(),
+        devices: driver.devices,
+        product: Some("DG2".into()),
+        capture_file: None,
+        kernel_driver: Some(driver),
     })
 }
 
@@ -179,6 +235,11 @@ pub fn emulation_for_run(
     driver_version: &str,
     scenario_env: &BTreeMap<String, String>,
 ) -> Option<NeoEmulation> {
+    if let Some(kernel_path) =
+        on_emulated_driver(platform_name, driver_version, crate::kmd_emu::active())
+    {
+        return Some(kernel_path);
+    }
     let env = |k: &str| {
         scenario_env
             .get(k)

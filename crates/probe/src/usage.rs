@@ -62,6 +62,11 @@ pub struct Usage {
     pub system: Option<SystemMemory>,
     /// DRM memory of this process's GPU clients, per device, region and kind.
     pub drm: Vec<DrmUsage>,
+    /// Who exported the dma-bufs among the open fds (`exp_name:`), each once, sorted.
+    pub dmabuf_exporters: Vec<String>,
+    /// The emulated kernel driver's counts, when this process runs under clmulti's
+    /// emulation ([`crate::kmd_emu`]).
+    pub kernel_counts: Option<crate::kmd_emu::Counts>,
 }
 
 impl ProcessUsage {
@@ -107,6 +112,9 @@ pub struct UsageReader {
     spare: std::cell::Cell<i32>,
     /// Whether the files are this process's own (their fds appear in the fd listing).
     own_proc: bool,
+    /// Whether the process runs under clmulti's kernel-driver emulation, whose counts
+    /// are then read with every figure.
+    kernel_counts: bool,
 }
 
 /// Lines of the text of /proc/<pid>/maps: one per mapping.
@@ -222,6 +230,8 @@ impl UsageReader {
             fdinfo_dir: open_dir(&this.join("fdinfo")),
             spare: std::cell::Cell::new(open_spare()),
             own_proc: proc_root == Path::new("/proc"),
+            kernel_counts: proc_root == Path::new("/proc")
+                && crate::kmd_emu::read_counts().is_some(),
         }
     }
 
@@ -257,7 +267,25 @@ impl UsageReader {
             },
             system: self.system_memory(),
             drm: drm::summarize(&fds.drm_clients),
+            dmabuf_exporters: fds.dmabuf_exporters.into_iter().collect(),
+            kernel_counts: self
+                .kernel_counts
+                .then(|| self.with_spare_slot(crate::kmd_emu::read_counts))
+                .flatten(),
         }
+    }
+
+    /// Runs `open_and_read` with the spare descriptor given up for it (a process at its
+    /// descriptor limit has no other slot), and takes the spare back after.
+    fn with_spare_slot<T>(&self, open_and_read: impl FnOnce() -> T) -> T {
+        let spare = self.spare.replace(-1);
+        if spare >= 0 {
+            // SAFETY: the reader owns `spare` and closes it once.
+            unsafe { libc::close(spare) };
+        }
+        let result = open_and_read();
+        self.spare.set(open_spare());
+        result
     }
 
     /// Resident set size in bytes: one read of `statm`, for guards between samples.
@@ -434,12 +462,10 @@ impl UsageReader {
 
     fn read_fdinfos(&self, fds: &[i32], scan: &mut FdScan) {
         let Some(dir) = &self.fdinfo_dir else { return };
-        // Free one descriptor slot for the fdinfo opens, and take it back after.
-        let spare = self.spare.replace(-1);
-        if spare >= 0 {
-            // SAFETY: the reader owns `spare` and closes it once.
-            unsafe { libc::close(spare) };
-        }
+        self.with_spare_slot(|| self.read_fdinfos_into(dir, fds, scan));
+    }
+
+    fn read_fdinfos_into(&self, dir: &File, fds: &[i32], scan: &mut FdScan) {
         for &fd in fds {
             let Ok(name) = CString::new(fd.to_string()) else {
                 continue;
@@ -469,14 +495,16 @@ impl UsageReader {
             unsafe { libc::close(info) };
             match drm::parse_fdinfo(&String::from_utf8_lossy(&text)) {
                 FdInfo::Drm(client) => scan.drm_clients.push(client),
-                FdInfo::DmaBuf { size, .. } => {
+                FdInfo::DmaBuf { size, exporter } => {
                     scan.dmabuf_fds += 1;
                     scan.dmabuf_bytes += size;
+                    if !scan.dmabuf_exporters.contains(&exporter) {
+                        scan.dmabuf_exporters.insert(exporter);
+                    }
                 }
                 FdInfo::Other => {}
             }
         }
-        self.spare.set(open_spare());
     }
 }
 
@@ -519,6 +547,7 @@ struct FdScan {
     open: u64,
     dmabuf_fds: u64,
     dmabuf_bytes: u64,
+    dmabuf_exporters: std::collections::BTreeSet<String>,
     drm_clients: Vec<DrmClient>,
 }
 

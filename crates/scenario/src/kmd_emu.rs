@@ -5,6 +5,9 @@
 //! Preloaded (`LD_PRELOAD`), the emulation presents Arc A770s as Linux's i915 driver
 //! does, so that Intel's GPU runtime NEO runs its real kernel-driver path without a GPU.
 
+/// The library, as a scenario names it (`LD_PRELOAD = "{clmulti-kmd-emu}"`).
+pub use crate::KMD_EMU as LIBRARY;
+
 /// Emulated devices, 1 to [`MAX_DEVICES`] (default 2).
 pub const DEVICES: &str = "CLMULTI_KMD_EMU_DEVICES";
 /// Device-local memory per device, bytes (default 16 GiB, an A770's).

@@ -60,8 +60,8 @@ mod size;
 mod validate;
 
 pub use load::{
-    default_layer, hard_limits, load_file, load_str, ScenarioError, ScenarioFile, MAX_FILE_BYTES,
-    MAX_PROBLEMS, MAX_RUNS,
+    default_libraries, hard_limits, load_file, load_str, may_raise_hard_limits, nr_open,
+    ScenarioError, ScenarioFile, MAX_FILE_BYTES, MAX_PROBLEMS, MAX_RUNS,
 };
 pub use model::{
     Allocation, Axpy, AxpyCheck, ContextMode, Count, DeviceSet, DeviceType, Devices, Guards,
@@ -75,7 +75,8 @@ pub use size::{
     SizeError, SIZE_UNITS,
 };
 pub use validate::{
-    parse_seconds, DEFAULT_MAX_SECONDS, DEFAULT_SAMPLE_EVERY, DEVICE_COUNT_TOKEN, LAYER_FILE_NAME,
-    LAYER_TOKEN, MAX_CONTEXTS, MAX_DESCRIPTION_BYTES, MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS,
-    MAX_NAME_BYTES, MAX_SECONDS, PATH_ENV_KEYS,
+    parse_seconds, ProjectLibrary, DEFAULT_MAX_SECONDS, DEFAULT_SAMPLE_EVERY, DEVICE_COUNT_TOKEN,
+    KMD_EMU, LAYER, LAYER_FILE_NAME, LAYER_TOKEN, MAX_CONTEXTS, MAX_DESCRIPTION_BYTES,
+    MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS, MAX_NAME_BYTES, MAX_SECONDS, PATH_ENV_KEYS,
+    PROJECT_LIBRARIES,
 };

@@ -67,10 +67,11 @@ pub struct ScenarioFile {
 impl ScenarioFile {
     /// Reads a scenario file (a regular file of at most [`MAX_FILE_BYTES`]) and
     /// checks its runs as a run on this machine would: relative paths in its `[env]`
-    /// resolved against its folder, `{clmulti-layer}` as [`default_layer`], and
+    /// resolved against its folder, `{clmulti-layer}` and `{clmulti-kmd-emu}` in
+    /// [`default_libraries`], and
     /// `[limits]` against this process's hard limits ([`hard_limits`]). `clmulti
     /// check` and [`load_file`] read files this way, so they accept and refuse the
-    /// same ones; [`with_layer`](Self::with_layer) and
+    /// same ones; [`with_libraries`](Self::with_libraries) and
     /// [`with_hard_limits`](Self::with_hard_limits) change either.
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
         let file = path.display().to_string();
@@ -88,7 +89,7 @@ impl ScenarioFile {
                     .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
             ),
             hard_limits: hard_limits(),
-            layer: default_layer(),
+            libraries: default_libraries(),
         }
     }
 
@@ -104,9 +105,10 @@ impl ScenarioFile {
         self
     }
 
-    /// Where the emulation layer is, for `{clmulti-layer}` in `[env]` paths.
-    pub fn with_layer(mut self, layer: PathBuf) -> Self {
-        self.context.layer = Some(layer);
+    /// The folder of the project's libraries, for `{clmulti-layer}` and
+    /// `{clmulti-kmd-emu}` in `[env]` paths.
+    pub fn with_libraries(mut self, folder: PathBuf) -> Self {
+        self.context.libraries = Some(folder);
         self
     }
 
@@ -611,23 +613,28 @@ fn syntax_error(
     )
 }
 
-/// Where `{clmulti-layer}` points unless told otherwise: the layer beside the
-/// running executable (`clmulti`, built with `cargo build -p clmulti-layer` beside
-/// it), or one folder up, where cargo puts it for test and example binaries (which
-/// live in `target/<profile>/deps` and `examples`).
-pub fn default_layer() -> Option<PathBuf> {
+/// Where the project's libraries (`{clmulti-layer}`, `{clmulti-kmd-emu}`) are unless
+/// told otherwise: the running executable's folder (`clmulti`, which cargo builds
+/// beside them), or one folder up when they are there, where cargo puts them for test
+/// and example binaries (which live in `target/<profile>/deps` and `examples`).
+pub fn default_libraries() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
-    let beside = dir.join(crate::LAYER_FILE_NAME);
-    let above = dir.parent().map(|d| d.join(crate::LAYER_FILE_NAME));
-    match above {
-        Some(above) if !beside.exists() && above.exists() => Some(above),
-        _ => Some(beside),
+    let has_one = |d: &Path| {
+        crate::PROJECT_LIBRARIES
+            .iter()
+            .any(|l| d.join(l.file_name).exists())
+    };
+    match dir.parent() {
+        Some(above) if !has_one(dir) && has_one(above) => Some(above.to_path_buf()),
+        _ => Some(dir.to_path_buf()),
     }
 }
 
-/// This process's hard resource limits (a limit that is unlimited is absent): the
-/// most a run's `[limits]` may ask for.
+/// The most each of this process's soft resource limits may be raised to (a limit
+/// with no ceiling is absent): the hard limit, or, for a process that may raise hard
+/// limits too (`CAP_SYS_RESOURCE`, root's), none but the kernel's own (`fs.nr_open`
+/// for `nofile`). What a run's `[limits]` may ask for.
 pub fn hard_limits() -> BTreeMap<Rlimit, u64> {
     let resource = |which: Rlimit| match which {
         Rlimit::NoFile => libc::RLIMIT_NOFILE,
@@ -636,9 +643,16 @@ pub fn hard_limits() -> BTreeMap<Rlimit, u64> {
         Rlimit::NProc => libc::RLIMIT_NPROC,
         Rlimit::Data => libc::RLIMIT_DATA,
     };
+    let raises_hard = may_raise_hard_limits();
     Rlimit::ALL
         .into_iter()
         .filter_map(|which| {
+            if raises_hard {
+                return (which == Rlimit::NoFile)
+                    .then(nr_open)
+                    .flatten()
+                    .map(|n| (which, n));
+            }
             let mut lim = libc::rlimit {
                 rlim_cur: 0,
                 rlim_max: 0,
@@ -648,6 +662,27 @@ pub fn hard_limits() -> BTreeMap<Rlimit, u64> {
             (ok && lim.rlim_max != libc::RLIM_INFINITY).then_some((which, lim.rlim_max))
         })
         .collect()
+}
+
+/// Whether this process may raise its hard resource limits: `CAP_SYS_RESOURCE` in its
+/// effective capabilities (root has it, outside a container that drops it).
+pub fn may_raise_hard_limits() -> bool {
+    const CAP_SYS_RESOURCE: u32 = 24;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+            u64::from_str_radix(hex.trim(), 16).ok()
+        })
+        .is_some_and(|caps| caps & (1 << CAP_SYS_RESOURCE) != 0)
+}
+
+/// `fs.nr_open`: the most descriptors any process may be allowed (the ceiling of
+/// `RLIMIT_NOFILE`, hard limit included).
+pub fn nr_open() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
 }
 
 /// Reads a scenario file, checked as a run on this machine would be (see

@@ -317,6 +317,8 @@ fn released_sample(
         system: reading.system,
         drm: reading.drm,
         device_used_bytes: memory.read(),
+        dmabuf_exporters: reading.dmabuf_exporters,
+        kernel_counts: reading.kernel_counts,
     }
 }
 

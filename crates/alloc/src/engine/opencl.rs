@@ -19,7 +19,10 @@ use std::sync::{Arc, Mutex};
 
 /// `CL_MEM_DEVICE_ID_INTEL` (`cl_intel_create_mem_object_properties`).
 pub const CL_MEM_DEVICE_ID_INTEL: u64 = 0x4219;
-const PIN_EXTENSION: &str = "cl_intel_create_mem_object_properties";
+/// The value NEO used for it before Khronos registered 0x4219 (its private header
+/// `opencl/extensions/public/cl_ext_private.h`, NEO 22.x); later NEO takes both.
+pub const CL_MEM_DEVICE_ID_INTEL_PRIVATE: u64 = 0x10011;
+use clmulti_probe::PIN_EXTENSION;
 
 /// Driver messages from the context callback, kept alive longer than the contexts.
 pub(crate) type Messages = Arc<Mutex<Vec<String>>>;
@@ -75,6 +78,8 @@ pub(crate) struct OpenClBackend {
     /// Source of `COPY_HOST_PTR` copies.
     copy_source: Option<HostBlock>,
     use_host_ptr: bool,
+    /// The property value `pin` passes (the registered one, or NEO 22's private one).
+    pin_property: u64,
     pools: Vec<Pools>,
     tracker: CallTracker,
     leak: LeakCheck,
@@ -106,10 +111,10 @@ impl OpenClBackend {
                 .used(devices.len())
                 .iter()
                 .map(|&d| devices[d].info())
-                .find(|d| !d.has_extension(PIN_EXTENSION))
+                .find(|d| !d.pins_buffers())
             {
                 return Err(SetupError::Unsupported(format!(
-                    "strategy \"pin\" needs {PIN_EXTENSION}; device {} ({}) does not list it",
+                    "strategy \"pin\" needs {PIN_EXTENSION} (or NEO, which takes CL_MEM_DEVICE_ID_INTEL without listing it); device {} ({}) does neither",
                     d.selector,
                     d.display_name()
                 )));
@@ -218,6 +223,7 @@ impl OpenClBackend {
             host_blocks: Vec::new(),
             copy_source,
             use_host_ptr: has(MemFlag::UseHostPtr),
+            pin_property: CL_MEM_DEVICE_ID_INTEL,
             pools,
             tracker,
             leak,
@@ -281,21 +287,33 @@ impl OpenClBackend {
         let context = self.context_of[slot];
         let mem = match self.strategy {
             Strategy::Pin => {
-                let props: [cl_mem_properties; 3] = [
-                    CL_MEM_DEVICE_ID_INTEL,
-                    self.devices[device].id() as cl_mem_properties,
-                    0,
-                ];
-                // SAFETY: a live context; the properties are zero-terminated; host_ptr
-                // is null or a live block of `size` bytes the backend owns.
-                unsafe {
-                    opencl3::memory::create_buffer_with_properties(
-                        context,
-                        props.as_ptr(),
-                        self.flags,
-                        size,
-                        host_ptr,
-                    )
+                let create = |property: cl_mem_properties| {
+                    let props: [cl_mem_properties; 3] =
+                        [property, self.devices[device].id() as cl_mem_properties, 0];
+                    // SAFETY: a live context; the properties are zero-terminated;
+                    // host_ptr is null or a live block of `size` bytes the backend owns.
+                    unsafe {
+                        opencl3::memory::create_buffer_with_properties(
+                            context,
+                            props.as_ptr(),
+                            self.flags,
+                            size,
+                            host_ptr,
+                        )
+                    }
+                };
+                match create(self.pin_property) {
+                    // NEO before 2023 knows the property only by its private value:
+                    // tried once, at the first buffer, then kept.
+                    Err(code)
+                        if code == ClCode::INVALID_PROPERTY.0
+                            && self.pin_property == CL_MEM_DEVICE_ID_INTEL
+                            && self.live.is_empty() =>
+                    {
+                        self.pin_property = CL_MEM_DEVICE_ID_INTEL_PRIVATE;
+                        create(self.pin_property)
+                    }
+                    other => other,
                 }
                 .map_err(|e| (ClCode(e), Call::CreateBufferWithProperties))?
             }

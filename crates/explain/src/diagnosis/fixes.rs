@@ -35,11 +35,14 @@ pub fn fixes_for(shared: &Report) -> Vec<(Fix, Option<String>)> {
             }
         }
     }
-    let pin = "cl_intel_create_mem_object_properties";
     fixes.push((
         Fix::Pin,
-        (!shared.devices.iter().all(|d| d.has_extension(pin)))
-            .then(|| format!("the devices do not list {pin}")),
+        (!shared.devices.iter().all(|d| d.pins_buffers())).then(|| {
+            format!(
+                "the devices do not list {} and are not NEO's, which takes the property without listing it",
+                clmulti_probe::PIN_EXTENSION
+            )
+        }),
     ));
     fixes.push((
         Fix::Pool,
@@ -101,8 +104,10 @@ fn soft_limits_in_question(shared: &Report) -> Vec<Rlimit> {
 fn raise(shared: &Report, which: Rlimit) -> (Fix, Option<String>) {
     let values = shared.host_limits.values(which);
     let soft = values.soft.unwrap_or(u64::MAX);
-    let target = match values.hard {
-        Some(hard) => hard,
+    // The hard limit, or where the process may raise that too (root), the kernel's
+    // ceiling: what root can do.
+    let target = match shared.host_limits.raisable(which) {
+        Some(ceiling) => ceiling,
         None if which.in_bytes() => soft.saturating_mul(16),
         None => MAX_RAISED_COUNT.max(soft.saturating_mul(2)),
     };
@@ -118,7 +123,12 @@ fn raise(shared: &Report, which: Rlimit) -> (Fix, Option<String>) {
         ))
     } else if target <= soft {
         Some(format!(
-            "the soft limit ({soft}) is already the hard limit; raising the hard one needs root"
+            "the soft limit ({soft}) is already the hard limit, and raising the hard one needs CAP_SYS_RESOURCE, which this process does not have{}",
+            if shared.host_limits.root {
+                " (it runs as root, in a container or sandbox that dropped the capability)"
+            } else {
+                " (root has it)"
+            }
         ))
     } else {
         None

@@ -2,10 +2,10 @@
 //! shared case, and the fixes' runs.
 
 use super::{
-    cost_of, differs, failed, Diagnosis, Fix, FixOutcome, Investigation, LoggedCase, Outcome,
-    Placed, ReleaseFinding, Role, RunBrief, SharingCost, DIAGNOSIS_SCHEMA_VERSION,
+    cost_of, differs, failed, Diagnosis, Fix, FixOutcome, Investigation, KernelCounts, LoggedCase,
+    Outcome, Placed, ReleaseFinding, Role, RunBrief, SharingCost, DIAGNOSIS_SCHEMA_VERSION,
 };
-use crate::knowledge::{runtime_of, SEED_ANSWER_CORRECTIONS};
+use crate::knowledge::{runtime_of, Applies, Seen, SEED_ANSWER_CORRECTIONS};
 use crate::report::{Report, StopKind, StopReason};
 use crate::resource::Resource;
 use crate::verdict::{Basis, Cause, Statement};
@@ -77,6 +77,10 @@ impl Diagnosis {
             .collect();
         let mut sharing_costs = Vec::new();
         let mut investigated = None;
+        let kernel_counts: Vec<KernelCounts> = runs
+            .iter()
+            .filter_map(|p| KernelCounts::of(p.report, p.role))
+            .collect();
         for strategy in matrix.strategies() {
             verdict.push(stops_statement(&matrix, strategy, n));
             verdict.extend(ended_without_report(&matrix, strategy));
@@ -87,6 +91,13 @@ impl Diagnosis {
             let (costs, extra) = sharing(&matrix, strategy, shared, n);
             sharing_costs.extend(costs);
             verdict.extend(extra);
+            verdict.extend(words::kernel_counts(
+                &kernel_counts
+                    .iter()
+                    .filter(|k| k.strategy == strategy)
+                    .collect::<Vec<_>>(),
+                n,
+            ));
             verdict.extend(cause(shared, per, n));
             let found = !shared.analysis.candidates.is_empty() || !shared.analysis.shape.is_empty();
             if investigated.is_none() && failed(shared) && found {
@@ -102,7 +113,7 @@ impl Diagnosis {
         }
         let release = release_findings(runs);
         verdict.extend(release_statement(&release));
-        verdict.extend(known(&platform));
+        verdict.extend(known(&platform, shared_any.map(seen_in)));
         Diagnosis {
             schema_version: DIAGNOSIS_SCHEMA_VERSION,
             platform,
@@ -111,6 +122,7 @@ impl Diagnosis {
             sharing_costs,
             neo_emulation,
             allocation_log: Vec::new(),
+            kernel_counts,
             investigation: investigated,
             release,
             fixes: fixes.iter().map(fix_outcome).collect(),
@@ -269,7 +281,7 @@ fn sharing(
                 let unit = resource.unit();
                 extras.push(format!(
                     "{} {}{} per buffer ({} shared vs {} per device)",
-                    resource.label(),
+                    labelled(&resource, shared),
                     if e >= 0.0 { "+" } else { "-" },
                     unit.format(e.abs()),
                     unit.format(s),
@@ -298,6 +310,17 @@ fn sharing(
         })
     });
     (rows, statement)
+}
+
+/// A resource's label, with who exported a run's dma-bufs where that was read:
+/// "dma-buf fds (exported by i915)".
+pub(crate) fn labelled(resource: &Resource, run: &Report) -> String {
+    match (resource, crate::report::Sample::exporters(&run.samples)) {
+        (Resource::DmabufFds | Resource::DmabufBytes, Some(exporters)) => {
+            format!("{} (exported by {exporters})", resource.label())
+        }
+        _ => resource.label(),
+    }
 }
 
 /// How a run ended, without the analysis: `completed 10000 buffers`.
@@ -341,6 +364,17 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
                     .iter()
                     .any(|c| &c.resource == resource)
             });
+            let dmabufs = (*resource == Resource::OpenFds)
+                .then(|| cost_of(shared, &Resource::DmabufFds))
+                .flatten()
+                .filter(|d| *d >= 0.5 * per_buffer)
+                .map_or(String::new(), |d| {
+                    format!(
+                        " (of which {} {})",
+                        labelled(&Resource::DmabufFds, shared),
+                        unit.format(d)
+                    )
+                });
             let whose = if same_in_per_device {
                 format!(
                     "; one context per device failed the same way (at {}): a limit of the process, not of sharing a context",
@@ -356,7 +390,7 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
                     limit.name
                 ),
                 format!(
-                    "the shared context failed because {} reached {} ({} of {}): it grows {} per buffer there and {} per buffer with one context per device; the limit predicts {predicted_count} buffers, the run failed at {observed_count}{whose}",
+                    "the shared context failed because {} reached {} ({} of {}): it grows {} per buffer there{dmabufs} and {} per buffer with one context per device; the limit predicts {predicted_count} buffers, the run failed at {observed_count}{whose}",
                     resource.label(),
                     limit.name,
                     unit.format(*reading),
@@ -448,14 +482,58 @@ fn release_statement(findings: &[ReleaseFinding]) -> Option<Statement> {
     )))
 }
 
-fn known(platform: &str) -> Vec<Statement> {
+/// What the runs showed of the machine, for the facts' scopes.
+fn seen_in(report: &Report) -> Seen {
+    let kernel_driver = report
+        .neo_emulation
+        .as_ref()
+        .and_then(|n| n.kernel_driver)
+        .map(|_| "i915 (emulated)".to_owned())
+        .or_else(|| {
+            report
+                .samples
+                .iter()
+                .flat_map(|s| &s.drm)
+                .map(|d| d.driver.clone())
+                .next()
+        });
+    Seen {
+        devices: report
+            .devices
+            .iter()
+            .map(|d| d.display_name().to_owned())
+            .collect(),
+        kernel_driver,
+        api: "OpenCL",
+        version: report
+            .devices
+            .first()
+            .and_then(|d| d.driver_version.value().cloned()),
+    }
+}
+
+/// The documented facts of the platform's runtime, each said as a fact where its
+/// scope covers what the runs saw, and as "reported for X, not this machine" where not.
+fn known(platform: &str, seen: Option<Seen>) -> Vec<Statement> {
     let mut out = Vec::new();
+    let seen = seen.unwrap_or_default();
     if let Some(runtime) = runtime_of(platform) {
         for fact in runtime.facts {
-            out.push(Statement::known(
-                fact.source,
-                format!("{}: {}", runtime.name, fact.text),
-            ));
+            let text = match fact.scope.applies(&seen) {
+                Applies::Yes => format!(
+                    "{}: {} (reported for {})",
+                    runtime.name,
+                    fact.text,
+                    fact.scope.describe()
+                ),
+                Applies::No(why) => format!(
+                    "{}: reported for {}, not this machine ({why}): {}",
+                    runtime.name,
+                    fact.scope.describe(),
+                    fact.text
+                ),
+            };
+            out.push(Statement::known(fact.source, text));
         }
     }
     for fact in SEED_ANSWER_CORRECTIONS {

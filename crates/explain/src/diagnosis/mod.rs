@@ -220,6 +220,44 @@ pub struct LoggedCase {
     pub per_buffer: clmulti_probe::neo::AllocationsPerBuffer,
 }
 
+/// What one buffer cost the kernel driver in one case: the emulated driver's counts
+/// (or, where a tracer counted them, the calls that reached the driver), each live
+/// count's growth per buffer between the first and the last sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelCounts {
+    /// The case.
+    pub role: Role,
+    /// Its strategy.
+    pub strategy: Strategy,
+    /// Where the counts come from, in words.
+    pub source: String,
+    /// Buffers between the two readings.
+    pub buffers: u64,
+    /// Count name (as the source names it) -> growth per buffer.
+    pub per_buffer: std::collections::BTreeMap<String, f64>,
+}
+
+impl KernelCounts {
+    /// The counts of one run, when its samples carry the emulated driver's.
+    pub fn of(report: &Report, role: Role) -> Option<Self> {
+        let with_counts = || report.samples.iter().filter(|s| s.kernel_counts.is_some());
+        let (first, last) = (with_counts().next()?, with_counts().last()?);
+        let buffers = last.live().saturating_sub(first.live());
+        let per_buffer = clmulti_probe::kmd_emu::per_buffer(
+            first.kernel_counts.as_ref()?,
+            last.kernel_counts.as_ref()?,
+            buffers,
+        );
+        (buffers > 0).then(|| KernelCounts {
+            role,
+            strategy: report.scenario.allocation.strategy,
+            source: "the emulated i915 driver's counts (clmulti-kmd-emu)".into(),
+            buffers,
+            per_buffer,
+        })
+    }
+}
+
 /// A run whose readings did not come back after release.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReleaseFinding {
@@ -272,6 +310,9 @@ pub struct Diagnosis {
     /// (NEO's allocation log), when it keeps one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allocation_log: Vec<LoggedCase>,
+    /// What each buffer cost the kernel driver, per case, where it was counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_counts: Vec<KernelCounts>,
     /// The experiments on the failing shared case, when one failed.
     #[serde(default)]
     pub investigation: Option<Investigation>,

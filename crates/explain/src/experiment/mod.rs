@@ -157,9 +157,10 @@ pub fn plan(candidate: &Candidate, report: &Report) -> Plan {
         });
     }
     if let Knob::SoftLimit { limit: which } = knob {
-        let hard = report.host_limits.values(which).hard;
+        // Up to the hard limit, or past it where the process may raise that (root).
+        let ceiling = report.host_limits.raisable(which);
         let raised = (candidate.baseline + (limit - candidate.baseline) * 2.0)
-            .min(hard.map_or(f64::MAX, |h| h as f64));
+            .min(ceiling.map_or(f64::MAX, |h| h as f64));
         let predicted = predicted_at(candidate, raised);
         if let Some(p) =
             predicted.filter(|p| raised > limit && allowance(*p) < MAX_EXPERIMENT_BUFFERS)

@@ -42,9 +42,27 @@ pub struct Sample {
     pub drm: Vec<DrmUsage>,
     /// Device memory in use per selected device, bytes, where a source exists.
     pub device_used_bytes: Vec<Option<u64>>,
+    /// Who exported the open dma-bufs (their fdinfo's `exp_name`), each once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dmabuf_exporters: Vec<String>,
+    /// The emulated kernel driver's counts (GEM objects by device and region, CPU
+    /// maps, exports, imports...), under clmulti's kernel-driver emulation only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_counts: Option<clmulti_probe::kmd_emu::Counts>,
 }
 
 impl Sample {
+    /// Who exported the dma-bufs of a run's samples, each once: "i915", "i915, amdgpu".
+    pub fn exporters(samples: &[Sample]) -> Option<String> {
+        let mut names: Vec<&str> = samples
+            .iter()
+            .flat_map(|s| s.dmabuf_exporters.iter().map(String::as_str))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        (!names.is_empty()).then(|| names.join(", "))
+    }
+
     /// Buffers held at this point.
     pub fn live(&self) -> u64 {
         self.live.unwrap_or(self.allocations)

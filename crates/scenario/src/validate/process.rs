@@ -4,7 +4,7 @@
 use super::{positive, problem, size, Context, Problem};
 use super::{
     DEVICE_COUNT_TOKEN, LAYER_FILE_NAME, LAYER_TOKEN, MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS,
-    PATH_ENV_KEYS,
+    PATH_ENV_KEYS, PROJECT_LIBRARIES,
 };
 use crate::model::{Limits, Rlimit};
 use crate::raw::RawLimits;
@@ -52,7 +52,7 @@ pub(super) fn limits(raw: &RawLimits, context: &Context) -> Result<Limits, Probl
             return Err(problem(
                 &key,
                 format!(
-                    "{value}{unit} is above this machine's hard {} ({hard}{unit}); a process can raise its soft limit only up to the hard one (`ulimit -H`)",
+                    "{value}{unit} is above the most this process may set {} to ({hard}{unit}: its hard limit, `ulimit -H`; or fs.nr_open for nofile where it may raise hard limits, as root)",
                     which.name()
                 ),
             ));
@@ -127,14 +127,22 @@ pub(super) fn env(
         }
         let value = value.replace(DEVICE_COUNT_TOKEN, &device_count.to_string());
         // A placeholder spelled wrong would reach the runtime as literal text.
-        let others = value.replace(LAYER_TOKEN, "");
+        let others = PROJECT_LIBRARIES
+            .iter()
+            .filter(|l| l.env_key == key)
+            .fold(value.clone(), |v, l| v.replace(l.token, ""));
         if let Some(start) = others.find("{devices.").or_else(|| others.find("{clmulti")) {
             let rest = &others[start..];
             let token = &rest[..rest.find('}').map_or(rest.len(), |e| e + 1)];
+            let libraries: Vec<String> = PROJECT_LIBRARIES
+                .iter()
+                .map(|l| format!("in {}, {}", l.env_key, l.token))
+                .collect();
             return Err(problem(
                 &at,
                 format!(
-                    "unknown placeholder {token}; there are {DEVICE_COUNT_TOKEN} (the run's device count) and, in OPENCL_LAYERS, {LAYER_TOKEN}"
+                    "unknown placeholder {token}; there are {DEVICE_COUNT_TOKEN} (the run's device count) and {}",
+                    libraries.join(" and ")
                 ),
             ));
         }
@@ -170,9 +178,10 @@ fn resolve_paths(key: &str, value: &str, context: &Context) -> Result<String, Pr
             resolved.push(entry.to_owned());
             continue;
         }
-        let path = if entry == LAYER_TOKEN {
-            context.layer.clone().ok_or_else(|| {
-                problem(key, format!("{LAYER_TOKEN} names the layer built beside clmulti; this tool does not know where that is"))
+        let library = PROJECT_LIBRARIES.iter().find(|l| l.token == entry);
+        let path = if let Some(library) = library {
+            context.libraries.as_ref().map(|dir| dir.join(library.file_name)).ok_or_else(|| {
+                problem(key, format!("{} names {} built beside clmulti; this tool does not know where that is", library.token, library.what))
             })?
         } else {
             let path = Path::new(entry);
@@ -182,10 +191,18 @@ fn resolve_paths(key: &str, value: &str, context: &Context) -> Result<String, Pr
             }
         };
         if !path.exists() {
-            let hint = if path.file_name().is_some_and(|n| n == LAYER_FILE_NAME) {
+            let built = PROJECT_LIBRARIES
+                .iter()
+                .find(|l| path.file_name().is_some_and(|n| n == l.file_name));
+            let hint = if let Some(library) = built {
                 format!(
-                    "; build it with `cargo build{} -p clmulti-layer` (`cargo xtask sweep` builds it too)",
-                    if path.to_string_lossy().contains("/release/") { " --release" } else { "" }
+                    "; build it with `cargo build{} -p {}` (`cargo xtask sweep` builds it too)",
+                    if path.to_string_lossy().contains("/release/") {
+                        " --release"
+                    } else {
+                        ""
+                    },
+                    library.package
                 )
             } else if path.to_string_lossy().contains(".intel-opencl") {
                 "; install Intel's CPU runtime there with scripts/setup-intel-opencl.sh".into()

@@ -285,6 +285,8 @@ pub(crate) fn allocation_loop(
             system: usage.system,
             drm: usage.drm,
             device_used_bytes: meter.device_used(),
+            dmabuf_exporters: usage.dmabuf_exporters,
+            kernel_counts: usage.kernel_counts,
         };
         meter.sampled(&sample);
         out.samples.push(sample);

@@ -1,0 +1,137 @@
+//! `clmulti emulate`: any program on Intel's GPU runtime NEO over emulated Arc A770s.
+//! The program runs with clmulti's emulated i915 driver preloaded (crate
+//! `clmulti-kmd-emu`), so NEO runs its real kernel-driver path; stderr says first which
+//! parts are emulated. The program replaces this process (`exec`, as `env` and
+//! `strace` do): its exit status, signals and output are its own.
+
+use crate::Failure;
+use clmulti_scenario::kmd_emu;
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `clmulti emulate`.
+#[derive(Debug, clap::Args)]
+#[command(trailing_var_arg = true)]
+pub struct Args {
+    /// Emulated Arc A770 devices (1-8).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=kmd_emu::MAX_DEVICES as i64))]
+    devices: u8,
+    /// Device memory per device (default: an A770's 16 GiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+    local_memory: Option<u64>,
+    /// Print every ioctl on an emulated descriptor on stderr.
+    #[arg(long)]
+    trace: bool,
+    /// Write the emulated driver's counts to FILE when the program exits.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Keep the ICD loader's own choice of runtimes (OCL_ICD_VENDORS as set, or every
+    /// installed one); by default, with OCL_ICD_VENDORS unset, NEO alone is listed.
+    #[arg(long)]
+    all_runtimes: bool,
+    /// The program and its arguments.
+    #[arg(required = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+fn parse_memory(text: &str) -> Result<u64, String> {
+    clmulti_scenario::parse_size(text)
+        .map_err(|e| e.to_string())
+        .and_then(|b| {
+            (b >= 1 << 20)
+                .then_some(b)
+                .ok_or_else(|| "at least 1MiB".to_owned())
+        })
+}
+
+/// NEO's `.icd` file as Debian's intel-opencl-icd installs it, when the library it
+/// names exists (ocl-icd takes one `.icd` file in OCL_ICD_VENDORS: NEO alone).
+fn neo_icd() -> Option<&'static Path> {
+    let icd = Path::new("/etc/OpenCL/vendors/intel.icd");
+    let library = std::fs::read_to_string(icd).ok()?;
+    Path::new(library.trim()).exists().then_some(icd)
+}
+
+/// The library beside this binary, or why it is not there.
+fn emulation_library() -> Result<PathBuf, Failure> {
+    let dir = clmulti_scenario::default_libraries()
+        .ok_or_else(|| Failure::Tool("cannot tell where clmulti is".into()))?;
+    let library = dir.join(kmd_emu::LIBRARY.file_name);
+    if library.exists() {
+        return Ok(library);
+    }
+    let release = if dir.ends_with("release") {
+        " --release"
+    } else {
+        ""
+    };
+    Err(Failure::Tool(format!(
+        "{} is not beside clmulti ({}): build it with `cargo build{release} -p {}`",
+        kmd_emu::LIBRARY.file_name,
+        dir.display(),
+        kmd_emu::LIBRARY.package
+    )))
+}
+
+pub fn run(args: &Args) -> Failure {
+    match prepare(args) {
+        Ok(mut command) => {
+            let program = args.command[0].to_string_lossy().into_owned();
+            let err = command.exec();
+            let code = if err.kind() == std::io::ErrorKind::NotFound {
+                "not found"
+            } else {
+                "cannot be run"
+            };
+            Failure::Tool(format!("{program} {code}: {err}"))
+        }
+        Err(failure) => failure,
+    }
+}
+
+fn prepare(args: &Args) -> Result<std::process::Command, Failure> {
+    let library = emulation_library()?;
+    let mut command = std::process::Command::new(&args.command[0]);
+    command.args(&args.command[1..]);
+    let preload = match std::env::var_os("LD_PRELOAD").filter(|p| !p.is_empty()) {
+        Some(old) => {
+            let mut joined = library.clone().into_os_string();
+            joined.push(":");
+            joined.push(old);
+            joined
+        }
+        None => library.clone().into_os_string(),
+    };
+    command
+        .env("LD_PRELOAD", preload)
+        .env(kmd_emu::DEVICES, args.devices.to_string());
+    if let Some(bytes) = args.local_memory {
+        command.env(kmd_emu::LOCAL_MEMORY, bytes.to_string());
+    }
+    if args.trace {
+        command.env(kmd_emu::TRACE, "1");
+    }
+    if let Some(report) = &args.report {
+        command.env(kmd_emu::REPORT, report);
+    }
+    let mut runtimes = "the ICD loader's runtimes as configured".to_owned();
+    if !args.all_runtimes && std::env::var_os("OCL_ICD_VENDORS").is_none() {
+        let neo = neo_icd().ok_or_else(|| {
+            Failure::Tool(
+                "Intel's GPU runtime NEO is not installed (no /etc/OpenCL/vendors/intel.icd naming an existing library): install it with scripts/setup-intel-gpu.sh (Debian's intel-opencl-icd), or pass --all-runtimes".into(),
+            )
+        })?;
+        command.env("OCL_ICD_VENDORS", neo);
+        runtimes = format!("NEO alone (OCL_ICD_VENDORS={})", neo.display());
+    }
+    let memory = args
+        .local_memory
+        .map_or_else(|| "16 GiB".into(), clmulti_scenario::format_size);
+    crate::note!(
+        "clmulti emulate: {} emulated i915 Arc A770 device(s) of {memory} ({}): the kernel driver is emulated, no GPU work runs, kernel accounting as modelled; what the runtime does is its own code; {runtimes}",
+        args.devices,
+        library.display()
+    );
+    Ok(command)
+}
