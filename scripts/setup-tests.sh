@@ -12,7 +12,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 "$here/setup-opencl.sh"
 
-packages=(libdrm-dev mesa-opencl-icd oclgrind chromium fonts-dejavu-core slurmd slurmctld slurm-client munge iproute2 util-linux procps python3-pip)
+packages=(g++ libdrm-dev mesa-opencl-icd oclgrind chromium fonts-dejavu-core slurmd slurmctld slurm-client munge iproute2 util-linux procps python3-pip)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -119,7 +119,8 @@ impl Platform {
         }
     }
 
-    /// [`crate::neo::emulation`] for this platform: NEO in AUB mode under `env`, with
+    /// [`crate::neo::emulation`] for this platform: NEO on clmulti's emulated i915
+    /// driver when this process runs under it, else NEO in AUB mode under `env`, with
     /// its first device's driver version and its device count.
     pub fn neo_emulation(
         &self,
@@ -130,7 +131,10 @@ impl Platform {
             .first()
             .and_then(|d| d.info().driver_version.value().cloned())
             .unwrap_or_else(|| "?".into());
-        crate::neo::emulation(self.display_name(), &driver, self.devices.len(), env)
+        crate::neo::on_emulated_driver(self.display_name(), &driver, crate::kmd_emu::active())
+            .or_else(|| {
+                crate::neo::emulation(self.display_name(), &driver, self.devices.len(), env)
+            })
     }
 
     /// Whether `needle` (case-insensitive) occurs in the platform's name or vendor.

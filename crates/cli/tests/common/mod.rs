@@ -125,24 +125,39 @@ pub fn cost(
         .unwrap_or_else(|| panic!("{}: no cost of {resource:?}", r.run_name))
 }
 
-/// Builds the emulation layer beside the binary under test (a no-op when fresh) and
-/// returns its path: what `{clmulti-layer}` in a scenario names.
-pub fn layer() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
+/// Builds one of the project's libraries beside the binary under test (a no-op when
+/// fresh) and returns its path: what its placeholder in a scenario names.
+pub fn library(library: &clmulti_scenario::ProjectLibrary) -> PathBuf {
+    static BUILT: OnceLock<std::sync::Mutex<std::collections::BTreeMap<&'static str, PathBuf>>> =
+        OnceLock::new();
+    let built = BUILT.get_or_init(Default::default);
+    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
+    built
+        .entry(library.package)
+        .or_insert_with(|| {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let status = Command::new(cargo)
-                .args(["build", "-p", "clmulti-layer"])
+                .args(["build", "-p", library.package])
                 .current_dir(env!("CARGO_MANIFEST_DIR"))
                 .status()
                 .expect("run cargo");
-            assert!(status.success(), "building clmulti-layer failed");
-            let path = bin().with_file_name("libclmulti_layer.so");
+            assert!(status.success(), "building {} failed", library.package);
+            let path = bin().with_file_name(library.file_name);
             assert!(path.exists(), "{} missing after the build", path.display());
             path
         })
         .clone()
+}
+
+/// The emulation layer beside the binary under test: what `{clmulti-layer}` names.
+pub fn layer() -> PathBuf {
+    library(&clmulti_scenario::LAYER)
+}
+
+/// The emulated i915 driver beside the binary under test: what `{clmulti-kmd-emu}`
+/// names, and what `clmulti emulate` preloads.
+pub fn kmd_emu() -> PathBuf {
+    library(&clmulti_scenario::KMD_EMU)
 }
 
 /// The folder of ICD files that selects Intel's OpenCL CPU runtime, installed by

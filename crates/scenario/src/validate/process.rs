@@ -174,11 +174,11 @@ fn resolve_paths(key: &str, value: &str, context: &Context) -> Result<String, Pr
         .split(|c| c == ':' || (preload && c == ' '))
         .filter(|e| !e.is_empty())
     {
-        if preload && !entry.contains('/') {
+        let library = PROJECT_LIBRARIES.iter().find(|l| l.token == entry);
+        if preload && library.is_none() && !entry.contains('/') {
             resolved.push(entry.to_owned());
             continue;
         }
-        let library = PROJECT_LIBRARIES.iter().find(|l| l.token == entry);
         let path = if let Some(library) = library {
             context.libraries.as_ref().map(|dir| dir.join(library.file_name)).ok_or_else(|| {
                 problem(key, format!("{} names {} built beside clmulti; this tool does not know where that is", library.token, library.what))

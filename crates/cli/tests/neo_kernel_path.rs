@@ -1,0 +1,275 @@
+//! Intel's GPU runtime NEO 22.43 (Debian's `intel-opencl-icd`) on its real
+//! kernel-driver path, over clmulti's emulated i915 driver (`clmulti emulate`): the
+//! seed's own program fails as it did for its author, clmulti names why from both
+//! sides of the limit, counts what each buffer asks of the kernel driver, and
+//! measures the fixes.
+
+mod common;
+use clmulti_explain::diagnosis::{Diagnosis, Fix, Outcome, Role};
+use clmulti_explain::verdict::CandidateTest;
+use clmulti_explain::Resource;
+use clmulti_scenario::Strategy;
+use common::*;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `clmulti emulate --devices N -- ...`, on NEO alone, with `soft` as the soft
+/// descriptor limit (the hard one as it is) and no descriptor inherited from the
+/// harness (cargo's jobserver would take a number below one limit and not another).
+fn emulate(devices: usize, soft: u64) -> Command {
+    kmd_emu();
+    let mut cmd = Command::new(bin());
+    cmd.args(["emulate", "--devices", &devices.to_string(), "--"])
+        .env("OCL_ICD_VENDORS", neo_vendors())
+        .env_remove("POCL_DEVICES")
+        .env_remove("LD_PRELOAD");
+    let hard = clmulti_probe::rlimit(clmulti_scenario::Rlimit::NoFile).hard;
+    assert!(
+        hard.is_none_or(|h| h >= soft),
+        "this test needs a hard RLIMIT_NOFILE of at least {soft}, not {hard:?}"
+    );
+    // SAFETY: close_range and setrlimit are async-signal-safe; this runs between fork
+    // and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+            lim.rlim_cur = soft;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    cmd
+}
+
+/// The seed's program (bench/seed), built as its author built it, in a fresh folder.
+fn seed_program() -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/seed");
+    let dir = std::env::temp_dir().join(format!("clmulti-seed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for file in ["OpenCLMulti.cpp", "OpenCLKernels.cl"] {
+        std::fs::copy(source.join(file), dir.join(file)).unwrap();
+    }
+    let status = Command::new("gcc")
+        .args([
+            "-D",
+            "CL_TARGET_OPENCL_VERSION=220",
+            "-g",
+            "-Wall",
+            "-o",
+            "OpenCLMulti",
+        ])
+        .args(["OpenCLMulti.cpp", "-lOpenCL", "-lm"])
+        .current_dir(&dir)
+        .status()
+        .expect("gcc (and g++'s cc1plus: the seed is a .cpp)");
+    assert!(status.success(), "the seed's program did not build");
+    dir
+}
+
+/// The last index the seed's program printed as allocated before it failed (what its
+/// author read: "998: Allocated 1 MB successfully"), and its last line.
+fn seed_failure(dir: &Path, soft: u64) -> (u64, String) {
+    let out = run(emulate(2, soft)
+        .arg("./OpenCLMulti")
+        .args(["--gpus", "2"])
+        .current_dir(dir));
+    let err = stderr(&out);
+    let allocated = err
+        .lines()
+        .filter_map(|l| l.split_once(": Allocated 1 MB successfully"))
+        .filter_map(|(i, _)| i.trim().parse::<u64>().ok())
+        .last()
+        .unwrap_or_else(|| panic!("no allocation: {err}"));
+    let last = err.lines().last().unwrap_or_default().to_owned();
+    (allocated, last)
+}
+
+#[test]
+fn the_seeds_own_program_fails_with_minus_6_near_1000_and_moves_with_the_descriptor_limit() {
+    let dir = seed_program();
+    let (at_1024, said) = seed_failure(&dir, 1024);
+    assert!(said.contains("Could not create memory, err -6"), "{said}");
+    // 1024 descriptors: 3 standard streams, 2 render nodes, 18 dma-bufs NEO exports at
+    // start (its command streamers' tags), then one per buffer.
+    assert!(
+        (990..=1000).contains(&at_1024),
+        "last allocated index {at_1024}"
+    );
+    let (at_2048, said) = seed_failure(&dir, 2048);
+    assert!(said.contains("err -6"), "{said}");
+    assert_eq!(
+        at_2048 - at_1024,
+        1024,
+        "one descriptor per buffer, nothing else moves"
+    );
+}
+
+fn diagnose(devices: usize, count: u64) -> Diagnosis {
+    let out = run(emulate(devices, 1024).arg(bin()).args([
+        "diagnose",
+        "--count",
+        &count.to_string(),
+        "--format",
+        "json",
+    ]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn diagnose_confirms_dmabuf_descriptors_from_both_sides_and_measures_the_fixes() {
+    let d = diagnose(2, 1500);
+    let verdict: String = d.verdict.iter().map(|s| format!("{s}\n")).collect();
+    // The label: NEO's own path, the driver emulated, said where it is read.
+    let neo = d.neo_emulation.as_ref().expect("the label");
+    assert_eq!(neo.kernel_driver.map(|k| k.devices), Some(2));
+    assert!(
+        verdict.contains("NEO's real kernel-driver path; the kernel driver is emulated (no GPU work runs; kernel accounting as modelled)"),
+        "{verdict}"
+    );
+    // The seed's case: the shared context fails near 1000, the others complete.
+    let run = |role: Role| {
+        d.runs
+            .iter()
+            .find(|r| r.role == role && r.strategy == Strategy::Create)
+            .unwrap()
+    };
+    assert!(
+        (985..=1000).contains(&run(Role::Shared).buffers),
+        "{verdict}"
+    );
+    assert_eq!(run(Role::OneDevice).buffers, 1500);
+    assert_eq!(run(Role::PerDevice).buffers, 1500);
+    // The cause, confirmed by lowering and raising the soft limit.
+    let investigation = d.investigation.as_ref().expect("an investigation");
+    let fds = investigation
+        .candidates
+        .iter()
+        .find(|c| c.resource == Resource::OpenFds)
+        .expect("open fds a candidate");
+    assert!(
+        matches!(fds.test, CandidateTest::Confirmed { .. }),
+        "{:?}",
+        fds.test
+    );
+    let experiments = fds.test.experiments();
+    assert_eq!(experiments.len(), 2, "lowered and raised: {experiments:?}");
+    assert!(experiments.iter().any(|e| e.change.to > e.change.from));
+    assert!(
+        verdict.contains("dma-buf fds (exported by i915)"),
+        "{verdict}"
+    );
+    // What each buffer asked of the driver, per case.
+    let counts = |role: Role| {
+        d.kernel_counts
+            .iter()
+            .find(|k| k.role == role && k.strategy == Strategy::Create)
+            .unwrap_or_else(|| panic!("no kernel counts for {role:?}"))
+            .per_buffer
+            .clone()
+    };
+    let near = |v: Option<&f64>, want: f64| v.is_some_and(|v| (v - want).abs() < 0.02);
+    let shared = counts(Role::Shared);
+    for (key, want) in [
+        ("exports", 1.0),
+        ("imports", 1.0),
+        ("maps", 1.0),
+        ("objects-0-system0", 1.0),
+    ] {
+        assert!(near(shared.get(key), want), "shared {key}: {shared:?}");
+    }
+    assert!(!shared.contains_key("objects-0-local0"), "{shared:?}");
+    let one = counts(Role::OneDevice);
+    assert!(
+        near(one.get("objects-0-local0"), 1.0) && !one.contains_key("exports"),
+        "{one:?}"
+    );
+    let per = counts(Role::PerDevice);
+    assert!(
+        near(per.get("objects-0-local0"), 0.5) && near(per.get("objects-1-local0"), 0.5),
+        "{per:?}"
+    );
+    // The fixes, measured: one context per device and a raised limit work.
+    let fix = |pick: fn(&Fix) -> bool| {
+        d.fixes
+            .iter()
+            .find(|f| pick(&f.fix))
+            .map(|f| f.outcome.clone())
+    };
+    assert!(matches!(
+        fix(|f| matches!(f, Fix::PerDeviceContexts)),
+        Some(Outcome::Worked { .. })
+    ));
+    assert!(
+        matches!(
+            fix(|f| matches!(f, Fix::RaiseSoftLimit { .. })),
+            Some(Outcome::Worked { .. })
+        ),
+        "{:?}",
+        d.fixes
+    );
+    assert!(matches!(
+        fix(|f| matches!(f, Fix::Pool)),
+        Some(Outcome::Worked { .. })
+    ));
+    // The versioned fact applies to 22.43; the GTT-mirror reports do not.
+    assert!(verdict.contains("first in tag 26.18.38308.1"), "{verdict}");
+    assert!(verdict.contains("reported for Arc Pro B70/B60 (Battlemage, Xe2) on xe through Level Zero (SYCL, PyTorch XPU), not this machine"), "{verdict}");
+}
+
+#[test]
+fn four_devices_one_export_and_three_imports_per_shared_buffer() {
+    let path = scenario_file(
+        "neo-i915-4.toml",
+        "[devices]\nplatform = \"Graphics\"\ntype = \"gpu\"\ncount = 4\n[context]\nmode = \"shared\"\n\
+         [allocation]\nsize = \"1MiB\"\ncount = 300\n[sampling]\nevery = 50\n",
+    );
+    let out = run(emulate(4, 1024)
+        .arg(bin())
+        .args(["run", "--format", "json"])
+        .arg(&path));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = &reports(&out)[0];
+    assert!(
+        matches!(r.stop, clmulti_explain::StopReason::Completed),
+        "{:?}",
+        r.stop
+    );
+    let counts = clmulti_explain::diagnosis::KernelCounts::of(r, Role::Shared).expect("counts");
+    let get = |k: &str| counts.per_buffer.get(k).copied().unwrap_or(0.0);
+    assert_eq!(
+        (
+            get("exports"),
+            get("imports"),
+            get("maps"),
+            get("objects-0-system0")
+        ),
+        (1.0, 3.0, 1.0, 1.0),
+        "{:?}",
+        counts.per_buffer
+    );
+    assert!((cost(r, Resource::DmabufFds).per_buffer - 1.0).abs() < 0.01);
+    assert_eq!(
+        clmulti_explain::Sample::exporters(&r.samples).as_deref(),
+        Some("i915")
+    );
+    let label = r.neo_emulation.as_ref().expect("label").label();
+    assert!(
+        label.contains("on 4 emulated i915 Arc A770 devices: NEO's real kernel-driver path"),
+        "{label}"
+    );
+}
