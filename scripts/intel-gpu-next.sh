@@ -8,6 +8,10 @@
 #   CLMULTI_NEO_DEVICES=8 scripts/intel-gpu-next.sh run target/release/clmulti devices
 #   scripts/intel-gpu-next.sh run target/release/xtask sweep configs/intel-neo \
 #       --bin target/release/clmulti --out results/intel-neo-26.27/sweep
+#   scripts/intel-gpu-next.sh run-kernel-path target/release/clmulti emulate -- clinfo -l
+#       # NEO's kernel-driver path instead of AUB mode: no AUB keys; the command
+#       # preloads clmulti's emulated i915 driver itself (clmulti emulate, or a
+#       # scenario's LD_PRELOAD = "{clmulti-kmd-emu}")
 #
 # Why a root folder: NEO 26 needs glibc 2.43 and clmulti starts children that load it
 # too, so everything must use one dynamic loader. `run` enters the folder in a private
@@ -84,7 +88,8 @@ setup() {
 
 case "${1:-}" in
 setup) setup ;;
-run)
+run | run-kernel-path)
+  [ "$1" = run-kernel-path ] && export CLMULTI_NEO_KERNEL_PATH=1
   shift
   [ $# -gt 0 ] || { echo "usage: $0 run COMMAND [ARGS...]" >&2; exit 2; }
   [ -f "$lib" ] || { echo "intel-gpu-next: not set up: run $0 setup" >&2; exit 1; }
@@ -101,11 +106,13 @@ __enter) # in the private mount namespace
   mount --rbind /sys "$root/sys"
   mkdir -p "$root$repo"
   mount --bind "$repo" "$root$repo"
-  exec chroot "$root" /bin/bash -c "$neo_env"'
+  setting=$neo_env
+  [ "${CLMULTI_NEO_KERNEL_PATH:-}" = 1 ] && setting='unset OCL_ICD_VENDORS OCL_ICD_FILENAMES'
+  exec chroot "$root" /bin/bash -c "$setting"'
 cd "$1" && shift && exec "$@"' run "$cwd" "$@"
   ;;
 *)
-  echo "usage: $0 setup | run COMMAND [ARGS...]" >&2
+  echo "usage: $0 setup | run COMMAND [ARGS...] | run-kernel-path COMMAND [ARGS...]" >&2
   exit 2
   ;;
 esac

@@ -56,6 +56,11 @@ pub struct Args {
     /// only a candidate.
     #[arg(long = "no-experiments", action = clap::ArgAction::SetFalse)]
     experiments: bool,
+    /// Put this machine's diagnosis of another runtime beside this one (its
+    /// diagnose.json, from `--out`): what each shared context reached and cost, and
+    /// whether the other runtime is the upgrade a fix names.
+    #[arg(long, value_name = "DIAGNOSE_JSON")]
+    compare: Option<PathBuf>,
 }
 
 impl From<DiagnoseFormat> for Format {
@@ -315,6 +320,13 @@ fn run_fixes(shared: &Report, per_device: Option<&Report>) -> Result<Vec<FixRun>
                 ));
                 continue;
             }
+            Fix::UpgradeRuntime { .. } => {
+                out.push((
+                    fix,
+                    Err("another runtime is diagnosed on its own (--compare)".into()),
+                ));
+                continue;
+            }
             Fix::RaiseSoftLimit { limit, to } => {
                 scenario.limits.soft.insert(*limit, *to);
             }
@@ -345,6 +357,25 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             format_size(i64::MAX as u64)
         )));
     }
+    // Before minutes of runs: what to compare with must read.
+    let compare = args
+        .compare
+        .as_ref()
+        .map(|path| {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Failure::Input(format!("--compare {}: {e}", path.display())))?;
+            serde_json::from_str::<Diagnosis>(&text)
+                .map(|d| (d, path.display().to_string()))
+                .map_err(|e| {
+                    Failure::Input(format!(
+                        "--compare {}: not a diagnose.json of this clmulti (line {}, column {}: {e})",
+                        path.display(),
+                        e.line(),
+                        e.column()
+                    ))
+                })
+        })
+        .transpose()?;
     // Before minutes of runs: the results must have somewhere to go.
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir)
@@ -404,6 +435,9 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let mut diagnosis = Diagnosis::new(&placed, &fixes);
     if diagnosis.neo_emulation.is_some() && stop_signal().is_none() {
         diagnosis.add_allocation_log(allocation_logs(&reports, args.count)?);
+    }
+    if let Some((other, source)) = &compare {
+        diagnosis.compare(other, source);
     }
     if let Some(why) = single {
         diagnosis.verdict.insert(

@@ -229,7 +229,7 @@ pub fn kernel_counts_list(per_buffer: &std::collections::BTreeMap<String, f64>) 
             Some(if k.starts_with("resident-bytes-") {
                 format!("{} {name}", crate::Unit::Bytes.format(*v))
             } else {
-                format!("{} {name}", format_figure(*v))
+                format!("{} {name}", figure(*v))
             })
         })
         .collect();
@@ -240,7 +240,8 @@ pub fn kernel_counts_list(per_buffer: &std::collections::BTreeMap<String, f64>) 
     }
 }
 
-fn format_figure(v: f64) -> String {
+/// A count per buffer: whole when it is (`1`), else two decimals (`0.50`).
+pub fn figure(v: f64) -> String {
     if (v - v.round()).abs() < 0.005 {
         format!("{:+}", v.round() as i64)
             .trim_start_matches('+')

@@ -86,6 +86,8 @@ struct File {
     /// Descriptors naming this open file (dup'ed ones too).
     fds: u32,
     handles: BTreeMap<u32, ObjectId>,
+    /// The same table the other way round: the handle of an object in this file.
+    by_object: HashMap<ObjectId, u32>,
     next_handle: u32,
     vms: Vec<u32>,
     contexts: BTreeMap<u32, u32>,
@@ -168,6 +170,8 @@ pub struct Driver {
     offsets: HashMap<u64, ObjectId>,
     /// Live CPU mappings: start address -> (object, length).
     mappings: BTreeMap<usize, (ObjectId, usize)>,
+    /// The same, by object: its mappings' start addresses.
+    mappings_of: HashMap<ObjectId, Vec<usize>>,
     next_file: u64,
     next_object: ObjectId,
     next_offset: u64,
@@ -205,6 +209,7 @@ impl Driver {
             objects: HashMap::new(),
             offsets: HashMap::new(),
             mappings: BTreeMap::new(),
+            mappings_of: HashMap::new(),
             next_file: 1,
             next_object: 1,
             // Fake offsets start above any real file's size, page-aligned.
@@ -251,6 +256,7 @@ impl Driver {
                 client_id: id,
                 fds: 1,
                 handles: BTreeMap::new(),
+                by_object: HashMap::new(),
                 next_handle: 1,
                 vms: Vec::new(),
                 contexts: BTreeMap::new(),
@@ -324,12 +330,13 @@ impl Driver {
 
     fn add_handle(&mut self, fd: i32, object: ObjectId) -> Result<u32, Errno> {
         let file = self.file(fd)?;
-        if let Some((&handle, _)) = file.handles.iter().find(|(_, &o)| o == object) {
+        if let Some(&handle) = file.by_object.get(&object) {
             return Ok(handle);
         }
         let handle = file.next_handle;
         file.next_handle += 1;
         file.handles.insert(handle, object);
+        file.by_object.insert(object, handle);
         let device = file.device;
         if let Some(o) = self.objects.get_mut(&object) {
             o.handles += 1;
@@ -474,6 +481,7 @@ impl Driver {
         let file = self.file(fd)?;
         let device = file.device;
         let object = file.handles.remove(&handle).ok_or(libc::EINVAL)?;
+        file.by_object.remove(&object);
         self.drop_handle(object, device);
         Ok(())
     }
@@ -511,8 +519,7 @@ impl Driver {
     /// any file that holds a handle to it, as the kernel's per-file VMA permission.
     pub fn object_at_offset(&mut self, fd: i32, offset: u64) -> Result<(ObjectId, u64), Errno> {
         let object = *self.offsets.get(&offset).ok_or(libc::EACCES)?;
-        let file = self.file(fd)?;
-        if !file.handles.values().any(|&o| o == object) {
+        if !self.file(fd)?.by_object.contains_key(&object) {
             return Err(libc::EACCES);
         }
         let size = self.objects.get(&object).map_or(0, |o| o.size);
@@ -527,10 +534,8 @@ impl Driver {
 
     /// An existing CPU mapping of `object` (start, length): a new mapping aliases it.
     pub fn mapping_of(&self, object: ObjectId) -> Option<(usize, usize)> {
-        self.mappings
-            .iter()
-            .find(|(_, &(o, _))| o == object)
-            .map(|(&start, &(_, len))| (start, len))
+        let start = *self.mappings_of.get(&object)?.first()?;
+        self.mappings.get(&start).map(|&(_, len)| (start, len))
     }
 
     /// `object` is now mapped at `start` for `len` bytes. Its pages come with the
@@ -542,23 +547,40 @@ impl Driver {
         }
         if let Some((old, _)) = self.mappings.insert(start, (object, len)) {
             // MAP_FIXED over an older mapping of ours replaced it.
+            self.forget_mapping(old, start);
             self.unmap_object(old);
         }
+        self.mappings_of.entry(object).or_default().push(start);
         self.counts.maps.up();
     }
 
     /// `[start, start + len)` was unmapped: mappings inside it end.
     pub fn unmapped(&mut self, start: usize, len: usize) {
         let end = start.saturating_add(len);
-        let inside: Vec<usize> = self
-            .mappings
-            .range(..end)
-            .filter(|(&s, &(_, l))| s + l > start)
-            .map(|(&s, _)| s)
-            .collect();
+        // Mappings do not overlap: those starting inside the range, and the one before
+        // it when it reaches in.
+        let mut inside = Vec::new();
+        for (&s, &(_, l)) in self.mappings.range(..end).rev() {
+            if s + l > start {
+                inside.push(s);
+            }
+            if s <= start {
+                break;
+            }
+        }
         for s in inside {
             if let Some((object, _)) = self.mappings.remove(&s) {
+                self.forget_mapping(object, s);
                 self.unmap_object(object);
+            }
+        }
+    }
+
+    fn forget_mapping(&mut self, object: ObjectId, start: usize) {
+        if let Some(starts) = self.mappings_of.get_mut(&object) {
+            starts.retain(|&s| s != start);
+            if starts.is_empty() {
+                self.mappings_of.remove(&object);
             }
         }
     }

@@ -49,6 +49,9 @@ pub fn fixes_for(shared: &Report) -> Vec<(Fix, Option<String>)> {
         (shared.scenario.allocation.strategy == Strategy::Pool)
             .then(|| "the run already pools".into()),
     ));
+    if let Some(upgrade) = upgrade(shared) {
+        fixes.push(upgrade);
+    }
     if runtime_of(&shared.platform).is_some_and(|r| r.name.starts_with("Intel compute-runtime")) {
         for (key, value) in [
             ("ForceZeDeviceCanAccessPerReturnValue", "0"),
@@ -67,6 +70,31 @@ pub fn fixes_for(shared: &Report) -> Vec<(Fix, Option<String>)> {
         }
     }
     fixes
+}
+
+/// NEO before the release that closes the dma-buf descriptor of a shared buffer, when
+/// descriptors grow per buffer in the shared case: the upgrade, which a diagnosis of
+/// the newer runtime on the same machine measures (`clmulti diagnose --compare`).
+fn upgrade(shared: &Report) -> Option<(Fix, Option<String>)> {
+    let runtime = runtime_of(&shared.platform)?;
+    let version = shared.devices.first()?.driver_version.value()?.clone();
+    let fixed_in = crate::knowledge::NEO_FD_LEAK_FIXED_IN;
+    let leaks = runtime
+        .facts
+        .contains(&crate::knowledge::NEO_FD_PER_SHARED_BUFFER)
+        && crate::knowledge::version_before(&version, fixed_in)
+        && cost_of(shared, &Resource::OpenFds).is_some_and(|c| c >= 0.5);
+    leaks.then(|| {
+        (
+            Fix::UpgradeRuntime {
+                runtime: "NEO".into(),
+                from: version,
+                to: format!("{fixed_in}.1"),
+                source: "intel/compute-runtime commit 890724c562".into(),
+            },
+            Some("the newer runtime is not installed beside this one: diagnose it on this machine and pass its diagnose.json with --compare".into()),
+        )
+    })
 }
 
 fn not_refuted(c: &Candidate) -> bool {

@@ -11,6 +11,7 @@
 //! [`fixes`] lists the fixes that apply, [`matrix`] builds the diagnosis; its
 //! wording for people is in [`render`](crate::render).
 
+mod compare;
 mod fixes;
 mod matrix;
 
@@ -83,6 +84,17 @@ pub enum Fix {
     Pin,
     /// Large buffers carved into sub-buffers: fewer runtime allocations.
     Pool,
+    /// A newer release of the runtime, where a documented change removed the cause.
+    UpgradeRuntime {
+        /// The runtime.
+        runtime: String,
+        /// The version the runs used.
+        from: String,
+        /// The first version with the change.
+        to: String,
+        /// Where the change is documented.
+        source: String,
+    },
     /// Runtime settings from a documented table.
     RuntimeKnob {
         /// Environment variables set.
@@ -107,6 +119,7 @@ impl Fix {
             Fix::SystemSetting { setting, .. } => format!("{setting} raised"),
             Fix::Pin => "buffers pinned to their device (CL_MEM_DEVICE_ID_INTEL)".into(),
             Fix::Pool => "pooled: 256 MiB buffers carved into sub-buffers".into(),
+            Fix::UpgradeRuntime { runtime, to, .. } => format!("{runtime} {to} or later"),
             Fix::RuntimeKnob { env, .. } => format!(
                 "runtime settings {}",
                 env.iter()
@@ -130,6 +143,7 @@ impl Fix {
             Fix::SystemSetting { command, .. } => format!("`{command}` (as root; it changes the whole machine)"),
             Fix::Pin => "clCreateBufferWithProperties(ctx, {CL_MEM_DEVICE_ID_INTEL (0x4219), device, 0}, flags, size, NULL, &err)".into(),
             Fix::Pool => "allocate a few large buffers per device and hand out sub-buffers (clCreateSubBuffer at CL_DEVICE_MEM_BASE_ADDR_ALIGN)".into(),
+            Fix::UpgradeRuntime { runtime, from, to, source } => format!("install {runtime} {to} or later in place of {from} ({source})"),
             Fix::RuntimeKnob { env, .. } => format!(
                 "set {} in the program's environment",
                 env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
