@@ -39,7 +39,10 @@ pub fn build_release(root: &Path, features: Option<&str>) -> Result<PathBuf, Str
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = std::process::Command::new(cargo);
     cmd.current_dir(root)
-        .args(["build", "--release", "-p", "clmulti", "-p", "clmulti-layer"]);
+        .args(["build", "--release", "-p", "clmulti"]);
+    for library in clmulti_scenario::PROJECT_LIBRARIES {
+        cmd.args(["-p", library.package]);
+    }
     if let Some(f) = features {
         // Several packages are built: features are named per package.
         let named: Vec<String> = f
@@ -54,7 +57,7 @@ pub fn build_release(root: &Path, features: Option<&str>) -> Result<PathBuf, Str
             .collect();
         cmd.args(["--features", &named.join(",")]);
     }
-    eprintln!("sweep: building the release clmulti and clmulti-layer");
+    eprintln!("sweep: building the release clmulti and its libraries (emulation layer, emulated i915 driver, tracer)");
     let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
         return Err("building clmulti failed".into());

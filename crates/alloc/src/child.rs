@@ -143,16 +143,20 @@ impl ChildCommand {
         timeout: Option<Duration>,
     ) -> Self {
         let max_seconds = scenario.guards.max_seconds;
+        let mut env: BTreeMap<String, String> = base_env
+            .iter()
+            .chain(&scenario.env)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if let Some(tracer) = tracer_beside(&program) {
+            preload_first(&mut env, &tracer);
+        }
         ChildCommand {
             program,
             args: ["run", "--format", "json", "--child", "-q", "--resolved"]
                 .map(OsString::from)
                 .to_vec(),
-            env: base_env
-                .iter()
-                .chain(&scenario.env)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
+            env,
             timeout: timeout.unwrap_or_else(|| {
                 Duration::from_secs_f64(max_seconds)
                     + crate::hang_margin(max_seconds) * 2
@@ -181,6 +185,35 @@ impl ChildCommand {
             resolved: None,
         }
     }
+}
+
+/// Set to `off` (or `0`), runs are not traced.
+pub const TRACE_ENV: &str = "CLMULTI_TRACE";
+
+/// clmulti's call tracer beside `program` (the clmulti binary), unless
+/// [`TRACE_ENV`] turns tracing off or it was not built.
+pub fn tracer_beside(program: &Path) -> Option<PathBuf> {
+    let off = std::env::var(TRACE_ENV).is_ok_and(|v| matches!(v.trim(), "off" | "0" | "no"));
+    let tracer = program.with_file_name(clmulti_scenario::TRACE.file_name);
+    (!off && tracer.exists()).then_some(tracer)
+}
+
+/// Puts `library` first in the child's `LD_PRELOAD` (the scenario's, or else the one
+/// this process runs with, which the child would inherit), so it sees the calls the
+/// libraries after it answer (clmulti's emulated i915 driver).
+fn preload_first(env: &mut BTreeMap<String, String>, library: &Path) {
+    let rest = env
+        .get("LD_PRELOAD")
+        .cloned()
+        .or_else(|| std::env::var("LD_PRELOAD").ok())
+        .filter(|r| !r.is_empty());
+    let first = library.display().to_string();
+    let value = match rest {
+        Some(rest) if rest.split([':', ' ']).any(|p| p == first) => rest,
+        Some(rest) => format!("{first}:{rest}"),
+        None => first,
+    };
+    env.insert("LD_PRELOAD".into(), value);
 }
 
 /// What a [`ChildCommand::devices`] child listed, or why it listed nothing, in

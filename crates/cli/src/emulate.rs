@@ -94,12 +94,13 @@ fn prepare(args: &Args) -> Result<std::process::Command, Failure> {
     let library = emulation_library()?;
     let mut command = std::process::Command::new(&args.command[0]);
     command.args(&args.command[1..]);
+    // Last, nearest libc: a library preloaded before it (a tracer) sees the calls
+    // the emulation answers.
     let preload = match std::env::var_os("LD_PRELOAD").filter(|p| !p.is_empty()) {
-        Some(old) => {
-            let mut joined = library.clone().into_os_string();
-            joined.push(":");
-            joined.push(old);
-            joined
+        Some(mut old) => {
+            old.push(":");
+            old.push(&library);
+            old
         }
         None => library.clone().into_os_string(),
     };

@@ -207,6 +207,7 @@ pub(crate) fn conclusions(
     statements.extend(growth_statement(report));
     statements.extend(lazy_statement(report));
     statements.extend(oversize_statement(report));
+    statements.extend(words::failing_call(report));
     let cause = failed_in_loop(report).then(|| cause_of(&candidates, unmeasured(report)));
     for c in &candidates {
         let estimated = cost_of(report, &c.resource).is_some_and(|cost| cost.estimated);

@@ -70,8 +70,8 @@ pub mod words;
 pub use report::{
     signal_name, AxpyCheckReport, AxpySplit, Bookkeeping, Call, Cost, DeviceMemorySource,
     EffectiveGuards, ErrorCode, GuardKind, Kept, Layers, LeakCheck, NotReturned, Phase, ReadError,
-    Report, RoundReadings, Sample, SecondRound, SplitFigures, StopKind, StopReason, Warning,
-    WarningKind, SCHEMA_VERSION,
+    Report, RoundReadings, Sample, SecondRound, SplitFigures, StopKind, StopReason, Traced,
+    Warning, WarningKind, SCHEMA_VERSION,
 };
 pub use resource::{Facts, Limit, Resource, Unit};
 pub use verdict::{Basis, Candidate, Cause, Experiment, Statement};

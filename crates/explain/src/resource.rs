@@ -405,6 +405,7 @@ mod tests {
             device_used_bytes: Vec::new(),
             dmabuf_exporters: Vec::new(),
             kernel_counts: None,
+            traced_counts: None,
         }
     }
 

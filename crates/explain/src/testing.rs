@@ -192,6 +192,7 @@ impl Build {
             device_used_bytes: vec![None; self.report.devices.len()],
             dmabuf_exporters: Vec::new(),
             kernel_counts: None,
+            traced_counts: None,
         };
         for (_, set, base, per) in &self.readings {
             set(&mut s, base + per * live as f64);

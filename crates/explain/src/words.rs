@@ -275,3 +275,39 @@ pub fn kernel_counts(
         parts.join("; ")
     )))
 }
+
+/// What the tracer saw fail inside the OpenCL call that stopped a run: "clCreateBuffer
+/// returned CL_OUT_OF_HOST_MEMORY (-6) after ioctl(3, DRM_IOCTL_PRIME_HANDLE_TO_FD)
+/// failed with EMFILE in libigdrcl.so+0x742f3c <- ...", or that nothing failed.
+pub fn failing_call(report: &crate::Report) -> Option<Statement> {
+    let traced = report.traced.as_ref()?;
+    let crate::StopReason::Failed { error, call, .. } = &report.stop else {
+        return None;
+    };
+    let returned = format!("{} returned {error}", call.c_name());
+    let Some(last) = traced.failing_calls.last() else {
+        return Some(Statement::measured(format!(
+            "{returned} with no system call failing inside it: the runtime refused by itself (clmulti's tracer saw {})",
+            clmulti_probe::trace::UNSEEN
+        )));
+    };
+    let earlier = match traced.failing_calls.len() {
+        1 => String::new(),
+        n => format!(
+            " ({n} calls failed inside it; the first: {})",
+            traced.failing_calls[0].summary()
+        ),
+    };
+    let layer = last
+        .stack
+        .first()
+        .is_some_and(|f| f.module == clmulti_scenario::LAYER.file_name)
+        .then_some(" (inside clmulti's emulation layer: the policy it emulates made the call)")
+        .unwrap_or_default();
+    Some(Statement::measured(format!(
+        "{returned} after {} in {}{layer}{earlier} [traced by clmulti-trace, which sees {}]",
+        last.summary(),
+        last.where_(4),
+        clmulti_probe::trace::UNSEEN
+    )))
+}

@@ -11,12 +11,8 @@
 //! many it made and why it stopped. On a machine with real i915 devices it runs the
 //! same ioctls against them. Output: `key=value` lines.
 
-#[path = "../src/uapi.rs"]
-#[allow(dead_code)]
-mod uapi;
-
+use clmulti_drm_uapi::*;
 use std::ffi::CString;
-use uapi::*;
 
 fn ioctl<T>(fd: i32, request: u64, arg: &mut T) -> Result<(), i32> {
     // SAFETY: `arg` is the request's structure, valid for the call.

@@ -7,7 +7,7 @@
 use crate::batch::{Memory, View};
 use crate::config::{self, Config, CHIPSET_ID, REVISION};
 use crate::model::{Driver, Errno};
-use crate::uapi::*;
+use clmulti_drm_uapi::*;
 use std::ffi::c_void;
 
 /// What the ioctls need from the process around them.

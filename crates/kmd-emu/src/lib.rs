@@ -23,7 +23,7 @@
 //!   (`CLMULTI_KMD_EMU_ROOT`, or one made for the process) that those paths are sent to;
 //!   what the kernel returns naming the folder is named back, so the process sees
 //!   `/dev/dri/renderD128`.
-//! - The ioctls of [`uapi`]: `DRM_IOCTL_VERSION` ("i915"), `I915_GETPARAM`, `I915_QUERY`
+//! - The ioctls of `clmulti-drm-uapi`: `DRM_IOCTL_VERSION` ("i915"), `I915_GETPARAM`, `I915_QUERY`
 //!   (topology, engines, memory regions), GEM objects (`GEM_CREATE[_EXT]`, `USERPTR`,
 //!   `GEM_CLOSE`, `MMAP_OFFSET` and `mmap`), PRIME export and import, VMs, contexts and
 //!   their parameters, `EXECBUFFER2`, `GEM_WAIT`, `REG_READ` (the timestamp).
@@ -63,5 +63,4 @@ pub mod ioctl;
 pub mod model;
 #[cfg(not(test))]
 mod preload;
-pub mod uapi;
 pub mod vfs;

@@ -395,19 +395,19 @@ impl Driver {
         // as places to migrate to, which this model does not need.
         let region = match placements.first() {
             None => Region::System,
-            Some(&(crate::uapi::I915_MEMORY_CLASS_SYSTEM, 0)) => Region::System,
-            Some(&(crate::uapi::I915_MEMORY_CLASS_DEVICE, 0)) => Region::Local,
+            Some(&(clmulti_drm_uapi::I915_MEMORY_CLASS_SYSTEM, 0)) => Region::System,
+            Some(&(clmulti_drm_uapi::I915_MEMORY_CLASS_DEVICE, 0)) => Region::Local,
             Some(_) => return Err(libc::EINVAL),
         };
         if placements.iter().any(|&(class, instance)| {
-            class > crate::uapi::I915_MEMORY_CLASS_DEVICE || instance != 0
+            class > clmulti_drm_uapi::I915_MEMORY_CLASS_DEVICE || instance != 0
         }) {
             return Err(libc::EINVAL);
         }
         let page = placements
             .iter()
             .map(|&(class, _)| {
-                if class == crate::uapi::I915_MEMORY_CLASS_DEVICE {
+                if class == clmulti_drm_uapi::I915_MEMORY_CLASS_DEVICE {
                     Region::Local.page()
                 } else {
                     Region::System.page()
@@ -830,7 +830,9 @@ pub struct MemoryFigures {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::uapi::{I915_MEMORY_CLASS_DEVICE as DEVICE, I915_MEMORY_CLASS_SYSTEM as SYSTEM};
+    use clmulti_drm_uapi::{
+        I915_MEMORY_CLASS_DEVICE as DEVICE, I915_MEMORY_CLASS_SYSTEM as SYSTEM,
+    };
 
     fn driver(devices: usize, local: u64) -> Driver {
         Driver::new(Config::new(devices, local, 64 << 30))

@@ -842,7 +842,7 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: u64, arg: *mut c_void) -> c_i
         driver.failed();
     }
     if driver.config.trace {
-        let name = crate::uapi::request_name(request).unwrap_or("unknown request");
+        let name = clmulti_drm_uapi::request_name(request).unwrap_or("unknown request");
         match result {
             Ok(_) => eprintln!("clmulti-kmd-emu: ioctl({fd}, {name}) = 0"),
             Err(e) => eprintln!("clmulti-kmd-emu: ioctl({fd}, {name} {request:#x}) = -1 errno {e}"),

@@ -63,6 +63,7 @@ mod nvml;
 mod platform;
 pub mod raw;
 mod select;
+pub mod trace;
 mod usage;
 
 pub use clmulti_scenario::{Partition, Rlimit};

@@ -67,6 +67,9 @@ pub struct Usage {
     /// The emulated kernel driver's counts, when this process runs under clmulti's
     /// emulation ([`crate::kmd_emu`]).
     pub kernel_counts: Option<crate::kmd_emu::Counts>,
+    /// The calls clmulti's tracer counted, by kind, when it is loaded
+    /// ([`crate::trace`]).
+    pub traced_counts: Option<crate::kmd_emu::Counts>,
 }
 
 impl ProcessUsage {
@@ -115,6 +118,8 @@ pub struct UsageReader {
     /// Whether the process runs under clmulti's kernel-driver emulation, whose counts
     /// are then read with every figure.
     kernel_counts: bool,
+    /// clmulti's tracer, when loaded: its counts are read with every figure.
+    tracer: Option<crate::trace::Tracer>,
 }
 
 /// Lines of the text of /proc/<pid>/maps: one per mapping.
@@ -232,6 +237,7 @@ impl UsageReader {
             own_proc: proc_root == Path::new("/proc"),
             kernel_counts: proc_root == Path::new("/proc")
                 && crate::kmd_emu::read_counts().is_some(),
+            tracer: crate::trace::Tracer::find().filter(|_| proc_root == Path::new("/proc")),
         }
     }
 
@@ -272,6 +278,7 @@ impl UsageReader {
                 .kernel_counts
                 .then(|| self.with_spare_slot(crate::kmd_emu::read_counts))
                 .flatten(),
+            traced_counts: self.tracer.map(|t| t.counts()),
         }
     }
 

@@ -197,6 +197,9 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
         return Ok(report);
     }
     let messages: opencl::Messages = Arc::default();
+    let tracer = clmulti_probe::trace::Tracer::find();
+    report.traced = tracer.map(|_| clmulti_explain::Traced::default());
+    let setup_mark = tracer.map(|t| t.mark());
     let mut backend = match OpenClBackend::new(scenario, &devices, &messages, tracker.clone()) {
         Ok(b) => b,
         Err(SetupError::Failed(code, call)) => {
@@ -205,6 +208,9 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
                 call,
                 index: 0,
             };
+            if let (Some(t), Some(mark), Some(traced)) = (tracer, setup_mark, &mut report.traced) {
+                traced.failing_calls = t.failures_since(mark);
+            }
             report.driver_messages = take(&messages);
             return Ok(report);
         }
@@ -226,7 +232,11 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
         shmem_start: usage.system().map_or(0, |s| s.shmem_bytes),
     };
     let loop_start = Instant::now();
+    backend.trace_with(tracer);
     let outcome = allocation_loop(&plan, &mut backend, &mut meter, interrupt);
+    if let Some(traced) = &mut report.traced {
+        traced.failing_calls = backend.failing_calls();
+    }
     clock.mark(&mut report, "allocation loop (with sampling)");
     // The checks and the split share the loop's time: they stop at its deadline.
     let deadline = loop_start + Duration::from_secs_f64(scenario.guards.max_seconds);
@@ -319,6 +329,7 @@ fn released_sample(
         device_used_bytes: memory.read(),
         dmabuf_exporters: reading.dmabuf_exporters,
         kernel_counts: reading.kernel_counts,
+        traced_counts: reading.traced_counts,
     }
 }
 

@@ -80,6 +80,11 @@ pub(crate) struct OpenClBackend {
     use_host_ptr: bool,
     /// The property value `pin` passes (the registered one, or NEO 22's private one).
     pin_property: u64,
+    /// clmulti's tracer, when loaded: marked before each buffer's calls, asked after
+    /// one fails.
+    tracer: Option<clmulti_probe::trace::Tracer>,
+    /// What the tracer saw fail inside the call that failed.
+    failing_calls: Vec<clmulti_probe::trace::TracedCall>,
     pools: Vec<Pools>,
     tracker: CallTracker,
     leak: LeakCheck,
@@ -224,6 +229,8 @@ impl OpenClBackend {
             copy_source,
             use_host_ptr: has(MemFlag::UseHostPtr),
             pin_property: CL_MEM_DEVICE_ID_INTEL,
+            tracer: None,
+            failing_calls: Vec::new(),
             pools,
             tracker,
             leak,
@@ -409,8 +416,18 @@ impl Drop for OpenClBackend {
     }
 }
 
-impl Backend for OpenClBackend {
-    fn allocate(&mut self, index: u64, device: usize) -> Result<(), (ClCode, Call)> {
+impl OpenClBackend {
+    /// Traces each buffer's calls with `tracer` (marked before, asked after a failure).
+    pub fn trace_with(&mut self, tracer: Option<clmulti_probe::trace::Tracer>) {
+        self.tracer = tracer;
+    }
+
+    /// What the tracer saw fail inside the call that failed, if one did.
+    pub fn failing_calls(&mut self) -> Vec<clmulti_probe::trace::TracedCall> {
+        std::mem::take(&mut self.failing_calls)
+    }
+
+    fn allocate_one(&mut self, index: u64, device: usize) -> Result<(), (ClCode, Call)> {
         let slot = self.slot(index, device);
         if self.plain_create {
             // The seed's case, kept lean: a lazy runtime's clCreateBuffer takes ~1600
@@ -442,6 +459,20 @@ impl Backend for OpenClBackend {
             self.release(mem);
         }
         Ok(())
+    }
+}
+
+impl Backend for OpenClBackend {
+    fn allocate(&mut self, index: u64, device: usize) -> Result<(), (ClCode, Call)> {
+        let Some(tracer) = self.tracer else {
+            return self.allocate_one(index, device);
+        };
+        let mark = tracer.mark();
+        let result = self.allocate_one(index, device);
+        if result.is_err() {
+            self.failing_calls = tracer.failures_since(mark);
+        }
+        result
     }
 
     fn device_count(&self) -> usize {

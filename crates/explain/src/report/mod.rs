@@ -49,6 +49,10 @@ pub struct Sample {
     /// maps, exports, imports...), under clmulti's kernel-driver emulation only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_counts: Option<clmulti_probe::kmd_emu::Counts>,
+    /// The calls clmulti's tracer counted in the process so far, by kind (`mmap`,
+    /// `ioctl:DRM_IOCTL_PRIME_HANDLE_TO_FD`), when the run was traced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced_counts: Option<clmulti_probe::kmd_emu::Counts>,
 }
 
 impl Sample {
@@ -380,6 +384,14 @@ pub struct SplitFigures {
     pub max_error_ulps: f64,
 }
 
+/// What clmulti's tracer (crate `clmulti-trace`, preloaded) saw of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Traced {
+    /// The system calls that failed inside the OpenCL call that stopped the run, in
+    /// order (empty when it failed with none failing, or did not fail).
+    pub failing_calls: Vec<clmulti_probe::trace::TracedCall>,
+}
+
 /// Everything one run found.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
@@ -429,6 +441,10 @@ pub struct Report {
     pub allocations_per_second: Option<f64>,
     /// Why the run stopped.
     pub stop: StopReason,
+    /// What clmulti's tracer saw of the process's calls; `None` when the run was not
+    /// traced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced: Option<Traced>,
     /// Resource readings.
     pub samples: Vec<Sample>,
     /// Growth per buffer of each resource.
@@ -498,6 +514,7 @@ impl Report {
             device_memory_source: DeviceMemorySource::None,
             layers,
             neo_emulation: None,
+            traced: None,
             fresh_process: true,
             buffers: 0,
             bytes_requested: 0,

@@ -175,8 +175,17 @@ pub const KMD_EMU: ProjectLibrary = ProjectLibrary {
     env_key: "LD_PRELOAD",
     what: "clmulti's emulated i915 kernel driver",
 };
+/// clmulti's call tracer (crate `clmulti-trace`), for `LD_PRELOAD` (clmulti preloads
+/// it into every run it starts unless told not to).
+pub const TRACE: ProjectLibrary = ProjectLibrary {
+    token: "{clmulti-trace}",
+    file_name: "libclmulti_trace.so",
+    package: "clmulti-trace",
+    env_key: "LD_PRELOAD",
+    what: "clmulti's call tracer",
+};
 /// Every project library a scenario can name.
-pub const PROJECT_LIBRARIES: [ProjectLibrary; 2] = [LAYER, KMD_EMU];
+pub const PROJECT_LIBRARIES: [ProjectLibrary; 3] = [LAYER, KMD_EMU, TRACE];
 /// The file name of clmulti's emulation layer (crate `clmulti-layer`).
 pub const LAYER_FILE_NAME: &str = LAYER.file_name;
 /// In `OPENCL_LAYERS`: the emulation layer built beside the running clmulti binary.

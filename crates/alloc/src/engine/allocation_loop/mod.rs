@@ -287,6 +287,7 @@ pub(crate) fn allocation_loop(
             device_used_bytes: meter.device_used(),
             dmabuf_exporters: usage.dmabuf_exporters,
             kernel_counts: usage.kernel_counts,
+            traced_counts: usage.traced_counts,
         };
         meter.sampled(&sample);
         out.samples.push(sample);

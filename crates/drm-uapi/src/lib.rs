@@ -1,6 +1,18 @@
-//! The slice of the Linux DRM and i915 uAPI the emulation answers: request numbers
-//! and structures as in `include/uapi/drm/{drm,i915_drm}.h` (checked against
-//! Debian's libdrm-dev 2.4.114 by the crate's tests, which compile a C program).
+//! # clmulti-drm-uapi: the DRM and i915 ioctls clmulti speaks
+//!
+//! The slice of Linux's DRM uAPI that Intel's GPU runtime (NEO) uses on i915: request
+//! numbers and `#[repr(C)]` structures as in `include/uapi/drm/{drm,i915_drm}.h`,
+//! and each request's name as the headers spell it. Two parts of clmulti read it: the
+//! emulated i915 driver (`clmulti-kmd-emu`), which answers these requests, and the
+//! tracer (`clmulti-trace`), which names them when one fails. The crate's test
+//! compiles a C program against Debian's libdrm-dev headers and checks every number
+//! and size here against the C compiler's.
+//!
+//! ```
+//! use clmulti_drm_uapi::{request_name, DRM_IOCTL_PRIME_HANDLE_TO_FD};
+//! assert_eq!(request_name(DRM_IOCTL_PRIME_HANDLE_TO_FD), Some("DRM_IOCTL_PRIME_HANDLE_TO_FD"));
+//! assert_eq!(request_name(0xdead), None);
+//! ```
 
 #![allow(missing_docs)]
 

@@ -1,0 +1,162 @@
+//! clmulti's call tracer (crate `clmulti-trace`), seen from a process it runs in: the
+//! system calls that failed inside an OpenCL call, and the calls counted by kind.
+//!
+//! The tracer, when preloaded, exports `clmulti_trace_mark`, `clmulti_trace_failures`
+//! and `clmulti_trace_counts`; [`Tracer::find`] looks them up and is `None` when the
+//! tracer is not loaded (nothing else depends on it).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::ffi::c_char;
+
+/// One frame of a failed call's stack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frame {
+    /// The module's file name (`libigdrcl.so`).
+    pub module: String,
+    /// The address's offset in it (`0x72f060`).
+    pub offset: String,
+    /// The exported symbol and offset, when the module has one there.
+    #[serde(default)]
+    pub symbol: Option<String>,
+}
+
+impl std::fmt::Display for Frame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.symbol {
+            Some(symbol) => write!(f, "{symbol} ({})", self.module),
+            None => write!(f, "{}+{}", self.module, self.offset),
+        }
+    }
+}
+
+/// A system call (or allocation) that failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TracedCall {
+    /// The libc function (`ioctl`, `openat`, `mmap`, `malloc`...).
+    pub call: String,
+    /// Its arguments, as `strace` prints them.
+    pub args: String,
+    /// errno.
+    pub errno: i32,
+    /// errno by name (`EMFILE`).
+    pub errno_name: String,
+    /// The thread.
+    pub thread: i32,
+    /// The stack, innermost first.
+    pub stack: Vec<Frame>,
+}
+
+impl TracedCall {
+    /// `ioctl(3, DRM_IOCTL_PRIME_HANDLE_TO_FD) failed with EMFILE`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{}({}) failed with {}",
+            self.call, self.args, self.errno_name
+        )
+    }
+
+    /// The first frames in words, innermost first: `libigdrcl.so+0x742f3c <-
+    /// libigdrcl.so+0x72f060`.
+    pub fn where_(&self, frames: usize) -> String {
+        self.stack
+            .iter()
+            .take(frames)
+            .map(Frame::to_string)
+            .collect::<Vec<_>>()
+            .join(" <- ")
+    }
+}
+
+#[derive(Deserialize)]
+struct Failures {
+    failures: Vec<TracedCall>,
+}
+
+type Mark = unsafe extern "C" fn() -> u64;
+type Text = unsafe extern "C" fn(u64, *mut c_char, usize) -> usize;
+type Counts = unsafe extern "C" fn(*mut c_char, usize) -> usize;
+
+/// The preloaded tracer's entry points.
+#[derive(Debug, Clone, Copy)]
+pub struct Tracer {
+    mark: Mark,
+    failures: Text,
+    counts: Counts,
+}
+
+fn symbol(name: &std::ffi::CStr) -> Option<usize> {
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name.
+    let address = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) } as usize;
+    (address != 0).then_some(address)
+}
+
+impl Tracer {
+    /// The tracer, when this process runs under it.
+    pub fn find() -> Option<Self> {
+        let (mark, failures, counts) = (
+            symbol(c"clmulti_trace_mark")?,
+            symbol(c"clmulti_trace_failures")?,
+            symbol(c"clmulti_trace_counts")?,
+        );
+        // SAFETY: the tracer defines these with these signatures (crate clmulti-trace).
+        unsafe {
+            Some(Tracer {
+                mark: std::mem::transmute::<usize, Mark>(mark),
+                failures: std::mem::transmute::<usize, Text>(failures),
+                counts: std::mem::transmute::<usize, Counts>(counts),
+            })
+        }
+    }
+
+    /// Where the failures stand now: take it before a call.
+    #[inline]
+    pub fn mark(&self) -> u64 {
+        // SAFETY: the tracer's function takes nothing.
+        unsafe { (self.mark)() }
+    }
+
+    fn text(&self, get: impl Fn(*mut c_char, usize) -> usize) -> String {
+        let mut buf = vec![0u8; get(std::ptr::null_mut(), 0) + 1];
+        let n = get(buf.as_mut_ptr().cast(), buf.len());
+        buf.truncate(n.min(buf.len() - 1));
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+
+    /// The calls that failed after `mark`, on every thread, in order.
+    pub fn failures_since(&self, mark: u64) -> Vec<TracedCall> {
+        // SAFETY: a buffer of the length given.
+        let json = self.text(|buf, len| unsafe { (self.failures)(mark, buf, len) });
+        serde_json::from_str::<Failures>(&json).map_or_else(|_| Vec::new(), |f| f.failures)
+    }
+
+    /// Every call counted so far, by kind (`mmap`, `ioctl:DRM_IOCTL_...`).
+    pub fn counts(&self) -> BTreeMap<String, u64> {
+        // SAFETY: a buffer of the length given.
+        let text = self.text(|buf, len| unsafe { (self.counts)(buf, len) });
+        crate::kmd_emu::parse_counts(&text)
+    }
+}
+
+/// What the tracer cannot see, said once wherever its findings are.
+pub const UNSEEN: &str = "calls through libc's dynamic symbols only: not raw syscall(), not libc's calls inside itself (a large malloc's mmap shows as the malloc), not other processes (a daemon)";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_parse_and_read_as_a_line() {
+        let json = r#"{"dropped":0,"failures":[{"seq":3,"thread":7,"ns":1,"call":"ioctl","args":"3, DRM_IOCTL_PRIME_HANDLE_TO_FD","errno":24,"errno_name":"EMFILE","stack":[{"module":"libigdrcl.so","offset":"0x742f3c","symbol":null},{"module":"libc.so.6","offset":"0x10","symbol":"ioctl+0x5"}]}]}"#;
+        let f = serde_json::from_str::<Failures>(json).unwrap().failures;
+        assert_eq!(
+            f[0].summary(),
+            "ioctl(3, DRM_IOCTL_PRIME_HANDLE_TO_FD) failed with EMFILE"
+        );
+        assert_eq!(
+            f[0].where_(2),
+            "libigdrcl.so+0x742f3c <- ioctl+0x5 (libc.so.6)"
+        );
+        assert!(Tracer::find().is_none(), "no tracer in the test process");
+    }
+}

@@ -1,0 +1,96 @@
+//! The C functions a traced program calls, and the report at exit.
+
+use crate::api::{copy_out, counts_text, failures_json};
+use crate::record;
+
+/// The last failure's number: mark before a call, ask with it after.
+#[no_mangle]
+pub extern "C" fn clmulti_trace_mark() -> u64 {
+    record::mark()
+}
+
+/// The failures after `since` as JSON; returns the length needed.
+///
+/// # Safety
+/// `buf` is null or valid for `len` bytes of writes.
+#[no_mangle]
+pub unsafe extern "C" fn clmulti_trace_failures(
+    since: u64,
+    buf: *mut libc::c_char,
+    len: usize,
+) -> usize {
+    let text = record::outside(|| failures_json(since)).unwrap_or_default();
+    // SAFETY: the caller's contract.
+    unsafe { copy_out(&text, buf, len) }
+}
+
+/// The counts, `key: value` lines; returns the length needed.
+///
+/// # Safety
+/// `buf` is null or valid for `len` bytes of writes.
+#[no_mangle]
+pub unsafe extern "C" fn clmulti_trace_counts(buf: *mut libc::c_char, len: usize) -> usize {
+    let text = record::outside(counts_text).unwrap_or_default();
+    // SAFETY: the caller's contract.
+    unsafe { copy_out(&text, buf, len) }
+}
+
+extern "C" fn at_exit() {
+    let Some(path) = std::env::var_os(crate::REPORT_ENV).filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let text = record::outside(|| {
+        let counts: Vec<String> = counts_text()
+            .lines()
+            .filter_map(|l| l.rsplit_once(": "))
+            .map(|(k, v)| format!("{}:{v}", record::json_string(k)))
+            .collect();
+        format!(
+            "{{\"trace\":{},\"counts\":{{{}}}}}\n",
+            failures_json(0),
+            counts.join(",")
+        )
+    });
+    let Some(text) = text else { return };
+    let mut written = std::fs::write(&path, &text);
+    if matches!(&written, Err(e) if e.raw_os_error() == Some(libc::EMFILE)) {
+        // A process that ran out of descriptors (what the tracer is often there to
+        // see) has none left to write with; it is exiting, so its last one can go.
+        if let Some(fd) = highest_fd() {
+            // SAFETY: closing a descriptor of the exiting process.
+            unsafe { libc::syscall(libc::SYS_close, fd) };
+            written = std::fs::write(&path, &text);
+        }
+    }
+    if let Err(e) = written {
+        eprintln!(
+            "clmulti-trace: cannot write {}: {e}",
+            path.to_string_lossy()
+        );
+    }
+}
+
+/// The highest open descriptor above the standard streams.
+fn highest_fd() -> Option<i32> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is writable.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    let top = i32::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1 << 20);
+    // SAFETY: F_GETFD only asks whether the descriptor is open.
+    (3..top)
+        .rev()
+        .find(|&fd| unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0)
+}
+
+extern "C" fn init() {
+    // SAFETY: registering a plain extern "C" function.
+    unsafe { libc::atexit(at_exit) };
+}
+
+/// Runs when the library loads.
+#[used]
+#[link_section = ".init_array"]
+static INIT: extern "C" fn() = init;

@@ -1,0 +1,57 @@
+//! # clmulti-trace: the system call behind an OpenCL error
+//!
+//! An OpenCL runtime turns whatever failed inside it into one status:
+//! `CL_OUT_OF_HOST_MEMORY (-6)` carries no errno and no call. This crate builds a
+//! library that, preloaded (`LD_PRELOAD`), wraps the libc calls a runtime gets
+//! resources with and records every one that fails: the call, its arguments as
+//! `strace` prints them (`ioctl(5, DRM_IOCTL_PRIME_HANDLE_TO_FD)`, `openat(AT_FDCWD,
+//! "/dev/null", O_RDONLY|O_CLOEXEC)`), errno by name (`EMFILE`), the thread and the
+//! stack (module and offset; the symbol where the module exports one). It also counts
+//! every traced call by kind, DRM ioctls by request, driver and (i915's
+//! `GEM_CREATE_EXT`) memory region: what a runtime asks of the kernel per buffer,
+//! from the outside, on any driver.
+//!
+//! Wrapped: `open`, `openat`, `fopen` (and their 64-bit and fortified forms),
+//! `ioctl`, `mmap`, `munmap`, `mremap`, `mprotect`, `memfd_create`, `pipe`, `pipe2`,
+//! `socket`, `dup`, `dup2`, `dup3`, `fcntl(F_DUPFD)`, `eventfd`, `epoll_create1`,
+//! `timerfd_create`, `pthread_create`, `mlock`, `mlock2`, `mlockall`; and the
+//! allocators (`malloc`, `calloc`, `realloc`, `memalign`, `aligned_alloc`,
+//! `posix_memalign`), whose failures are recorded but which are not counted.
+//!
+//! What it cannot see: raw `syscall()`; libc's calls inside itself (the `mmap` behind
+//! a large `malloc` shows as the `malloc` that failed); calls of other processes (a
+//! daemon, a driver's helper). A runtime that refuses by itself, with no call failing,
+//! leaves no failure: "no system call failed" is then the finding.
+//!
+//! ## Asking it
+//! A process finds these with `dlsym(RTLD_DEFAULT, ...)`; they exist only when the
+//! tracer is loaded:
+//! - `uint64_t clmulti_trace_mark(void)`: the last failure's number, taken before a
+//!   call;
+//! - `size_t clmulti_trace_failures(uint64_t since, char *buf, size_t len)`: the
+//!   failures after the mark, as JSON (see [`api::failures_json`]);
+//! - `size_t clmulti_trace_counts(char *buf, size_t len)`: the counts, `key: value`
+//!   lines.
+//!
+//! Both text functions return the length needed and fill `buf` as far as it goes.
+//! `CLMULTI_TRACE_REPORT=FILE` writes both at exit, for programs that never ask:
+//!
+//! ```sh
+//! cargo build -p clmulti-trace
+//! CLMULTI_TRACE_REPORT=trace.json LD_PRELOAD=$PWD/target/debug/libclmulti_trace.so ./program
+//! ```
+//!
+//! Cost: a call that succeeds pays one atomic add (and for DRM ioctls, once per
+//! descriptor, one `DRM_IOCTL_VERSION` to learn the driver); a failure pays a
+//! backtrace.
+
+pub mod api;
+#[cfg(not(test))]
+mod exports;
+#[cfg(not(test))]
+mod interpose;
+pub mod names;
+pub mod record;
+
+/// The variable naming the file the tracer writes its failures and counts to at exit.
+pub const REPORT_ENV: &str = "CLMULTI_TRACE_REPORT";
