@@ -28,6 +28,37 @@ use std::time::{Duration, Instant};
 pub const PROGRESS_ENV: &str = "CLMULTI_PROGRESS_FILE";
 /// The end of a child's stderr that is kept, bytes.
 const STDERR_TAIL: usize = 4000;
+/// The end of a child's stdout (the runtime's output) a report keeps, bytes.
+const OUTPUT_TAIL: usize = 16000;
+
+/// The runtime's output around where the run failed ([`clmulti_probe::trace::FAILURE_MARK`]): lines
+/// before it and a few after, within [`OUTPUT_TAIL`]; the end when it never failed.
+fn around_failure(text: &str) -> String {
+    let Some(at) = text.rfind(clmulti_probe::trace::FAILURE_MARK) else {
+        return tail(text, OUTPUT_TAIL);
+    };
+    let before = tail(&text[..at], OUTPUT_TAIL * 3 / 4);
+    let after: String = text[at..]
+        .lines()
+        .take(40)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let after = &after[..after.len().min(OUTPUT_TAIL / 4)];
+    format!("{before}{after}")
+}
+
+/// The last `bytes` of `text`, from a line's start.
+fn tail(text: &str, bytes: usize) -> String {
+    if text.len() <= bytes {
+        return text.to_owned();
+    }
+    let cut = text.len() - bytes;
+    let cut = text[cut..].find('\n').map_or(cut, |n| cut + n + 1);
+    let cut = (cut..=text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(text.len());
+    text[cut..].to_owned()
+}
 /// The most of a child's stdout that is kept, bytes (a report is a few MB at most; a
 /// runtime can print without end).
 const STDOUT_MAX: usize = 256 << 20;
@@ -278,12 +309,20 @@ pub struct Progress {
     pub started: Option<Report>,
     /// Its samples, in order.
     pub samples: Vec<Sample>,
+    /// Its report, written here and not on stdout: stdout and stderr are the
+    /// runtime's (and may be anything).
+    pub report: Option<Report>,
 }
+
+/// The progress descriptor this process adopted, for its report.
+static PROGRESS_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
 
 /// Writes a run's progress for the parent: used by the child.
 #[derive(Debug)]
 pub struct ProgressWriter {
-    file: std::fs::File,
+    /// Never closed: the report goes through it last ([`Self::report_to_parent`]),
+    /// after the writer is gone; the process's exit closes it.
+    file: std::mem::ManuallyDrop<std::fs::File>,
 }
 
 impl ProgressWriter {
@@ -306,7 +345,11 @@ impl ProgressWriter {
             None => std::fs::OpenOptions::new().append(true).open(&path).ok()?,
         };
         std::env::remove_var(PROGRESS_ENV);
-        Some(ProgressWriter { file })
+        use std::os::fd::AsRawFd;
+        PROGRESS_FD.store(file.as_raw_fd(), std::sync::atomic::Ordering::SeqCst);
+        Some(ProgressWriter {
+            file: std::mem::ManuallyDrop::new(file),
+        })
     }
 
     /// Writes `loading` and `loaded` around the runtime's loading
@@ -324,6 +367,30 @@ impl ProgressWriter {
         if FD.swap(self.file.as_raw_fd(), std::sync::atomic::Ordering::SeqCst) == -1 {
             clmulti_probe::on_loading(hook);
         }
+    }
+
+    /// Writes the run's report to the progress file this process adopted (the
+    /// parent reads it there; stdout stays the runtime's); `false` when there is none.
+    pub fn report_to_parent(report: &Report) -> bool {
+        let fd = PROGRESS_FD.load(std::sync::atomic::Ordering::SeqCst);
+        let Ok(json) = serde_json::to_string(report) else {
+            return false;
+        };
+        if fd < 0 {
+            return false;
+        }
+        let line = format!("report\t{json}\n");
+        let mut written = 0;
+        while written < line.len() {
+            // SAFETY: writing the rest of `line` to the adopted progress descriptor.
+            let n =
+                unsafe { libc::write(fd, line.as_ptr().add(written).cast(), line.len() - written) };
+            if n <= 0 {
+                return false;
+            }
+            written += n as usize;
+        }
+        true
     }
 
     fn line(&mut self, kind: &str, value: &impl serde::Serialize) {
@@ -378,6 +445,7 @@ fn read_progress(mut file: std::fs::File) -> Progress {
         }
         match line.split_once('\t') {
             Some(("started", json)) => progress.started = Report::from_json(json).ok(),
+            Some(("report", json)) => progress.report = Report::from_json(json).ok(),
             Some(("sample", json)) => {
                 if let Ok(sample) = serde_json::from_str(json) {
                     progress.samples.push(sample);
@@ -542,7 +610,8 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
 /// and never finished its setup) and printed no report: how, in words. Loading that
 /// crashes, exits or hangs leaves nothing measured: the caller fails.
 pub fn loading_failure(outcome: &ChildOutcome) -> Option<String> {
-    let printed = outcome.stdout.lines().any(|l| l.starts_with('{'));
+    let printed =
+        outcome.progress.report.is_some() || outcome.stdout.lines().any(|l| l.starts_with('{'));
     if !outcome.progress.loading || outcome.progress.loaded || printed || outcome.interrupted {
         return None;
     }
@@ -574,6 +643,11 @@ pub fn loading_failure(outcome: &ChildOutcome) -> Option<String> {
 /// ended (crashed with a signal, killed at the timeout, exited with its stderr),
 /// with the setup and samples its progress file kept.
 pub fn report_of(scenario: &Scenario, outcome: &ChildOutcome) -> Report {
+    if let (Some(report), false) = (&outcome.progress.report, outcome.timed_out) {
+        let mut report = report.clone();
+        report.stdout_tail = around_failure(&outcome.stdout);
+        return report;
+    }
     let printed = outcome.stdout.lines().find(|l| l.starts_with('{'));
     let parsed = printed.map(Report::from_json);
     if let (Some(Ok(report)), false) = (&parsed, outcome.timed_out) {

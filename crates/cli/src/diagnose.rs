@@ -56,6 +56,11 @@ pub struct Args {
     /// only a candidate.
     #[arg(long = "no-experiments", action = clap::ArgAction::SetFalse)]
     experiments: bool,
+    /// Turn on the runtime's own debug log in every case (NEO: NEOReadDebugKeys=1
+    /// PrintDebugMessages=1 PrintIoctlEntries=1; PoCL: POCL_DEBUG); the runtime's
+    /// output around each failure is kept in its report (runs.jsonl) and quoted.
+    #[arg(long)]
+    runtime_log: bool,
     /// Put this machine's diagnosis of another runtime beside this one (its
     /// diagnose.json, from `--out`): what each shared context reached and cost, and
     /// whether the other runtime is the upgrade a fix names.
@@ -253,7 +258,24 @@ fn run_matrix(
     devices: &[Device],
     size: u64,
     count: u64,
+    runtime_log: bool,
 ) -> Result<Vec<(Role, Report)>, Failure> {
+    let debug_env: Vec<(String, String)> = clmulti_explain::knowledge::runtime_of(platform.0)
+        .filter(|_| runtime_log)
+        .map(|r| {
+            r.debug_log
+                .0
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    if runtime_log && debug_env.is_empty() {
+        note!(
+            "diagnose: --runtime-log: clmulti knows no debug log keys for {}",
+            platform.0
+        );
+    }
     let roles: &[Role] = if devices.len() >= 2 {
         &[Role::OneDevice, Role::Shared, Role::PerDevice]
     } else {
@@ -268,7 +290,9 @@ fn run_matrix(
         };
         for &role in roles {
             let name = format!("{}-{}", role_word(role), strategy.name());
-            let scenario = case_scenario(&name, role, strategy, platform, devices, size, count)?;
+            let mut scenario =
+                case_scenario(&name, role, strategy, platform, devices, size, count)?;
+            scenario.env.extend(debug_env.iter().cloned());
             reports.push((role, run_case(&scenario)?));
             // Stopped: the cases so far (the last one partial) are the diagnosis.
             if stop_signal().is_some() {
@@ -397,6 +421,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         &devices,
         size,
         args.count,
+        args.runtime_log,
     )?;
     let find = |reports: &[(Role, Report)], role: Role, strategy: Strategy| {
         reports

@@ -150,6 +150,9 @@ pub struct Runtime {
     pub eager: Option<bool>,
     /// The facts.
     pub facts: &'static [KnownFact],
+    /// Environment that turns the runtime's own debug log on (what `clmulti diagnose
+    /// --runtime-log` sets), with where the keys are documented.
+    pub debug_log: (&'static [(&'static str, &'static str)], &'static str),
 }
 
 const NEO: &str = "intel/compute-runtime";
@@ -222,6 +225,7 @@ pub const RUNTIMES: &[Runtime] = &[
                 scope: BATTLEMAGE_ON_XE,
             },
         ],
+        debug_log: (&[("NEOReadDebugKeys", "1"), ("PrintDebugMessages", "1"), ("PrintIoctlEntries", "1")], "intel/compute-runtime shared/source/debug_settings/debug_variables_base.inl"),
     },
     Runtime {
         name: "Intel OpenCL CPU runtime",
@@ -232,6 +236,7 @@ pub const RUNTIMES: &[Runtime] = &[
             source: "measured by clmulti on intel-opencl-rt 2026.2.0 (results/intel-cpu/)",
             scope: ANYWHERE,
         }],
+        debug_log: (&[], ""),
     },
     Runtime {
         name: "NVIDIA",
@@ -248,6 +253,7 @@ pub const RUNTIMES: &[Runtime] = &[
                 versions: Versions::Any,
             },
         }],
+        debug_log: (&[], ""),
     },
     Runtime {
         name: "AMD ROCclr",
@@ -258,6 +264,7 @@ pub const RUNTIMES: &[Runtime] = &[
             source: "ROCm/clr rocclr/platform/memory.cpp",
             scope: ANYWHERE,
         }],
+        debug_log: (&[], ""),
     },
     Runtime {
         name: "PoCL",
@@ -268,6 +275,7 @@ pub const RUNTIMES: &[Runtime] = &[
             source: "pocl doc/sphinx/source/driver_design.rst",
             scope: ANYWHERE,
         }],
+        debug_log: (&[("POCL_DEBUG", "error,warning,memory")], "pocl doc/sphinx/source/using.rst, POCL_DEBUG"),
     },
     Runtime {
         name: "Mesa rusticl",
@@ -278,6 +286,7 @@ pub const RUNTIMES: &[Runtime] = &[
             source: "mesa src/gallium/frontends/rusticl/core/context.rs",
             scope: ANYWHERE,
         }],
+        debug_log: (&[], ""),
     },
 ];
 

@@ -311,3 +311,81 @@ pub fn failing_call(report: &crate::Report) -> Option<Statement> {
         clmulti_probe::trace::UNSEEN
     )))
 }
+
+/// What the runtime itself printed just before the run failed (its debug log, kept in
+/// the report around clmulti's mark): the lines that speak of an error.
+pub fn runtime_log(report: &crate::Report) -> Option<Statement> {
+    let at = report
+        .stdout_tail
+        .rfind(clmulti_probe::trace::FAILURE_MARK)?;
+    let before: Vec<&str> = report.stdout_tail[..at].lines().rev().take(60).collect();
+    let said: Vec<&str> = before
+        .iter()
+        .rev()
+        .copied()
+        .filter(|l| {
+            let l = l.to_lowercase();
+            l.contains("errno") || l.contains("error") || l.contains("fail")
+        })
+        .collect();
+    let quoted: Vec<String> = said
+        .iter()
+        .rev()
+        .take(3)
+        .rev()
+        .map(|l| format!("\"{}\"", l.trim()))
+        .collect();
+    Some(Statement::measured(if quoted.is_empty() {
+        format!("{}: the runtime's own log says nothing of an error in its last {} lines before the failure (kept in the run's report)", report.run_name, before.len())
+    } else {
+        format!(
+            "{}: the runtime's own log just before the failure: {}",
+            report.run_name,
+            quoted.join("; ")
+        )
+    }))
+}
+
+/// The errnos a call returns when a resource's limit is reached.
+fn errnos_at_limit(resource: &crate::Resource) -> &'static [&'static str] {
+    use crate::Resource;
+    match resource {
+        Resource::OpenFds | Resource::DmabufFds => &["EMFILE", "ENFILE"],
+        Resource::MemoryMaps | Resource::VirtualSize | Resource::DataSize => &["ENOMEM"],
+        Resource::Threads => &["EAGAIN"],
+        Resource::LockedMemory => &["ENOMEM", "EAGAIN", "EPERM"],
+        _ => &[],
+    }
+}
+
+/// Whether the call that failed inside the shared run agrees with the cause its
+/// readings name: the errno that limit gives, or not (both are then shown).
+pub fn call_agrees(resource: &crate::Resource, run: &crate::Report) -> Option<Statement> {
+    let call = run.traced.as_ref()?.failing_calls.last()?;
+    let expected = errnos_at_limit(resource);
+    if expected.is_empty() {
+        return None;
+    }
+    let basis = format!("the failing call and the {} readings", resource.label());
+    Some(if expected.contains(&call.errno_name.as_str()) {
+        Statement::inferred(
+            basis,
+            format!(
+                "the failing call agrees with the readings: {} is what a call gets when {} is at its limit",
+                call.errno_name,
+                resource.label()
+            ),
+        )
+    } else {
+        Statement::inferred(
+            basis,
+            format!(
+                "the failing call does not agree with the readings: {} failed with {}, while {} at its limit gives {}: one of them is not the cause; both are shown",
+                call.call,
+                call.errno_name,
+                resource.label(),
+                expected.join(" or ")
+            ),
+        )
+    })
+}

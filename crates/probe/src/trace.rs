@@ -138,6 +138,10 @@ impl Tracer {
     }
 }
 
+/// The line a run writes into its stdout (the runtime's output) where it failed, so
+/// the runtime's own log can be cut around it.
+pub const FAILURE_MARK: &str = "=== clmulti: ";
+
 /// What the tracer cannot see, said once wherever its findings are.
 pub const UNSEEN: &str = "calls through libc's dynamic symbols only: not raw syscall(), not libc's calls inside itself (a large malloc's mmap shows as the malloc), not other processes (a daemon)";
 

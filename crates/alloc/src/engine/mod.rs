@@ -237,6 +237,12 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     if let Some(traced) = &mut report.traced {
         traced.failing_calls = backend.failing_calls();
     }
+    if let StopReason::Failed { error, call, index } = &outcome.stop {
+        mark_output(&format!(
+            "buffer {index}: {} returned {error}",
+            call.c_name()
+        ));
+    }
     clock.mark(&mut report, "allocation loop (with sampling)");
     // The checks and the split share the loop's time: they stop at its deadline.
     let deadline = loop_start + Duration::from_secs_f64(scenario.guards.max_seconds);
@@ -291,6 +297,18 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     finish(&mut report, outcome);
     clock.mark(&mut report, "analysis");
     Ok(report)
+}
+
+use clmulti_probe::trace::FAILURE_MARK;
+
+/// Writes [`FAILURE_MARK`] and `what` on stdout after whatever the runtime printed
+/// (its stdio buffers flushed first, so the line lands in order).
+fn mark_output(what: &str) {
+    // SAFETY: fflush(NULL) flushes every C stdio stream; harmless when none is used.
+    unsafe { libc::fflush(std::ptr::null_mut()) };
+    let line = format!("{FAILURE_MARK}{what} ===\n");
+    // SAFETY: one write of a local buffer to stdout.
+    unsafe { libc::write(1, line.as_ptr().cast(), line.len()) };
 }
 
 /// Times a run's steps into its report's `phases`.

@@ -345,6 +345,7 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
         return Vec::new();
     }
     let mut out: Vec<Statement> = Vec::new();
+    out.extend(words::failing_call(shared));
     match &shared.analysis.cause {
         Some(Cause::Resource {
             resource,
@@ -399,6 +400,7 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
                     unit.format(elsewhere),
                 ),
             ));
+            out.extend(words::call_agrees(resource, shared));
         }
         Some(Cause::Untested { .. }) | Some(Cause::NotExplained { .. }) => {}
         None => out.push(Statement::measured(format!(
@@ -406,6 +408,7 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
             shared.stop.summary()
         ))),
     }
+    out.extend(words::runtime_log(shared));
     // The candidates, their experiments, and what the shape runs found, as the
     // shared run's analysis states them.
     for c in &shared.analysis.candidates {

@@ -470,6 +470,10 @@ pub struct Report {
     /// (e.g. the runtime's assertion text).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stderr_tail: String,
+    /// The end of what the run's process printed on stdout: the runtime's own output
+    /// (its debug log), which never mixes with the report.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stdout_tail: String,
     /// Things to know.
     pub warnings: Vec<Warning>,
     /// How long each step of the run took, in order: loading the runtime and
@@ -532,6 +536,7 @@ impl Report {
             axpy_check: None,
             axpy_split: None,
             stderr_tail: String::new(),
+            stdout_tail: String::new(),
             warnings: Vec::new(),
             phases: Vec::new(),
         }
