@@ -646,6 +646,7 @@ pub fn report_of(scenario: &Scenario, outcome: &ChildOutcome) -> Report {
     if let (Some(report), false) = (&outcome.progress.report, outcome.timed_out) {
         let mut report = report.clone();
         report.stdout_tail = around_failure(&outcome.stdout);
+        report.stderr_tail = outcome.stderr_tail.trim().to_owned();
         return report;
     }
     let printed = outcome.stdout.lines().find(|l| l.starts_with('{'));

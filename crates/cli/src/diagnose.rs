@@ -56,6 +56,12 @@ pub struct Args {
     /// only a candidate.
     #[arg(long = "no-experiments", action = clap::ArgAction::SetFalse)]
     experiments: bool,
+    /// Also write one archive (.tar.gz) a runtime's maintainer can triage: machine,
+    /// kernel drivers, ICD loader, the OpenCL part of the environment, emulated parts,
+    /// the failing calls with errno and stack, the runtime's log, every run, a
+    /// reproducer, the page.
+    #[arg(long, value_name = "FILE")]
+    bundle: Option<PathBuf>,
     /// Turn on the runtime's own debug log in every case (NEO: NEOReadDebugKeys=1
     /// PrintDebugMessages=1 PrintIoctlEntries=1; PoCL: POCL_DEBUG); the runtime's
     /// output around each failure is kept in its report (runs.jsonl) and quoted.
@@ -497,6 +503,10 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     if let Some(dir) = &args.out {
         write_out(dir, &diagnosis, &reports)?;
     }
+    if let Some(path) = &args.bundle {
+        crate::bundle::write(path, &diagnosis, &reports, &page(&diagnosis))?;
+        note!("diagnose: bundle written to {}", path.display());
+    }
     match args.format {
         DiagnoseFormat::Json => crate::format::print_json(&diagnosis)?,
         DiagnoseFormat::Markdown => crate::format::write_stdout(&diagnosis.markdown())?,
@@ -560,11 +570,15 @@ fn write_out(dir: &Path, diagnosis: &Diagnosis, reports: &[(Role, Report)]) -> R
         lines.push('\n');
     }
     std::fs::write(dir.join("runs.jsonl"), lines).map_err(io)?;
-    let page = format!(
+    std::fs::write(dir.join("index.html"), page(diagnosis)).map_err(io)?;
+    Ok(())
+}
+
+/// The diagnosis as a page that opens from disk.
+fn page(diagnosis: &Diagnosis) -> String {
+    format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>clmulti diagnose</title>\n<style>{}</style></head><body>\n<h1>clmulti diagnose</h1>\n{}<p>Files: <a href=\"diagnose.md\">diagnose.md</a>, <a href=\"diagnose.json\">diagnose.json</a>, <a href=\"runs.jsonl\">runs.jsonl</a> (one report per run).</p>\n</body></html>\n",
         crate::render::PAGE_STYLE,
         diagnosis.html()
-    );
-    std::fs::write(dir.join("index.html"), page).map_err(io)?;
-    Ok(())
+    )
 }

@@ -14,6 +14,7 @@
 
 mod axpy;
 mod bench;
+mod bundle;
 mod check;
 mod devices;
 mod diagnose;
@@ -21,6 +22,7 @@ mod emulate;
 mod experiments;
 mod format;
 mod render;
+mod reproduce;
 mod run;
 mod supervise;
 
@@ -102,6 +104,10 @@ enum Command {
     /// (1 when it cannot be started; 2 for bad arguments). clmulti's own commands run
     /// under it as under a real driver: `clmulti emulate -- clmulti diagnose`.
     Emulate(emulate::Args),
+    /// Write a failed run as a stand-alone C program (ICD loader only) that fails
+    /// where the run did: the same platform, devices, context mode, flags, size,
+    /// strategy and limits, holding as many descriptors as clmulti held itself.
+    Reproduce(reproduce::Args),
 }
 
 /// The clap definition of the `clmulti` command line, with the package version only
@@ -162,6 +168,7 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => ("bench", args.is_arm()),
         Command::Diagnose(_) => ("diagnose", false),
         Command::Emulate(_) => ("emulate", false),
+        Command::Reproduce(_) => ("reproduce", false),
     };
     // Commands that report what they measured when stopped: `run`'s runs, `bench`'s
     // finished rounds (its arms die at once), `diagnose`'s cases, `axpy`'s finished
@@ -180,6 +187,7 @@ pub fn main() -> ExitCode {
             Command::Bench(args) => bench::run(&args),
             Command::Diagnose(args) => diagnose::run(&args),
             Command::Emulate(args) => Err(emulate::run(&args)),
+            Command::Reproduce(args) => reproduce::run(&args),
         };
         match result {
             Ok(()) => 0,

@@ -24,8 +24,9 @@ pub struct Args {
     /// Run only the N-th run (0-based) of each file's grid (`--list` shows them).
     #[arg(long)]
     index: Option<usize>,
-    /// Run every run in its own child process (always done when several runs share
-    /// the invocation, or a run sets `[env]` or `[limits]`).
+    /// Run every run in its own child process: always done (a fresh process for
+    /// each run, whose stdout and stderr are the runtime's own, kept apart from the
+    /// report); accepted for scripts that pass it.
     #[arg(long)]
     isolate: bool,
     /// Print each file's runs with their `--index`, and run nothing.
@@ -55,7 +56,7 @@ impl Args {
     }
 }
 
-/// Runs every run of the files given, each in a child process when several share
+/// Runs every run of the files given, each in a child process of its own
 /// the invocation or one sets `[env]` or `[limits]`, and prints their reports;
 /// `timeout` bounds each (`--timeout`).
 pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
@@ -102,8 +103,9 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
                     continue;
                 }
             };
-            let has_knobs = !scenario.env.is_empty() || scenario.limits.any();
-            let result = if args.child || !(args.isolate || several || has_knobs) {
+            // A child of its own for every run: a fresh process to measure, and the
+            // runtime's output (NEO's debug keys print on stdout) never in the report.
+            let result = if args.child {
                 let here = run_here(&scenario, args.format, args.child, timeout);
                 if let (false, Ok((report, _))) = (args.child, &here) {
                     crate::verbose!("{}", render::details(report));

@@ -117,14 +117,17 @@ fn the_seeds_own_program_fails_with_minus_6_near_1000_and_moves_with_the_descrip
     );
 }
 
-fn diagnose(devices: usize, count: u64) -> Diagnosis {
-    let out = run(emulate(devices, 1024).arg(bin()).args([
-        "diagnose",
-        "--count",
-        &count.to_string(),
-        "--format",
-        "json",
-    ]));
+fn diagnose(devices: usize, count: u64, extra: &[&str]) -> Diagnosis {
+    let out = run(emulate(devices, 1024)
+        .arg(bin())
+        .args([
+            "diagnose",
+            "--count",
+            &count.to_string(),
+            "--format",
+            "json",
+        ])
+        .args(extra));
     assert!(out.status.success(), "{}", stderr(&out));
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
@@ -132,7 +135,12 @@ fn diagnose(devices: usize, count: u64) -> Diagnosis {
 
 #[test]
 fn diagnose_confirms_dmabuf_descriptors_from_both_sides_and_measures_the_fixes() {
-    let d = diagnose(2, 1500);
+    let bundle = std::env::temp_dir().join(format!("clmulti-bundle-{}.tar.gz", std::process::id()));
+    let d = diagnose(
+        2,
+        1500,
+        &["--runtime-log", "--bundle", bundle.to_str().unwrap()],
+    );
     let verdict: String = d.verdict.iter().map(|s| format!("{s}\n")).collect();
     // The label: NEO's own path, the driver emulated, said where it is read.
     let neo = d.neo_emulation.as_ref().expect("the label");
@@ -226,9 +234,125 @@ fn diagnose_confirms_dmabuf_descriptors_from_both_sides_and_measures_the_fixes()
         fix(|f| matches!(f, Fix::Pool)),
         Some(Outcome::Worked { .. })
     ));
+    // The call behind the -6, named; NEO's own log, kept apart from the report.
+    assert!(
+        verdict.contains("clCreateBuffer returned CL_OUT_OF_HOST_MEMORY (-6) after ioctl(")
+            && verdict
+                .contains("DRM_IOCTL_PRIME_HANDLE_TO_FD) failed with EMFILE in libigdrcl.so+"),
+        "{verdict}"
+    );
+    assert!(
+        verdict.contains("the failing call agrees with the readings: EMFILE"),
+        "{verdict}"
+    );
+    assert!(verdict.contains("the runtime's own log just before the failure: \"IOCTL DRM_IOCTL_PRIME_HANDLE_TO_FD returns -1, errno 24"), "{verdict}");
+    // The bundle a maintainer gets.
+    let listing = Command::new("tar")
+        .arg("tzf")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    for file in [
+        "MANIFEST.txt",
+        "machine.txt",
+        "opencl.txt",
+        "emulated.txt",
+        "environment.json",
+        "failing-calls.json",
+        "runtime-log.txt",
+        "diagnose.json",
+        "runs.jsonl",
+        "reproduce.c",
+        "index.html",
+    ] {
+        assert!(
+            listing.contains(&format!("clmulti-bundle/{file}")),
+            "{file} missing: {listing}"
+        );
+    }
+    let calls = Command::new("tar")
+        .arg("xzOf")
+        .arg(&bundle)
+        .arg("clmulti-bundle/failing-calls.json")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&calls.stdout).contains("\"errno_name\": \"EMFILE\""));
+    let emulated = Command::new("tar")
+        .arg("xzOf")
+        .arg(&bundle)
+        .arg("clmulti-bundle/emulated.txt")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&emulated.stdout).contains("the kernel driver is emulated"));
+    let _ = std::fs::remove_file(&bundle);
     // The versioned fact applies to 22.43; the GTT-mirror reports do not.
     assert!(verdict.contains("first in tag 26.18.38308.1"), "{verdict}");
     assert!(verdict.contains("reported for Arc Pro B70/B60 (Battlemage, Xe2) on xe through Level Zero (SYCL, PyTorch XPU), not this machine"), "{verdict}");
+}
+
+#[test]
+fn neo_debug_output_leaves_the_report_whole_and_a_reproducer_fails_where_clmulti_did() {
+    let path = scenario_file(
+        "neo-repro.toml",
+        "[devices]\nplatform = \"Graphics\"\ntype = \"gpu\"\ncount = 2\n[context]\nmode = \"shared\"\n\
+         [allocation]\nsize = \"1MiB\"\ncount = 1500\n[sampling]\nevery = 100\n",
+    );
+    let out = run(emulate(2, 1024)
+        .env("NEOReadDebugKeys", "1")
+        .env("PrintDebugMessages", "1")
+        .env("PrintIoctlEntries", "1")
+        .arg(bin())
+        .args(["run", "--format", "json"])
+        .arg(&path));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = &reports(&out)[0];
+    let clmulti_explain::StopReason::Failed { index, .. } = r.stop else {
+        panic!("{:?}", r.stop)
+    };
+    let last = r
+        .traced
+        .as_ref()
+        .and_then(|t| t.failing_calls.last())
+        .expect("a failing call");
+    assert_eq!(
+        (last.call.as_str(), last.errno_name.as_str()),
+        ("ioctl", "EMFILE")
+    );
+    assert!(
+        last.args.ends_with("DRM_IOCTL_PRIME_HANDLE_TO_FD"),
+        "{}",
+        last.args
+    );
+    assert!(r
+        .stdout_tail
+        .contains("IOCTL DRM_IOCTL_PRIME_HANDLE_TO_FD returns -1, errno 24"));
+    // The reproducer, built and run under the same emulation.
+    let dir = path.parent().unwrap();
+    std::fs::write(dir.join("runs.jsonl"), &out.stdout).unwrap();
+    let made = run(Command::new(bin())
+        .arg("reproduce")
+        .arg(dir.join("runs.jsonl"))
+        .arg("--out")
+        .arg(dir.join("reproduce.c")));
+    assert!(made.status.success(), "{}", stderr(&made));
+    assert!(Command::new("cc")
+        .args(["-O2", "-o", "reproduce", "reproduce.c", "-lOpenCL"])
+        .current_dir(dir)
+        .status()
+        .unwrap()
+        .success());
+    let said = run(emulate(2, 1024).arg(dir.join("reproduce")).current_dir(dir));
+    let said = String::from_utf8_lossy(&said.stdout);
+    let at: u64 = said
+        .strip_prefix("failed at buffer ")
+        .and_then(|s| s.split(':').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        at.abs_diff(index) <= 1,
+        "clmulti {index}, reproducer {said}"
+    );
 }
 
 #[test]

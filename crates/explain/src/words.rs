@@ -189,8 +189,36 @@ pub fn not_returned(n: &crate::report::NotReturned) -> String {
     )
 }
 
-/// One kernel-driver count in words, singular: `exports` -> "dma-buf export".
+/// One kernel-driver count in words, singular: `exports` -> "dma-buf export"; a traced
+/// call's key (`ioctl:DRM_IOCTL_I915_GEM_CREATE_EXT:local`, `mmap`) as the call.
 fn kernel_count_name(key: &str) -> Option<String> {
+    if let Some(request) = key.strip_prefix("ioctl:") {
+        return Some(match request.rsplit_once(':') {
+            Some((name, region)) if !name.contains('(') => {
+                format!("{name} ioctl ({region} memory)")
+            }
+            _ => format!("{request} ioctl"),
+        });
+    }
+    if matches!(
+        key,
+        "open"
+            | "mmap"
+            | "munmap"
+            | "mremap"
+            | "mprotect"
+            | "memfd_create"
+            | "pipe"
+            | "socket"
+            | "dup"
+            | "eventfd"
+            | "epoll_create"
+            | "timerfd_create"
+            | "pthread_create"
+            | "mlock"
+    ) {
+        return Some(format!("{key} call"));
+    }
     if let Some(rest) = key.strip_prefix("objects-") {
         let (device, region) = rest.split_once('-')?;
         return Some(format!("GEM object in {region} (device {device})"));

@@ -54,6 +54,7 @@
 
 mod device;
 pub mod drm;
+pub mod environment;
 mod error_names;
 mod host;
 pub mod kmd_emu;

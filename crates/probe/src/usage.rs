@@ -400,6 +400,23 @@ impl UsageReader {
         })
     }
 
+    /// How many descriptors clmulti holds open itself now: the reader's own (at most
+    /// 7) and clmulti's memfds (`/memfd:clmulti-*`, the child protocol's). They count
+    /// against `RLIMIT_NOFILE` like the runtime's; descriptors the process inherited
+    /// are left out (a program started the same way inherits them too).
+    pub fn clmulti_fd_count(&self) -> u64 {
+        let own = self.own_fds().iter().filter(|&&fd| fd >= 0).count() as u64;
+        let memfds = std::fs::read_dir("/proc/self/fd").map_or(0, |dir| {
+            dir.flatten()
+                .filter(|e| {
+                    std::fs::read_link(e.path())
+                        .is_ok_and(|t| t.to_string_lossy().starts_with("/memfd:clmulti-"))
+                })
+                .count() as u64
+        });
+        own + memfds
+    }
+
     fn own_fds(&self) -> [i32; 7] {
         let raw = |f: &Option<File>| f.as_ref().map_or(-1, AsRawFd::as_raw_fd);
         [

@@ -169,6 +169,7 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
             .clamp(*BOOKKEEPING_BUFFERS.start(), *BOOKKEEPING_BUFFERS.end()),
     );
     clock.mark(&mut report, "the engine's own cost (a loop without OpenCL)");
+    report.environment = Some(clmulti_probe::environment::current());
     let selected = select_devices(scenario, &tracker, &mut report)?;
     clock.mark(&mut report, "load the runtime and choose the devices");
     let Some(devices) = selected else {
@@ -222,6 +223,7 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     clock.mark(&mut report, "create contexts and queues");
     // Opened before the loop: at the descriptor limit nothing new can be opened.
     let usage = UsageReader::open();
+    report.clmulti_fds = Some(usage.clmulti_fd_count());
     let before = usage.read().process;
     let mut memory = DeviceMemory::open(&devices);
     report.device_memory_source = memory.source;

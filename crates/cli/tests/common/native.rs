@@ -43,3 +43,19 @@ pub fn abort_after_layer() -> PathBuf {
         })
         .clone()
 }
+
+/// The fault layer (`hostile/layer/faults.c`): `CLMULTI_FAULT` picks what each
+/// buffer of a multi-device context takes (maps, address space, a random or timed
+/// failure, two limits close together, a cache, a leak, a limit kept in a file).
+/// Built once.
+pub fn fault_layer() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let lib =
+                std::env::temp_dir().join(format!("clmulti-faults-{}.so", std::process::id()));
+            shared_library(&hostile().join("layer/faults.c"), &lib);
+            lib
+        })
+        .clone()
+}

@@ -57,7 +57,9 @@ impl Diagnosis {
     fn shared_counts(&self, strategy: Strategy) -> Option<String> {
         self.kernel_counts
             .iter()
-            .find(|k| k.role == Role::Shared && k.strategy == strategy)
+            .find(|k| {
+                k.role == Role::Shared && k.strategy == strategy && k.source == super::KERNEL_COUNTS
+            })
             .map(|k| words::kernel_counts_list(&k.per_buffer))
     }
 
@@ -169,7 +171,9 @@ fn instead(this: &Diagnosis, other: &Diagnosis, a: &str, b: &str) -> Option<Stat
     let local: f64 = other
         .kernel_counts
         .iter()
-        .find(|k| k.role == Role::Shared && k.strategy == strategy)?
+        .find(|k| {
+            k.role == Role::Shared && k.strategy == strategy && k.source == super::KERNEL_COUNTS
+        })?
         .per_buffer
         .iter()
         .filter(|(k, _)| k.starts_with("objects-") && k.ends_with("-local0"))

@@ -79,7 +79,13 @@ impl Diagnosis {
         let mut investigated = None;
         let kernel_counts: Vec<KernelCounts> = runs
             .iter()
-            .filter_map(|p| KernelCounts::of(p.report, p.role))
+            .flat_map(|p| {
+                [
+                    KernelCounts::of(p.report, p.role),
+                    KernelCounts::traced(p.report, p.role),
+                ]
+            })
+            .flatten()
             .collect();
         for strategy in matrix.strategies() {
             verdict.push(stops_statement(&matrix, strategy, n));
@@ -91,13 +97,15 @@ impl Diagnosis {
             let (costs, extra) = sharing(&matrix, strategy, shared, n);
             sharing_costs.extend(costs);
             verdict.extend(extra);
-            verdict.extend(words::kernel_counts(
-                &kernel_counts
-                    .iter()
-                    .filter(|k| k.strategy == strategy)
-                    .collect::<Vec<_>>(),
-                n,
-            ));
+            for source in [super::KERNEL_COUNTS, super::TRACED_COUNTS] {
+                verdict.extend(words::kernel_counts(
+                    &kernel_counts
+                        .iter()
+                        .filter(|k| k.strategy == strategy && k.source == source)
+                        .collect::<Vec<_>>(),
+                    n,
+                ));
+            }
             verdict.extend(cause(shared, per, n));
             let found = !shared.analysis.candidates.is_empty() || !shared.analysis.shape.is_empty();
             if investigated.is_none() && failed(shared) && found {

@@ -252,25 +252,40 @@ pub struct KernelCounts {
 }
 
 impl KernelCounts {
-    /// The counts of one run, when its samples carry the emulated driver's.
+    /// What the emulated driver counted in one run, when its samples carry its counts.
     pub fn of(report: &Report, role: Role) -> Option<Self> {
-        let with_counts = || report.samples.iter().filter(|s| s.kernel_counts.is_some());
+        Self::from_samples(report, role, KERNEL_COUNTS, |s| s.kernel_counts.as_ref())
+    }
+
+    /// What the tracer counted in one run, when its samples carry its counts.
+    pub fn traced(report: &Report, role: Role) -> Option<Self> {
+        Self::from_samples(report, role, TRACED_COUNTS, |s| s.traced_counts.as_ref())
+    }
+
+    fn from_samples(
+        report: &Report,
+        role: Role,
+        source: &str,
+        counts: impl Fn(&crate::Sample) -> Option<&clmulti_probe::kmd_emu::Counts>,
+    ) -> Option<Self> {
+        let with_counts = || report.samples.iter().filter(|s| counts(s).is_some());
         let (first, last) = (with_counts().next()?, with_counts().last()?);
         let buffers = last.live().saturating_sub(first.live());
-        let per_buffer = clmulti_probe::kmd_emu::per_buffer(
-            first.kernel_counts.as_ref()?,
-            last.kernel_counts.as_ref()?,
-            buffers,
-        );
+        let per_buffer = clmulti_probe::kmd_emu::per_buffer(counts(first)?, counts(last)?, buffers);
         (buffers > 0).then(|| KernelCounts {
             role,
             strategy: report.scenario.allocation.strategy,
-            source: "the emulated i915 driver's counts (clmulti-kmd-emu)".into(),
+            source: source.into(),
             buffers,
             per_buffer,
         })
     }
 }
+
+/// The source of counts the emulated i915 driver kept.
+pub const KERNEL_COUNTS: &str = "the emulated i915 driver's counts (clmulti-kmd-emu)";
+/// The source of counts clmulti's tracer kept.
+pub const TRACED_COUNTS: &str = "the calls clmulti-trace counted in the process";
 
 /// A run whose readings did not come back after release.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

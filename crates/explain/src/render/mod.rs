@@ -2,6 +2,7 @@
 //! text, Markdown and HTML. Everything here reads conclusions; nothing concludes.
 
 mod diagnosis;
+pub mod reproducer;
 mod run;
 
 /// Control characters, bidirectional ones included (U+202E turns the rest of a line

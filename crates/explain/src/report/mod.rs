@@ -441,6 +441,14 @@ pub struct Report {
     pub allocations_per_second: Option<f64>,
     /// Why the run stopped.
     pub stop: StopReason,
+    /// The process's environment as far as it concerns OpenCL (loader, runtimes'
+    /// keys, preloads, layers, clmulti's emulations), and what was left out by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<clmulti_probe::environment::Environment>,
+    /// Descriptors clmulti itself held in the run's process (beyond the standard
+    /// three): they count against `RLIMIT_NOFILE` like the runtime's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clmulti_fds: Option<u64>,
     /// What clmulti's tracer saw of the process's calls; `None` when the run was not
     /// traced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -518,6 +526,8 @@ impl Report {
             device_memory_source: DeviceMemorySource::None,
             layers,
             neo_emulation: None,
+            environment: None,
+            clmulti_fds: None,
             traced: None,
             fresh_process: true,
             buffers: 0,
