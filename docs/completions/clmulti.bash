@@ -31,8 +31,14 @@ _clmulti() {
             clmulti,diagnose)
                 cmd="clmulti__subcmd__diagnose"
                 ;;
+            clmulti,emulate)
+                cmd="clmulti__subcmd__emulate"
+                ;;
             clmulti,help)
                 cmd="clmulti__subcmd__help"
+                ;;
+            clmulti,reproduce)
+                cmd="clmulti__subcmd__reproduce"
                 ;;
             clmulti,run)
                 cmd="clmulti__subcmd__run"
@@ -52,8 +58,14 @@ _clmulti() {
             clmulti__subcmd__help,diagnose)
                 cmd="clmulti__subcmd__help__subcmd__diagnose"
                 ;;
+            clmulti__subcmd__help,emulate)
+                cmd="clmulti__subcmd__help__subcmd__emulate"
+                ;;
             clmulti__subcmd__help,help)
                 cmd="clmulti__subcmd__help__subcmd__help"
+                ;;
+            clmulti__subcmd__help,reproduce)
+                cmd="clmulti__subcmd__help__subcmd__reproduce"
                 ;;
             clmulti__subcmd__help,run)
                 cmd="clmulti__subcmd__help__subcmd__run"
@@ -65,7 +77,7 @@ _clmulti() {
 
     case "${cmd}" in
         clmulti)
-            opts="-q -v -h -V --quiet --verbose --timeout --help --version devices check run axpy bench diagnose help"
+            opts="-q -v -h -V --quiet --verbose --timeout --help --version devices check run axpy bench diagnose emulate reproduce help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -231,7 +243,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__diagnose)
-            opts="-q -v -h --device --count --size --partition --format --out --no-experiments --quiet --verbose --timeout --help"
+            opts="-q -v -h --device --count --size --partition --format --out --no-experiments --bundle --runtime-log --compare --quiet --verbose --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -261,6 +273,44 @@ _clmulti() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --bundle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --compare)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        clmulti__subcmd__emulate)
+            opts="-q -v -h --devices --local-memory --trace --report --all-runtimes --quiet --verbose --timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --devices)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --local-memory)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --report)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -273,7 +323,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__help)
-            opts="devices check run axpy bench diagnose help"
+            opts="devices check run axpy bench diagnose emulate reproduce help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -356,7 +406,35 @@ _clmulti() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        clmulti__subcmd__help__subcmd__emulate)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         clmulti__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        clmulti__subcmd__help__subcmd__reproduce)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -377,6 +455,32 @@ _clmulti() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        clmulti__subcmd__reproduce)
+            opts="-q -v -h --run --out --quiet --verbose --timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --run)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

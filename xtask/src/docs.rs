@@ -186,6 +186,16 @@ fn examples(name: &str) -> &'static [(&'static str, &'static str)] {
         "clmulti-diagnose" => &[
             ("Diagnose the first two GPUs and write diag/index.html, .md and .json:", "clmulti diagnose --out diag"),
             ("Quicker, without re-running the fixes:", "clmulti diagnose --count 2000 --no-experiments"),
+            ("With the runtime's own debug log, and one archive for its maintainers:", "clmulti diagnose --runtime-log --bundle diagnose.tar.gz"),
+            ("Two NEO releases side by side (the newer one diagnosed first, elsewhere):", "clmulti diagnose --compare neo-26.27/diagnose.json --out neo-22.43"),
+        ],
+        "clmulti-emulate" => &[
+            ("NEO's view of two emulated Arc A770s:", "clmulti emulate --devices 2 -- clinfo -l"),
+            ("The seed's own program on them (bench/seed; run it under the seed's descriptor limit, ulimit -Sn 1024):", "clmulti emulate -- ./OpenCLMulti --gpus 2"),
+            ("The seed's question, answered from Intel's runtime on its kernel path:", "clmulti emulate -- clmulti diagnose --out diag"),
+        ],
+        "clmulti-reproduce" => &[
+            ("A failed run as a C program (build it with cc -O2 -o reproduce reproduce.c -lOpenCL; its first lines say how to run it):", "clmulti run --format json configs/emulation/fd-per-peer.toml > runs.jsonl\nclmulti reproduce runs.jsonl --out reproduce.c"),
         ],
         _ => &[],
     }

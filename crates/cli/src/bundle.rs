@@ -270,7 +270,7 @@ pub fn write(
                 .collect(),
         ),
     ];
-    let reproducer = shared.map(|r| clmulti_explain::render::reproducer::c_program(r));
+    let reproducer = shared.map(clmulti_explain::render::reproducer::c_program);
     match &reproducer {
         Some(Ok(program)) => files.push(("reproduce.c", program.clone())),
         Some(Err(why)) => files.push(("reproduce.txt", format!("no reproducer: {why}\n"))),

@@ -56,9 +56,8 @@ impl Args {
     }
 }
 
-/// Runs every run of the files given, each in a child process of its own
-/// the invocation or one sets `[env]` or `[limits]`, and prints their reports;
-/// `timeout` bounds each (`--timeout`).
+/// Runs every run of the files given, each in a child process of its own, and
+/// prints their reports; `timeout` bounds each (`--timeout`).
 pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
     if args.resolved {
         return run_resolved(args, timeout);
@@ -124,6 +123,16 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
                     }
                     print_report(&report, args.format, &mut shown)?;
                     drop(watchdog);
+                    // A runtime that never finished loading measured nothing: the
+                    // report says where it hung, and the tool failed.
+                    if let StopReason::TimedOut {
+                        call: Some(clmulti_explain::Call::GetPlatformIds),
+                        seconds,
+                    } = report.stop
+                    {
+                        say!("error: {}: loading the OpenCL runtime did not finish within {seconds:.1} s: clGetPlatformIDs never returned (an ICD the loader opened hangs while loading)", scenario.name);
+                        tool_failures += 1;
+                    }
                     if args.format == Format::Text && several {
                         reports.push(report);
                     }

@@ -91,7 +91,7 @@ fn seed_failure(dir: &Path, soft: u64) -> (u64, String) {
         .lines()
         .filter_map(|l| l.split_once(": Allocated 1 MB successfully"))
         .filter_map(|(i, _)| i.trim().parse::<u64>().ok())
-        .last()
+        .next_back()
         .unwrap_or_else(|| panic!("no allocation: {err}"));
     let last = err.lines().last().unwrap_or_default().to_owned();
     (allocated, last)

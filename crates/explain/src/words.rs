@@ -326,12 +326,15 @@ pub fn failing_call(report: &crate::Report) -> Option<Statement> {
             traced.failing_calls[0].summary()
         ),
     };
-    let layer = last
+    let in_layer = last
         .stack
         .first()
-        .is_some_and(|f| f.module == clmulti_scenario::LAYER.file_name)
-        .then_some(" (inside clmulti's emulation layer: the policy it emulates made the call)")
-        .unwrap_or_default();
+        .is_some_and(|f| f.module == clmulti_scenario::LAYER.file_name);
+    let layer = if in_layer {
+        " (inside clmulti's emulation layer: the policy it emulates made the call)"
+    } else {
+        ""
+    };
     Some(Statement::measured(format!(
         "{returned} after {} in {}{layer}{earlier} [traced by clmulti-trace, which sees {}]",
         last.summary(),

@@ -69,10 +69,10 @@ unsafe fn open_at(
     let fd = unsafe { real(dirfd, path, flags, mode) };
     fd_call(fd, Kind::Open, call, || {
         // SAFETY: the caller's path, NUL-terminated.
+        let path = unsafe { names::c_string(path) };
         format!(
-            "{}, {}, {}",
+            "{}, {path}, {}",
             names::dirfd(dirfd),
-            unsafe { names::c_string(path) },
             names::open_flags(flags)
         )
     })
@@ -197,7 +197,7 @@ pub unsafe extern "C" fn fopen64(path: *const c_char, mode: *const c_char) -> *m
 const DRIVER_FDS: usize = 1 << 16;
 static DRIVERS: [AtomicU8; DRIVER_FDS] = [const { AtomicU8::new(0) }; DRIVER_FDS];
 
-type Ioctl = unsafe extern "C" fn(c_int, c_ulong, *mut c_void) -> c_int;
+type Ioctl = unsafe extern "C" fn(c_int, u64, *mut c_void) -> c_int;
 
 /// The DRM driver behind `fd`, asked once with `DRM_IOCTL_VERSION`.
 fn driver_of(fd: c_int, real: Ioctl) -> Driver {
@@ -231,7 +231,7 @@ fn driver_of(fd: c_int, real: Ioctl) -> Driver {
     let ok = unsafe {
         real(
             fd,
-            clmulti_drm_uapi::DRM_IOCTL_VERSION as c_ulong,
+            clmulti_drm_uapi::DRM_IOCTL_VERSION,
             (&mut version as *mut clmulti_drm_uapi::DrmVersion).cast(),
         )
     } == 0;
@@ -290,11 +290,11 @@ unsafe fn create_region(arg: *mut c_void) -> Region {
 /// # Safety
 /// libc's `ioctl`.
 #[no_mangle]
-pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int {
+pub unsafe extern "C" fn ioctl(fd: c_int, request: u64, arg: *mut c_void) -> c_int {
     let Some(real) = next!("ioctl" as Ioctl) else {
         return enosys(-1);
     };
-    let request64 = request as u64;
+    let request64 = request;
     let drm = (request64 >> 8) & 0xff == u64::from(b'd');
     let driver = if drm {
         driver_of(fd, real)
@@ -470,9 +470,10 @@ pub unsafe extern "C" fn memfd_create(name: *const c_char, flags: c_uint) -> c_i
     };
     // SAFETY: passing the caller's arguments on.
     let fd = unsafe { real(name, flags) };
-    // SAFETY: the caller's name, NUL-terminated.
     fd_call(fd, Kind::MemfdCreate, "memfd_create", || {
-        format!("{}, {flags:#x}", unsafe { names::c_string(name) })
+        // SAFETY: the caller's name, NUL-terminated.
+        let name = unsafe { names::c_string(name) };
+        format!("{name}, {flags:#x}")
     })
 }
 

@@ -167,6 +167,12 @@ impl Counts {
     }
 }
 
+impl Default for Counts {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// The process's counts.
 pub static COUNTS: Counts = Counts::new();
 
