@@ -4,7 +4,6 @@
 
 use crate::records::{self, SweepRecord};
 use crate::summary::tables::markdown_cell;
-use clmulti_explain::Resource;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -104,14 +103,11 @@ pub fn compare_files(old: &Path, new: &Path, threshold: f64) -> Result<String, S
             "buffers reached".to_owned(),
             o.report.buffers as f64,
             n.report.buffers as f64,
+            0.0,
         )];
         for c in &n.report.costs {
             // System-wide figures move with every other process: not the run's change.
-            let system_wide = matches!(
-                c.resource,
-                Resource::SystemMemoryUsed | Resource::SystemShmem
-            );
-            if system_wide || c.estimated {
+            if c.resource.system_wide() || c.estimated {
                 continue;
             }
             if let Some(oc) = o.report.costs.iter().find(|x| x.resource == c.resource) {
@@ -122,12 +118,15 @@ pub fn compare_files(old: &Path, new: &Path, threshold: f64) -> Result<String, S
                     format!("{} per buffer", c.resource.label()),
                     oc.per_buffer,
                     c.per_buffer,
+                    oc.margin.hypot(c.margin),
                 ));
             }
         }
-        for (name, a, b) in measures {
+        for (name, a, b, margin) in measures {
             let change = relative(a, b);
-            let flag = change.abs() > threshold;
+            // Beyond the threshold and beyond both fits' margins: a slope that moved
+            // within its own uncertainty did not change.
+            let flag = change.abs() > threshold && (b - a).abs() > margin;
             flagged += usize::from(flag);
             out.push_str(&format!(
                 "| {} | {name} | {a:.2} | {b:.2} | {} | {} |\n",
@@ -149,7 +148,7 @@ pub fn compare_files(old: &Path, new: &Path, threshold: f64) -> Result<String, S
     };
     let (only_new, only_old) = (only(&new_runs, &old_runs), only(&old_runs, &new_runs));
     out.push_str(&format!(
-        "\n{flagged} measure(s) changed beyond the threshold. System-wide figures (system memory used, Shmem) are not compared: other processes move them.\n"
+        "\n{flagged} measure(s) changed beyond the threshold and the fits' margins. System-wide figures (system memory used, Shmem) are not compared: other processes move them.\n"
     ));
     if !only_new.is_empty() {
         out.push_str(&format!(

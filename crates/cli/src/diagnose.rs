@@ -8,7 +8,7 @@ use crate::format::{table, Format};
 use crate::{note, Failure};
 use clmulti_alloc::runtime_log::neo_allocations_per_buffer;
 use clmulti_explain::diagnosis::{fixes_for, Diagnosis, Fix, LoggedCase, Placed, Role};
-use clmulti_explain::verdict::Statement;
+use clmulti_explain::verdict::{Cause, Statement};
 use clmulti_explain::{Report, StopReason};
 use clmulti_probe::Device;
 use clmulti_scenario::{format_size, parse_size, Scenario, Strategy};
@@ -324,8 +324,20 @@ type FixRun = (Fix, Result<Report, String>);
 /// matrix's own run; system settings are never changed).
 fn run_fixes(shared: &Report, per_device: Option<&Report>) -> Result<Vec<FixRun>, Failure> {
     let mut out = Vec::new();
+    // A failure that does not hold still gives no fix a fair test.
+    let void = match &shared.analysis.cause {
+        Some(Cause::Persistent { counts }) => Some(format!(
+            "void: the limit persists across processes (re-runs failed at {}), so no later run can show a fix",
+            clmulti_explain::words::counts(counts)
+        )),
+        Some(Cause::NotReproducible { counts }) => Some(format!(
+            "void: the failure is not reproducible (re-runs failed at {}), so one run of a fix shows nothing",
+            clmulti_explain::words::counts(counts)
+        )),
+        _ => None,
+    };
     for (i, (fix, untested)) in fixes_for(shared).into_iter().enumerate() {
-        if let Some(reason) = untested {
+        if let Some(reason) = untested.or_else(|| void.clone()) {
             out.push((fix, Err(reason)));
             continue;
         }

@@ -11,6 +11,8 @@ use clmulti_scenario::Scenario;
 const POCL_DEVICES: &str = "POCL_DEVICES";
 /// NEO (AUB mode) makes this many root devices.
 const NEO_ROOT_DEVICES: &str = "CreateMultipleRootDevices";
+/// The emulated kernel driver makes this many GPUs.
+const KMD_EMU_DEVICES: &str = clmulti_scenario::kmd_emu::DEVICES;
 
 /// Runs changed copies of one failed run's scenario in child processes.
 #[derive(Debug)]
@@ -51,6 +53,11 @@ impl ChildRunner {
                 });
             let words = vec![word; devices as usize].join(" ");
             scenario.env.insert(POCL_DEVICES.into(), words);
+        } else if env_or_process(KMD_EMU_DEVICES).is_some() {
+            // NEO on the emulated kernel driver sees as many GPUs as it emulates.
+            scenario
+                .env
+                .insert(KMD_EMU_DEVICES.into(), devices.to_string());
         } else if env_or_process(NEO_ROOT_DEVICES).is_some() {
             scenario
                 .env
@@ -105,8 +112,9 @@ pub fn investigate(report: &mut Report) {
         && !report.leak_check.not_returned.is_empty()
     {
         note!(
-            "experiment: {} in two rounds (what stayed after release: reused or added to?)",
-            report.run_name
+            "experiment: {} in {} rounds (what stayed after release: reused or added to?)",
+            report.run_name,
+            clmulti_explain::experiment::ROUNDS
         );
         clmulti_explain::experiment::second_round(report, &mut runner);
     }

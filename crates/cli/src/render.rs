@@ -97,11 +97,19 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
             "limit".into(),
             "reached at".into(),
         ]];
-        // A resource that read zero throughout (no dma-bufs, say) says nothing.
+        // A resource that read zero throughout (no dma-bufs, say) says nothing; a
+        // system-wide one is not this run's cost unless it is a cause (a line below).
+        let candidate = |c: &&clmulti_explain::Cost| {
+            r.analysis
+                .candidates
+                .iter()
+                .any(|k| k.resource == c.resource)
+        };
         for c in r
             .costs
             .iter()
             .filter(|c| c.first != 0.0 || c.last != 0.0 || c.limit.is_some())
+            .filter(|c| !c.resource.system_wide() || candidate(c))
         {
             let unit = c.resource.unit();
             rows.push(vec![
@@ -110,7 +118,7 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
                     c.resource.label(),
                     if c.estimated { " (estimate)" } else { "" }
                 ),
-                unit.format(c.per_buffer),
+                c.per_buffer_words(),
                 unit.format(c.last),
                 c.limit.as_ref().map_or("-".into(), |l| {
                     format!("{} ({})", unit.format(l.value), l.name)

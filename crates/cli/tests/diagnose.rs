@@ -71,8 +71,13 @@ fn two_pocl_devices_have_no_multi_device_overhead_and_no_failure() {
         "{}",
         verdict(&d)
     );
+    // Host RSS meets RAM only millions of buffers away: past the horizon.
     assert!(
-        says(&d, "inferred", "first limit ahead for the shared context"),
+        says(
+            &d,
+            "inferred",
+            "no limit within 10 times the shared context's 10000 buffers"
+        ),
         "{}",
         verdict(&d)
     );
@@ -130,7 +135,7 @@ fn fd_per_peer_is_confirmed_by_moving_the_descriptor_limit_and_both_fixes_work()
     assert!((900..1024).contains(&shared.buffers), "{shared:?}");
     let c = first_candidate(&d);
     assert_eq!(c.resource, Resource::OpenFds);
-    let CandidateTest::Confirmed { experiments } = &c.test else {
+    let CandidateTest::Confirmed { experiments, .. } = &c.test else {
         panic!("{:?}\n{}", c.test, verdict(&d))
     };
     // Lowered to half way between the descriptors open before the first buffer and
@@ -413,7 +418,7 @@ fn memory_release_never_frees_is_found_and_told_from_a_cache() {
         verdict(&d)
     );
     assert!(
-        says(&d, "measured", "it keeps growing (a leak"),
+        says(&d, "measured", "it keeps growing, a leak"),
         "{}",
         verdict(&d)
     );

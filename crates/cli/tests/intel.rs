@@ -88,7 +88,7 @@ fn intel_returns_minus_6_at_the_address_space_limit_and_lowering_it_confirms_the
     );
     let candidate = &r.analysis.candidates[0];
     assert!(candidate.prediction_error() <= 0.05, "{candidate:?}");
-    let CandidateTest::Confirmed { experiments } = &candidate.test else {
+    let CandidateTest::Confirmed { experiments, .. } = &candidate.test else {
         panic!("{:?}", candidate.test)
     };
     let lowered = &experiments[0];

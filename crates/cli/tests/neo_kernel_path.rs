@@ -118,7 +118,11 @@ fn the_seeds_own_program_fails_with_minus_6_near_1000_and_moves_with_the_descrip
 }
 
 fn diagnose(devices: usize, count: u64, extra: &[&str]) -> Diagnosis {
-    let out = run(emulate(devices, 1024)
+    diagnose_at(devices, 1024, count, extra)
+}
+
+fn diagnose_at(devices: usize, soft: u64, count: u64, extra: &[&str]) -> Diagnosis {
+    let out = run(emulate(devices, soft)
         .arg(bin())
         .args([
             "diagnose",
@@ -396,4 +400,42 @@ fn four_devices_one_export_and_three_imports_per_shared_buffer() {
         label.contains("on 4 emulated i915 Arc A770 devices: NEO's real kernel-driver path"),
         "{label}"
     );
+}
+
+/// At a low limit the fd cause is met as at 1024 (clmulti's own descriptors counted:
+/// no headroom that does not exist), confirmed from both sides, and the one-more-
+/// device run says the descriptor is per buffer, not per peer (one export each).
+#[test]
+fn at_nofile_256_the_descriptor_cause_is_confirmed_and_not_per_peer() {
+    let d = diagnose_at(2, 256, 600, &["--size", "64KiB"]);
+    let verdict: String = d.verdict.iter().map(|s| format!("{s}\n")).collect();
+    let investigation = d.investigation.as_ref().expect("an investigation");
+    let fds = investigation
+        .candidates
+        .iter()
+        .find(|c| c.resource == Resource::OpenFds)
+        .unwrap_or_else(|| panic!("open fds not a candidate: {verdict}"));
+    assert!(
+        matches!(fds.test, CandidateTest::Confirmed { .. }),
+        "{:?}\n{verdict}",
+        fds.test
+    );
+    assert!(
+        fds.reading >= 255.0 && fds.reading <= 256.0,
+        "{}",
+        fds.reading
+    );
+    let replicates = investigation.replicates.as_ref().expect("replicates");
+    assert!(replicates.agree(), "{replicates:?}");
+    let per_peer = investigation
+        .shape
+        .iter()
+        .find(|f| f.question == clmulti_explain::verdict::ShapeQuestion::PerPeer)
+        .expect("the per-peer run");
+    assert_eq!(
+        per_peer.answer,
+        Some(clmulti_explain::verdict::ShapeAnswer::NotPerPeer),
+        "{verdict}"
+    );
+    assert!(!verdict.contains("not explained"), "{verdict}");
 }

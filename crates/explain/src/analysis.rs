@@ -9,8 +9,8 @@
 //! process that ran it or in the parent of a child that died.
 
 use crate::costs::{costs, negligible};
-use crate::report::{Cost, NotReturned, Report, Sample, StopReason, Warning, WarningKind};
-use crate::resource::{Facts, Resource, Unit};
+use crate::report::{Cost, Report, StopReason, Warning, WarningKind};
+use crate::resource::{Facts, Resource};
 use crate::verdict::{
     Candidate, CandidateTest, Cause, LimitAhead, RunAnalysis, ShapeFinding, Statement,
 };
@@ -25,13 +25,6 @@ pub const AT_LIMIT_SHARE: f64 = 0.01;
 pub const MATCH_SHARE: f64 = 0.02;
 /// See [`MATCH_SHARE`].
 pub const MATCH_BUFFERS: u64 = 2;
-/// After release, a reading counts as returned within this share of its growth...
-pub const RETURN_SHARE: f64 = 0.10;
-/// ...or within this many bytes (allocators keep a few MiB of freed heap)...
-pub const RETURN_BYTES: f64 = 8.0 * 1024.0 * 1024.0;
-/// ...or this many (descriptors, maps, threads).
-pub const RETURN_COUNT: f64 = 2.0;
-
 impl Report {
     /// Finishes a report from its samples: per-buffer costs against the run's limits,
     /// the leak check by readings, the warnings that depend on them, and the
@@ -48,7 +41,7 @@ impl Report {
             emulated_devices: self.neo_emulation.is_some(),
         };
         self.costs = costs(&self.samples, facts);
-        judge_release(self);
+        crate::release::judge_release(self);
         warn_unmatched_drm(self);
         self.analysis = analyze(self);
     }
@@ -60,9 +53,14 @@ pub fn counts_match(predicted: u64, observed: u64) -> bool {
     predicted.abs_diff(observed) <= slack
 }
 
+/// Whether a cost grows measurably: above the noise floor and outside its own
+/// confidence interval of zero.
 pub(crate) fn growing(cost: &Cost) -> bool {
-    !negligible(&cost.resource, cost.per_buffer)
+    !negligible(&cost.resource, cost.per_buffer) && cost.per_buffer > cost.margin
 }
+
+/// Extrapolations stop this many times past the buffers a run reached.
+pub const HORIZON: u64 = 10;
 
 /// The resource's reading when the run stopped, as its limit counts it.
 fn reading_at_end(cost: &Cost) -> f64 {
@@ -115,6 +113,16 @@ pub fn cause_of(candidates: &[Candidate], unmeasured: Vec<String>) -> Cause {
             per_buffer: c.per_buffer,
             predicted_count: c.predicted_count,
             observed_count: c.observed_count,
+        };
+    }
+    if let Some((c, why)) = candidates.iter().find_map(|c| match &c.test {
+        CandidateTest::Consistent { why, .. } => Some((c, why)),
+        _ => None,
+    }) {
+        return Cause::OneSided {
+            resource: c.resource.clone(),
+            limit: c.limit.clone(),
+            why: why.clone(),
         };
     }
     let pending: Vec<Resource> = candidates
@@ -208,16 +216,30 @@ pub(crate) fn conclusions(
     statements.extend(lazy_statement(report));
     statements.extend(oversize_statement(report));
     statements.extend(words::failing_call(report));
-    let cause = failed_in_loop(report).then(|| cause_of(&candidates, unmeasured(report)));
+    let replicates = report.analysis.replicates.clone();
+    let cause = failed_in_loop(report).then(|| {
+        reproduction_cause(report, replicates.as_ref(), &shape)
+            .unwrap_or_else(|| cause_of(&candidates, unmeasured(report)))
+    });
+    statements.extend(replicates.as_ref().map(words::replicates));
+    statements.extend(own_fds_statement(report, &candidates));
+    statements.extend(system_noise_statement(report));
     for c in &candidates {
         let estimated = cost_of(report, &c.resource).is_some_and(|cost| cost.estimated);
         statements.push(words::candidate(c, estimated));
     }
-    if let Some(Cause::NotExplained { unmeasured }) = &cause {
-        statements.push(words::not_explained(unmeasured, !candidates.is_empty()));
+    match &cause {
+        Some(Cause::NotExplained { unmeasured }) => {
+            statements.push(words::not_explained(unmeasured, !candidates.is_empty()));
+        }
+        Some(
+            c
+            @ (Cause::NotReproducible { .. } | Cause::TimeLimit { .. } | Cause::Persistent { .. }),
+        ) => statements.push(words::unsteady(c)),
+        _ => {}
     }
     statements.extend(shape.iter().map(words::shape));
-    statements.extend(release_statement(report));
+    statements.extend(crate::release::release_statement(report));
     let quiet = matches!(
         report.stop,
         StopReason::Skipped { .. } | StopReason::Unsupported { .. }
@@ -230,8 +252,72 @@ pub(crate) fn conclusions(
         cause,
         candidates,
         shape,
+        replicates,
         statements,
     }
+}
+
+/// The cause when the failure itself does not hold still: re-runs that spread,
+/// that follow time, or that remember across processes; a pause that showed time.
+fn reproduction_cause(
+    report: &Report,
+    replicates: Option<&crate::verdict::Replicates>,
+    shape: &[ShapeFinding],
+) -> Option<Cause> {
+    use crate::verdict::{Reproduced, ShapeAnswer, ShapeQuestion};
+    if let Some(r) = replicates {
+        match r.reproduced() {
+            Reproduced::Yes => {}
+            Reproduced::No => return Some(Cause::NotReproducible { counts: r.counts() }),
+            Reproduced::Time { seconds } => {
+                return Some(Cause::TimeLimit {
+                    seconds,
+                    counts: r.counts(),
+                })
+            }
+            Reproduced::Persistent => return Some(Cause::Persistent { counts: r.counts() }),
+        }
+    }
+    let paused = shape.iter().find(|f| {
+        f.question == ShapeQuestion::TimeOrCount && f.answer == Some(ShapeAnswer::Time)
+    })?;
+    let mut counts = vec![report.buffers];
+    counts.extend(paused.experiments.iter().map(|e| e.observed_count));
+    Some(Cause::TimeLimit {
+        seconds: report.elapsed_seconds,
+        counts,
+    })
+}
+
+/// Where descriptors are at stake, once: the count includes clmulti's own.
+fn own_fds_statement(report: &Report, candidates: &[Candidate]) -> Option<Statement> {
+    let own = report.clmulti_fds.filter(|n| *n > 0)?;
+    let fds_matter = candidates.iter().any(|c| c.resource == Resource::OpenFds)
+        || cost_of(report, &Resource::OpenFds).is_some_and(growing);
+    fds_matter.then(|| {
+        Statement::measured(format!(
+            "open fds count clmulti's own {own} descriptors (its /proc readers and progress file), which RLIMIT_NOFILE counts like the runtime's"
+        ))
+    })
+}
+
+/// When system-wide memory moved more than the whole process did: other processes
+/// were at work, and system-wide readings say nothing of this run.
+fn system_noise_statement(report: &Report) -> Option<Statement> {
+    let (first, last) = (report.samples.first()?, report.samples.last()?);
+    let host = &report.host_limits;
+    let moved = |r: Resource| Some((r.reading(last, host)? - r.reading(first, host)?).abs());
+    let own = moved(Resource::HostRss)?;
+    let system = moved(Resource::SystemMemoryUsed)
+        .unwrap_or(0.0)
+        .max(moved(Resource::SystemShmem).unwrap_or(0.0));
+    (system > 2.0 * own + 64.0 * 1048576.0).then(|| {
+        Statement::measured(format!(
+            "system-wide memory moved by {} during the run, against {} of this process's RSS: other processes were at work, so no system-wide reading (MemAvailable, Shmem) is attributed to this run",
+            format_bytes(system),
+            format_bytes(own)
+        ))
+    })
 }
 
 /// The first limit the growing resources meet.
@@ -285,14 +371,8 @@ fn growth_statement(report: &Report) -> Option<Statement> {
     let growth: Vec<String> = report
         .costs
         .iter()
-        .filter(|c| growing(c) && !c.estimated)
-        .map(|c| {
-            format!(
-                "{} +{} per buffer",
-                c.resource.label(),
-                c.resource.unit().format(c.per_buffer)
-            )
-        })
+        .filter(|c| growing(c) && !c.estimated && !c.resource.system_wide())
+        .map(|c| format!("{} {} per buffer", c.resource.label(), c.per_buffer_words()))
         .collect();
     Some(Statement::measured(if growth.is_empty() {
         "no measured resource grows per buffer".to_owned()
@@ -354,7 +434,17 @@ fn oversize_statement(report: &Report) -> Option<Statement> {
 }
 
 fn ahead_statement(report: &Report, ahead: Option<&LimitAhead>) -> Option<Statement> {
+    let horizon = report.buffers.max(1).saturating_mul(HORIZON);
     match ahead {
+        Some(ahead) if ahead.count > horizon => Some(Statement::inferred(
+            format!("{} growth", ahead.resource.label()),
+            format!(
+                "no limit within {HORIZON} times this run's {} buffers: the nearest, {} ({}), lies beyond; a line is not extrapolated further",
+                report.buffers,
+                ahead.limit.name,
+                ahead.resource.unit().format(ahead.limit.value),
+            ),
+        )),
         Some(ahead) => Some(Statement::inferred(
             format!(
                 "{} growth{}",
@@ -378,165 +468,6 @@ fn ahead_statement(report: &Report, ahead: Option<&LimitAhead>) -> Option<Statem
         )),
         None => None,
     }
-}
-
-/// How far above `before` a reading may stay after release and still count as
-/// returned: [`RETURN_SHARE`] of its growth, or [`RETURN_BYTES`] / [`RETURN_COUNT`].
-pub fn return_tolerance(unit: Unit, growth: f64) -> f64 {
-    let floor = match unit {
-        Unit::Bytes => RETURN_BYTES,
-        Unit::Count => RETURN_COUNT,
-    };
-    (growth * RETURN_SHARE).max(floor)
-}
-
-/// The leak check by readings: every resource that grew more than its tolerance
-/// during the run must come back within it after release.
-fn judge_release(report: &mut Report) {
-    let check = &report.leak_check;
-    let (Some(after), Some(first)) = (&check.after_release_sample, report.samples.first()) else {
-        report.leak_check.clean = check.objects_released();
-        return;
-    };
-    let host = &report.host_limits;
-    let mut not_returned = Vec::new();
-    for resource in Resource::all_in(&report.samples, &report.devices) {
-        // System-wide figures move with every other process: too noisy to judge.
-        if matches!(resource, Resource::SystemMemoryUsed) {
-            continue;
-        }
-        let (Some(before), Some(after)) =
-            (resource.reading(first, host), resource.reading(after, host))
-        else {
-            continue;
-        };
-        let peak = report
-            .samples
-            .iter()
-            .filter_map(|s| resource.reading(s, host))
-            .fold(before, f64::max);
-        let tolerance = return_tolerance(resource.unit(), peak - before);
-        if peak - before > tolerance && after - before > tolerance {
-            not_returned.push(NotReturned {
-                resource,
-                before,
-                peak,
-                after,
-                tolerance,
-            });
-        }
-    }
-    report.leak_check.clean = report.leak_check.objects_released() && not_returned.is_empty();
-    report.leak_check.not_returned = not_returned;
-}
-
-/// What the leak check by readings found, as one statement (none without a reading
-/// after release).
-pub fn release_statement(report: &Report) -> Option<Statement> {
-    let check = &report.leak_check;
-    check.after_release_sample.as_ref()?;
-    if !check.objects_released() {
-        return Some(Statement::measured(format!(
-            "release: {} of {} buffers, {} of {} contexts released{}",
-            check.buffers_released,
-            check.buffers_created,
-            check.contexts_released,
-            check.contexts_created,
-            check
-                .release_errors
-                .first()
-                .map_or(String::new(), |e| format!("; first error: {e}"))
-        )));
-    }
-    if check.not_returned.is_empty() {
-        return Some(Statement::measured(format!(
-            "after all {} buffers held at the end were released, every reading came back to its start (within {:.0}% of its growth, {} or {} for counts)",
-            report.samples.last().map_or(0, Sample::live),
-            RETURN_SHARE * 100.0,
-            format_bytes(RETURN_BYTES),
-            RETURN_COUNT,
-        )));
-    }
-    let parts: Vec<String> = check.not_returned.iter().map(words::not_returned).collect();
-    let mut out = format!(
-        "every release call succeeded, yet {}: memory the runtime (or a layer) keeps after release",
-        parts.join("; ")
-    );
-    match (&check.second_round, report.scenario.allocation.release_every) {
-        (Some(round), _) => out.push_str(&rounds_words(round)),
-        (None, Some(every)) => out.push_str(&own_rounds_words(report, every)),
-        (None, None) => out.push_str("; a second round (allocation.release_every) tells a cache it reuses from a leak that grows"),
-    }
-    Some(Statement::measured(out))
-}
-
-/// What a run's own release rounds read right after each release, for the
-/// resources that did not come back.
-fn own_rounds_words(report: &Report, every: u64) -> String {
-    let after_releases: Vec<&Sample> = report
-        .samples
-        .iter()
-        .filter(|s| s.live == Some(0) && s.allocations > 0)
-        .collect();
-    let readings: Vec<String> = report
-        .leak_check
-        .not_returned
-        .iter()
-        .filter_map(|n| {
-            let unit = n.resource.unit();
-            let after: Vec<String> = after_releases
-                .iter()
-                .filter_map(|s| n.resource.reading(s, &report.host_limits))
-                .map(|v| unit.format(v - n.before))
-                .collect();
-            (!after.is_empty()).then(|| format!("{} {}", n.resource.label(), after.join(", ")))
-        })
-        .collect();
-    if readings.is_empty() {
-        return String::new();
-    }
-    format!(
-        "; its own rounds (allocation.release_every = {every}) read, above the start, right after each release: {}",
-        readings.join("; ")
-    )
-}
-
-/// What the rounds of a run that kept memory after release found, as a clause.
-pub(crate) fn rounds_words(round: &crate::report::SecondRound) -> String {
-    if round.readings.is_empty() {
-        return format!(
-            "; a second round could not tell a cache from a leak ({})",
-            round.experiment.stop
-        );
-    }
-    let rounds: Vec<String> = round
-        .readings
-        .iter()
-        .map(|r| {
-            let unit = r.resource.unit();
-            let after: Vec<String> = r
-                .after_rounds
-                .iter()
-                .map(|a| unit.format(a - r.before))
-                .collect();
-            format!(
-                "{} {} above its start after each round: {}",
-                r.resource.label(),
-                after.join(", "),
-                match r.kept() {
-                    crate::report::Kept::Reused => "the last round added nothing, so it is reused (a cache)",
-                    crate::report::Kept::Settling => "each round added less, but still more than the tolerance (a cache still filling, or a slow leak)",
-                    crate::report::Kept::Leak => "the last round still added half of what the first kept, or more: it keeps growing (a leak, unless it settles after more rounds)",
-                }
-            )
-        })
-        .collect();
-    format!(
-        "; in {} rounds of {} buffers, each released in full: {}",
-        round.readings[0].after_rounds.len(),
-        round.experiment.change.to,
-        rounds.join("; ")
-    )
 }
 
 /// DRM memory of a device the run did not select (or could not match by PCI address).

@@ -13,9 +13,25 @@ pub struct Line {
     pub slope: f64,
     /// y at x = 0.
     pub intercept: f64,
+    /// Half the width of the slope's 95% confidence interval (0 through two
+    /// points, or points on the line).
+    pub margin: f64,
 }
 
-/// Least-squares line through `points`; `None` with fewer than two distinct x.
+/// Student's t at 97.5% for `df` degrees of freedom (two-sided 95%).
+fn t95(df: usize) -> f64 {
+    const TABLE: [f64; 10] = [12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23];
+    match df {
+        0 => f64::INFINITY,
+        1..=10 => TABLE[df - 1],
+        11..=20 => 2.13,
+        21..=40 => 2.04,
+        _ => 1.98,
+    }
+}
+
+/// Least-squares line through `points`, with its slope's margin; `None` with fewer
+/// than two distinct x.
 pub fn fit(points: &[(f64, f64)]) -> Option<Line> {
     let n = points.len() as f64;
     if points.len() < 2 {
@@ -29,9 +45,20 @@ pub fn fit(points: &[(f64, f64)]) -> Option<Line> {
     }
     let sxy: f64 = points.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
     let slope = sxy / sxx;
+    let intercept = mean_y - slope * mean_x;
+    let margin = if points.len() > 2 {
+        let residuals: f64 = points
+            .iter()
+            .map(|(x, y)| (y - intercept - slope * x).powi(2))
+            .sum();
+        t95(points.len() - 2) * (residuals / (n - 2.0) / sxx).sqrt()
+    } else {
+        0.0
+    };
     Some(Line {
         slope,
-        intercept: mean_y - slope * mean_x,
+        intercept,
+        margin,
     })
 }
 
@@ -43,9 +70,10 @@ pub(crate) fn negligible(resource: &Resource, per_buffer: f64) -> bool {
     }
 }
 
-/// The count at which a line reaches `limit`; `None` when it does not grow.
+/// The count at which a line reaches `limit`; `None` when it does not grow
+/// measurably.
 fn predict(line: Line, limit: f64, resource: &Resource) -> Option<u64> {
-    if negligible(resource, line.slope) {
+    if negligible(resource, line.slope) || line.slope <= line.margin {
         return None;
     }
     let at = (limit - line.intercept) / line.slope;
@@ -54,16 +82,21 @@ fn predict(line: Line, limit: f64, resource: &Resource) -> Option<u64> {
 
 /// Costs of every resource with readings in at least two samples (against the
 /// buffers held at each), then estimates of device memory for devices without
-/// readings.
+/// readings. A failed run's last sample, taken after the failure, holds what the
+/// runtime did while failing: it is the reading at the failure, not a point of the
+/// line.
 pub fn costs(samples: &[Sample], facts: Facts<'_>) -> Vec<Cost> {
+    let fitted = match samples {
+        [rest @ .., _] if facts.failed && rest.len() >= 3 => rest,
+        all => all,
+    };
     let mut costs: Vec<Cost> = Resource::all_in(samples, facts.devices)
         .into_iter()
         .filter_map(|resource| {
-            let points: Vec<(f64, f64)> = samples
-                .iter()
-                .filter_map(|s| Some((s.live() as f64, resource.reading(s, facts.host)?)))
-                .collect();
-            let line = fit(&points)?;
+            let reading = |s: &Sample| Some((s.live() as f64, resource.reading(s, facts.host)?));
+            let points: Vec<(f64, f64)> = samples.iter().filter_map(reading).collect();
+            let on_line: Vec<(f64, f64)> = fitted.iter().filter_map(reading).collect();
+            let line = fit(&on_line).or_else(|| fit(&points))?;
             let limit = resource.limit(&facts);
             let first = points.first()?.1;
             let predicted_count = limit.as_ref().and_then(|l| {
@@ -84,6 +117,7 @@ pub fn costs(samples: &[Sample], facts: Facts<'_>) -> Vec<Cost> {
                 first,
                 last: points.last()?.1,
                 per_buffer: line.slope,
+                margin: line.margin,
                 resource,
                 limit,
                 predicted_count,
@@ -152,6 +186,7 @@ fn device_memory_estimates(measured: &[Cost], facts: Facts<'_>) -> Vec<Cost> {
             let line = Line {
                 slope: per_buffer,
                 intercept: 0.0,
+                margin: 0.0,
             };
             let predicted_count = predict(line, global, &resource);
             // An estimate the run itself disproves (more buffers reached than it
@@ -163,6 +198,7 @@ fn device_memory_estimates(measured: &[Cost], facts: Facts<'_>) -> Vec<Cost> {
                 predicted_count,
                 resource,
                 per_buffer,
+                margin: 0.0,
                 first: 0.0,
                 last: per_buffer * facts.buffers as f64,
                 limit: Some(Limit {
@@ -183,7 +219,7 @@ mod tests {
     #[test]
     fn fit_finds_slope_and_intercept() {
         let line = fit(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)]).unwrap();
-        assert_eq!((line.slope, line.intercept), (2.0, 1.0));
+        assert_eq!((line.slope, line.intercept, line.margin), (2.0, 1.0, 0.0));
         assert_eq!(fit(&[(1.0, 1.0)]), None);
         assert_eq!(fit(&[(1.0, 1.0), (1.0, 2.0)]), None);
     }
@@ -193,12 +229,62 @@ mod tests {
         let line = Line {
             slope: 1.0,
             intercept: 5.0,
+            margin: 0.0,
         };
         assert_eq!(predict(line, 1024.0, &Resource::OpenFds), Some(1019));
         let flat = Line {
             slope: 1e-4,
             intercept: 5.0,
+            margin: 0.0,
         };
         assert_eq!(predict(flat, 1024.0, &Resource::OpenFds), None);
+        // A slope inside its own margin predicts nothing.
+        let noisy = Line {
+            slope: 100.0,
+            intercept: 5.0,
+            margin: 150.0,
+        };
+        assert_eq!(predict(noisy, 1e9, &Resource::HostRss), None);
+    }
+
+    #[test]
+    fn the_margin_grows_with_scatter_and_shrinks_with_points() {
+        let scattered: Vec<(f64, f64)> = (0..10)
+            .map(|i| {
+                (
+                    i as f64,
+                    100.0 * i as f64 + if i % 2 == 0 { 300.0 } else { -300.0 },
+                )
+            })
+            .collect();
+        let line = fit(&scattered).unwrap();
+        assert!((line.slope - 100.0).abs() < 40.0, "{line:?}");
+        assert!(line.margin > 20.0 && line.margin < 200.0, "{line:?}");
+        let more: Vec<(f64, f64)> = (0..100)
+            .map(|i| {
+                (
+                    i as f64,
+                    100.0 * i as f64 + if i % 2 == 0 { 300.0 } else { -300.0 },
+                )
+            })
+            .collect();
+        assert!(fit(&more).unwrap().margin < line.margin / 5.0);
+    }
+
+    #[test]
+    fn a_failed_runs_last_sample_is_a_reading_not_a_point() {
+        let mut run = crate::testing::run(2, clmulti_scenario::ContextMode::Shared)
+            .rss(100.0 * 1048576.0, 0.0)
+            .failed_at(1000);
+        // The failure's own jump: 200 KiB more than the line.
+        run.samples.last_mut().unwrap().host.rss_bytes += 200 << 10;
+        run.conclude();
+        let rss = run
+            .costs
+            .iter()
+            .find(|c| c.resource == Resource::HostRss)
+            .unwrap();
+        assert_eq!(rss.per_buffer, 0.0, "{rss:?}");
+        assert_eq!(rss.last, (100.0 * 1048576.0) + (200 << 10) as f64);
     }
 }

@@ -19,10 +19,13 @@
 //!    every reading came back after release, and names *candidates*: resources
 //!    within one buffer's growth of their limits whose lines meet them at the
 //!    failing count.
-//! 4. **Experiments.** [`experiment`]: a candidate is the cause only when moving its
-//!    limit moves the failure as predicted; when none is, re-runs find the shape of
-//!    the unseen limit (buffers or bytes, live or cumulative, per context or process,
-//!    per peer). A [`Runner`](experiment::Runner) runs each changed case.
+//! 4. **Experiments.** [`experiment`]: the failing case re-run unchanged first (not
+//!    reproducible, a time limit, a limit outside the process: nothing more is
+//!    judged); a candidate is the cause only when lowering its limit lands where
+//!    predicted and raising it lets the run go further (one side only: consistent);
+//!    when none is, re-runs find the shape of the unseen limit (time or count, buffers
+//!    or bytes, live or cumulative, per context or process, per peer). A
+//!    [`Runner`](experiment::Runner) runs each changed case.
 //! 5. **Diagnosis.** [`diagnosis`]: the seed's matrix, what sharing costs, the
 //!    investigation of a failing shared case, the fixes, and documented facts
 //!    ([`knowledge`]).
@@ -33,7 +36,7 @@
 //! ## Example: a failure at the descriptor limit, tested
 //! ```
 //! use clmulti_explain::experiment::{investigate, Runner};
-//! use clmulti_explain::verdict::{Change, CandidateTest};
+//! use clmulti_explain::verdict::{Change, CandidateTest, Knob};
 //! use clmulti_explain::testing::{failed_at_limit, rerun_failing_at};
 //!
 //! // A shared context that failed at 1014 buffers with one fd per buffer at a soft
@@ -41,11 +44,16 @@
 //! let mut report = failed_at_limit(1014, 1024, 10);
 //! assert!(matches!(report.analysis.candidates[0].test, CandidateTest::Pending));
 //!
-//! // A runner whose re-runs fail where the limit says (as the real runtime did).
+//! // A runner whose re-runs fail where the limit says (as the real runtime did):
+//! // unchanged at 1014 again, under a moved soft limit 10 short of it.
 //! struct Fds;
 //! impl Runner for Fds {
 //!     fn run(&mut self, changes: &[Change], count: u64) -> Result<clmulti_explain::Report, String> {
-//!         Ok(rerun_failing_at(changes[0].to.saturating_sub(10).min(count)))
+//!         let soft = match changes[0].knob {
+//!             Knob::SoftLimit { .. } => changes[0].to,
+//!             _ => 1024,
+//!         };
+//!         Ok(rerun_failing_at(soft.saturating_sub(10).min(count)))
 //!     }
 //! }
 //! investigate(&mut report, &mut Fds);
@@ -57,6 +65,7 @@ pub mod costs;
 pub mod diagnosis;
 pub mod experiment;
 pub mod knowledge;
+pub mod release;
 pub mod render;
 mod report;
 mod resource;
@@ -70,8 +79,8 @@ pub mod words;
 pub use report::{
     signal_name, AxpyCheckReport, AxpySplit, Bookkeeping, Call, Cost, DeviceMemorySource,
     EffectiveGuards, ErrorCode, GuardKind, Kept, Layers, LeakCheck, NotReturned, Phase, ReadError,
-    Report, RoundReadings, Sample, SecondRound, SplitFigures, StopKind, StopReason, Traced,
-    Warning, WarningKind, SCHEMA_VERSION,
+    Report, RoundReadings, RoundsControl, Sample, SecondRound, SplitFigures, StopKind, StopReason,
+    Traced, Warning, WarningKind, SCHEMA_VERSION,
 };
 pub use resource::{Facts, Limit, Resource, Unit};
 pub use verdict::{Basis, Candidate, Cause, Experiment, Statement};

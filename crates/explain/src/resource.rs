@@ -36,7 +36,8 @@ pub enum Resource {
     HostRss,
     /// Virtual size, bytes; limit: `RLIMIT_AS`.
     VirtualSize,
-    /// Open file descriptors; limit: `RLIMIT_NOFILE` (soft).
+    /// Open file descriptors numbered under the soft `RLIMIT_NOFILE` (clmulti's own
+    /// included): the slots the limit counts.
     OpenFds,
     /// Of the open fds, dma-bufs: buffers exported for sharing between devices.
     DmabufFds,
@@ -51,6 +52,10 @@ pub enum Resource {
     LockedMemory,
     /// Data segment (`VmData`), bytes; limit: `RLIMIT_DATA`.
     DataSize,
+    /// The C library's heap in use (`mallinfo2`), bytes: what live allocations hold.
+    HeapInUse,
+    /// Freed heap the C library keeps (`mallinfo2`), bytes: RSS no allocation holds.
+    HeapFree,
     /// System memory in use (`MemTotal - MemAvailable`), bytes: includes what the
     /// kernel accounts outside every RSS (GPU drivers' GTT, memfds).
     SystemMemoryUsed,
@@ -141,6 +146,8 @@ impl Resource {
             Resource::Threads => "threads".into(),
             Resource::LockedMemory => "locked memory".into(),
             Resource::DataSize => "data segment".into(),
+            Resource::HeapInUse => "C heap in use".into(),
+            Resource::HeapFree => "C heap kept free".into(),
             Resource::SystemMemoryUsed => "system memory used".into(),
             Resource::SystemShmem => "system Shmem".into(),
             Resource::DeviceMemory { device } => format!("device {device} memory"),
@@ -191,13 +198,16 @@ impl Resource {
         Some(match self {
             Resource::HostRss => p.rss_bytes as f64,
             Resource::VirtualSize => p.virtual_bytes as f64,
-            Resource::OpenFds => p.open_fds as f64,
+            // What RLIMIT_NOFILE counts: the slots under it.
+            Resource::OpenFds => p.open_fds.saturating_sub(p.fds_above_limit) as f64,
             Resource::DmabufFds => p.dmabuf_fds as f64,
             Resource::DmabufBytes => p.dmabuf_bytes as f64,
             Resource::MemoryMaps => p.memory_maps? as f64,
             Resource::Threads => p.threads as f64,
             Resource::LockedMemory => p.locked_bytes as f64,
             Resource::DataSize => p.data_bytes as f64,
+            Resource::HeapInUse => p.heap_in_use_bytes? as f64,
+            Resource::HeapFree => p.heap_free_bytes? as f64,
             Resource::SystemMemoryUsed => {
                 host.ram_bytes?
                     .saturating_sub(sample.system?.available_bytes) as f64
@@ -262,7 +272,10 @@ impl Resource {
                     of_growth: true,
                 })
             }
-            Resource::DmabufFds | Resource::DmabufBytes => None,
+            Resource::DmabufFds
+            | Resource::DmabufBytes
+            | Resource::HeapInUse
+            | Resource::HeapFree => None,
         }
     }
 
@@ -278,6 +291,8 @@ impl Resource {
             Resource::Threads,
             Resource::LockedMemory,
             Resource::DataSize,
+            Resource::HeapInUse,
+            Resource::HeapFree,
             Resource::SystemMemoryUsed,
             Resource::SystemShmem,
         ];

@@ -56,6 +56,7 @@ pub struct Build {
     pub report: Report,
     readings: Vec<Reading>,
     every: u64,
+    seconds_per_buffer: f64,
 }
 
 impl std::fmt::Debug for Build {
@@ -89,6 +90,7 @@ pub fn run(devices: usize, mode: ContextMode) -> Build {
             2048.0,
         )],
         every: 100,
+        seconds_per_buffer: 1e-6,
     }
 }
 
@@ -170,6 +172,12 @@ impl Build {
         self
     }
 
+    /// Seconds each buffer takes (default a microsecond): where a time limit falls.
+    pub fn seconds_per_buffer(mut self, seconds: f64) -> Self {
+        self.seconds_per_buffer = seconds;
+        self
+    }
+
     /// Samples every `n` buffers (default 100).
     pub fn every(mut self, n: u64) -> Self {
         self.every = n.max(1);
@@ -181,7 +189,7 @@ impl Build {
             allocations,
             live: (live != allocations).then_some(live),
             bytes_requested: allocations * self.report.scenario.allocation.size_bytes,
-            elapsed_seconds: allocations as f64 * 1e-6,
+            elapsed_seconds: allocations as f64 * self.seconds_per_buffer,
             host: ProcessUsage::default(),
             system: Some(SystemMemory {
                 available_bytes: 32 << 30,
@@ -222,6 +230,7 @@ impl Build {
         self.report.scenario.allocation.count = Count::Fixed(10_000.max(buffers));
         self.report.samples = samples;
         self.report.buffers = buffers;
+        self.report.elapsed_seconds = buffers as f64 * self.seconds_per_buffer;
         self.report.bytes_requested = buffers * self.report.scenario.allocation.size_bytes;
         self.report.stop = stop;
         self.report.conclude();

@@ -119,6 +119,36 @@ pub enum Cause {
         /// What this machine could not measure.
         unmeasured: Vec<String>,
     },
+    /// Lowering a candidate's limit moved the failure as predicted, but its limit
+    /// could not be raised: consistent with it, not shown to be the one met.
+    OneSided {
+        /// The resource.
+        resource: Resource,
+        /// Its limit.
+        limit: Limit,
+        /// Why only one side could be tried.
+        why: String,
+    },
+    /// The failing case re-run unchanged failed elsewhere each time: no shape or
+    /// cause is claimed from runs within that spread.
+    NotReproducible {
+        /// Where each run failed (the original first).
+        counts: Vec<u64>,
+    },
+    /// The failure comes after a time, not a count: its time held across re-runs
+    /// while its count did not.
+    TimeLimit {
+        /// About when (seconds into the allocation loop).
+        seconds: f64,
+        /// Where each run failed.
+        counts: Vec<u64>,
+    },
+    /// Re-runs failed earlier and earlier, or at once: the limit outlives the
+    /// process (a file, a daemon), and experiments after it are void.
+    Persistent {
+        /// Where each run failed, in order.
+        counts: Vec<u64>,
+    },
 }
 
 /// A resource that was at its limit when a run failed, and whose predicted count
@@ -159,10 +189,23 @@ pub enum CandidateTest {
     /// Not tested yet: the run ran without experiments (`clmulti diagnose` or
     /// `clmulti run --experiment` test it).
     Pending,
-    /// Its limit was moved and the failure moved as predicted.
+    /// Lowering its limit moved the failure down as predicted, and raising it let the
+    /// run go further: both sides moved.
     Confirmed {
         /// The experiments.
         experiments: Vec<Experiment>,
+        /// When the raised run went further but stopped short of its prediction: how
+        /// many buffers past the old failure a second limit stopped it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        second_limit_after: Option<u64>,
+    },
+    /// Lowering its limit moved the failure as predicted, but the limit could not be
+    /// raised: it is a limit, not shown to be the one the run met.
+    Consistent {
+        /// The experiments.
+        experiments: Vec<Experiment>,
+        /// Why only one side could be tried.
+        why: String,
     },
     /// Its limit was moved and the failure did not move.
     Refuted {
@@ -187,7 +230,8 @@ impl CandidateTest {
     /// The experiments behind it.
     pub fn experiments(&self) -> &[Experiment] {
         match self {
-            CandidateTest::Confirmed { experiments }
+            CandidateTest::Confirmed { experiments, .. }
+            | CandidateTest::Consistent { experiments, .. }
             | CandidateTest::Refuted { experiments }
             | CandidateTest::Inconclusive { experiments } => experiments,
             CandidateTest::Pending | CandidateTest::NotTested { .. } => &[],
@@ -219,6 +263,11 @@ pub enum Knob {
     Contexts,
     /// Devices in the shared context (peers of each buffer).
     Devices,
+    /// Nothing: the failing case again, unchanged (`to` numbers the replicate).
+    Replicate,
+    /// A pause after each buffer, microseconds (`allocation.pause_us`): a limit on
+    /// time fails sooner in buffers, one on buffers does not.
+    Pause,
 }
 
 /// How an environment knob's value is written.
@@ -240,7 +289,9 @@ impl Knob {
             Knob::SoftLimit { limit } => limit.in_bytes(),
             Knob::Env { unit, .. } => *unit != EnvUnit::Count,
             Knob::BufferSize => true,
-            Knob::ReleaseEvery | Knob::Contexts | Knob::Devices => false,
+            Knob::ReleaseEvery | Knob::Contexts | Knob::Devices | Knob::Replicate | Knob::Pause => {
+                false
+            }
         }
     }
 
@@ -253,6 +304,8 @@ impl Knob {
             Knob::ReleaseEvery => "a release of every buffer every".into(),
             Knob::Contexts => "shared contexts".into(),
             Knob::Devices => "devices in the context".into(),
+            Knob::Replicate => "replicate".into(),
+            Knob::Pause => "pause after each buffer (us)".into(),
         }
     }
 }
@@ -269,16 +322,27 @@ pub struct Change {
     pub to: u64,
 }
 
+impl Change {
+    /// Whether it raises a limit (a soft resource limit or a size the runtime reads).
+    pub fn raises(&self) -> bool {
+        matches!(self.knob, Knob::SoftLimit { .. } | Knob::Env { .. }) && self.to > self.from
+    }
+}
+
 /// How an experiment's failing count compares with what was expected.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "kebab-case")]
 pub enum ExperimentOutcome {
-    /// The failure moved to the predicted count (within 5%).
+    /// The failure moved to the predicted count (within 5%, or the replicates'
+    /// noise).
     AsPredicted,
-    /// The failure stayed where it was (within 5%).
+    /// The failure stayed where it was (within the replicates' noise).
     NotMoved,
     /// The failure moved, but not to the predicted count.
     MovedOtherwise,
+    /// The limit was raised and the run went further than before (beyond the
+    /// replicates' spread), but not as far as predicted: another limit stopped it.
+    MovedUp,
     /// The run ended some other way (completed, crashed, a guard), or could not run.
     DidNotRun {
         /// How it ended, or why it could not run.
@@ -302,6 +366,9 @@ pub struct Experiment {
     pub observed_count: u64,
     /// How it ended, in one line.
     pub stop: String,
+    /// Seconds of its allocation loop when it ended (at its failure, if it failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_seconds: Option<f64>,
     /// What that means.
     pub outcome: ExperimentOutcome,
 }
@@ -318,6 +385,8 @@ pub enum ShapeQuestion {
     PerContextOrProcess,
     /// Does it depend on the peers of each buffer? (more devices in the context)
     PerPeer,
+    /// Does it come after a time or after a count? (a pause after each buffer)
+    TimeOrCount,
 }
 
 /// An answer to a [`ShapeQuestion`].
@@ -340,6 +409,10 @@ pub enum ShapeAnswer {
     PerPeer,
     /// The count stayed with more peers.
     NotPerPeer,
+    /// Paused, it failed at about the same time and fewer buffers: a time limit.
+    Time,
+    /// Paused, it failed at the same count, later: a limit on buffers, not time.
+    Count,
     /// The runs answered none of the above.
     Neither,
 }
@@ -375,6 +448,150 @@ pub struct RunAnalysis {
     /// For a failure no candidate explains: what experiments found out about it.
     #[serde(default)]
     pub shape: Vec<ShapeFinding>,
+    /// The failing case re-run unchanged, before anything is judged: the noise every
+    /// experiment is judged against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicates: Option<Replicates>,
     /// The conclusions, each with its basis.
     pub statements: Vec<Statement>,
+}
+
+/// The failing case re-run unchanged, each in a fresh process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Replicates {
+    /// Each run: the original first.
+    pub runs: Vec<ReplicateRun>,
+    /// How far apart two counts may be and still be the same failure.
+    pub tolerance: u64,
+}
+
+/// Where one replicate failed, and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplicateRun {
+    /// Buffers before it failed (or reached).
+    pub count: u64,
+    /// Seconds of its allocation loop at the failure.
+    pub seconds: f64,
+    /// Whether it failed (else it ended another way).
+    pub failed: bool,
+}
+
+impl Replicates {
+    /// The counts, in order.
+    pub fn counts(&self) -> Vec<u64> {
+        self.runs.iter().map(|r| r.count).collect()
+    }
+
+    /// The spread of the counts (largest minus smallest).
+    pub fn spread(&self) -> u64 {
+        let counts = self.counts();
+        counts.iter().max().copied().unwrap_or(0) - counts.iter().min().copied().unwrap_or(0)
+    }
+
+    /// Whether every run failed within the tolerance of the others.
+    pub fn agree(&self) -> bool {
+        self.runs.iter().all(|r| r.failed) && self.spread() <= self.tolerance
+    }
+
+    /// What the runs say about the failure.
+    pub fn reproduced(&self) -> Reproduced {
+        let counts = self.counts();
+        let Some((&first, rest)) = counts.split_first() else {
+            return Reproduced::Yes;
+        };
+        // At once, again and again, where the original got going; or earlier and
+        // earlier on a straight line over every run: something outside the process
+        // remembers. (A random failure fails at once now and then, and falls three
+        // times in a row one time in six: neither is enough.)
+        let at_once = |r: &ReplicateRun| r.failed && r.count == 0;
+        let stuck = first > self.tolerance
+            && self.runs[1..].iter().filter(|r| at_once(r)).count() >= 2
+            && self.runs.last().is_some_and(at_once);
+        let falling = rest.len() >= 4
+            && counts.windows(2).all(|w| w[1] + self.tolerance < w[0])
+            && straight(&counts);
+        if stuck || falling {
+            return Reproduced::Persistent;
+        }
+        if self.agree() {
+            return Reproduced::Yes;
+        }
+        // The failures at one time; a run that did not fail ended before it.
+        let mut seconds: Vec<f64> = self
+            .runs
+            .iter()
+            .filter(|r| r.failed)
+            .map(|r| r.seconds)
+            .collect();
+        seconds.sort_by(f64::total_cmp);
+        let Some(&median) = seconds.get(seconds.len() / 2) else {
+            return Reproduced::No;
+        };
+        let spread = seconds[seconds.len() - 1] - seconds[0];
+        let ended_before = self
+            .runs
+            .iter()
+            .all(|r| r.failed || r.seconds <= median * (1.0 + TIME_SHARE));
+        let long_enough = median >= MIN_TIME_LIMIT_SECONDS;
+        if seconds.len() >= 2 && long_enough && spread <= TIME_SHARE * median && ended_before {
+            return Reproduced::Time { seconds: median };
+        }
+        Reproduced::No
+    }
+
+    /// How far a count may move and still be the same failure: three times the
+    /// replicates' spread, [`MIN_SLACK`] buffers, or half a percent of the count.
+    pub fn slack(&self, count: u64) -> u64 {
+        noise_slack(self.spread(), count)
+    }
+}
+
+/// Whether counts fall on a straight line (R² of at least 0.9 against their order).
+fn straight(counts: &[u64]) -> bool {
+    let points: Vec<(f64, f64)> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (i as f64, *c as f64))
+        .collect();
+    let Some(line) = crate::costs::fit(&points) else {
+        return false;
+    };
+    let mean = points.iter().map(|p| p.1).sum::<f64>() / points.len() as f64;
+    let total: f64 = points.iter().map(|p| (p.1 - mean).powi(2)).sum();
+    let residual: f64 = points
+        .iter()
+        .map(|(x, y)| (y - line.intercept - line.slope * x).powi(2))
+        .sum();
+    total > 0.0 && 1.0 - residual / total >= 0.9
+}
+
+/// Failure times under this are the loop's start-up (its first buffers), not a limit
+/// on time: replicates do not call one shorter a time limit.
+pub const MIN_TIME_LIMIT_SECONDS: f64 = 0.01;
+/// Replicates' failure times within this share of their median are the same time.
+pub const TIME_SHARE: f64 = 0.15;
+/// Replicates within this share of the count (or [`MIN_SLACK`]) agree.
+pub const REPLICATE_SHARE: f64 = 0.02;
+/// The least slack a count is judged with, buffers.
+pub const MIN_SLACK: u64 = 2;
+
+/// The slack of a count given the replicates' spread (see [`Replicates::slack`]).
+pub fn noise_slack(spread: u64, count: u64) -> u64 {
+    (3 * spread).max(MIN_SLACK).max(count / 200)
+}
+
+/// What re-running the failing case unchanged showed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reproduced {
+    /// Every run failed at the same count, within the tolerance.
+    Yes,
+    /// The counts spread beyond the tolerance, and so did the times.
+    No,
+    /// The counts spread, the times held: a limit on time.
+    Time {
+        /// The median time of the failures, seconds.
+        seconds: f64,
+    },
+    /// Re-runs failed earlier and earlier, or at once.
+    Persistent,
 }

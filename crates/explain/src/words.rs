@@ -18,6 +18,8 @@ pub fn change(change: &Change) -> String {
     };
     match &change.knob {
         Knob::ReleaseEvery => format!("every buffer released after each {}", change.to),
+        Knob::Replicate => format!("unchanged (replicate {})", change.to),
+        Knob::Pause => format!("a pause of {} us after each buffer", change.to),
         knob => format!(
             "{} {} -> {}",
             knob.label(),
@@ -31,8 +33,11 @@ fn experiment_words(e: &Experiment) -> String {
     let predicted = e
         .predicted_count
         .map_or(String::new(), |p| format!(", predicted {p}"));
+    let seconds = e
+        .observed_seconds
+        .map_or(String::new(), |s| format!(" at {s:.2} s"));
     format!(
-        "{}: {} (before {}{predicted})",
+        "{}: {}{seconds} (before {}{predicted})",
         change(&e.change),
         e.stop,
         e.before_count
@@ -45,11 +50,28 @@ pub fn candidate(c: &Candidate, estimated: bool) -> Statement {
     let runs: Vec<String> = c.test.experiments().iter().map(experiment_words).collect();
     let from = format!("re-runs with {} moved", c.limit.name);
     match &c.test {
-        CandidateTest::Confirmed { .. } => Statement::measured(format!(
-            "confirmed: {label} at {} is the cause; moving the limit moved the failure as its line predicts: {}",
-            c.limit.name,
-            runs.join("; ")
-        )),
+        CandidateTest::Confirmed {
+            second_limit_after, ..
+        } => {
+            let second = second_limit_after.map_or(String::new(), |after| {
+                format!(
+                    "; raised, a second limit stopped the run {after} buffers past the old failure (not explained)"
+                )
+            });
+            Statement::measured(format!(
+                "confirmed: {label} at {} is the cause; lowering the limit moved the failure down as its line predicts and raising it let the run go further{second}: {}",
+                c.limit.name,
+                runs.join("; ")
+            ))
+        }
+        CandidateTest::Consistent { why, .. } => Statement::inferred(
+            from.clone(),
+            format!(
+                "consistent with {label} at {} (only lowering could be tried: a limit, not shown to be the one met; {why}): {}",
+                c.limit.name,
+                runs.join("; ")
+            ),
+        ),
         CandidateTest::Refuted { experiments } => {
             let lowered_moved = experiments
                 .first()
@@ -102,6 +124,65 @@ pub fn candidate(c: &Candidate, estimated: bool) -> Statement {
     }
 }
 
+/// What re-running the failing case unchanged showed, as a statement.
+pub fn replicates(r: &crate::verdict::Replicates) -> Statement {
+    let runs: Vec<String> = r
+        .runs
+        .iter()
+        .map(|run| {
+            if run.failed {
+                format!("{} ({:.2} s)", run.count, run.seconds)
+            } else {
+                format!("{} without failing", run.count)
+            }
+        })
+        .collect();
+    let verdict = match r.reproduced() {
+        crate::verdict::Reproduced::Yes => format!(
+            "the same failure: every experiment is judged against this spread ({} buffers; a count within {} of another is the same)",
+            r.spread(),
+            r.slack(r.runs[0].count)
+        ),
+        _ => "they do not agree (see the cause)".to_owned(),
+    };
+    Statement::measured(format!(
+        "the failing case re-run unchanged, each in a fresh process, failed at {} (tolerance {}): {verdict}",
+        runs.join(", "),
+        r.tolerance
+    ))
+}
+
+/// Counts in a list: `58, 460, 486`.
+pub fn counts(counts: &[u64]) -> String {
+    counts
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A failure that does not hold still, as a statement.
+pub fn unsteady(cause: &crate::verdict::Cause) -> Statement {
+    use crate::verdict::Cause;
+    let list = counts;
+    let text = match cause {
+        Cause::NotReproducible { counts } => format!(
+            "not reproducible: the same case failed at {} buffers, so no count-based cause or shape is claimed from runs within that spread",
+            list(counts)
+        ),
+        Cause::TimeLimit { seconds, counts } => format!(
+            "a time limit (after about {seconds:.2} s): the failures held their time while their counts did not ({} buffers); not a limit on buffers or bytes",
+            list(counts)
+        ),
+        Cause::Persistent { counts } => format!(
+            "the limit persists across processes: re-runs failed earlier and earlier, or at once ({} buffers), so something outside the process (a file, a daemon, the driver) keeps the count; experiments and fixes after the first run are void",
+            list(counts)
+        ),
+        _ => String::new(),
+    };
+    Statement::measured(text)
+}
+
 /// A shape question in words: `buffers or bytes`.
 pub fn question(q: ShapeQuestion) -> &'static str {
     match q {
@@ -109,6 +190,7 @@ pub fn question(q: ShapeQuestion) -> &'static str {
         ShapeQuestion::LiveOrCumulative => "live or cumulative",
         ShapeQuestion::PerContextOrProcess => "per context or per process",
         ShapeQuestion::PerPeer => "per peer",
+        ShapeQuestion::TimeOrCount => "time or count",
     }
 }
 
@@ -123,6 +205,8 @@ pub fn answer(a: ShapeAnswer) -> &'static str {
         ShapeAnswer::PerProcess => "per process",
         ShapeAnswer::PerPeer => "per peer",
         ShapeAnswer::NotPerPeer => "not per peer",
+        ShapeAnswer::Time => "time",
+        ShapeAnswer::Count => "count",
         ShapeAnswer::Neither => "neither",
     }
 }
@@ -151,6 +235,8 @@ pub fn shape(f: &ShapeFinding) -> Statement {
         ShapeAnswer::PerProcess => "the limit is per process: two contexts together reached as far as one",
         ShapeAnswer::PerPeer => "the limit is per peer: one more device in the context cut the count by its share",
         ShapeAnswer::NotPerPeer => "the limit does not depend on peers: one more device left the count where it was",
+        ShapeAnswer::Time => "the limit is on time: paused after each buffer, the run failed at about the same time and fewer buffers",
+        ShapeAnswer::Count => "the limit is not on time: paused after each buffer, the run failed at the same count, later",
         ShapeAnswer::Neither => "the runs fit none of the simple answers",
     };
     Statement::measured(format!("{question}: {meaning} ({})", runs.join("; ")))

@@ -16,8 +16,13 @@ pub struct ProcessUsage {
     pub rss_bytes: u64,
     /// Virtual size (`VmSize`), bytes.
     pub virtual_bytes: u64,
-    /// Open file descriptors (entries of `/proc/self/fd`).
+    /// Open file descriptors (entries of `/proc/self/fd`), the reader's own
+    /// included: the kernel counts them against `RLIMIT_NOFILE` like any other.
     pub open_fds: u64,
+    /// Of those, descriptors numbered at or above the soft `RLIMIT_NOFILE` (inherited
+    /// from a parent with a higher limit): they take none of the slots under it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fds_above_limit: u64,
     /// Memory mappings (lines of `/proc/self/maps`); `None` when this reading did not
     /// walk them ([`UsageReader::read_without_maps`]).
     #[serde(default)]
@@ -39,6 +44,25 @@ pub struct ProcessUsage {
     /// `RLIMIT_DATA` bounds.
     #[serde(default)]
     pub data_bytes: u64,
+    /// The C library's heap in use (`mallinfo2`: `uordblks + hblkhd`), bytes; read in
+    /// this process only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heap_in_use_bytes: Option<u64>,
+    /// Freed heap the C library keeps for reuse (`mallinfo2`: `fordblks`), bytes:
+    /// RSS that no live allocation holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heap_free_bytes: Option<u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The C library's own heap figures: (in use, kept free).
+pub fn heap() -> (u64, u64) {
+    // SAFETY: mallinfo2 only reads the allocator's statistics.
+    let m = unsafe { libc::mallinfo2() };
+    ((m.uordblks + m.hblkhd) as u64, m.fordblks as u64)
 }
 
 /// System-wide memory (`/proc/meminfo`): where kernel-accounted memory shows that no
@@ -259,17 +283,21 @@ impl UsageReader {
         } = self.statm();
         let fds = self.scan_fds();
         let status = self.status();
+        let heap = self.own_proc.then(heap);
         Usage {
             process: ProcessUsage {
                 rss_bytes,
                 virtual_bytes,
                 open_fds: fds.open,
+                fds_above_limit: fds.above_limit,
                 memory_maps: None,
                 dmabuf_fds: fds.dmabuf_fds,
                 dmabuf_bytes: fds.dmabuf_bytes,
                 threads: status.threads,
                 locked_bytes: status.locked_bytes,
                 data_bytes: status.data_bytes,
+                heap_in_use_bytes: heap.map(|h| h.0),
+                heap_free_bytes: heap.map(|h| h.1),
             },
             system: self.system_memory(),
             drm: drm::summarize(&fds.drm_clients),
@@ -438,6 +466,9 @@ impl UsageReader {
             return scan;
         };
         let own = self.own_fds();
+        let limit = crate::host::rlimit(clmulti_scenario::Rlimit::NoFile)
+            .soft
+            .unwrap_or(u64::MAX);
         let mut interesting: Vec<i32> = Vec::new();
         let dir_fd = dir.as_raw_fd();
         // SAFETY: rewinding a directory descriptor this reader owns.
@@ -469,10 +500,15 @@ impl UsageReader {
                             .then(|| acc.saturating_mul(10).saturating_add(i32::from(d - b'0')))
                     })
                     .unwrap_or(-1);
+                // The reader's own descriptors count against RLIMIT_NOFILE like
+                // any other: counted, never inspected.
+                scan.open += 1;
+                if self.own_proc && fd >= 0 && fd as u64 >= limit {
+                    scan.above_limit += 1;
+                }
                 if self.own_proc && own.contains(&fd) {
                     continue;
                 }
-                scan.open += 1;
                 if fd >= 0 && is_gpu_fd(dir_fd, name) {
                     interesting.push(fd);
                 }
@@ -569,6 +605,7 @@ struct StatusFigures {
 #[derive(Default)]
 struct FdScan {
     open: u64,
+    above_limit: u64,
     dmabuf_fds: u64,
     dmabuf_bytes: u64,
     dmabuf_exporters: std::collections::BTreeSet<String>,

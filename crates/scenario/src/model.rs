@@ -342,6 +342,14 @@ pub struct Allocation {
     /// capacity comes back after release (a live limit) or not (a leak, a counter).
     #[serde(default)]
     pub release_every: Option<u64>,
+    /// Microseconds to wait after each buffer: a limit on time then fails sooner in
+    /// buffers, a limit on buffers does not.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pause_us: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Allocation {

@@ -139,6 +139,9 @@ pub struct RawAllocation {
     pub pool_size: Option<RawSize>,
     /// Release every live buffer after each N buffers, then go on (default: never).
     pub release_every: Option<i64>,
+    /// Microseconds to wait after each buffer (default 0): tells a limit on time
+    /// from one on buffers.
+    pub pause_us: Option<i64>,
 }
 
 /// Resource limits (soft) for the process that runs the scenario.

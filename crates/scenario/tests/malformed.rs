@@ -434,6 +434,11 @@ fn an_integer_beyond_toml_names_its_key_and_what_it_takes() {
         ("allocation", "pool_size", "a size"),
         ("allocation", "release_every", "a positive integer"),
         (
+            "allocation",
+            "pause_us",
+            "microseconds, an integer from 0 to 1000000",
+        ),
+        (
             "limits",
             "nofile",
             "a positive integer, at most this machine's hard limit",
@@ -527,7 +532,7 @@ fn grid_errors_name_the_grid_entry_as_written() {
         (
             "[grid]\n\"allocation.nope\" = [1, 2]\n",
             "g.toml:2:1: key `grid.\"allocation.nope\"`: [allocation] has no key `nope`; its keys \
-             are size, count, flags, placement, keep, strategy, pool_size, release_every",
+             are size, count, flags, placement, keep, strategy, pool_size, release_every, pause_us",
         ),
         (
             "[grid]\n\"allocation.count\" = [1, true]\n",
@@ -550,7 +555,7 @@ fn grid_errors_name_the_grid_entry_as_written() {
             "g.toml:1:6: key `grid.\"nope\"`: `nope` is not a scenario key; a grid varies name, \
              description, devices.{platform, type, count, indices, fallback, partition}, \
              context.{mode, count}, allocation.{size, count, flags, placement, keep, strategy, \
-             pool_size, release_every}, env.<NAME>, limits.{nofile, as, memlock, nproc, data}, \
+             pool_size, release_every, pause_us}, env.<NAME>, limits.{nofile, as, memlock, nproc, data}, \
              guards.{max_total, max_rss, max_seconds}, sampling.{every, maps}, axpy.{check, samples, split}",
         ),
         (

@@ -64,6 +64,7 @@ pub(crate) fn measure(plan: &LoopPlan, devices: usize, keep: bool, buffers: u64)
         max_vsize: u64::MAX,
         max_data: u64::MAX,
         max_seconds: f64::MAX,
+        pause: std::time::Duration::ZERO,
         ..*plan
     };
     let mut backend = DryBackend {

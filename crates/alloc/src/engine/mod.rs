@@ -274,6 +274,9 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     let after = released_sample(&usage, &mut memory, &outcome);
     leak_check.after_release = after.host;
     leak_check.after_release_sample = Some(after);
+    // SAFETY: malloc_trim only returns free heap to the kernel.
+    unsafe { libc::malloc_trim(0) };
+    leak_check.after_trim = Some(usage.read_without_maps().process);
     drop(backend);
     clock.mark(&mut report, "release every object and read again");
     if let (Some(split), true) = (split, scenario.axpy.split) {
@@ -428,6 +431,7 @@ fn loop_plan(scenario: &Scenario, host: &HostLimits) -> (LoopPlan, EffectiveGuar
         max_data,
         max_seconds: scenario.guards.max_seconds,
         rss_per_byte: if host_pointer { 2.0 } else { 1.0 },
+        pause: std::time::Duration::from_micros(alloc.pause_us),
     };
     let guards = EffectiveGuards {
         max_total_bytes: (max_total != u64::MAX).then_some(max_total),

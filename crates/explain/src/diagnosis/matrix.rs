@@ -107,15 +107,19 @@ impl Diagnosis {
                 ));
             }
             verdict.extend(cause(shared, per, n));
-            let found = !shared.analysis.candidates.is_empty() || !shared.analysis.shape.is_empty();
+            let found = !shared.analysis.candidates.is_empty()
+                || !shared.analysis.shape.is_empty()
+                || shared.analysis.replicates.is_some();
             if investigated.is_none() && failed(shared) && found {
                 investigated = Some(Investigation {
                     run_name: shared.run_name.clone(),
                     candidates: shared.analysis.candidates.clone(),
                     shape: shared.analysis.shape.clone(),
+                    replicates: shared.analysis.replicates.clone(),
                 });
             }
         }
+        verdict.extend(time_across_strategies(&matrix));
         if !runs.iter().any(|p| failed(p.report)) {
             verdict.extend(no_failure(shared_any));
         }
@@ -237,6 +241,52 @@ fn ended_without_report(matrix: &Matrix<'_>, strategy: Strategy) -> Vec<Statemen
         .collect()
 }
 
+/// Shared runs of different strategies that failed at about the same time and far
+/// apart in buffers: a limit on time, not on buffers (inferred from their times).
+fn time_across_strategies(matrix: &Matrix<'_>) -> Option<Statement> {
+    let failures: Vec<&Report> = matrix
+        .strategies()
+        .into_iter()
+        .filter_map(|s| matrix.pick(Role::Shared, s))
+        .filter(|r| matches!(r.stop, StopReason::Failed { .. }) && r.buffers > 0)
+        .collect();
+    if failures.len() < 2 {
+        return None;
+    }
+    let seconds: Vec<f64> = failures.iter().map(|r| r.elapsed_seconds).collect();
+    let (low, high) = seconds
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), s| (l.min(*s), h.max(*s)));
+    let counts: Vec<u64> = failures.iter().map(|r| r.buffers).collect();
+    let (fewest, most) = (
+        *counts.iter().min().expect("two"),
+        *counts.iter().max().expect("two"),
+    );
+    let same_time = high - low <= crate::verdict::TIME_SHARE * high && low > 0.0;
+    let apart = most > fewest.saturating_mul(3) / 2 + crate::verdict::MIN_SLACK;
+    (same_time && apart).then(|| {
+        let each: Vec<String> = failures
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} at {} buffers after {:.2} s",
+                    r.scenario.allocation.strategy.name(),
+                    r.buffers,
+                    r.elapsed_seconds
+                )
+            })
+            .collect();
+        Statement::inferred(
+            "the shared runs' failure times and counts",
+            format!(
+                "the shared context's failure follows time, not buffers: {} (a time limit after about {:.2} s)",
+                each.join(", "),
+                (low + high) / 2.0
+            ),
+        )
+    })
+}
+
 /// Where each case of one strategy stopped.
 fn stops_statement(matrix: &Matrix<'_>, strategy: Strategy, n: usize) -> Statement {
     let stops: Vec<String> = [Role::OneDevice, Role::Shared, Role::PerDevice]
@@ -268,7 +318,8 @@ fn sharing(
     let resources = shared
         .costs
         .iter()
-        .filter(|c| !c.estimated && c.resource != Resource::SystemMemoryUsed)
+        // Other processes move system-wide readings: no control here, not the run's.
+        .filter(|c| !c.estimated && !c.resource.system_wide())
         .map(|c| c.resource.clone());
     for resource in resources {
         let (o, s, p) = (
@@ -285,7 +336,13 @@ fn sharing(
         }
         let extra = s.zip(p).map(|(s, p)| s - p);
         if let (Some(e), Some(s), Some(p)) = (extra, s, p) {
-            if differs(&resource, s, p) {
+            // Apart beyond both fits' margins, not only beyond the noise floor.
+            let margin = |r: Option<&Report>| {
+                r.and_then(|r| r.costs.iter().find(|c| c.resource == resource))
+                    .map_or(0.0, |c| c.margin)
+            };
+            let margins = margin(Some(shared)).hypot(margin(per));
+            if differs(&resource, s, p) && e.abs() > margins {
                 let unit = resource.unit();
                 extras.push(format!(
                     "{} {}{} per buffer ({} shared vs {} per device)",
@@ -318,6 +375,14 @@ fn sharing(
         })
     });
     (rows, statement)
+}
+
+/// Whether the run's experiments found its confirmed cause grows per peer.
+fn per_peer_of(run: &Report) -> bool {
+    run.analysis.shape.iter().any(|f| {
+        f.question == crate::verdict::ShapeQuestion::PerPeer
+            && f.answer == Some(crate::verdict::ShapeAnswer::PerPeer)
+    })
 }
 
 /// A resource's label, with who exported a run's dma-bufs where that was read:
@@ -354,6 +419,7 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
     }
     let mut out: Vec<Statement> = Vec::new();
     out.extend(words::failing_call(shared));
+    out.extend(shared.analysis.replicates.as_ref().map(words::replicates));
     match &shared.analysis.cause {
         Some(Cause::Resource {
             resource,
@@ -384,6 +450,15 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
                         unit.format(d)
                     )
                 });
+            let peers = n.saturating_sub(1);
+            let per_peer = per_peer_of(shared).then(|| {
+                format!(
+                    " ({} per peer: each buffer is shared with {peers} other device{})",
+                    unit.format(per_buffer / peers.max(1) as f64),
+                    if peers == 1 { "" } else { "s" }
+                )
+            });
+            let per_peer = per_peer.unwrap_or_default();
             let whose = if same_in_per_device {
                 format!(
                     "; one context per device failed the same way (at {}): a limit of the process, not of sharing a context",
@@ -399,7 +474,7 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
                     limit.name
                 ),
                 format!(
-                    "the shared context failed because {} reached {} ({} of {}): it grows {} per buffer there{dmabufs} and {} per buffer with one context per device; the limit predicts {predicted_count} buffers, the run failed at {observed_count}{whose}",
+                    "the shared context failed because {} reached {} ({} of {}): it grows {} per buffer there{per_peer}{dmabufs} and {} per buffer with one context per device; the limit predicts {predicted_count} buffers, the run failed at {observed_count}{whose}",
                     resource.label(),
                     limit.name,
                     unit.format(*reading),
@@ -410,7 +485,11 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
             ));
             out.extend(words::call_agrees(resource, shared));
         }
-        Some(Cause::Untested { .. }) | Some(Cause::NotExplained { .. }) => {}
+        Some(
+            c
+            @ (Cause::NotReproducible { .. } | Cause::TimeLimit { .. } | Cause::Persistent { .. }),
+        ) => out.push(words::unsteady(c)),
+        Some(Cause::Untested { .. } | Cause::NotExplained { .. } | Cause::OneSided { .. }) => {}
         None => out.push(Statement::measured(format!(
             "the shared context stopped: {}",
             shared.stop.summary()
@@ -434,7 +513,24 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
 
 fn no_failure(shared: Option<&Report>) -> Vec<Statement> {
     let mut out = vec![Statement::measured("no run failed".to_owned())];
-    if let Some(ahead) = shared.and_then(|r| r.analysis.first_limit.as_ref()) {
+    let within = |r: &&Report| {
+        let ahead = r.analysis.first_limit.as_ref();
+        ahead.is_some_and(|a| a.count <= r.buffers.saturating_mul(crate::analysis::HORIZON))
+    };
+    if let Some(r) = shared.filter(|r| r.analysis.first_limit.is_some() && !within(r)) {
+        out.push(Statement::inferred(
+            "the shared context's growth",
+            format!(
+                "no limit within {} times the shared context's {} buffers: a line is not extrapolated further",
+                crate::analysis::HORIZON,
+                r.buffers
+            ),
+        ));
+    }
+    if let Some(ahead) = shared
+        .filter(within)
+        .and_then(|r| r.analysis.first_limit.as_ref())
+    {
         out.push(Statement::inferred(
             format!("{} growth in the shared context", ahead.resource.label()),
             format!(
@@ -466,6 +562,7 @@ fn release_findings(runs: &[Placed<'_>]) -> Vec<ReleaseFinding> {
                 .map(words::not_returned)
                 .collect(),
             second_round: p.report.leak_check.second_round.clone(),
+            trimmed: crate::release::trim_words(p.report),
         })
         .collect()
 }
@@ -482,8 +579,13 @@ fn release_statement(findings: &[ReleaseFinding]) -> Option<Statement> {
             let rounds = f
                 .second_round
                 .as_ref()
-                .map_or(String::new(), crate::analysis::rounds_words);
-            format!("{}: {}{rounds}", f.run_name, f.not_returned.join(", "))
+                .map_or(String::new(), crate::release::rounds_words);
+            format!(
+                "{}: {}{}{rounds}",
+                f.run_name,
+                f.not_returned.join(", "),
+                f.trimmed
+            )
         })
         .collect();
     Some(Statement::measured(format!(

@@ -25,7 +25,7 @@ use clmulti_scenario::{ContextMode, Rlimit, Strategy};
 use serde::{Deserialize, Serialize};
 
 /// Version of the [`Diagnosis`] JSON shape; bumped when a field changes meaning.
-pub const DIAGNOSIS_SCHEMA_VERSION: u32 = 3;
+pub const DIAGNOSIS_SCHEMA_VERSION: u32 = 4;
 
 /// Which of the seed's three cases a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -223,6 +223,9 @@ pub struct Investigation {
     pub candidates: Vec<Candidate>,
     /// What shape experiments found, when no candidate was confirmed.
     pub shape: Vec<ShapeFinding>,
+    /// The failing case re-run unchanged first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicates: Option<crate::verdict::Replicates>,
 }
 
 /// What the runtime logged per buffer in one case of the matrix.
@@ -297,6 +300,9 @@ pub struct ReleaseFinding {
     /// Two rounds of the run, when they were made: a cache or a leak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub second_round: Option<crate::report::SecondRound>,
+    /// What `malloc_trim(0)` gave back after release, as a clause.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub trimmed: String,
 }
 
 /// One run of the diagnosis, in brief.

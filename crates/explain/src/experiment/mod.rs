@@ -1,21 +1,28 @@
 //! Experiments: a cause is what moved when its limit was moved.
 //!
-//! For a failed run, each candidate ([`analysis::candidates`](crate::analysis::candidates))
-//! whose limit the process can move is re-run with the limit lowered (always
-//! possible for a soft limit) and, where allowed, raised; the candidate is
-//! *confirmed* when the failing count moves to the count its line predicts (within
-//! [`MOVED_SHARE`]), *refuted* when it does not move, *inconclusive* when it moves
-//! elsewhere, and *not tested* (with why, and the command a person could run) when
-//! the limit is a system-wide setting or cannot be moved at all. When no candidate is
-//! confirmed, more re-runs find the *shape* of the unseen limit: buffers or bytes
-//! (another buffer size), live or cumulative (release half way and go on), per
-//! context or per process (two shared contexts), per peer (one more device).
+//! First the failing case is re-run unchanged ([`replicate`]): counts that spread
+//! make the failure *not reproducible*, times that hold while counts spread make it
+//! *a time limit*, re-runs that fail earlier and earlier make it *persistent*; in
+//! each case nothing more is judged. Otherwise the replicates' spread is the noise
+//! ([`Noise`]) every later count is judged against.
+//!
+//! Then each candidate ([`analysis::candidates`](crate::analysis::candidates)) whose
+//! limit the process can move is re-run with the limit lowered and raised. It is
+//! *confirmed* when lowering lands where its line predicts (within [`MOVED_SHARE`] or
+//! the noise) *and* raising lets the run go further (a second limit may stop it
+//! short of the prediction: that is said); *consistent* when only lowering could be
+//! tried; *refuted* when either did not move; *inconclusive* when lowering moved
+//! elsewhere; *not tested* (with why, and the command a person could run) when the
+//! limit cannot be moved. A confirmed cause on several devices is re-run with one
+//! more device: per peer or not. When none is confirmed, more re-runs find the
+//! *shape* of the unseen limit: time or count (a pause after each buffer), buffers or
+//! bytes, live or cumulative, per context or per process, per peer.
 //!
 //! The reasoning here plans and judges; a [`Runner`] runs each changed case in a
 //! fresh process (the CLI's child harness; a table of reports in tests).
 
 use crate::analysis::conclusions;
-use crate::report::{Report, RoundReadings, SecondRound, StopReason};
+use crate::report::{Report, StopReason};
 use crate::resource::Resource;
 use crate::verdict::{
     Candidate, CandidateTest, Change, EnvUnit, Experiment, ExperimentOutcome, Knob, ShapeAnswer,
@@ -24,7 +31,11 @@ use crate::verdict::{
 use clmulti_scenario::layer::{DEVICE_MEMORY, MIRROR_LIMIT};
 use clmulti_scenario::{format_size, ContextMode, Count, DeviceSet, Scenario};
 
+mod replicate;
+mod rounds;
 mod shape;
+pub use replicate::{replicate, Noise};
+pub use rounds::{second_round, ROUNDS};
 pub use shape::shape;
 
 /// A failing count has moved (or stayed) when it is within this share of the count
@@ -56,8 +67,14 @@ pub struct Trial {
 /// How a candidate's limit can be tested.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plan {
-    /// Re-run with these changes, the first one lowering the limit.
-    Trials(Vec<Trial>),
+    /// Re-run with these changes, the first one lowering the limit, the second (when
+    /// there is one) raising it.
+    Trials {
+        /// The re-runs.
+        trials: Vec<Trial>,
+        /// Why the limit could not be raised, when it could not.
+        one_sided: Option<String>,
+    },
     /// It cannot be moved from here.
     NotTestable {
         /// Why.
@@ -67,9 +84,10 @@ pub enum Plan {
     },
 }
 
-/// Whether `count` is within [`MOVED_SHARE`] of `expected` (or 2 buffers).
-pub fn near(count: u64, expected: u64) -> bool {
-    let slack = ((expected as f64 * MOVED_SHARE).round() as u64).max(2);
+/// Whether `count` is where `expected` said: within [`MOVED_SHARE`] of it, or the
+/// noise.
+pub fn near(count: u64, expected: u64, noise: Noise) -> bool {
+    let slack = ((expected as f64 * MOVED_SHARE).round() as u64).max(noise.slack(expected));
     count.abs_diff(expected) <= slack
 }
 
@@ -145,6 +163,7 @@ pub fn plan(candidate: &Candidate, report: &Report) -> Plan {
         }
     }
     let mut trials = Vec::new();
+    let mut one_sided = None;
     if let Some(predicted) = predicted_at(candidate, lowered) {
         trials.push(Trial {
             change: Change {
@@ -156,25 +175,27 @@ pub fn plan(candidate: &Candidate, report: &Report) -> Plan {
             predicted: Some(predicted),
         });
     }
-    if let Knob::SoftLimit { limit: which } = knob {
-        // Up to the hard limit, or past it where the process may raise that (root).
-        let ceiling = report.host_limits.raisable(which);
-        let raised = (candidate.baseline + (limit - candidate.baseline) * 2.0)
-            .min(ceiling.map_or(f64::MAX, |h| h as f64));
-        let predicted = predicted_at(candidate, raised);
-        if let Some(p) =
-            predicted.filter(|p| raised > limit && allowance(*p) < MAX_EXPERIMENT_BUFFERS)
-        {
-            trials.push(Trial {
-                change: Change {
-                    knob: knob.clone(),
-                    from,
-                    to: raised as u64,
-                },
-                asked: allowance(p),
-                predicted: Some(p),
-            });
+    match raise_to(candidate, report, &knob) {
+        Ok(raised) => {
+            let predicted = predicted_at(candidate, raised);
+            match predicted.filter(|p| allowance(*p) < MAX_EXPERIMENT_BUFFERS) {
+                Some(p) => trials.push(Trial {
+                    change: Change {
+                        knob: knob.clone(),
+                        from,
+                        to: raised as u64,
+                    },
+                    asked: allowance(p),
+                    predicted: Some(p),
+                }),
+                None => {
+                    one_sided = Some(format!(
+                        "raised, it would take more than {MAX_EXPERIMENT_BUFFERS} buffers"
+                    ))
+                }
+            }
         }
+        Err(why) => one_sided = Some(why),
     }
     if trials.is_empty() {
         return Plan::NotTestable {
@@ -185,7 +206,48 @@ pub fn plan(candidate: &Candidate, report: &Report) -> Plan {
             command: None,
         };
     }
-    Plan::Trials(trials)
+    Plan::Trials { trials, one_sided }
+}
+
+/// Where a candidate's limit is raised to (twice its growth room), or why it cannot
+/// be: a soft limit up to the hard one (past it where the process may raise that, as
+/// root with CAP_SYS_RESOURCE), a size the runtime reads while the machine has
+/// the memory.
+fn raise_to(candidate: &Candidate, report: &Report, knob: &Knob) -> Result<f64, String> {
+    let limit = candidate.limit.value;
+    let doubled = candidate.baseline + (limit - candidate.baseline) * 2.0;
+    match knob {
+        Knob::SoftLimit { limit: which } => {
+            let host = &report.host_limits;
+            let ceiling = host.raisable(*which).map_or(f64::MAX, |h| h as f64);
+            let raised = doubled.min(ceiling);
+            if raised > limit + candidate.per_buffer.max(1.0) {
+                return Ok(raised);
+            }
+            let who = if host.root {
+                "root without CAP_SYS_RESOURCE (a container or sandbox dropped it) may not raise the hard one"
+            } else {
+                "this process may not raise the hard one (that takes root)"
+            };
+            Err(format!(
+                "the soft {} is at its hard limit ({}) and {who}",
+                which.name(),
+                ceiling as u64
+            ))
+        }
+        Knob::Env { key, .. } => {
+            let ram = report.host_limits.ram_bytes.unwrap_or(0) as f64;
+            if doubled <= ram / 4.0 {
+                Ok(doubled)
+            } else {
+                Err(format!(
+                    "raising {key} to {} would take more than a quarter of this machine's memory",
+                    format_size(doubled as u64)
+                ))
+            }
+        }
+        _ => Err("nothing raises it".into()),
+    }
 }
 
 /// Limits a process cannot move: system-wide settings and physical sizes.
@@ -249,31 +311,43 @@ fn failing_count(report: &Report) -> Result<u64, String> {
     }
 }
 
-/// Judges one re-run against the count before the change and the count predicted.
-pub fn judge(trial: &Trial, before: u64, outcome: Result<&Report, &String>) -> Experiment {
-    let (observed, stop, verdict) = match outcome {
+/// Judges one re-run against the count before the change, the count predicted, and
+/// the noise: a count within the noise of `before` has not moved, one beyond it
+/// under a raised limit has moved up, however far short of the prediction.
+pub fn judge(
+    trial: &Trial,
+    before: u64,
+    noise: Noise,
+    outcome: Result<&Report, &String>,
+) -> Experiment {
+    let (observed, seconds, stop, verdict) = match outcome {
         Err(why) => (
             0,
+            None,
             "did not run".to_owned(),
             ExperimentOutcome::DidNotRun { why: why.clone() },
         ),
         Ok(report) => {
             let stop = report.stop.summary();
+            let moved = |n: u64| !noise.same(n, before);
             let verdict = match failing_count(report) {
-                Ok(n) if trial.predicted.is_some_and(|p| near(n, p)) && !near(n, before) => {
+                Ok(n) if trial.predicted.is_some_and(|p| near(n, p, noise)) && moved(n) => {
                     ExperimentOutcome::AsPredicted
                 }
-                Ok(n) if near(n, before) => ExperimentOutcome::NotMoved,
+                Ok(n) if !moved(n) => ExperimentOutcome::NotMoved,
+                Ok(n) if trial.change.raises() && n > before => ExperimentOutcome::MovedUp,
                 Ok(_) => ExperimentOutcome::MovedOtherwise,
                 // Allowed past the prediction and never failed: it moved further.
-                Err(_)
-                    if matches!(report.stop, StopReason::Completed) && report.buffers > before =>
-                {
-                    ExperimentOutcome::MovedOtherwise
+                Err(_) if matches!(report.stop, StopReason::Completed) && moved(report.buffers) => {
+                    if trial.change.raises() {
+                        ExperimentOutcome::MovedUp
+                    } else {
+                        ExperimentOutcome::MovedOtherwise
+                    }
                 }
                 Err(why) => ExperimentOutcome::DidNotRun { why },
             };
-            (report.buffers, stop, verdict)
+            (report.buffers, Some(report.elapsed_seconds), stop, verdict)
         }
     };
     Experiment {
@@ -283,153 +357,117 @@ pub fn judge(trial: &Trial, before: u64, outcome: Result<&Report, &String>) -> E
         before_count: before,
         observed_count: observed,
         stop,
+        observed_seconds: seconds,
         outcome: verdict,
     }
 }
 
 /// A candidate's test from its experiments (the lowering first, the raising second
 /// when there is one). Lowering shows the resource is *a* limit; raising shows it is
-/// the one the run met: confirmed when the lowered run failed where predicted and the
-/// raised run (where the hard limit allowed one) got past the old failure; refuted
-/// when either stayed where the run failed before.
-pub fn test_of(experiments: Vec<Experiment>) -> CandidateTest {
-    let ran: Vec<&ExperimentOutcome> = experiments
+/// the one the run met. Confirmed: the lowered run failed where predicted and the
+/// raised one went further (where it failed short of its prediction, a second limit
+/// stopped it: how many buffers past the old failure is kept). Consistent: lowering
+/// as predicted, raising impossible (`one_sided` says why) or not run. Refuted:
+/// either stayed where the run failed before.
+pub fn test_of(experiments: Vec<Experiment>, one_sided: Option<String>) -> CandidateTest {
+    let ran: Vec<&Experiment> = experiments
         .iter()
-        .map(|e| &e.outcome)
-        .filter(|o| !matches!(o, ExperimentOutcome::DidNotRun { .. }))
+        .filter(|e| !matches!(e.outcome, ExperimentOutcome::DidNotRun { .. }))
         .collect();
-    let moved_up =
-        |e: &Experiment| e.change.to > e.change.from && e.observed_count > e.before_count;
-    let raised_moved = experiments
-        .iter()
-        .skip(1)
-        .all(|e| moved_up(e) || matches!(e.outcome, ExperimentOutcome::DidNotRun { .. }));
-    if ran.contains(&&ExperimentOutcome::NotMoved) {
-        CandidateTest::Refuted { experiments }
-    } else if ran.first() == Some(&&ExperimentOutcome::AsPredicted) && raised_moved {
-        CandidateTest::Confirmed { experiments }
-    } else if !ran.is_empty() {
-        CandidateTest::Inconclusive { experiments }
-    } else {
-        let reason = experiments.first().map_or_else(
-            || "no experiment could run".to_owned(),
-            |e| match &e.outcome {
-                ExperimentOutcome::DidNotRun { why } => {
-                    format!("the experiment could not run: {why}")
-                }
-                _ => String::new(),
-            },
-        );
-        CandidateTest::NotTested {
-            reason,
-            command: None,
-        }
+    let lowered = experiments.first().map(|e| &e.outcome);
+    let raised = experiments.get(1);
+    if ran.iter().any(|e| e.outcome == ExperimentOutcome::NotMoved) {
+        return CandidateTest::Refuted { experiments };
+    }
+    if lowered == Some(&ExperimentOutcome::AsPredicted) {
+        let Some(raised) = raised else {
+            let why = one_sided.unwrap_or_else(|| "the limit could not be raised".into());
+            return CandidateTest::Consistent { experiments, why };
+        };
+        let second_limit_after = match &raised.outcome {
+            ExperimentOutcome::AsPredicted => None,
+            // Short of what it was allowed: it failed, at a second limit.
+            ExperimentOutcome::MovedUp => (raised.observed_count < raised.asked)
+                .then(|| raised.observed_count.saturating_sub(raised.before_count)),
+            ExperimentOutcome::DidNotRun { why } => {
+                let why = format!("the raised run could not run: {why}");
+                return CandidateTest::Consistent { experiments, why };
+            }
+            _ => return CandidateTest::Inconclusive { experiments },
+        };
+        return CandidateTest::Confirmed {
+            experiments,
+            second_limit_after,
+        };
+    }
+    if !ran.is_empty() {
+        return CandidateTest::Inconclusive { experiments };
+    }
+    let reason = experiments.first().map_or_else(
+        || "no experiment could run".to_owned(),
+        |e| match &e.outcome {
+            ExperimentOutcome::DidNotRun { why } => {
+                format!("the experiment could not run: {why}")
+            }
+            _ => String::new(),
+        },
+    );
+    CandidateTest::NotTested {
+        reason,
+        command: None,
     }
 }
 
-/// Tests every candidate of a failed report, then, when none is confirmed, asks
-/// the shape questions; records it all in the report's analysis (candidates, cause,
-/// shape, statements). A report that did not fail in its loop is left as it is.
+/// Re-runs the failing case unchanged, then (when it reproduces) tests every
+/// candidate, asks whether a confirmed cause is per peer, and, when none is
+/// confirmed, asks the shape questions; records it all in the report's analysis
+/// (replicates, candidates, cause, shape, statements). A report that did not fail
+/// in its loop is left as it is.
 pub fn investigate(report: &mut Report, runner: &mut dyn Runner) {
     if report.analysis.cause.is_none() {
         return;
     }
-    let before = report.buffers;
+    let replicates = replicate(report, runner);
+    let steady = replicates.reproduced() == crate::verdict::Reproduced::Yes;
+    let noise = Noise::of(&replicates);
+    report.analysis.replicates = Some(replicates);
     let mut candidates = report.analysis.candidates.clone();
+    if !steady {
+        for candidate in &mut candidates {
+            candidate.test = CandidateTest::NotTested {
+                reason:
+                    "the failure does not hold still when re-run unchanged (see the replicates)"
+                        .into(),
+                command: None,
+            };
+        }
+        report.analysis = conclusions(report, candidates, Vec::new());
+        return;
+    }
+    let before = report.buffers;
     for candidate in &mut candidates {
         candidate.test = match plan(candidate, report) {
             Plan::NotTestable { reason, command } => CandidateTest::NotTested { reason, command },
-            Plan::Trials(trials) => test_of(
+            Plan::Trials { trials, one_sided } => test_of(
                 trials
                     .iter()
                     .map(|t| {
                         let run = runner.run(std::slice::from_ref(&t.change), t.asked);
-                        judge(t, before, run.as_ref())
+                        judge(t, before, noise, run.as_ref())
                     })
                     .collect(),
+                one_sided,
             ),
         };
     }
     let confirmed = candidates
         .iter()
-        .any(|c| matches!(c.test, CandidateTest::Confirmed { .. }));
-    let shape = if confirmed {
-        Vec::new()
-    } else {
-        shape(report, runner)
+        .find(|c| matches!(c.test, CandidateTest::Confirmed { .. }));
+    let shape = match confirmed {
+        Some(c) => shape::per_peer(report, runner, noise, &c.resource),
+        None => shape(report, runner, noise),
     };
     report.analysis = conclusions(report, candidates, shape);
-}
-
-/// Rounds of the same run that [`second_round`] makes.
-pub const ROUNDS: u64 = 4;
-
-/// For a run whose readings stayed up after release: the same run in [`ROUNDS`]
-/// rounds (release everything after each), to tell memory the runtime reuses (a
-/// cache: the last round ends where the one before did) from memory it adds to (a
-/// leak: each round adds about what the first kept). Two rounds are not enough: a
-/// heap can grow in the second and settle after (measured on NEO 22.43). Recorded in
-/// the report's leak check.
-pub fn second_round(report: &mut Report, runner: &mut dyn Runner) {
-    let n = report.buffers;
-    if report.leak_check.not_returned.is_empty() || n == 0 {
-        return;
-    }
-    let trial = Trial {
-        change: Change {
-            knob: Knob::ReleaseEvery,
-            from: 0,
-            to: n,
-        },
-        asked: ROUNDS * n,
-        predicted: None,
-    };
-    let run = runner.run(std::slice::from_ref(&trial.change), trial.asked);
-    let experiment = judge(&trial, n, run.as_ref());
-    let readings = match &run {
-        Ok(r) => round_readings(report, r),
-        Err(_) => Vec::new(),
-    };
-    report.leak_check.second_round = Some(SecondRound {
-        experiment,
-        readings,
-    });
-    report.analysis = conclusions(
-        report,
-        report.analysis.candidates.clone(),
-        report.analysis.shape.clone(),
-    );
-}
-
-/// What each resource that stayed up read after each round of `rounds`.
-fn round_readings(report: &Report, rounds: &Report) -> Vec<RoundReadings> {
-    let mut released: Vec<&crate::report::Sample> = rounds
-        .samples
-        .iter()
-        .filter(|s| s.live == Some(0) && s.allocations > 0)
-        .collect();
-    released.dedup_by_key(|s| s.allocations);
-    let Some(start) = rounds.samples.first().filter(|_| released.len() >= 2) else {
-        return Vec::new();
-    };
-    let host = &rounds.host_limits;
-    report
-        .leak_check
-        .not_returned
-        .iter()
-        .filter_map(|n| {
-            let read = |s: &crate::report::Sample| n.resource.reading(s, host);
-            let before = read(start)?;
-            let after_rounds: Vec<f64> = released.iter().map(|s| read(s)).collect::<Option<_>>()?;
-            let first = after_rounds[0] - before;
-            Some(RoundReadings {
-                resource: n.resource.clone(),
-                before,
-                after_rounds,
-                tolerance: crate::analysis::return_tolerance(n.resource.unit(), first),
-            })
-        })
-        .collect()
 }
 
 /// Applies a change to a scenario (the Runner's first step); `Knob::Devices` sets
@@ -452,12 +490,16 @@ pub fn apply(scenario: &Scenario, change: &Change, count: u64) -> Result<Scenari
         Knob::BufferSize => s.allocation.size_bytes = change.to,
         Knob::ReleaseEvery => s.allocation.release_every = Some(change.to),
         Knob::Contexts => s.context_count = change.to,
+        Knob::Replicate => {}
+        Knob::Pause => s.allocation.pause_us = change.to,
         Knob::Devices => match &s.devices.set {
             DeviceSet::Count(_) => s.devices.set = DeviceSet::Count(change.to as usize),
             DeviceSet::Indices(list) => {
                 let mut list = list.clone();
-                let next = (0..).find(|i| !list.contains(i)).unwrap_or(0);
-                list.push(next);
+                list.truncate(change.to as usize);
+                while list.len() < change.to as usize {
+                    list.push((0..).find(|i| !list.contains(i)).unwrap_or(0));
+                }
                 s.devices.set = DeviceSet::Indices(list);
             }
         },

@@ -97,7 +97,7 @@ impl Diagnosis {
                             && !crate::analysis::counts_match(*buffers, before) =>
                     {
                         format!(
-                        "[measured] did not work: {} ({stop}), though it reached {:.1}x the shared context's {before}",
+                        "[measured] did not work: {} ({stop}), though it went further than the shared context's {before} ({:.2}x): another limit stopped it",
                         f.fix.label(),
                         *buffers as f64 / before as f64
                         )
@@ -124,9 +124,27 @@ impl Diagnosis {
             return Vec::new();
         };
         let mut rows = Vec::new();
+        for (i, run) in inv.replicates.iter().flat_map(|r| &r.runs).enumerate() {
+            rows.push([
+                "the failing case, unchanged".into(),
+                if i == 0 {
+                    "original".into()
+                } else {
+                    format!("replicate {i}")
+                },
+                "-".into(),
+                run.count.to_string(),
+                format!(
+                    "{} at {:.2} s",
+                    if run.failed { "failed" } else { "did not fail" },
+                    run.seconds
+                ),
+            ]);
+        }
         for c in &inv.candidates {
             let test = match &c.test {
                 CandidateTest::Confirmed { .. } => "confirmed",
+                CandidateTest::Consistent { .. } => "consistent (one side)",
                 CandidateTest::Refuted { .. } => "refuted",
                 CandidateTest::Inconclusive { .. } => "inconclusive",
                 CandidateTest::NotTested { .. } => "not tested",

@@ -38,7 +38,25 @@ impl Report {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+            Some(Cause::OneSided {
+                resource, limit, ..
+            }) => format!(
+                "; consistent with {} at {} (only lowering could be tried)",
+                resource.label(),
+                limit.name
+            ),
             Some(Cause::NotExplained { .. }) => "; not explained by what was measured".into(),
+            Some(Cause::NotReproducible { counts }) => format!(
+                "; not reproducible (re-runs failed at {})",
+                crate::words::counts(counts)
+            ),
+            Some(Cause::TimeLimit { seconds, .. }) => {
+                format!("; a time limit (after about {seconds:.2} s)")
+            }
+            Some(Cause::Persistent { .. }) => {
+                "; a limit that persists across processes (re-runs failed earlier and earlier)"
+                    .into()
+            }
             None => String::new(),
         };
         let ahead = match (&self.stop, &self.analysis.first_limit) {

@@ -16,7 +16,7 @@ use clmulti_scenario::Scenario;
 use serde::{Deserialize, Serialize};
 
 /// Bumped when a field changes meaning or is removed.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// The resource readings at one point of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,6 +81,10 @@ pub struct Cost {
     pub resource: Resource,
     /// Growth per buffer (least-squares slope over the samples).
     pub per_buffer: f64,
+    /// Half the width of `per_buffer`'s 95% confidence interval: a cost within it of
+    /// zero is not measurable.
+    #[serde(default)]
+    pub margin: f64,
     /// Reading at the first sample.
     pub first: f64,
     /// Reading at the last sample.
@@ -93,6 +97,24 @@ pub struct Cost {
     /// residency) rather than a measurement.
     #[serde(default)]
     pub estimated: bool,
+}
+
+impl Cost {
+    /// The cost with its margin: `+1.00 KiB ± 12 B`, or `not measurable (below 12 B)`
+    /// when zero lies within it.
+    pub fn per_buffer_words(&self) -> String {
+        let unit = self.resource.unit();
+        if self.margin > 0.0 && self.per_buffer.abs() <= self.margin {
+            return format!("not measurable (below {})", unit.format(self.margin));
+        }
+        let sign = if self.per_buffer < 0.0 { "-" } else { "+" };
+        let value = unit.format(self.per_buffer.abs());
+        if self.margin > 0.0 {
+            format!("{sign}{value} ± {}", unit.format(self.margin))
+        } else {
+            format!("{sign}{value}")
+        }
+    }
 }
 
 /// Objects created versus released, and the host after release.
@@ -120,6 +142,10 @@ pub struct LeakCheck {
     pub before: ProcessUsage,
     /// Host readings after everything was released.
     pub after_release: ProcessUsage,
+    /// Host readings after that, once `malloc_trim(0)` ran: what the C library kept
+    /// of freed heap comes back here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_trim: Option<ProcessUsage>,
     /// Every reading after everything was released (set against the first sample).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_release_sample: Option<Sample>,
@@ -152,7 +178,20 @@ impl LeakCheck {
 pub struct SecondRound {
     /// The re-run.
     pub experiment: crate::verdict::Experiment,
-    /// Each resource that did not come back, after each round.
+    /// Each resource that did not come back (and the C library's heap), after each
+    /// round.
+    pub readings: Vec<RoundReadings>,
+    /// The same rounds with one device, for a run over several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<Box<RoundsControl>>,
+}
+
+/// The rounds again without the suspect (one device): what happens anyway.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundsControl {
+    /// The re-run.
+    pub experiment: crate::verdict::Experiment,
+    /// The same resources, after each round.
     pub readings: Vec<RoundReadings>,
 }
 
@@ -166,35 +205,59 @@ pub struct RoundReadings {
     pub before: f64,
     /// After each round's release, in order.
     pub after_rounds: Vec<f64>,
-    /// How far apart two rounds still count as the same.
+    /// What one round may add and still be noise.
     pub tolerance: f64,
 }
+
+/// The fewest rounds whose increments are judged.
+pub const MIN_ROUNDS: usize = 4;
 
 /// What the rounds say about memory kept after release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kept {
-    /// The last round ended where the one before did: reused (a cache).
+    /// No growth that repeats: what one round kept, later rounds reuse (a cache),
+    /// however much single rounds swing.
     Reused,
-    /// Each round added less than the one before, but still more than the tolerance:
-    /// settling (a cache still filling, or a slow leak).
+    /// Growth that neither repeats every round nor stops, never giving back: a cache
+    /// still filling, or a leak slowing.
     Settling,
-    /// The last round added about as much as the first kept: a leak.
+    /// Fewer than [`MIN_ROUNDS`] rounds ran (the rounds run stopped early): too few
+    /// increments to tell.
+    TooFew,
+    /// Every round (all but one at most, and at least two) adds beyond the noise,
+    /// and the last still adds half the usual: a leak, however small against one
+    /// round's total.
     Leak,
 }
 
 impl RoundReadings {
-    /// What the rounds say.
+    /// What each round added to the one before (from the second round on).
+    pub fn increments(&self) -> Vec<f64> {
+        self.after_rounds.windows(2).map(|w| w[1] - w[0]).collect()
+    }
+
+    /// What the rounds say, from the increments against the tolerance.
     pub fn kept(&self) -> Kept {
-        let first = self.after_rounds.first().map_or(0.0, |r| r - self.before);
-        let last = match self.after_rounds.as_slice() {
-            [.., a, b] => b - a,
-            _ => return Kept::Settling,
-        };
-        if last <= self.tolerance {
+        if self.after_rounds.len() < MIN_ROUNDS {
+            return Kept::TooFew;
+        }
+        let increments = self.increments();
+        let tolerance = self.tolerance;
+        let adding = increments.iter().filter(|d| **d > tolerance).count();
+        let last = increments[increments.len() - 1];
+        let mut sorted = increments.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[sorted.len() / 2];
+        let repeats = adding + 1 >= increments.len() && adding >= 2;
+        if repeats && last > tolerance && last >= 0.5 * median {
+            return Kept::Leak;
+        }
+        // A round that gave memory back reuses it; one that still adds, never
+        // giving back, is filling.
+        let gave_back = increments.iter().any(|d| *d < -tolerance);
+        if gave_back || last <= tolerance {
             Kept::Reused
-        } else if last >= 0.5 * first {
-            Kept::Leak
         } else {
             Kept::Settling
         }

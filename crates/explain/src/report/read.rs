@@ -37,6 +37,9 @@ impl Report {
         }
         // Schema 4 -> 5: nothing to change; a sample's `memory_maps` count reads as
         // present (5 leaves it out of samples that did not walk the mappings).
+        // Schema 5 -> 6: `open_fds` now counts clmulti's own readers; an older report
+        // reads as it was (its figures a few descriptors short of what the kernel
+        // counted, at most its `clmulti_fds`).
         Ok(serde_json::from_value(value)?)
     }
 }

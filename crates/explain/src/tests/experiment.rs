@@ -12,20 +12,50 @@ use clmulti_scenario::{ContextMode, Rlimit};
 
 /// A runner whose runs fail where `rule` says: the changes and buffers allowed in,
 /// `Some(count)` to fail there, `None` to complete what was allowed.
-struct Rule<F: FnMut(&[Change], u64) -> Option<u64>>(F, Vec<Vec<Change>>);
+/// A replicate (the case unchanged) fails at the rule's `replicate` count when one
+/// is given.
+struct Rule<F: FnMut(&[Change], u64) -> Option<u64>>(F, Vec<Vec<Change>>, Option<u64>);
+
+impl<F: FnMut(&[Change], u64) -> Option<u64>> Rule<F> {
+    fn replicating(mut self, count: u64) -> Self {
+        self.2 = Some(count);
+        self
+    }
+
+    /// The runs made, replicates left out.
+    fn experiments(&self) -> Vec<&Vec<Change>> {
+        self.1
+            .iter()
+            .filter(|c| c[0].knob != Knob::Replicate)
+            .collect()
+    }
+}
 
 impl<F: FnMut(&[Change], u64) -> Option<u64>> Runner for Rule<F> {
     fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, String> {
         self.1.push(changes.to_vec());
+        if let (Knob::Replicate, Some(n)) = (&changes[0].knob, self.2) {
+            return Ok(run(2, ContextMode::Shared).failed_at(n));
+        }
+        // A microsecond a buffer, and the pause asked for on top.
+        let pause = changes
+            .iter()
+            .find(|c| c.knob == Knob::Pause)
+            .map_or(0.0, |c| c.to as f64 * 1e-6);
+        let mut build = run(2, ContextMode::Shared).seconds_per_buffer(1e-6 + pause);
+        if changes[0].knob == Knob::Devices {
+            // One descriptor a buffer, as the failing case had, whatever the peers.
+            build = build.fds(10.0, 1.0);
+        }
         Ok(match (self.0)(changes, count) {
-            Some(n) => rerun_failing_at(n.min(count)),
-            None => run(2, ContextMode::Shared).completed(count),
+            Some(n) => build.failed_at(n.min(count)),
+            None => build.completed(count),
         })
     }
 }
 
 fn rule<F: FnMut(&[Change], u64) -> Option<u64>>(f: F) -> Rule<F> {
-    Rule(f, Vec::new())
+    Rule(f, Vec::new(), None)
 }
 
 fn answer(r: &Report, q: ShapeQuestion) -> Option<ShapeAnswer> {
@@ -40,10 +70,15 @@ fn answer(r: &Report, q: ShapeQuestion) -> Option<ShapeAnswer> {
 fn moving_the_descriptor_limit_moves_the_failure_so_the_candidate_is_confirmed() {
     let mut r = failed_at_limit(1014, 1024, 10);
     // Descriptors really are the limit: the run fails where the soft limit leaves room.
-    let mut runner = rule(|changes, _| Some(changes[0].to.saturating_sub(10)));
+    let mut runner = rule(|changes, _| match changes[0].knob {
+        Knob::SoftLimit { .. } => Some(changes[0].to.saturating_sub(10)),
+        // One more device: the same count, descriptors are not per peer here.
+        _ => Some(1014),
+    })
+    .replicating(1014);
     investigate(&mut r, &mut runner);
     let c = &r.analysis.candidates[0];
-    let CandidateTest::Confirmed { experiments } = &c.test else {
+    let CandidateTest::Confirmed { experiments, .. } = &c.test else {
         panic!("{:?}\n{}", c.test, text(&r))
     };
     let lowered = &experiments[0];
@@ -70,9 +105,14 @@ fn moving_the_descriptor_limit_moves_the_failure_so_the_candidate_is_confirmed()
             ..
         })
     ));
-    assert!(
-        r.analysis.shape.is_empty(),
-        "a confirmed cause needs no shape runs"
+    // A confirmed cause on two devices asks only whether it is per peer.
+    assert_eq!(
+        r.analysis
+            .shape
+            .iter()
+            .map(|f| (f.question, f.answer))
+            .collect::<Vec<_>>(),
+        [(ShapeQuestion::PerPeer, Some(ShapeAnswer::NotPerPeer))]
     );
     let t = text(&r);
     assert!(
@@ -147,7 +187,8 @@ fn a_limit_that_lowering_moves_but_raising_does_not_is_refuted_as_the_cause() {
         .limit(Rlimit::NoFile, 1020, Some(20000))
         .failed_at(1000);
     assert_eq!(r.analysis.candidates.len(), 1, "{}", text(&r));
-    let mut runner = rule(|changes, _| Some(changes[0].to.saturating_sub(10).min(1000)));
+    let mut runner =
+        rule(|changes, _| Some(changes[0].to.saturating_sub(10).min(1000))).replicating(1000);
     investigate(&mut r, &mut runner);
     let c = &r.analysis.candidates[0];
     let CandidateTest::Refuted { experiments } = &c.test else {
@@ -218,9 +259,13 @@ fn the_shape_runs_tell_bytes_from_buffers_live_from_cumulative_context_from_proc
         let mut runner = rule(behaviour);
         investigate(&mut r, &mut runner);
         assert_eq!(answer(&r, question), Some(expected), "{case}\n{}", text(&r));
-        // Each question ran once, each with one thing moved.
-        assert_eq!(runner.1.len(), 4, "{case}");
+        // Each question ran once, each with one thing moved (time or count first).
+        assert_eq!(runner.experiments().len(), 5, "{case}");
         assert!(runner.1.iter().all(|c| c.len() == 1), "{case}");
+        assert_eq!(
+            answer(&r, ShapeQuestion::TimeOrCount),
+            Some(ShapeAnswer::Count)
+        );
     }
 }
 

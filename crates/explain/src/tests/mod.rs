@@ -3,6 +3,7 @@
 mod analysis;
 mod diagnosis;
 mod experiment;
+mod rigor;
 
 /// Every statement of a report's analysis, one a line.
 fn text(r: &crate::Report) -> String {

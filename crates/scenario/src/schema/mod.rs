@@ -456,6 +456,7 @@ fn value_schema_without_default(key: &str, description: &str) -> Option<Value> {
         ),
         "allocation.pool_size" => size(d, 1),
         "allocation.release_every" => integer(d, 1, None),
+        "allocation.pause_us" => integer(d, 0, Some(1_000_000)),
         "env" => env(d),
         "limits.nofile" => integer(d, 1, None),
         "limits.as" => size(d, 64 << 20),

@@ -154,7 +154,18 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
             "releases kept buffers in rounds: it needs keep = true and a strategy other than \"pool\"",
         ));
     }
+    let pause_us = match raw.pause_us {
+        None => 0,
+        Some(us @ 0..=MAX_PAUSE_US) => us as u64,
+        Some(_) => {
+            return Err(problem(
+                "allocation.pause_us",
+                format!("a pause is 0 to {MAX_PAUSE_US} microseconds (one second) per buffer"),
+            ))
+        }
+    };
     Ok(Allocation {
+        pause_us,
         size_bytes,
         count,
         flags,
@@ -165,6 +176,9 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
         pool_size_bytes,
     })
 }
+
+/// The longest pause after a buffer, microseconds.
+pub const MAX_PAUSE_US: i64 = 1_000_000;
 
 pub(super) fn guards(raw: &RawGuards) -> Result<Guards, Problem> {
     let max_rss = match &raw.max_rss {

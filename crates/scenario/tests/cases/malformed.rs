@@ -337,7 +337,7 @@ pub const CASES: &[Case] = &[
         text: "[grid]\n\"allocation.colour\" = [1, 2]\n",
         line: 2,
         key: "grid.\"allocation.colour\"",
-        fragment: "[allocation] has no key `colour`; its keys are size, count, flags, placement, keep, strategy, pool_size, release_every",
+        fragment: "[allocation] has no key `colour`; its keys are size, count, flags, placement, keep, strategy, pool_size, release_every, pause_us",
         schema: ForSchema::Refuses,
     },
     Case {
@@ -490,6 +490,14 @@ pub const CASES: &[Case] = &[
         line: 2,
         key: "context.count",
         fragment: "at most 64",
+        schema: ForSchema::Refuses,
+    },
+    Case {
+        what: "a pause over a second a buffer",
+        text: "[allocation]\npause_us = 2000000\n",
+        line: 2,
+        key: "allocation.pause_us",
+        fragment: "a pause is 0 to 1000000 microseconds (one second) per buffer",
         schema: ForSchema::Refuses,
     },
     Case {

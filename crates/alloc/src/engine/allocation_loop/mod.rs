@@ -80,6 +80,8 @@ pub(crate) struct LoopPlan {
     /// RSS assumed per requested byte until the run shows more (1; 2 with host
     /// pointers, whose host copy the engine or runtime holds too).
     pub rss_per_byte: f64,
+    /// Waited after each buffer (`allocation.pause_us`).
+    pub pause: std::time::Duration,
 }
 
 /// Why a run must not start: its first buffer alone, beside `fixed_host_bytes` the
@@ -375,6 +377,7 @@ pub(crate) fn allocation_loop(
         out.buffers += 1;
         out.live += 1;
         out.bytes = next_total;
+        pause(plan.pause);
         let released = plan.release_every == Some(out.live);
         if released {
             backend.release_live();
@@ -414,6 +417,22 @@ pub(crate) fn allocation_loop(
         }
     }
     out
+}
+
+/// Waits `pause`: spinning below a millisecond, where sleep overshoots by tens of
+/// microseconds (the pause must stay near what was asked to halve a rate).
+fn pause(pause: std::time::Duration) {
+    if pause.is_zero() {
+        return;
+    }
+    if pause >= std::time::Duration::from_millis(1) {
+        std::thread::sleep(pause);
+        return;
+    }
+    let until = Instant::now() + pause;
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
 }
 
 /// Whether a sample walks the mappings.

@@ -132,6 +132,7 @@ fn plan() -> LoopPlan {
         max_data: u64::MAX,
         max_seconds: 60.0,
         rss_per_byte: 1.0,
+        pause: std::time::Duration::ZERO,
     }
 }
 
