@@ -461,7 +461,11 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         let per = find(&reports, Role::PerDevice, strategy).map(|p| &reports[p].1);
         fix_reports = run_fixes(&reports[shared].1, per)?;
     }
-    if args.experiments && stop_signal().is_none() {
+    // A limit that outlives processes would stop the rounds too: no fair test.
+    let persistent = reports
+        .iter()
+        .any(|(_, r)| matches!(r.analysis.cause, Some(Cause::Persistent { .. })));
+    if args.experiments && stop_signal().is_none() && !persistent {
         second_rounds(&mut reports);
     }
     let placed: Vec<Placed<'_>> = reports

@@ -51,7 +51,7 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
         &mut s,
         "experiment",
         format!(
-            "context {}, strategy {}, {} x {}, flags {}",
+            "context {}, strategy {}, {} x {}, flags {}{}",
             r.scenario.context_mode.name(),
             alloc.strategy.name(),
             format_size(alloc.size_bytes),
@@ -65,6 +65,11 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
                 .map(|f| f.name())
                 .collect::<Vec<_>>()
                 .join("|"),
+            if alloc.pause_us > 0 {
+                format!(", a pause of {} us after each buffer", alloc.pause_us)
+            } else {
+                String::new()
+            },
         ),
     );
     line(
@@ -105,6 +110,10 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
                 .iter()
                 .any(|k| k.resource == c.resource)
         };
+        let horizon = r
+            .buffers
+            .max(1)
+            .saturating_mul(clmulti_explain::thresholds::HORIZON);
         for c in r
             .costs
             .iter()
@@ -119,12 +128,20 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
                     if c.estimated { " (estimate)" } else { "" }
                 ),
                 c.per_buffer_words(),
-                unit.format(c.last),
+                // A cap on what the run adds is read against what it added.
+                match &c.limit {
+                    Some(l) if l.of_growth => format!("+{}", unit.format(c.last - c.first)),
+                    _ => unit.format(c.last),
+                },
                 c.limit.as_ref().map_or("-".into(), |l| {
                     format!("{} ({})", unit.format(l.value), l.name)
                 }),
                 c.predicted_count.map_or("-".into(), |n| {
-                    format!("~{} buffers", format_count(n as f64))
+                    if n > horizon {
+                        format!("beyond {}x this run", clmulti_explain::thresholds::HORIZON)
+                    } else {
+                        format!("~{} buffers", format_count(n as f64))
+                    }
                 }),
             ]);
         }

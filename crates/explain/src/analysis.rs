@@ -11,20 +11,13 @@
 use crate::costs::{costs, negligible};
 use crate::report::{Cost, Report, StopReason, Warning, WarningKind};
 use crate::resource::{Facts, Resource};
+use crate::thresholds::{AT_LIMIT_SHARE, HORIZON, MATCH_BUFFERS, MATCH_SHARE};
 use crate::verdict::{
     Candidate, CandidateTest, Cause, LimitAhead, RunAnalysis, ShapeFinding, Statement,
 };
 use crate::words;
 use clmulti_scenario::{format_bytes, Strategy};
 
-/// A reading within this share of its limit counts as at the limit (when one
-/// buffer's growth is smaller).
-pub const AT_LIMIT_SHARE: f64 = 0.01;
-/// A predicted count matches a failing count within this share, or
-/// [`MATCH_BUFFERS`], whichever is larger.
-pub const MATCH_SHARE: f64 = 0.02;
-/// See [`MATCH_SHARE`].
-pub const MATCH_BUFFERS: u64 = 2;
 impl Report {
     /// Finishes a report from its samples: per-buffer costs against the run's limits,
     /// the leak check by readings, the warnings that depend on them, and the
@@ -58,9 +51,6 @@ pub fn counts_match(predicted: u64, observed: u64) -> bool {
 pub(crate) fn growing(cost: &Cost) -> bool {
     !negligible(&cost.resource, cost.per_buffer) && cost.per_buffer > cost.margin
 }
-
-/// Extrapolations stop this many times past the buffers a run reached.
-pub const HORIZON: u64 = 10;
 
 /// The resource's reading when the run stopped, as its limit counts it.
 fn reading_at_end(cost: &Cost) -> f64 {
@@ -322,17 +312,23 @@ fn system_noise_statement(report: &Report) -> Option<Statement> {
 
 /// The first limit the growing resources meet.
 fn first_limit(report: &Report) -> Option<LimitAhead> {
-    let rss = cost_of(report, &Resource::HostRss).map_or(0.0, |c| c.per_buffer);
+    nearest_limit(report).filter(|ahead| ahead.count <= horizon(report))
+}
+
+/// How far a run's lines are extrapolated: [`HORIZON`] times the buffers it reached.
+fn horizon(report: &Report) -> u64 {
+    report.buffers.max(1).saturating_mul(HORIZON)
+}
+
+/// The nearest limit the growing resources meet, however far. A system-wide reading
+/// (other processes move it) counts only against a cap on what the run adds to it.
+pub(crate) fn nearest_limit(report: &Report) -> Option<LimitAhead> {
     report
         .costs
         .iter()
         .filter(|c| growing(c))
-        // System memory in use grows with RSS and with every other process: it is a
-        // limit of its own only when it grows well beyond RSS (memory outside RSS).
-        .filter(|c| {
-            c.resource != Resource::SystemMemoryUsed || c.per_buffer > (2.0 * rss).max(4096.0)
-        })
         .filter_map(|c| Some((c, c.limit.clone()?, c.predicted_count?)))
+        .filter(|(c, limit, _)| !c.resource.system_wide() || limit.of_growth)
         .min_by_key(|(_, _, n)| *n)
         .map(|(c, limit, count)| LimitAhead {
             resource: c.resource.clone(),
@@ -399,7 +395,7 @@ fn lazy_statement(report: &Report) -> Option<Statement> {
         Statement::inferred(
             "host RSS and device readings",
             format!(
-                "created buffers hold no memory yet ({} of host RSS per {} buffer): the runtime allocates at first use, so strategy \"fill\" shows what residency costs",
+                "created buffers hold no buffer memory yet (only {} of host RSS per {} buffer, under 1% of its size): the runtime allocates at first use, so strategy \"fill\" shows what residency costs",
                 format_bytes(rss.per_buffer),
                 format_bytes(size)
             ),
@@ -434,17 +430,19 @@ fn oversize_statement(report: &Report) -> Option<Statement> {
 }
 
 fn ahead_statement(report: &Report, ahead: Option<&LimitAhead>) -> Option<Statement> {
-    let horizon = report.buffers.max(1).saturating_mul(HORIZON);
+    let beyond = nearest_limit(report).filter(|a| a.count > horizon(report));
     match ahead {
-        Some(ahead) if ahead.count > horizon => Some(Statement::inferred(
-            format!("{} growth", ahead.resource.label()),
-            format!(
-                "no limit within {HORIZON} times this run's {} buffers: the nearest, {} ({}), lies beyond; a line is not extrapolated further",
-                report.buffers,
-                ahead.limit.name,
-                ahead.resource.unit().format(ahead.limit.value),
-            ),
-        )),
+        None if beyond.is_some() => beyond.map(|ahead| {
+            Statement::inferred(
+                format!("{} growth", ahead.resource.label()),
+                format!(
+                    "no limit within {HORIZON} times this run's {} buffers: the nearest, {} ({}), lies beyond; a line is not extrapolated further",
+                    report.buffers,
+                    ahead.limit.name,
+                    ahead.resource.unit().format(ahead.limit.value),
+                ),
+            )
+        }),
         Some(ahead) => Some(Statement::inferred(
             format!(
                 "{} growth{}",

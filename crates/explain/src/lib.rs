@@ -69,10 +69,13 @@ pub mod release;
 pub mod render;
 mod report;
 mod resource;
+mod sample;
+pub mod stats;
 #[doc(hidden)]
 pub mod testing;
 #[cfg(test)]
 mod tests;
+pub mod thresholds;
 pub mod verdict;
 pub mod words;
 

@@ -94,7 +94,7 @@ pub fn release_statement(report: &Report) -> Option<Statement> {
     }
     let parts: Vec<String> = check.not_returned.iter().map(words::not_returned).collect();
     let mut out = format!(
-        "every release call succeeded, yet {}: memory the runtime (or a layer) keeps after release",
+        "every release call succeeded, yet {}: what the runtime (or a layer) keeps after release",
         parts.join("; ")
     );
     out.push_str(&trim_words(report));
@@ -172,48 +172,63 @@ pub(crate) fn rounds_words(round: &SecondRound) -> String {
 /// heap (in use, kept free) where it was read.
 fn round_words(r: &RoundReadings, heap: Option<(&RoundReadings, &RoundReadings)>) -> String {
     let unit = r.resource.unit();
-    let list = |values: Vec<f64>, signed: bool| {
-        values
-            .iter()
-            .map(|v| {
-                let sign = if !signed {
-                    ""
-                } else if *v < 0.0 {
-                    "-"
-                } else {
-                    "+"
-                };
-                format!("{sign}{}", unit.format(v.abs()))
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let above: Vec<f64> = r.after_rounds.iter().map(|a| a - r.before).collect();
-    let added = list(r.increments(), true);
+    let added = signed_list(unit, &r.increments());
+    let noise = unit.format(r.tolerance);
     let meaning = match r.kept() {
         Kept::Leak | Kept::Settling if fragments(r, heap) => format!(
-            "rounds added {added} while the C library's heap in use did not grow and its kept-free heap grew about as much: freed heap the C library keeps and fragments, not a leak of live allocations"
+            "rounds added {added} while the C library's live allocations grew less than a quarter of that and its kept-free heap at least half as much: freed heap the C library keeps and fragments, not a leak of live allocations"
         ),
         Kept::TooFew => format!(
             "only {} rounds ran, too few to tell a cache from a leak (each round added {added})",
             r.after_rounds.len()
         ),
-        Kept::Reused => format!("no growth that repeats (each round added {added}): reused, a cache"),
-        Kept::Settling => format!("rounds added unevenly, never giving back ({added}): not a steady leak, not yet a settled cache"),
+        Kept::Reused if r.increments().iter().any(|d| *d < -r.tolerance) => format!(
+            "rounds gave memory back as well as took it ({added}): reused, a cache, however single rounds swing"
+        ),
+        Kept::Reused => format!(
+            "the last rounds added no more than the {noise} noise ({added}): reused, a cache (a leak under {noise} a round would not show)"
+        ),
+        Kept::Settling => format!(
+            "rounds added unevenly, never giving back ({added}): not a steady leak, not yet a settled cache"
+        ),
         Kept::Leak => format!(
-            "every round added more ({added}, each beyond the {} noise): it keeps growing, a leak",
-            unit.format(r.tolerance)
+            "every round added about as much again ({added}, each beyond the {noise} noise): it keeps growing, a leak"
         ),
     };
     format!(
         "{} {} above its start after each round: {meaning}",
         r.resource.label(),
-        list(above, false)
+        above
+            .iter()
+            .map(|v| unit.format(*v))
+            .collect::<Vec<_>>()
+            .join(", ")
     )
 }
 
-/// Whether memory growing over the rounds is the C library's kept-free heap: its heap
-/// in use does not grow while what it keeps free grows at least half as much.
+/// Signed values in a unit: `+1.00 MiB, -4.00 KiB`.
+fn signed_list(unit: Unit, values: &[f64]) -> String {
+    values
+        .iter()
+        .map(|v| {
+            let sign = if *v < 0.0 { "-" } else { "+" };
+            format!("{sign}{}", unit.format(v.abs()))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What a reading grew over the rounds, first to last.
+fn growth(r: &RoundReadings) -> f64 {
+    match r.after_rounds.as_slice() {
+        [first, .., last] => last - first,
+        _ => 0.0,
+    }
+}
+
+/// Whether memory growing over the rounds is the C library's kept-free heap: its live
+/// allocations grew less than a quarter as much, what it keeps free at least half.
 fn fragments(r: &RoundReadings, heap: Option<(&RoundReadings, &RoundReadings)>) -> bool {
     let Some((in_use, free)) = heap else {
         return false;
@@ -221,35 +236,33 @@ fn fragments(r: &RoundReadings, heap: Option<(&RoundReadings, &RoundReadings)>) 
     if r.resource.unit() != Unit::Bytes || r.resource == Resource::HeapInUse {
         return false;
     }
-    let growth = |x: &RoundReadings| match x.after_rounds.as_slice() {
-        [first, .., last] => last - first,
-        _ => 0.0,
-    };
-    !matches!(in_use.kept(), Kept::Leak | Kept::Settling) && growth(free) >= 0.5 * growth(r)
+    growth(in_use) < 0.25 * growth(r) && growth(free) >= 0.5 * growth(r)
 }
 
-/// The C library's part: host memory kept while its heap in use came back.
+/// The C library's part of what stayed after the last round: live allocations, and
+/// the freed heap it keeps.
 fn allocator_words(readings: &[RoundReadings]) -> String {
     let find = |r: Resource| readings.iter().find(|x| x.resource == r);
     let (Some(rss), Some(in_use)) = (find(Resource::HostRss), find(Resource::HeapInUse)) else {
         return String::new();
     };
-    if in_use.kept() == Kept::Leak {
-        return String::new();
-    }
     let last = |r: &RoundReadings| r.after_rounds.last().map_or(0.0, |a| a - r.before);
     if last(in_use) < 0.5 * last(rss) {
+        let free = find(Resource::HeapFree).map_or(String::new(), |f| {
+            format!(", and it keeps {} of freed heap", format_bytes(last(f)))
+        });
         format!(
-            "; the C library keeps freed heap: its heap in use came back to within {} of its start while RSS stayed {} up, so no live allocation holds that memory",
-            format_bytes(last(in_use).max(0.0)),
-            format_bytes(last(rss))
+            "; of the {} of RSS above the start after the last round, the C library's live allocations hold {}{free}: most of what stays is not held by any live allocation",
+            format_bytes(last(rss)),
+            format_bytes(last(in_use).max(0.0))
         )
     } else {
         String::new()
     }
 }
 
-/// What the one-device control kept, against the run.
+/// What the one-device control kept, against the run: each resource's growth per
+/// round in both, set side by side.
 fn control_words(round: &SecondRound, control: &RoundsControl) -> String {
     if control.readings.is_empty() {
         return format!(
@@ -257,34 +270,31 @@ fn control_words(round: &SecondRound, control: &RoundsControl) -> String {
             control.experiment.stop
         );
     }
+    let per_round = |r: &RoundReadings| growth(r) / (r.after_rounds.len().max(2) - 1) as f64;
     let parts: Vec<String> = round
         .readings
         .iter()
-        .filter(|r| !matches!(r.resource, Resource::HeapInUse | Resource::HeapFree))
+        .filter(|r| r.resource != Resource::HeapFree)
         .map(|r| {
-            let c = control.readings.iter().find(|c| c.resource == r.resource);
-            let Some(c) = c else {
+            let unit = r.resource.unit();
+            let Some(c) = control.readings.iter().find(|c| c.resource == r.resource) else {
                 return format!("{} came back there", r.resource.label());
             };
-            let unit = r.resource.unit();
-            let above: Vec<String> = c
-                .after_rounds
-                .iter()
-                .map(|a| unit.format(a - c.before))
-                .collect();
-            let meaning = match (r.kept(), c.kept()) {
-                (Kept::Leak, Kept::Leak) => "it grows there too: not a cost of sharing",
-                (Kept::Leak, _) => {
-                    "it does not grow there: the leak comes with sharing the context"
-                }
-                (a, b) if a == b => "the same",
-                (_, Kept::Leak) => "it grows there, not here",
-                _ => "kept there too, without growing",
+            let (here, there) = (per_round(r), per_round(c));
+            let meaning = if r.kept() != Kept::Leak {
+                "the same question there"
+            } else if there <= r.tolerance.max(0.25 * here) {
+                "it does not grow there: the growth comes with sharing the context"
+            } else if there >= 0.5 * here {
+                "it grows there too: not a cost of sharing"
+            } else {
+                "it grows less there: part of the growth comes with sharing"
             };
             format!(
-                "{} {} above its start after each round ({meaning})",
+                "{} {} a round there against {} here ({meaning})",
                 r.resource.label(),
-                above.join(", ")
+                signed_list(unit, &[there]),
+                signed_list(unit, &[here])
             )
         })
         .collect();

@@ -1,6 +1,6 @@
 //! The resources a run measures: what each reading is, its unit, and its limit.
 
-use crate::report::{Layers, Sample};
+use crate::sample::{Layers, Sample};
 use clmulti_probe::{DeviceInfo, DriverLimits, DrmMemoryKind, HostLimits};
 use clmulti_scenario::layer::Policy;
 use clmulti_scenario::{format_bytes, Rlimit, Scenario};

@@ -531,18 +531,22 @@ impl Replicates {
         let ended_before = self
             .runs
             .iter()
-            .all(|r| r.failed || r.seconds <= median * (1.0 + TIME_SHARE));
-        let long_enough = median >= MIN_TIME_LIMIT_SECONDS;
-        if seconds.len() >= 2 && long_enough && spread <= TIME_SHARE * median && ended_before {
+            .all(|r| r.failed || r.seconds <= median * (1.0 + crate::thresholds::TIME_SHARE));
+        let long_enough = median >= crate::thresholds::MIN_TIME_LIMIT_SECONDS;
+        if seconds.len() >= 2
+            && long_enough
+            && spread <= crate::thresholds::TIME_SHARE * median
+            && ended_before
+        {
             return Reproduced::Time { seconds: median };
         }
         Reproduced::No
     }
 
-    /// How far a count may move and still be the same failure: three times the
-    /// replicates' spread, [`MIN_SLACK`] buffers, or half a percent of the count.
-    pub fn slack(&self, count: u64) -> u64 {
-        noise_slack(self.spread(), count)
+    /// How far a count may move and still be the same failure (see
+    /// [`noise_slack`](crate::thresholds::noise_slack)).
+    pub fn slack(&self) -> u64 {
+        crate::thresholds::noise_slack(self.spread())
     }
 }
 
@@ -553,31 +557,7 @@ fn straight(counts: &[u64]) -> bool {
         .enumerate()
         .map(|(i, c)| (i as f64, *c as f64))
         .collect();
-    let Some(line) = crate::costs::fit(&points) else {
-        return false;
-    };
-    let mean = points.iter().map(|p| p.1).sum::<f64>() / points.len() as f64;
-    let total: f64 = points.iter().map(|p| (p.1 - mean).powi(2)).sum();
-    let residual: f64 = points
-        .iter()
-        .map(|(x, y)| (y - line.intercept - line.slope * x).powi(2))
-        .sum();
-    total > 0.0 && 1.0 - residual / total >= 0.9
-}
-
-/// Failure times under this are the loop's start-up (its first buffers), not a limit
-/// on time: replicates do not call one shorter a time limit.
-pub const MIN_TIME_LIMIT_SECONDS: f64 = 0.01;
-/// Replicates' failure times within this share of their median are the same time.
-pub const TIME_SHARE: f64 = 0.15;
-/// Replicates within this share of the count (or [`MIN_SLACK`]) agree.
-pub const REPLICATE_SHARE: f64 = 0.02;
-/// The least slack a count is judged with, buffers.
-pub const MIN_SLACK: u64 = 2;
-
-/// The slack of a count given the replicates' spread (see [`Replicates::slack`]).
-pub fn noise_slack(spread: u64, count: u64) -> u64 {
-    (3 * spread).max(MIN_SLACK).max(count / 200)
+    crate::stats::straight(&points, 0.9)
 }
 
 /// What re-running the failing case unchanged showed.

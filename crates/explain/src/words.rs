@@ -35,7 +35,7 @@ fn experiment_words(e: &Experiment) -> String {
         .map_or(String::new(), |p| format!(", predicted {p}"));
     let seconds = e
         .observed_seconds
-        .map_or(String::new(), |s| format!(" at {s:.2} s"));
+        .map_or(String::new(), |s| format!(" at {}", seconds(s)));
     format!(
         "{}: {}{seconds} (before {}{predicted})",
         change(&e.change),
@@ -67,7 +67,7 @@ pub fn candidate(c: &Candidate, estimated: bool) -> Statement {
         CandidateTest::Consistent { why, .. } => Statement::inferred(
             from.clone(),
             format!(
-                "consistent with {label} at {} (only lowering could be tried: a limit, not shown to be the one met; {why}): {}",
+                "consistent with {label} at {} ({why}): {}",
                 c.limit.name,
                 runs.join("; ")
             ),
@@ -126,30 +126,39 @@ pub fn candidate(c: &Candidate, estimated: bool) -> Statement {
 
 /// What re-running the failing case unchanged showed, as a statement.
 pub fn replicates(r: &crate::verdict::Replicates) -> Statement {
-    let runs: Vec<String> = r
-        .runs
-        .iter()
-        .map(|run| {
-            if run.failed {
-                format!("{} ({:.2} s)", run.count, run.seconds)
-            } else {
-                format!("{} without failing", run.count)
-            }
-        })
-        .collect();
+    let run = |run: &crate::verdict::ReplicateRun| {
+        if run.failed {
+            format!("{} ({})", run.count, seconds(run.seconds))
+        } else {
+            format!("{} without failing", run.count)
+        }
+    };
+    let again: Vec<String> = r.runs.iter().skip(1).map(run).collect();
     let verdict = match r.reproduced() {
         crate::verdict::Reproduced::Yes => format!(
-            "the same failure: every experiment is judged against this spread ({} buffers; a count within {} of another is the same)",
-            r.spread(),
-            r.slack(r.runs[0].count)
+            "the same failure; every experiment is judged against a slack of {} buffers (three times their spread, at least {})",
+            r.slack(),
+            crate::thresholds::MIN_SLACK
         ),
         _ => "they do not agree (see the cause)".to_owned(),
     };
     Statement::measured(format!(
-        "the failing case re-run unchanged, each in a fresh process, failed at {} (tolerance {}): {verdict}",
-        runs.join(", "),
+        "the failing case failed at {}; re-run unchanged, each in a fresh process: {} (they agree within {} buffers): {verdict}",
+        r.runs.first().map_or_else(String::new, run),
+        again.join(", "),
         r.tolerance
     ))
+}
+
+/// A time in the unit that shows it: `4 ms`, `0.40 s`, `12.3 s`.
+pub fn seconds(s: f64) -> String {
+    if s < 0.1 {
+        format!("{:.0} ms", s * 1000.0)
+    } else if s < 10.0 {
+        format!("{s:.2} s")
+    } else {
+        format!("{s:.1} s")
+    }
 }
 
 /// Counts in a list: `58, 460, 486`.
@@ -170,8 +179,9 @@ pub fn unsteady(cause: &crate::verdict::Cause) -> Statement {
             "not reproducible: the same case failed at {} buffers, so no count-based cause or shape is claimed from runs within that spread",
             list(counts)
         ),
-        Cause::TimeLimit { seconds, counts } => format!(
-            "a time limit (after about {seconds:.2} s): the failures held their time while their counts did not ({} buffers); not a limit on buffers or bytes",
+        Cause::TimeLimit { seconds: at, counts } => format!(
+            "a time limit (after about {}): the failures held their time while their counts did not ({} buffers); not a limit on buffers or bytes",
+            seconds(*at),
             list(counts)
         ),
         Cause::Persistent { counts } => format!(
@@ -249,7 +259,7 @@ pub fn not_explained(unmeasured: &[String], had_candidates: bool) -> Statement {
     } else {
         format!(
             "no growing resource was within one buffer's growth (or {:.0}%) of its limit with a line that meets it at the failing count",
-            crate::analysis::AT_LIMIT_SHARE * 100.0
+            crate::thresholds::AT_LIMIT_SHARE * 100.0
         )
     };
     Statement::inferred(
@@ -365,31 +375,6 @@ pub fn figure(v: f64) -> String {
     }
 }
 
-/// The kernel driver's counts per buffer in each case of one strategy, as one
-/// statement: what the runtime asked of the driver for each buffer.
-pub fn kernel_counts(
-    cases: &[&crate::diagnosis::KernelCounts],
-    devices: usize,
-) -> Option<Statement> {
-    let first = cases.first()?;
-    let parts: Vec<String> = cases
-        .iter()
-        .map(|c| {
-            format!(
-                "{}: {}",
-                c.role.label(devices),
-                kernel_counts_list(&c.per_buffer)
-            )
-        })
-        .collect();
-    Some(Statement::measured(format!(
-        "strategy {}, per buffer, as {} counted what the runtime asked of it: {}",
-        first.strategy.name(),
-        first.source,
-        parts.join("; ")
-    )))
-}
-
 /// What the tracer saw fail inside the OpenCL call that stopped a run: "clCreateBuffer
 /// returned CL_OUT_OF_HOST_MEMORY (-6) after ioctl(3, DRM_IOCTL_PRIME_HANDLE_TO_FD)
 /// failed with EMFILE in libigdrcl.so+0x742f3c <- ...", or that nothing failed.
@@ -452,7 +437,12 @@ pub fn runtime_log(report: &crate::Report) -> Option<Statement> {
         .rev()
         .map(|l| format!("\"{}\"", l.trim()))
         .collect();
-    Some(Statement::measured(if quoted.is_empty() {
+    Some(Statement::measured(if before.is_empty() {
+        format!(
+            "{}: the runtime printed nothing before the failure",
+            report.run_name
+        )
+    } else if quoted.is_empty() {
         format!("{}: the runtime's own log says nothing of an error in its last {} lines before the failure (kept in the run's report)", report.run_name, before.len())
     } else {
         format!(
@@ -473,6 +463,15 @@ fn errnos_at_limit(resource: &crate::Resource) -> &'static [&'static str] {
         Resource::LockedMemory => &["ENOMEM", "EAGAIN", "EPERM"],
         _ => &[],
     }
+}
+
+/// The errno of the run's failing call, when it is one a call gets with `resource`
+/// at its limit.
+pub fn failing_errno_of<'a>(resource: &crate::Resource, run: &'a crate::Report) -> Option<&'a str> {
+    let call = run.traced.as_ref()?.failing_calls.last()?;
+    errnos_at_limit(resource)
+        .contains(&call.errno_name.as_str())
+        .then_some(call.errno_name.as_str())
 }
 
 /// Whether the call that failed inside the shared run agrees with the cause its

@@ -161,11 +161,12 @@ fn raise(shared: &Report, which: Rlimit) -> (Fix, Option<String>) {
     } else {
         None
     };
-    (
-        Fix::RaiseSoftLimit {
-            limit: which,
-            to: target,
-        },
-        why_not,
-    )
+    // Where it cannot be raised here, the fix names a value past the hard limit: what
+    // a process that may raise it (root with CAP_SYS_RESOURCE) would set.
+    let to = if target <= soft && !which.in_bytes() {
+        soft.saturating_mul(2)
+    } else {
+        target
+    };
+    (Fix::RaiseSoftLimit { limit: which, to }, why_not)
 }

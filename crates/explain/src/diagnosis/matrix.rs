@@ -87,18 +87,23 @@ impl Diagnosis {
             })
             .flatten()
             .collect();
+        // Runs that stopped before their first buffer measured no buffer at all.
+        let none_allocated = !runs.is_empty() && runs.iter().all(|p| p.report.buffers == 0);
         for strategy in matrix.strategies() {
             verdict.push(stops_statement(&matrix, strategy, n));
             verdict.extend(ended_without_report(&matrix, strategy));
             let Some(shared) = matrix.pick(Role::Shared, strategy) else {
                 continue;
             };
+            if none_allocated {
+                continue;
+            }
             let per = matrix.pick(Role::PerDevice, strategy);
             let (costs, extra) = sharing(&matrix, strategy, shared, n);
             sharing_costs.extend(costs);
             verdict.extend(extra);
             for source in [super::KERNEL_COUNTS, super::TRACED_COUNTS] {
-                verdict.extend(words::kernel_counts(
+                verdict.extend(KernelCounts::statement(
                     &kernel_counts
                         .iter()
                         .filter(|k| k.strategy == strategy && k.source == source)
@@ -120,7 +125,11 @@ impl Diagnosis {
             }
         }
         verdict.extend(time_across_strategies(&matrix));
-        if !runs.iter().any(|p| failed(p.report)) {
+        if none_allocated {
+            verdict.push(Statement::measured(
+                "no run allocated a buffer: every case stopped before its first (see how each ended above), so nothing here measures what a buffer costs or where one fails".to_owned(),
+            ));
+        } else if !runs.iter().any(|p| failed(p.report)) {
             verdict.extend(no_failure(shared_any));
         }
         let release = release_findings(runs);
@@ -137,7 +146,7 @@ impl Diagnosis {
             kernel_counts,
             investigation: investigated,
             release,
-            fixes: fixes.iter().map(fix_outcome).collect(),
+            fixes: fixes.iter().map(|f| fix_outcome(f, shared_any)).collect(),
             verdict,
         }
     }
@@ -262,26 +271,27 @@ fn time_across_strategies(matrix: &Matrix<'_>) -> Option<Statement> {
         *counts.iter().min().expect("two"),
         *counts.iter().max().expect("two"),
     );
-    let same_time = high - low <= crate::verdict::TIME_SHARE * high && low > 0.0;
-    let apart = most > fewest.saturating_mul(3) / 2 + crate::verdict::MIN_SLACK;
+    let same_time = high - low <= crate::thresholds::TIME_SHARE * high
+        && low >= crate::thresholds::MIN_TIME_LIMIT_SECONDS;
+    let apart = most > fewest.saturating_mul(3) / 2 + crate::thresholds::MIN_SLACK;
     (same_time && apart).then(|| {
         let each: Vec<String> = failures
             .iter()
             .map(|r| {
                 format!(
-                    "{} at {} buffers after {:.2} s",
+                    "{} at {} buffers after {}",
                     r.scenario.allocation.strategy.name(),
                     r.buffers,
-                    r.elapsed_seconds
+                    words::seconds(r.elapsed_seconds)
                 )
             })
             .collect();
         Statement::inferred(
             "the shared runs' failure times and counts",
             format!(
-                "the shared context's failure follows time, not buffers: {} (a time limit after about {:.2} s)",
+                "the shared context's failure follows time, not buffers: {} (a time limit after about {})",
                 each.join(", "),
-                (low + high) / 2.0
+                words::seconds((low + high) / 2.0)
             ),
         )
     })
@@ -335,6 +345,7 @@ fn sharing(
             continue;
         }
         let extra = s.zip(p).map(|(s, p)| s - p);
+        let mut measurable = false;
         if let (Some(e), Some(s), Some(p)) = (extra, s, p) {
             // Apart beyond both fits' margins, not only beyond the noise floor.
             let margin = |r: Option<&Report>| {
@@ -342,7 +353,8 @@ fn sharing(
                     .map_or(0.0, |c| c.margin)
             };
             let margins = margin(Some(shared)).hypot(margin(per));
-            if differs(&resource, s, p) && e.abs() > margins {
+            measurable = differs(&resource, s, p) && e.abs() > margins;
+            if measurable {
                 let unit = resource.unit();
                 extras.push(format!(
                     "{} {}{} per buffer ({} shared vs {} per device)",
@@ -361,11 +373,12 @@ fn sharing(
             shared: s,
             per_device: p,
             extra,
+            measurable,
         });
     }
     let statement = per.map(|_| {
         Statement::measured(if extras.is_empty() {
-            format!("with strategy {}, sharing one context over {n} devices adds no measurable cost per buffer over one context per device", strategy.name())
+            format!("with strategy {}, sharing one context over {n} devices adds no measurable cost per buffer over one context per device (system-wide readings left out: other processes move them)", strategy.name())
         } else {
             format!(
                 "with strategy {}, sharing one context over {n} devices adds {}",
@@ -513,24 +526,20 @@ fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
 
 fn no_failure(shared: Option<&Report>) -> Vec<Statement> {
     let mut out = vec![Statement::measured("no run failed".to_owned())];
-    let within = |r: &&Report| {
-        let ahead = r.analysis.first_limit.as_ref();
-        ahead.is_some_and(|a| a.count <= r.buffers.saturating_mul(crate::analysis::HORIZON))
-    };
-    if let Some(r) = shared.filter(|r| r.analysis.first_limit.is_some() && !within(r)) {
+    let beyond = shared
+        .filter(|r| r.analysis.first_limit.is_none())
+        .and_then(|r| crate::analysis::nearest_limit(r).map(|a| (r.buffers, a)));
+    if let Some((buffers, ahead)) = beyond {
         out.push(Statement::inferred(
             "the shared context's growth",
             format!(
-                "no limit within {} times the shared context's {} buffers: a line is not extrapolated further",
-                crate::analysis::HORIZON,
-                r.buffers
+                "no limit within {} times the shared context's {buffers} buffers (the nearest, {}, lies beyond): a line is not extrapolated further",
+                crate::thresholds::HORIZON,
+                ahead.limit.name
             ),
         ));
     }
-    if let Some(ahead) = shared
-        .filter(within)
-        .and_then(|r| r.analysis.first_limit.as_ref())
-    {
+    if let Some(ahead) = shared.and_then(|r| r.analysis.first_limit.as_ref()) {
         out.push(Statement::inferred(
             format!("{} growth in the shared context", ahead.resource.label()),
             format!(
@@ -589,7 +598,7 @@ fn release_statement(findings: &[ReleaseFinding]) -> Option<Statement> {
         })
         .collect();
     Some(Statement::measured(format!(
-        "every release call succeeded, yet readings stayed up after release in {} of the runs (memory the runtime, or a layer, keeps): {}",
+        "every release call succeeded, yet readings stayed up after release in {} of the runs (what the runtime, or a layer, keeps): {}",
         findings.len(),
         runs.join(". ")
     )))
@@ -655,7 +664,19 @@ fn known(platform: &str, seen: Option<Seen>) -> Vec<Statement> {
     out
 }
 
-fn fix_outcome((fix, result): &(Fix, Result<&Report, String>)) -> FixOutcome {
+/// What a fix's run shows. For a shared case that failed: whether the fix run got
+/// through. For one that only headed for a limit: whether the fix moved that limit
+/// (gone, or at least twice as far).
+fn fix_outcome(
+    (fix, result): &(Fix, Result<&Report, String>),
+    shared: Option<&Report>,
+) -> FixOutcome {
+    let ahead = |r: &Report| {
+        r.analysis
+            .first_limit
+            .as_ref()
+            .map(|l| (l.count, l.limit.name.clone()))
+    };
     let outcome = match result {
         Err(reason) => Outcome::Untested {
             reason: reason.clone(),
@@ -664,9 +685,20 @@ fn fix_outcome((fix, result): &(Fix, Result<&Report, String>)) -> FixOutcome {
             buffers: r.buffers,
             stop: outcome(r),
         },
-        Ok(r) => Outcome::Worked {
-            buffers: r.buffers,
-            stop: outcome(r),
+        Ok(r) => match (shared.filter(|s| !failed(s)).and_then(ahead), ahead(r)) {
+            (Some((before, _)), Some((after, name))) if after < before.saturating_mul(2) => {
+                Outcome::DidNotWork {
+                    buffers: r.buffers,
+                    stop: format!(
+                        "{}, still heading for {name} at about {after} buffers (the shared context: about {before})",
+                        outcome(r)
+                    ),
+                }
+            }
+            _ => Outcome::Worked {
+                buffers: r.buffers,
+                stop: outcome(r),
+            },
         },
     };
     FixOutcome {

@@ -203,6 +203,9 @@ pub struct SharingCost {
     pub per_device: Option<f64>,
     /// Shared minus per-device (what sharing adds).
     pub extra: Option<f64>,
+    /// Whether `extra` stands out: beyond the noise floor and both fits' margins.
+    #[serde(default)]
+    pub measurable: bool,
 }
 
 /// A soft limit's value in words: bytes for the byte limits.
@@ -282,6 +285,28 @@ impl KernelCounts {
             buffers,
             per_buffer,
         })
+    }
+
+    /// The counts per buffer in each case of one strategy, as one statement: what
+    /// the runtime asked of the kernel driver for each buffer.
+    pub fn statement(cases: &[&KernelCounts], devices: usize) -> Option<Statement> {
+        let first = cases.first()?;
+        let parts: Vec<String> = cases
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}: {}",
+                    c.role.label(devices),
+                    crate::words::kernel_counts_list(&c.per_buffer)
+                )
+            })
+            .collect();
+        Some(Statement::measured(format!(
+            "strategy {}, what the runtime asked per buffer ({}): {}",
+            first.strategy.name(),
+            first.source,
+            parts.join("; ")
+        )))
     }
 }
 

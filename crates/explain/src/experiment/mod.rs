@@ -8,7 +8,7 @@
 //!
 //! Then each candidate ([`analysis::candidates`](crate::analysis::candidates)) whose
 //! limit the process can move is re-run with the limit lowered and raised. It is
-//! *confirmed* when lowering lands where its line predicts (within [`MOVED_SHARE`] or
+//! *confirmed* when lowering lands where its line predicts (within [`MOVED_SHARE`](crate::thresholds::MOVED_SHARE) or
 //! the noise) *and* raising lets the run go further (a second limit may stop it
 //! short of the prediction: that is said); *consistent* when only lowering could be
 //! tried; *refuted* when either did not move; *inconclusive* when lowering moved
@@ -24,6 +24,7 @@
 use crate::analysis::conclusions;
 use crate::report::{Report, StopReason};
 use crate::resource::Resource;
+use crate::thresholds::MOVED_SHARE;
 use crate::verdict::{
     Candidate, CandidateTest, Change, EnvUnit, Experiment, ExperimentOutcome, Knob, ShapeAnswer,
     ShapeFinding, ShapeQuestion,
@@ -38,9 +39,6 @@ pub use replicate::{replicate, Noise};
 pub use rounds::{second_round, ROUNDS};
 pub use shape::shape;
 
-/// A failing count has moved (or stayed) when it is within this share of the count
-/// expected.
-pub const MOVED_SHARE: f64 = 0.05;
 /// The most buffers an experiment may ask for.
 pub const MAX_EXPERIMENT_BUFFERS: u64 = 1_000_000;
 /// PoCL reads its device memory size, in whole GiB, from this variable.
@@ -87,7 +85,7 @@ pub enum Plan {
 /// Whether `count` is where `expected` said: within [`MOVED_SHARE`] of it, or the
 /// noise.
 pub fn near(count: u64, expected: u64, noise: Noise) -> bool {
-    let slack = ((expected as f64 * MOVED_SHARE).round() as u64).max(noise.slack(expected));
+    let slack = ((expected as f64 * MOVED_SHARE).round() as u64).max(noise.slack());
     count.abs_diff(expected) <= slack
 }
 
@@ -190,12 +188,16 @@ pub fn plan(candidate: &Candidate, report: &Report) -> Plan {
                 }),
                 None => {
                     one_sided = Some(format!(
-                        "raised, it would take more than {MAX_EXPERIMENT_BUFFERS} buffers"
+                        "only lowering could be tried: a limit, not shown to be the one met; raised, it would take more than {MAX_EXPERIMENT_BUFFERS} buffers"
                     ))
                 }
             }
         }
-        Err(why) => one_sided = Some(why),
+        Err(why) => {
+            one_sided = Some(format!(
+                "only lowering could be tried: a limit, not shown to be the one met; {why}"
+            ))
+        }
     }
     if trials.is_empty() {
         return Plan::NotTestable {
@@ -369,13 +371,30 @@ pub fn judge(
 /// stopped it: how many buffers past the old failure is kept). Consistent: lowering
 /// as predicted, raising impossible (`one_sided` says why) or not run. Refuted:
 /// either stayed where the run failed before.
-pub fn test_of(experiments: Vec<Experiment>, one_sided: Option<String>) -> CandidateTest {
+pub fn test_of(
+    experiments: Vec<Experiment>,
+    one_sided: Option<String>,
+    failing_call: Option<&str>,
+) -> CandidateTest {
     let ran: Vec<&Experiment> = experiments
         .iter()
         .filter(|e| !matches!(e.outcome, ExperimentOutcome::DidNotRun { .. }))
         .collect();
     let lowered = experiments.first().map(|e| &e.outcome);
     let raised = experiments.get(1);
+    // Raised, it stayed within the noise, but the call that failed is the one this
+    // limit fails: another limit sits right behind it, not a refutation.
+    if let (Some(ExperimentOutcome::AsPredicted), Some(r), Some(errno)) =
+        (lowered, raised, failing_call)
+    {
+        if r.outcome == ExperimentOutcome::NotMoved {
+            let why = format!(
+                "raising it moved the failure {} buffers, no further than the replicates' noise, while the failing call ({errno}) is the one this limit fails: another limit sits within the noise behind it",
+                r.observed_count as i64 - r.before_count as i64
+            );
+            return CandidateTest::Consistent { experiments, why };
+        }
+    }
     if ran.iter().any(|e| e.outcome == ExperimentOutcome::NotMoved) {
         return CandidateTest::Refuted { experiments };
     }
@@ -457,12 +476,18 @@ pub fn investigate(report: &mut Report, runner: &mut dyn Runner) {
                     })
                     .collect(),
                 one_sided,
+                crate::words::failing_errno_of(&candidate.resource, report),
             ),
         };
     }
-    let confirmed = candidates
-        .iter()
-        .find(|c| matches!(c.test, CandidateTest::Confirmed { .. }));
+    // A cause shown by moving its limit (both sides, or the one that could move)
+    // needs no shape: only whether it is per peer, by its own cost.
+    let confirmed = candidates.iter().find(|c| {
+        matches!(
+            c.test,
+            CandidateTest::Confirmed { .. } | CandidateTest::Consistent { .. }
+        )
+    });
     let shape = match confirmed {
         Some(c) => shape::per_peer(report, runner, noise, &c.resource),
         None => shape(report, runner, noise),

@@ -3,9 +3,8 @@
 
 use super::{allowance, Runner};
 use crate::report::{Report, StopReason};
-use crate::verdict::{
-    noise_slack, Change, Knob, ReplicateRun, Replicates, Reproduced, MIN_SLACK, REPLICATE_SHARE,
-};
+use crate::thresholds::{noise_slack, MIN_SLACK, REPLICATE_SHARE};
+use crate::verdict::{Change, Knob, ReplicateRun, Replicates, Reproduced};
 
 /// Replicates run first; as many again when they disagree.
 pub const REPLICATES: u64 = 2;
@@ -24,14 +23,14 @@ impl Noise {
         }
     }
 
-    /// Buffers within which a count near `count` is the same count.
-    pub fn slack(self, count: u64) -> u64 {
-        noise_slack(self.spread, count)
+    /// Buffers within which a count is the same count.
+    pub fn slack(self) -> u64 {
+        noise_slack(self.spread)
     }
 
     /// Whether two counts are the same within the noise.
     pub fn same(self, a: u64, b: u64) -> bool {
-        a.abs_diff(b) <= self.slack(a.max(b))
+        a.abs_diff(b) <= self.slack()
     }
 }
 
@@ -48,9 +47,12 @@ pub fn replicate(report: &Report, runner: &mut dyn Runner) -> Replicates {
         }],
         tolerance: ((count as f64 * REPLICATE_SHARE).round() as u64).max(MIN_SLACK),
     };
-    // Room to fail twice as late: a replicate that completes says the failure moved,
-    // and one limited by time may run faster.
-    let asked = allowance(count.saturating_mul(2));
+    // The case as it ran: its own count, or room to fail twice as late when it ran
+    // until failure (a replicate that completes says the failure moved).
+    let asked = match report.scenario.allocation.count {
+        clmulti_scenario::Count::Fixed(n) => n,
+        clmulti_scenario::Count::UntilFailure => allowance(count.saturating_mul(2)),
+    };
     let mut next = 1;
     for batch in [REPLICATES, REPLICATES] {
         for _ in 0..batch {

@@ -108,7 +108,7 @@ fn round_readings(report: &Report, rounds: &Report) -> Vec<RoundReadings> {
             let after_rounds: Vec<f64> = released.iter().map(|s| read(s)).collect::<Option<_>>()?;
             let first = after_rounds[0] - before;
             Some(RoundReadings {
-                tolerance: round_tolerance(resource.unit(), first),
+                tolerance: round_tolerance(&resource, first),
                 resource,
                 before,
                 after_rounds,
@@ -117,11 +117,13 @@ fn round_readings(report: &Report, rounds: &Report) -> Vec<RoundReadings> {
         .collect()
 }
 
-/// What one round may add and still be noise: a megabyte or 2% of what the first
-/// round kept (two for counts). Not a share of a round's total: a leak small against
-/// one round still adds every round.
-pub fn round_tolerance(unit: Unit, first_round: f64) -> f64 {
-    match unit {
+/// What one round may add and still be noise: for the C library's heap in use (an
+/// exact count of live bytes) 256 KiB; for other memory (pages, mappings) a
+/// megabyte or 2% of what the first round kept; two for counts. Not a share of a
+/// round's total: a leak small against one round still adds every round.
+pub fn round_tolerance(resource: &Resource, first_round: f64) -> f64 {
+    match resource.unit() {
+        Unit::Bytes if *resource == Resource::HeapInUse => 256.0 * 1024.0,
         Unit::Bytes => (first_round.abs() * 0.02).max(1024.0 * 1024.0),
         Unit::Count => 2.0,
     }

@@ -2,6 +2,7 @@
 //! or cumulative, per context or per process, per peer; one re-run each.
 
 use super::*;
+use crate::thresholds::TIME_HELD;
 
 /// The shape questions, each run as the failing case with one thing moved. Time is
 /// asked first: a failure that follows time answers every other question wrongly,
@@ -214,7 +215,7 @@ fn answer(
             let same_time = (after - before).abs() <= TIME_HELD * before;
             if noise.same(m, n) && after > before * (1.0 + TIME_HELD) {
                 ShapeAnswer::Count
-            } else if same_time && m + noise.slack(n) < n {
+            } else if same_time && m + noise.slack() < n {
                 ShapeAnswer::Time
             } else {
                 ShapeAnswer::Neither
@@ -259,6 +260,3 @@ fn answer(
         }
     })
 }
-
-/// A paused run's failure within this share of the original's time held its time.
-pub const TIME_HELD: f64 = 0.2;

@@ -36,7 +36,11 @@ impl Diagnosis {
                     c.resource.unit().format_or_dash(c.one_device),
                     c.resource.unit().format_or_dash(c.shared),
                     c.resource.unit().format_or_dash(c.per_device),
-                    c.resource.unit().format_or_dash(c.extra),
+                    match c.extra {
+                        Some(e) if c.measurable => c.resource.unit().format(e),
+                        Some(_) => "not measurable".into(),
+                        None => "-".into(),
+                    },
                 ]
             })
             .collect()
@@ -57,6 +61,11 @@ impl Diagnosis {
             return vec![
                 "[not run] not assessed: the shared context was stopped part way (interrupted)"
                     .into(),
+            ];
+        }
+        if !self.runs.is_empty() && self.runs.iter().all(|r| r.buffers == 0) {
+            return vec![
+                "[not run] not assessed: no run allocated a buffer (see how each ended)".into(),
             ];
         }
         if self.fixes.is_empty() {
@@ -135,9 +144,9 @@ impl Diagnosis {
                 "-".into(),
                 run.count.to_string(),
                 format!(
-                    "{} at {:.2} s",
+                    "{} at {}",
                     if run.failed { "failed" } else { "did not fail" },
-                    run.seconds
+                    words::seconds(run.seconds)
                 ),
             ]);
         }

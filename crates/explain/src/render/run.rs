@@ -51,7 +51,10 @@ impl Report {
                 crate::words::counts(counts)
             ),
             Some(Cause::TimeLimit { seconds, .. }) => {
-                format!("; a time limit (after about {seconds:.2} s)")
+                format!(
+                    "; a time limit (after about {})",
+                    crate::words::seconds(*seconds)
+                )
             }
             Some(Cause::Persistent { .. }) => {
                 "; a limit that persists across processes (re-runs failed earlier and earlier)"

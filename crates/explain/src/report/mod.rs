@@ -3,75 +3,23 @@
 //! [`Report::from_json`] reads older versions). Nothing here reads the machine or
 //! draws a conclusion: [`Report::conclude`](crate::analysis) does that.
 
+mod leak;
 mod read;
 mod stop;
 
+pub use crate::sample::{Layers, Sample};
+pub use leak::{Kept, LeakCheck, NotReturned, RoundReadings, RoundsControl, SecondRound};
 pub use read::ReadError;
 pub use stop::{signal_name, Call, ErrorCode, GuardKind, StopKind, StopReason};
 
 use crate::resource::{Limit, Resource};
 use crate::verdict::RunAnalysis;
-use clmulti_probe::{DeviceInfo, DriverLimits, DrmUsage, HostLimits, ProcessUsage, SystemMemory};
+use clmulti_probe::{DeviceInfo, DriverLimits, HostLimits};
 use clmulti_scenario::Scenario;
 use serde::{Deserialize, Serialize};
 
 /// Bumped when a field changes meaning or is removed.
 pub const SCHEMA_VERSION: u32 = 6;
-
-/// The resource readings at one point of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
-    /// Buffers allocated so far.
-    pub allocations: u64,
-    /// Buffers held at this point, when the run released some on the way
-    /// (`allocation.release_every`); otherwise every allocated buffer is held.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub live: Option<u64>,
-    /// Bytes requested so far.
-    pub bytes_requested: u64,
-    /// Seconds since the loop started.
-    pub elapsed_seconds: f64,
-    /// Host process readings.
-    #[serde(flatten)]
-    pub host: ProcessUsage,
-    /// System memory, when `/proc/meminfo` could be read.
-    #[serde(default)]
-    pub system: Option<SystemMemory>,
-    /// DRM memory of the process's GPU clients (empty without DRM devices).
-    #[serde(default)]
-    pub drm: Vec<DrmUsage>,
-    /// Device memory in use per selected device, bytes, where a source exists.
-    pub device_used_bytes: Vec<Option<u64>>,
-    /// Who exported the open dma-bufs (their fdinfo's `exp_name`), each once.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub dmabuf_exporters: Vec<String>,
-    /// The emulated kernel driver's counts (GEM objects by device and region, CPU
-    /// maps, exports, imports...), under clmulti's kernel-driver emulation only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel_counts: Option<clmulti_probe::kmd_emu::Counts>,
-    /// The calls clmulti's tracer counted in the process so far, by kind (`mmap`,
-    /// `ioctl:DRM_IOCTL_PRIME_HANDLE_TO_FD`), when the run was traced.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub traced_counts: Option<clmulti_probe::kmd_emu::Counts>,
-}
-
-impl Sample {
-    /// Who exported the dma-bufs of a run's samples, each once: "i915", "i915, amdgpu".
-    pub fn exporters(samples: &[Sample]) -> Option<String> {
-        let mut names: Vec<&str> = samples
-            .iter()
-            .flat_map(|s| s.dmabuf_exporters.iter().map(String::as_str))
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        (!names.is_empty()).then(|| names.join(", "))
-    }
-
-    /// Buffers held at this point.
-    pub fn live(&self) -> u64 {
-        self.live.unwrap_or(self.allocations)
-    }
-}
 
 /// A resource's growth per buffer and where it meets its limit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -104,180 +52,31 @@ impl Cost {
     /// when zero lies within it.
     pub fn per_buffer_words(&self) -> String {
         let unit = self.resource.unit();
-        if self.margin > 0.0 && self.per_buffer.abs() <= self.margin {
-            return format!("not measurable (below {})", unit.format(self.margin));
+        // A margin below what the unit shows (a hundredth of a count, half a byte) is
+        // no margin a reader can see.
+        let shown = match unit {
+            crate::Unit::Count => 0.005,
+            crate::Unit::Bytes => 0.5,
+        };
+        let margin = if self.margin < shown {
+            0.0
+        } else {
+            self.margin
+        };
+        if self.per_buffer.abs() < shown && margin == 0.0 {
+            return "0".into();
+        }
+        if margin > 0.0 && self.per_buffer.abs() <= margin {
+            return format!("not measurable (below {})", unit.format(margin));
         }
         let sign = if self.per_buffer < 0.0 { "-" } else { "+" };
         let value = unit.format(self.per_buffer.abs());
-        if self.margin > 0.0 {
+        if margin > 0.0 {
             format!("{sign}{value} ± {}", unit.format(self.margin))
         } else {
             format!("{sign}{value}")
         }
     }
-}
-
-/// Objects created versus released, and the host after release.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct LeakCheck {
-    /// Buffers (and sub-buffers) created.
-    pub buffers_created: u64,
-    /// Buffers (and sub-buffers) released without error.
-    pub buffers_released: u64,
-    /// Pool buffers created.
-    pub pools_created: u64,
-    /// Pool buffers released.
-    pub pools_released: u64,
-    /// Command queues created.
-    pub queues_created: u64,
-    /// Command queues released.
-    pub queues_released: u64,
-    /// Contexts created.
-    pub contexts_created: u64,
-    /// Contexts released.
-    pub contexts_released: u64,
-    /// Release calls that failed, with their errors.
-    pub release_errors: Vec<String>,
-    /// Host readings before the first buffer.
-    pub before: ProcessUsage,
-    /// Host readings after everything was released.
-    pub after_release: ProcessUsage,
-    /// Host readings after that, once `malloc_trim(0)` ran: what the C library kept
-    /// of freed heap comes back here.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub after_trim: Option<ProcessUsage>,
-    /// Every reading after everything was released (set against the first sample).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub after_release_sample: Option<Sample>,
-    /// Resources that grew during the run and did not come back after release.
-    #[serde(default)]
-    pub not_returned: Vec<NotReturned>,
-    /// For those, a re-run of two rounds (allocate, release all, allocate again,
-    /// release all): whether the second round reused what the first kept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub second_round: Option<SecondRound>,
-    /// True when every object was released without error and every reading came
-    /// back within its tolerance.
-    pub clean: bool,
-}
-
-impl LeakCheck {
-    /// Whether every object created was released without an error.
-    pub fn objects_released(&self) -> bool {
-        self.release_errors.is_empty()
-            && self.buffers_released == self.buffers_created
-            && self.pools_released == self.pools_created
-            && self.queues_released == self.queues_created
-            && self.contexts_released == self.contexts_created
-    }
-}
-
-/// The same run in several rounds (allocate, release everything, again): what each
-/// resource that did not come back read after each round's release.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SecondRound {
-    /// The re-run.
-    pub experiment: crate::verdict::Experiment,
-    /// Each resource that did not come back (and the C library's heap), after each
-    /// round.
-    pub readings: Vec<RoundReadings>,
-    /// The same rounds with one device, for a run over several.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub control: Option<Box<RoundsControl>>,
-}
-
-/// The rounds again without the suspect (one device): what happens anyway.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RoundsControl {
-    /// The re-run.
-    pub experiment: crate::verdict::Experiment,
-    /// The same resources, after each round.
-    pub readings: Vec<RoundReadings>,
-}
-
-/// One resource over the rounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RoundReadings {
-    /// Which resource.
-    #[serde(flatten)]
-    pub resource: Resource,
-    /// Before the first buffer.
-    pub before: f64,
-    /// After each round's release, in order.
-    pub after_rounds: Vec<f64>,
-    /// What one round may add and still be noise.
-    pub tolerance: f64,
-}
-
-/// The fewest rounds whose increments are judged.
-pub const MIN_ROUNDS: usize = 4;
-
-/// What the rounds say about memory kept after release.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kept {
-    /// No growth that repeats: what one round kept, later rounds reuse (a cache),
-    /// however much single rounds swing.
-    Reused,
-    /// Growth that neither repeats every round nor stops, never giving back: a cache
-    /// still filling, or a leak slowing.
-    Settling,
-    /// Fewer than [`MIN_ROUNDS`] rounds ran (the rounds run stopped early): too few
-    /// increments to tell.
-    TooFew,
-    /// Every round (all but one at most, and at least two) adds beyond the noise,
-    /// and the last still adds half the usual: a leak, however small against one
-    /// round's total.
-    Leak,
-}
-
-impl RoundReadings {
-    /// What each round added to the one before (from the second round on).
-    pub fn increments(&self) -> Vec<f64> {
-        self.after_rounds.windows(2).map(|w| w[1] - w[0]).collect()
-    }
-
-    /// What the rounds say, from the increments against the tolerance.
-    pub fn kept(&self) -> Kept {
-        if self.after_rounds.len() < MIN_ROUNDS {
-            return Kept::TooFew;
-        }
-        let increments = self.increments();
-        let tolerance = self.tolerance;
-        let adding = increments.iter().filter(|d| **d > tolerance).count();
-        let last = increments[increments.len() - 1];
-        let mut sorted = increments.clone();
-        sorted.sort_by(f64::total_cmp);
-        let median = sorted[sorted.len() / 2];
-        let repeats = adding + 1 >= increments.len() && adding >= 2;
-        if repeats && last > tolerance && last >= 0.5 * median {
-            return Kept::Leak;
-        }
-        // A round that gave memory back reuses it; one that still adds, never
-        // giving back, is filling.
-        let gave_back = increments.iter().any(|d| *d < -tolerance);
-        if gave_back || last <= tolerance {
-            Kept::Reused
-        } else {
-            Kept::Settling
-        }
-    }
-}
-
-/// A resource that did not come back after every buffer was released.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NotReturned {
-    /// Which resource.
-    #[serde(flatten)]
-    pub resource: Resource,
-    /// Its reading before the first buffer.
-    pub before: f64,
-    /// Its highest reading during the run.
-    pub peak: f64,
-    /// Its reading after release.
-    pub after: f64,
-    /// How far above `before` still counts as returned.
-    pub tolerance: f64,
 }
 
 /// The engine's own cost, measured without OpenCL calls.
@@ -324,41 +123,6 @@ pub enum WarningKind {
     DrmDeviceUnmatched,
     /// `OPENCL_LAYERS` names a library the ICD loader did not load.
     LayerNotLoaded,
-}
-
-/// The OpenCL layers a run ran under.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Layers {
-    /// `OPENCL_LAYERS`.
-    pub opencl_layers: String,
-    /// clmulti's emulation layer's knobs (`CLMULTI_LAYER_*`), when set.
-    pub emulation: Vec<(String, String)>,
-}
-
-impl Layers {
-    /// The layers named by an environment (`lookup` reads a variable).
-    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Option<Self> {
-        let opencl_layers = lookup("OPENCL_LAYERS").filter(|l| !l.is_empty())?;
-        let emulation = clmulti_scenario::layer::KNOBS
-            .iter()
-            .filter_map(|k| Some((k.to_string(), lookup(k)?)))
-            .collect();
-        Some(Layers {
-            opencl_layers,
-            emulation,
-        })
-    }
-
-    /// The emulation layer's settings, when its knobs are set.
-    pub fn settings(&self) -> Option<clmulti_scenario::layer::LayerSettings> {
-        clmulti_scenario::layer::LayerSettings::read(|k| {
-            self.emulation
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.clone())
-        })
-        .ok()?
-    }
 }
 
 /// The guards a run enforced.

@@ -252,7 +252,7 @@ fn memory_kept_after_release_is_reported_per_run() {
     assert_eq!(d.release.len(), 1);
     assert!(
         verdict(&d).contains(
-            "yet readings stayed up after release in 1 of the runs (memory the runtime, or a layer, keeps): 2-shared: host RSS stayed"
+            "yet readings stayed up after release in 1 of the runs (what the runtime, or a layer, keeps): 2-shared: host RSS stayed"
         ),
         "{}",
         verdict(&d)
