@@ -5,7 +5,7 @@
 use crate::records::{self, fnv64, SweepRecord};
 use crate::summary::{Summary, SweepState};
 use crate::{compare, lock, progress::Progress, workspace};
-use clmulti_alloc::child::{self, ChildCommand, Interrupt, INTERRUPT};
+use clmulti_supervise::{run_child, ChildCommand, Interrupt, INTERRUPT};
 use clmulti_explain::StopReason;
 use clmulti_probe::DevicesReport;
 use clmulti_scenario::{Scenario, ScenarioFile};
@@ -128,9 +128,9 @@ fn child_env(bin: &Path) -> BTreeMap<String, String> {
 }
 
 fn devices_report(bin: &Path, env: &BTreeMap<String, String>) -> Result<DevicesReport, String> {
-    let outcome = child::run_child(&ChildCommand::devices(bin.to_path_buf(), env))
+    let outcome = run_child(&ChildCommand::devices(bin.to_path_buf(), env))
         .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
-    child::devices_report(&outcome).map_err(|e| format!("`clmulti devices` failed: {e}"))
+    clmulti_supervise::ended::devices_report(&outcome).map_err(|e| format!("`clmulti devices` failed: {e}"))
 }
 
 /// The kind of machine, from facts that do not move while it runs: platforms and
@@ -394,7 +394,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         // Validated above; validating again costs microseconds and keeps no list.
         let Ok(scenario) = file.run(*i) else { continue };
         progress.start(&scenario.name);
-        let outcome = child::run_child(&ChildCommand {
+        let outcome = run_child(&ChildCommand {
             interrupt: Some(&INTERRUPT),
             ..ChildCommand::scenario_run(
                 bin.clone(),
@@ -421,7 +421,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
             wall_seconds: outcome.wall_seconds,
             exit_code: outcome.status.code(),
             signal: outcome.status.signal(),
-            report: child::report_of(&scenario, &outcome),
+            report: clmulti_alloc::child::report_of(&scenario, &outcome),
         };
         writer
             .append(&record)

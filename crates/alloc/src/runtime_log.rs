@@ -17,7 +17,7 @@
 //! compiled into debug builds only; NEO 26's `ForcePrintsRedirection` moves it to
 //! stderr or, in debug builds, to a file).
 
-use crate::child::{self, ChildCommand};
+use clmulti_supervise::{run_child, ChildCommand};
 use clmulti_explain::{Report, StopReason};
 use clmulti_probe::neo::{self, AllocationLog, AllocationsPerBuffer};
 use clmulti_scenario::{Count, Scenario};
@@ -120,9 +120,9 @@ fn logged_run(
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
     );
     let command = ChildCommand::scenario_run(program.to_owned(), &scenario, &env, None);
-    let outcome = child::run_child(&command)
+    let outcome = run_child(&command)
         .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
-    let report = child::report_of(&scenario, &outcome);
+    let report = crate::child::report_of(&scenario, &outcome);
     if !matches!(report.stop, StopReason::Completed) || report.buffers != buffers {
         return Err(format!(
             "{}: the run with NEO's allocation log made {} of {buffers} buffers and stopped: {}",

@@ -4,7 +4,7 @@
 
 use crate::format::{self, Format};
 use crate::Failure;
-use clmulti_alloc::child::{self, ChildCommand};
+use clmulti_supervise::ChildCommand;
 use clmulti_probe::{PlatformInfo, PlatformSelector};
 use clmulti_scenario::{ScenarioError, ScenarioFile};
 use serde::Serialize;
@@ -251,7 +251,7 @@ fn lists_an_icd(folder: &Path) -> bool {
 fn list_platforms(env: &BTreeMap<String, String>) -> Result<Vec<PlatformInfo>, String> {
     let program =
         std::env::current_exe().map_err(|e| format!("cannot find clmulti's own binary: {e}"))?;
-    let outcome = child::run_child(&ChildCommand::devices(program, env))
+    let outcome = clmulti_supervise::run_child(&ChildCommand::devices(program, env))
         .map_err(|e| format!("cannot start `clmulti devices`: {e}"))?;
-    child::devices_report(&outcome).map(|r| r.platforms)
+    clmulti_supervise::ended::devices_report(&outcome).map(|r| r.platforms)
 }

@@ -176,7 +176,7 @@ fn inherited_memory_limits() -> clmulti_scenario::Limits {
 
 /// The signal that asked this diagnose to stop, if one did: no run starts after it.
 fn stop_signal() -> Option<i32> {
-    clmulti_alloc::child::INTERRUPT.signal()
+    clmulti_supervise::INTERRUPT.signal()
 }
 
 /// Why a run was not made, or cannot be judged, once a signal asked to stop.
@@ -189,7 +189,7 @@ fn stopped_words(signal: i32) -> String {
 
 fn run_case(scenario: &Scenario) -> Result<Report, Failure> {
     note!("diagnose: {} ...", scenario.name);
-    let report = crate::run::run_child(scenario, None)?;
+    let report = crate::child::run_child(scenario, None)?;
     note!("diagnose:   {}", report.headline());
     Ok(report)
 }

@@ -75,7 +75,7 @@ impl Runner for ChildRunner {
                 clmulti_explain::signal_name(signal)
             )
         };
-        if let Some(signal) = clmulti_alloc::child::INTERRUPT.signal() {
+        if let Some(signal) = clmulti_supervise::INTERRUPT.signal() {
             return Err(stopped(signal));
         }
         let mut scenario = self.base.clone();
@@ -87,7 +87,7 @@ impl Runner for ChildRunner {
         }
         note!("experiment: {}", scenario.name);
         let report =
-            crate::run::run_child(&scenario, None).map_err(crate::Failure::into_message)?;
+            crate::child::run_child(&scenario, None).map_err(crate::Failure::into_message)?;
         // Where it stopped only: its own analysis would answer another question.
         note!(
             "experiment:   {} ({})",

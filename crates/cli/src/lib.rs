@@ -10,12 +10,14 @@
 //! runtime that crashed, exited or hung while loading, a write that failed), 2 bad
 //! input; 130 and 143 when SIGINT or SIGTERM stopped it.
 //!
-//! Every command runs in a worker process the first process watches ([`supervise`]).
+//! Every command runs in a worker process the first process watches
+//! ([`clmulti_supervise::worker`]).
 
 mod axpy;
 mod bench;
 mod bundle;
 mod check;
+mod child;
 mod devices;
 mod diagnose;
 mod emulate;
@@ -24,7 +26,6 @@ mod format;
 mod render;
 mod reproduce;
 mod run;
-mod supervise;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
@@ -206,15 +207,16 @@ pub fn main() -> ExitCode {
     // Internal children are watched by the harness that started them.
     let code = if internal {
         if graceful_signals {
-            clmulti_alloc::child::Interrupt::catch();
+            clmulti_supervise::Interrupt::catch();
         }
         body()
     } else {
-        supervise::supervise(
-            supervise::Bounds {
+        clmulti_supervise::worker::supervise(
+            clmulti_supervise::worker::Bounds {
                 timeout: timeout.filter(|_| name != "run"),
                 graceful_signals,
                 command: name,
+                note: |message| note!("{message}"),
             },
             body,
         )

@@ -2,8 +2,8 @@
 //! shares the invocation or when it sets `[env]` or `[limits]`, and print reports.
 
 use crate::format::{shows, Format, Verbosity};
-use crate::{note, render, say, Failure};
-use clmulti_alloc::child::{self, ChildCommand, ProgressWriter, INTERRUPT};
+use crate::{render, say, Failure};
+use clmulti_supervise::{ProgressWriter, INTERRUPT};
 use clmulti_alloc::{Observer, RunOptions, Watchdog};
 use clmulti_explain::{Report, Sample, StopReason};
 use clmulti_scenario::{Scenario, ScenarioFile};
@@ -46,8 +46,6 @@ pub struct Args {
     resolved: bool,
 }
 
-/// How long an interrupted child run may take to stop, release and report.
-const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
 
 impl Args {
     /// Whether this process is a harness's child (watched by its parent).
@@ -111,7 +109,7 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
                 }
                 here
             } else {
-                run_child(&scenario, timeout).map(|report| (report, None))
+                crate::child::run_child(&scenario, timeout).map(|report| (report, None))
             };
             match result {
                 Ok((mut report, mut watchdog)) => {
@@ -193,7 +191,7 @@ fn located(file: &ScenarioFile, index: usize, message: &str) -> String {
 /// The child's side of [`ChildCommand::scenario_run`]: the one resolved scenario.
 fn run_resolved(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
     let path = &args.files[0];
-    let text = child::read_resolved(path)
+    let text = clmulti_supervise::read_resolved(path)
         .map_err(|e| Failure::Tool(format!("{}: {e}", path.display())))?;
     let scenario: Scenario = serde_json::from_str(&text)
         .map_err(|e| Failure::Tool(format!("{}: not a resolved scenario: {e}", path.display())))?;
@@ -352,7 +350,7 @@ fn run_here(
         } else {
             0
         };
-        crate::supervise::finish(code);
+        clmulti_supervise::worker::finish(code);
         // The hung call never returns: leave without running destructors that would
         // wait on the runtime.
         // SAFETY: _exit ends the process at once; nothing after it runs.
@@ -362,7 +360,7 @@ fn run_here(
     let limit = clmulti_alloc::time_limit(scenario, timeout);
     let watchdog = Watchdog::arm(limit, on_hang)
         .map_err(|e| Failure::Tool(format!("cannot start the run's watchdog thread: {e}")))?;
-    crate::supervise::publish_deadline(limit);
+    clmulti_supervise::worker::publish_deadline(limit);
     clmulti_alloc::apply_limits(&scenario.limits)
         .map_err(|e| Failure::Input(format!("{}: [limits]: {e}", scenario.file)))?;
     for (key, value) in &scenario.env {
@@ -437,81 +435,3 @@ fn run_here(
     Ok((report, Some(watchdog)))
 }
 
-/// Runs in a child process of this binary with the scenario's env; a crash of the
-/// runtime becomes a report with the signal instead of taking this process down.
-/// SIGINT or SIGTERM here is passed on: the child stops, releases and reports.
-pub(crate) fn run_child(scenario: &Scenario, timeout: Option<Duration>) -> Result<Report, Failure> {
-    let program = std::env::current_exe()
-        .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
-    note!("run: {} (child process)", scenario.name);
-    let command = ChildCommand {
-        interrupt: Some(&INTERRUPT),
-        interrupt_grace: INTERRUPT_GRACE,
-        ..ChildCommand::scenario_run(program, scenario, &Default::default(), timeout)
-    };
-    crate::verbose!(
-        "run: child: {}{} {} SCENARIO.json (killed after {:.0} s)\nrun: SCENARIO.json (a temporary file) holds {}",
-        command
-            .env
-            .iter()
-            .map(|(k, v)| format!("{k}={} ", shell_word(v)))
-            .collect::<String>(),
-        command.program.display(),
-        command
-            .args
-            .iter()
-            .map(|a| shell_word(&a.to_string_lossy()))
-            .collect::<Vec<_>>()
-            .join(" "),
-        command.timeout.as_secs_f64(),
-        command.resolved.as_deref().unwrap_or("{}")
-    );
-    let outcome = child::run_child(&command)
-        .map_err(|e| Failure::Tool(format!("cannot run a child process: {e}")))?;
-    crate::verbose!(
-        "run: child exited with {} after {:.3} s{}",
-        outcome.status,
-        outcome.wall_seconds,
-        if outcome.timed_out {
-            " (killed at the timeout)"
-        } else {
-            ""
-        }
-    );
-    // Loading the runtime crashed, exited or hung: nothing could be measured.
-    if let Some(why) = child::loading_failure(&outcome) {
-        return Err(Failure::Tool(why));
-    }
-    // A child that could not run the scenario at all fails this command the same way.
-    if !outcome.timed_out && !outcome.stdout.lines().any(|l| l.starts_with('{')) {
-        // The child's first error line says why; later ones only count problems.
-        let message = outcome
-            .stderr_tail
-            .lines()
-            .find_map(|l| l.strip_prefix("error: "))
-            .unwrap_or(outcome.stderr_tail.trim())
-            .to_owned();
-        match outcome.status.code() {
-            Some(1) => return Err(Failure::Tool(message)),
-            Some(2) => return Err(Failure::Input(message)),
-            _ => {}
-        }
-    }
-    let report = clmulti_alloc::child::report_of(scenario, &outcome);
-    crate::verbose!("{}", render::details(&report));
-    Ok(report)
-}
-
-/// A word as a shell reads it back: quoted when it holds anything but plain
-/// characters.
-fn shell_word(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
-    {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
-}

@@ -1,81 +1,17 @@
 //! Which keys a scenario has and what each takes, in words: for the messages that
 //! must say what is allowed (a value of the wrong type, an integer beyond TOML's, a
-//! grid key that names nothing). The keys are asked of the raw types' serde
-//! derives, so a key added there is known here; [`takes`] has words for every one
-//! (a test holds it to that).
+//! grid key that names nothing). The keys and what they take come from the one
+//! table of keys ([`crate::defs`]); a test holds the raw types' serde fields to it.
 
-use crate::raw::*;
-use crate::validate::{
-    AXPY_CHECKS, CONTEXT_MODES, DEVICE_TYPES, FALLBACKS, MAPS_SAMPLINGS, MAX_CONTEXTS,
-    MAX_DESCRIPTION_BYTES, MAX_DEVICE_LIST, MAX_NAME_BYTES, MAX_PLATFORM_NAME, MAX_SECONDS,
-    MEM_FLAGS, STRATEGIES,
+use crate::defs::{
+    table_keys, top_level_values, Value, MAX_DESCRIPTION_BYTES, MAX_NAME_BYTES,
+    MAX_PLATFORM_NAME, MAX_SECONDS, MEM_FLAGS, TABLES,
 };
-use serde::de::{self, Deserialize, Deserializer, Visitor};
+use crate::size::format_size;
 
-/// The tables of a scenario, in documented order (`grid` last): a key among these
-/// holds a table, not a value or a list.
-pub(crate) const TABLES: [&str; 9] = [
-    "devices",
-    "context",
-    "allocation",
-    "env",
-    "limits",
-    "guards",
-    "sampling",
-    "axpy",
-    "grid",
-];
-
-/// The keys serde reads for the struct `T`, as the file spells them.
-fn fields_of<T: for<'de> Deserialize<'de>>() -> &'static [&'static str] {
-    /// A deserializer that only notes the field list serde's derive hands it.
-    struct Fields<'a>(&'a mut &'static [&'static str]);
-    impl<'de> Deserializer<'de> for Fields<'_> {
-        type Error = de::value::Error;
-        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
-            Err(de::Error::custom("only structs name their fields"))
-        }
-        fn deserialize_struct<V: Visitor<'de>>(
-            self,
-            _: &'static str,
-            fields: &'static [&'static str],
-            _: V,
-        ) -> Result<V::Value, Self::Error> {
-            *self.0 = fields;
-            Err(de::Error::custom("fields noted"))
-        }
-        serde::forward_to_deserialize_any! {
-            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
-            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map
-            enum identifier ignored_any
-        }
-    }
-    let mut fields: &'static [&'static str] = &[];
-    let _ = T::deserialize(Fields(&mut fields));
-    fields
-}
-
-/// The keys of a table (`None` for `env`, whose keys are any variable name, and for
-/// anything that is not a table).
-pub(crate) fn table_keys(table: &str) -> Option<&'static [&'static str]> {
-    Some(match table {
-        "devices" => fields_of::<RawDevices>(),
-        "context" => fields_of::<RawContext>(),
-        "allocation" => fields_of::<RawAllocation>(),
-        "limits" => fields_of::<RawLimits>(),
-        "guards" => fields_of::<RawGuards>(),
-        "sampling" => fields_of::<RawSampling>(),
-        "axpy" => fields_of::<RawAxpy>(),
-        _ => return None,
-    })
-}
-
-/// The keys outside the tables (`name`, `description`).
-fn top_level_values() -> impl Iterator<Item = &'static str> {
-    fields_of::<RawScenario>()
-        .iter()
-        .copied()
-        .filter(|k| !TABLES.contains(k))
+/// Whether a key holds a table, not a value or a list.
+pub(crate) fn is_table(key: &str) -> bool {
+    TABLES.iter().any(|(t, _)| *t == key)
 }
 
 /// Every key a value can be given at (`env.<NAME>` standing for the variables), in
@@ -83,7 +19,7 @@ fn top_level_values() -> impl Iterator<Item = &'static str> {
 #[cfg(test)]
 fn all_keys() -> Vec<String> {
     let mut keys: Vec<String> = top_level_values().map(str::to_owned).collect();
-    for table in TABLES {
+    for (table, _) in TABLES {
         match table_keys(table) {
             Some(fields) => keys.extend(fields.iter().map(|f| format!("{table}.{f}"))),
             None if table == "env" => keys.push("env.<NAME>".into()),
@@ -96,8 +32,8 @@ fn all_keys() -> Vec<String> {
 /// Every key, short: `name, description, devices.{platform, type, ...}, ...`.
 fn keys_in_words() -> String {
     let mut groups: Vec<String> = top_level_values().map(str::to_owned).collect();
-    for table in TABLES {
-        match table_keys(table) {
+    for (table, _) in TABLES {
+        match table_keys(table).as_deref() {
             Some([one]) => groups.push(format!("{table}.{one}")),
             Some(fields) => groups.push(format!("{table}.{{{}}}", fields.join(", "))),
             None if table == "env" => groups.push("env.<NAME>".into()),
@@ -113,7 +49,7 @@ pub(crate) fn not_a_grid_key(key: &str) -> Option<String> {
     let keys = || format!("a grid varies {}", keys_in_words());
     match segments[..] {
         ["grid"] | ["grid", ..] => Some("the grid cannot vary itself".into()),
-        [table] if TABLES.contains(&table) => Some(format!(
+        [table] if is_table(table) => Some(format!(
             "[{table}] is a table; vary one of its keys (\"{table}.<key>\"), each its own axis"
         )),
         [value] if top_level_values().any(|k| k == value) => None,
@@ -142,52 +78,133 @@ const SIZE: &str = "a size: an integer number of bytes or a string like \"1MiB\"
 pub(crate) fn takes(key: &str) -> Option<String> {
     // A list's item takes what its list does.
     let key = key.split('[').next().unwrap_or(key);
-    Some(match key {
-        "name" => format!("a string: one line of at most {MAX_NAME_BYTES} bytes"),
-        "description" => format!("a string of at most {} KiB", MAX_DESCRIPTION_BYTES >> 10),
-        "devices.platform" => format!(
+    if key.starts_with("env.") {
+        return Some("a string: one line of printable text".into());
+    }
+    Some(match crate::defs::find(key)?.value {
+        Value::Name => format!("a string: one line of at most {MAX_NAME_BYTES} bytes"),
+        Value::Description => format!("a string of at most {} KiB", MAX_DESCRIPTION_BYTES >> 10),
+        Value::Platform => format!(
             "\"auto\", a platform's index (an integer from 0), or a substring of its name or vendor (at most {MAX_PLATFORM_NAME} bytes)"
         ),
-        "devices.type" => words(&DEVICE_TYPES),
-        "devices.count" => format!("an integer from 1 to {MAX_DEVICE_LIST}"),
-        "devices.indices" => "a list of device indices (integers from 0), each once".into(),
-        "devices.fallback" => words(&FALLBACKS),
-        "devices.partition" => {
+        Value::Integer {
+            min,
+            max,
+            unit,
+            note,
+        } => {
+            let range = match (min, max) {
+                (1, None) => "a positive integer".to_owned(),
+                (min, None) => format!("an integer from {min}"),
+                (min, Some(max)) => format!("an integer from {min} to {max}"),
+            };
+            let unit = unit.map_or(String::new(), |u| format!(" ({u})"));
+            let note = note.map_or(String::new(), |n| format!(", {n}"));
+            format!("{range}{unit}{note}")
+        }
+        Value::Words(choices) => words(choices),
+        Value::Bool => "true or false".into(),
+        Value::Size { min: 0 } => SIZE.into(),
+        Value::Size { min: 1 } => format!("{SIZE}, at least 1 byte"),
+        Value::Size { min } => format!("{SIZE}, at least {}", format_size(min)),
+        Value::SizeOrPercent => format!("{SIZE}, or a percentage of RAM like \"50%\""),
+        Value::Seconds => format!("a number of seconds above 0, at most {MAX_SECONDS} (a week)"),
+        Value::Count => "a positive integer or \"until-failure\"".into(),
+        Value::Placement => {
+            "\"round-robin\" or the index of one selected device (an integer from 0)".into()
+        }
+        Value::Indices => "a list of device indices (integers from 0), each once".into(),
+        Value::Partition => {
             "\"equally\" or a list of compute-unit counts (positive integers) like [1, 1]".into()
         }
-        "context.mode" => words(&CONTEXT_MODES),
-        "sampling.maps" => words(&MAPS_SAMPLINGS),
-        "context.count" => format!("an integer from 1 to {MAX_CONTEXTS}"),
-        "allocation.size" | "allocation.pool_size" => format!("{SIZE}, at least 1 byte"),
-        "allocation.count" => "a positive integer or \"until-failure\"".into(),
-        "allocation.flags" => format!(
+        Value::Flags => format!(
             "a list of memory flags, each {} (CL_MEM_ prefix optional)",
             words(&MEM_FLAGS)
         ),
-        "allocation.placement" => "\"round-robin\" or the index of one selected device (an integer from 0)".into(),
-        "allocation.keep" | "axpy.split" => "true or false".into(),
-        "allocation.strategy" => words(&STRATEGIES),
-        "allocation.release_every" | "sampling.every" | "axpy.samples" => "a positive integer".into(),
-        "allocation.pause_us" => "microseconds, an integer from 0 to 1000000".into(),
-        "limits.nofile" | "limits.nproc" => {
-            "a positive integer, at most this machine's hard limit".into()
-        }
-        "limits.as" | "limits.data" => format!("{SIZE}, at least 64MiB"),
-        "limits.memlock" | "guards.max_total" => SIZE.into(),
-        "guards.max_rss" => format!("{SIZE}, or a percentage of RAM like \"50%\""),
-        "guards.max_seconds" => format!("a number of seconds above 0, at most {MAX_SECONDS} (a week)"),
-        "axpy.check" => {
-            let names: Vec<String> = AXPY_CHECKS.iter().map(|n| format!("\"{n}\"")).collect();
-            format!("one of {}", names.join(", "))
-        }
-        _ if key.starts_with("env.") => "a string: one line of printable text".into(),
-        _ => return None,
+        Value::Env => "a table of variables, each a string".into(),
     })
+}
+
+/// A grid value as a run's name shows it: strings without quotes, unless they hold
+/// what separates a name's parts (`,` `=` `[` `]` `"`) or spaces at an end, so that
+/// two grid points never read as one name.
+pub(crate) fn label(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s)
+            if !s.is_empty() && s.trim() == s && !s.contains([',', '=', '[', ']', '"']) =>
+        {
+            s.clone()
+        }
+        other => other.to_string(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The keys serde reads for the struct `T`, as the file spells them.
+    fn fields_of<T: for<'de> serde::Deserialize<'de>>() -> &'static [&'static str] {
+        use serde::de::{self, Deserializer, Visitor};
+        /// A deserializer that only notes the field list serde's derive hands it.
+        struct Fields<'a>(&'a mut &'static [&'static str]);
+        impl<'de> Deserializer<'de> for Fields<'_> {
+            type Error = de::value::Error;
+            fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+                Err(de::Error::custom("only structs name their fields"))
+            }
+            fn deserialize_struct<V: Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> Result<V::Value, Self::Error> {
+                *self.0 = fields;
+                Err(de::Error::custom("fields noted"))
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+                byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map
+                enum identifier ignored_any
+            }
+        }
+        let mut fields: &'static [&'static str] = &[];
+        let _ = T::deserialize(Fields(&mut fields));
+        fields
+    }
+
+    /// The raw types read exactly the keys of the table, so neither can drift.
+    #[test]
+    fn the_raw_types_read_the_keys_of_the_table() {
+        use crate::raw::*;
+        let raw = [
+            ("devices", fields_of::<RawDevices>()),
+            ("context", fields_of::<RawContext>()),
+            ("allocation", fields_of::<RawAllocation>()),
+            ("limits", fields_of::<RawLimits>()),
+            ("guards", fields_of::<RawGuards>()),
+            ("sampling", fields_of::<RawSampling>()),
+            ("axpy", fields_of::<RawAxpy>()),
+        ];
+        for (table, fields) in raw {
+            assert_eq!(table_keys(table).unwrap(), fields, "[{table}]");
+        }
+        let top: Vec<&str> = fields_of::<RawScenario>()
+            .iter()
+            .copied()
+            .filter(|k| !is_table(k))
+            .collect();
+        assert_eq!(top_level_values().collect::<Vec<_>>(), top);
+        let tables: Vec<&str> = fields_of::<RawScenario>()
+            .iter()
+            .copied()
+            .filter(|k| is_table(k))
+            .collect();
+        assert_eq!(
+            TABLES.iter().map(|(t, _)| *t).collect::<Vec<_>>(),
+            tables
+        );
+    }
 
     #[test]
     fn every_key_has_words_for_what_it_takes() {

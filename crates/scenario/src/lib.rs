@@ -47,11 +47,14 @@
 //!
 //! The schema, with defaults, is documented in `configs/README.md` of the workspace.
 
+mod defs;
+mod error;
 mod keys;
 pub mod kmd_emu;
 pub mod layer;
 mod load;
 mod locate;
+mod machine;
 mod model;
 mod raw;
 #[cfg(feature = "schema")]
@@ -60,23 +63,25 @@ mod size;
 mod validate;
 
 pub use load::{
-    default_libraries, hard_limits, load_file, load_str, may_raise_hard_limits, nr_open,
-    ScenarioError, ScenarioFile, MAX_FILE_BYTES, MAX_PROBLEMS, MAX_RUNS,
+    load_file, load_str, ScenarioError, ScenarioFile, MAX_FILE_BYTES, MAX_PROBLEMS, MAX_RUNS,
 };
+pub use machine::{default_libraries, hard_limits, may_raise_hard_limits, nr_open};
 pub use model::{
     Allocation, Axpy, AxpyCheck, ContextMode, Count, DeviceSet, DeviceType, Devices, Guards,
     Limits, MapsSampling, MemFlag, Partition, Placement, Platform, Rlimit, RssLimit, Scenario,
     Strategy,
 };
 #[cfg(feature = "schema")]
-pub use raw::schema;
+pub use schema::schema;
 pub use size::{
     format_bytes, format_bytes_apart, format_count, format_rate, format_size, parse_size, Bytes,
     SizeError, SIZE_UNITS,
 };
+pub use defs::{
+    DEFAULT_MAX_SECONDS, DEFAULT_SAMPLE_EVERY, MAX_CONTEXTS, MAX_DESCRIPTION_BYTES,
+    MAX_NAME_BYTES, MAX_PAUSE_US, MAX_SECONDS,
+};
 pub use validate::{
-    parse_seconds, ProjectLibrary, DEFAULT_MAX_SECONDS, DEFAULT_SAMPLE_EVERY, DEVICE_COUNT_TOKEN,
-    KMD_EMU, LAYER, LAYER_FILE_NAME, LAYER_TOKEN, MAX_CONTEXTS, MAX_DESCRIPTION_BYTES,
-    MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS, MAX_NAME_BYTES, MAX_SECONDS, PATH_ENV_KEYS,
-    PROJECT_LIBRARIES, TRACE,
+    parse_seconds, ProjectLibrary, DEVICE_COUNT_TOKEN, KMD_EMU, LAYER, LAYER_FILE_NAME,
+    LAYER_TOKEN, MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS, PATH_ENV_KEYS, PROJECT_LIBRARIES, TRACE,
 };

@@ -3,7 +3,7 @@
 //! refuses (an integer beyond 64 bits), and serde's words turned into the file's.
 
 use crate::keys::takes;
-use crate::load::ScenarioError;
+use crate::error::ScenarioError;
 use std::ops::Range;
 use toml_edit::{ImDocument, Item, Value};
 

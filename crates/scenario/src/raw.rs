@@ -1,14 +1,13 @@
 //! The TOML as written: loose types, every key optional, unknown keys rejected.
-//! [`crate::validate`] turns it into the trusted [`crate::Scenario`]. With the
-//! `schema` feature these types also give the JSON Schema of scenario files: the
-//! doc comments below are what an editor shows.
+//! [`crate::validate`] turns it into the trusted [`crate::Scenario`]. What each key
+//! means, takes and defaults to is in the table of keys ([`crate::defs`]); a test
+//! holds these fields and that table to the same keys.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// A number of bytes: an integer, or a string with a unit ("1MiB", "1.5 GiB", "64KB").
 #[derive(Debug, Clone, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum RawSize {
     Bytes(u64),
@@ -17,7 +16,6 @@ pub enum RawSize {
 
 /// An integer, or a keyword string.
 #[derive(Debug, Clone, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum RawNumberOrWord {
     Number(i64),
@@ -26,7 +24,6 @@ pub enum RawNumberOrWord {
 
 /// "equally" (one compute unit per sub-device) or a list of compute-unit counts.
 #[derive(Debug, Clone, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum RawPartition {
     Word(String),
@@ -35,8 +32,6 @@ pub enum RawPartition {
 
 /// A clmulti scenario: one allocation experiment, expanded over its [grid] into runs.
 #[derive(Debug, Default, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[cfg_attr(feature = "schema", schemars(title = "clmulti scenario"))]
 #[serde(deny_unknown_fields)]
 pub struct RawScenario {
     /// The scenario's name (default: the file name; one line, at most 256 bytes); a
@@ -74,21 +69,13 @@ pub struct RawScenario {
     #[serde(default)]
     pub axpy: RawAxpy,
     /// Keys to vary: "table.key" = [values]; the file expands to every combination.
-    #[cfg_attr(feature = "schema", schemars(schema_with = "grid_schema"))]
-    #[allow(dead_code)] // For the schema only: loading takes [grid] out before this type.
+    #[allow(dead_code)] // Named so serde knows the key: loading takes [grid] out first.
     #[serde(default)]
     pub grid: Option<toml::Table>,
 }
 
-#[cfg(feature = "schema")]
-fn grid_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    // Replaced by a schema per key in `crate::schema::finish`.
-    schemars::json_schema!({ "type": "object" })
-}
-
 /// Which devices.
 #[derive(Debug, Default, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RawDevices {
     /// "auto", a substring of the platform's name or vendor ("NVIDIA", "Intel"), or an index.
@@ -108,7 +95,6 @@ pub struct RawDevices {
 
 /// One context over all devices, or one per device.
 #[derive(Debug, Default, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RawContext {
     /// shared (default) | per-device.
@@ -120,7 +106,6 @@ pub struct RawContext {
 
 /// What to allocate, and how.
 #[derive(Debug, Default, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RawAllocation {
     /// Bytes per buffer (default "1MiB").
@@ -146,7 +131,6 @@ pub struct RawAllocation {
 
 /// Resource limits (soft) for the process that runs the scenario.
 #[derive(Debug, Default, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RawLimits {
     /// RLIMIT_NOFILE: open file descriptors (at least 3, at most the hard limit).
@@ -164,7 +148,6 @@ pub struct RawLimits {
 
 /// When to stop early; the run says which guard stopped it.
 #[derive(Debug, Default, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RawGuards {
     /// Bytes requested at most.
@@ -177,7 +160,6 @@ pub struct RawGuards {
 
 /// When to read the resources.
 #[derive(Debug, Default, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RawSampling {
     /// Read every N buffers (default 1000), and at the end and at a failure.
@@ -188,7 +170,6 @@ pub struct RawSampling {
 
 /// dAxpy after the allocation loop.
 #[derive(Debug, Default, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RawAxpy {
     /// none (default) | sample | all: dAxpy over pairs of kept buffers.
@@ -197,14 +178,4 @@ pub struct RawAxpy {
     pub samples: Option<i64>,
     /// One dAxpy split over all the run's devices, in its context mode.
     pub split: Option<bool>,
-}
-
-/// The JSON Schema of scenario files (what `configs/scenario.schema.json` holds):
-/// the keys and descriptions of these types, each value's schema from
-/// [`crate::schema`].
-#[cfg(feature = "schema")]
-pub fn schema() -> serde_json::Value {
-    let derived =
-        serde_json::to_value(schemars::schema_for!(RawScenario)).expect("a schema is JSON");
-    crate::schema::finish(derived)
 }

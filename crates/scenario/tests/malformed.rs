@@ -436,7 +436,7 @@ fn an_integer_beyond_toml_names_its_key_and_what_it_takes() {
         (
             "allocation",
             "pause_us",
-            "microseconds, an integer from 0 to 1000000",
+            "an integer from 0 to 1000000 (microseconds)",
         ),
         (
             "limits",

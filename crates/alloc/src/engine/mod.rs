@@ -109,10 +109,7 @@ impl std::fmt::Debug for RunOptions<'_> {
     }
 }
 
-/// How long past `guards.max_seconds` a call may run before the watchdog fires.
-pub fn hang_margin(max_seconds: f64) -> Duration {
-    Duration::from_secs_f64((max_seconds * 0.1).clamp(5.0, 60.0))
-}
+pub use clmulti_supervise::hang_margin;
 
 /// The longest a run may take from before its runtime loads to its last byte
 /// written: `timeout` when the caller gives one, else the loop's `max_seconds`

@@ -156,7 +156,7 @@ struct AxpyReport {
 /// The signal that asked the command to stop, if one did (the first SIGINT, SIGTERM
 /// or SIGHUP; a second ends it at once).
 fn stop_signal() -> Option<i32> {
-    clmulti_alloc::child::INTERRUPT.signal()
+    clmulti_supervise::INTERRUPT.signal()
 }
 
 /// Whether a signal asked the command to stop: what the runs ask between steps.

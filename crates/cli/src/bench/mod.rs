@@ -180,7 +180,7 @@ fn memory_bound() -> u64 {
 /// Runs one arm in a fresh process, watched: killed when it outlives `--min-seconds`
 /// many times over (a hung runtime), at once on a second Ctrl-C.
 fn spawn_arm(arm: Arm, args: &Args, count: u64, memory: u64) -> Result<ArmResult, Failure> {
-    use clmulti_alloc::child::{self, ChildCommand, INTERRUPT};
+    use clmulti_supervise::{run_child, ChildCommand, INTERRUPT};
     use std::os::unix::process::ExitStatusExt;
     let exe = std::env::current_exe()
         .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
@@ -225,7 +225,7 @@ fn spawn_arm(arm: Arm, args: &Args, count: u64, memory: u64) -> Result<ArmResult
             .join(" ")
     );
     let started = std::time::Instant::now();
-    let out = child::run_child(&command)
+    let out = run_child(&command)
         .map_err(|e| Failure::Tool(format!("cannot run a bench arm: {e}")))?;
     crate::verbose!(
         "bench: the {arm_name} arm exited with {} after {:.3} s: {}",

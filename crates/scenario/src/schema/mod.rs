@@ -9,6 +9,7 @@
 //! (a pool at least as large as a buffer, paths that exist, this machine's hard
 //! limits) is left to `clmulti check`.
 
+use crate::defs::{Key, Value as Kind, KEYS, TABLES};
 use serde_json::{json, Map, Value};
 
 mod rules;
@@ -338,133 +339,39 @@ fn env(description: &str) -> Value {
     })
 }
 
-/// A key's default, as the file would write it: editors offer it as the value.
-fn default_of(key: &str) -> Option<Value> {
-    Some(match key {
-        "devices.platform" => json!("auto"),
-        "devices.type" => json!("gpu"),
-        "devices.count" => json!(1),
-        "devices.fallback" => json!("any-type"),
-        "context.mode" => json!("shared"),
-        "context.count" => json!(1),
-        "allocation.size" => json!("1MiB"),
-        "allocation.count" => json!(1000),
-        "allocation.flags" => json!(["READ_WRITE"]),
-        "allocation.placement" => json!("round-robin"),
-        "allocation.keep" => json!(true),
-        "allocation.strategy" => json!("create"),
-        "guards.max_rss" => json!("50%"),
-        "guards.max_seconds" => json!(crate::DEFAULT_MAX_SECONDS),
-        "sampling.every" => json!(crate::DEFAULT_SAMPLE_EVERY),
-        "sampling.maps" => json!("budgeted"),
-        "axpy.check" => json!("none"),
-        "axpy.samples" => json!(8),
-        "axpy.split" => json!(false),
-        _ => return None,
-    })
+/// A key's default, as JSON: editors offer it as the value.
+fn default_of(key: &Key) -> Option<Value> {
+    let table: toml::Table = toml::from_str(&format!("v = {}", key.default?)).ok()?;
+    serde_json::to_value(&table["v"]).ok()
 }
 
-/// The schema of one key's value, with its description and default.
-pub(crate) fn value_schema(key: &str, description: &str) -> Option<Value> {
-    let mut schema = value_schema_without_default(key, description)?;
+/// The schema of one key's value, with its description and default: from what the
+/// table of keys says it takes.
+pub(crate) fn value_schema(key: &Key) -> Value {
+    let mut schema = value_schema_without_default(key);
     if let Some(default) = default_of(key) {
         schema["default"] = default;
     }
-    Some(schema)
+    schema
 }
 
-fn value_schema_without_default(key: &str, description: &str) -> Option<Value> {
-    let d = description;
-    Some(match key {
-        "name" => json!({"description": d, "type": "string", "pattern": NAME_PATTERN}),
-        "description" => json!({"description": d, "type": "string"}),
-        "devices.platform" => json!({
+fn value_schema_without_default(key: &Key) -> Value {
+    let d = key.doc;
+    match key.value {
+        Kind::Name => json!({"description": d, "type": "string", "pattern": NAME_PATTERN}),
+        Kind::Description => json!({"description": d, "type": "string"}),
+        Kind::Platform => json!({
             "description": d,
             "type": ["integer", "string"],
             "minimum": 0,
             "pattern": "\\S",
             "examples": ["auto", "NVIDIA", "Intel", 0],
         }),
-        "devices.type" => words(
-            d,
-            &[
-                ("gpu", "GPUs (default)"),
-                ("cpu", "CPU devices"),
-                ("accelerator", "accelerators"),
-                ("all", "every device of the platform"),
-            ],
-        ),
-        "devices.count" => integer(d, 1, Some(crate::validate::MAX_DEVICE_LIST as i64)),
-        "devices.indices" => json!({
-            "description": d,
-            "type": "array",
-            "minItems": 1,
-            "maxItems": crate::validate::MAX_DEVICE_LIST,
-            "uniqueItems": true,
-            "items": {"type": "integer", "minimum": 0},
-        }),
-        "devices.fallback" => words(
-            d,
-            &[
-                ("any-type", "with no device of the type, use devices of any type (default)"),
-                ("none", "with no device of the type, the run is skipped"),
-            ],
-        ),
-        "devices.partition" => json!({
-            "description": d,
-            "type": ["string", "array"],
-            "pattern": "^equally$",
-            "minItems": 1,
-            "maxItems": crate::validate::MAX_DEVICE_LIST,
-            "items": {"type": "integer", "minimum": 1},
-            "examples": ["equally", [1, 1]],
-        }),
-        "context.mode" => words(
-            d,
-            &[
-                ("shared", "one context over all devices (default; the seed's failing case)"),
-                ("per-device", "one context per device"),
-            ],
-        ),
-        "context.count" => integer(d, 1, Some(crate::MAX_CONTEXTS as i64)),
-        "allocation.size" => size(d, 1),
-        "allocation.count" => json!({
-            "description": d,
-            "type": ["integer", "string"],
-            "minimum": 1,
-            "pattern": "^until-failure$",
-            "examples": [1000, "until-failure"],
-        }),
-        "allocation.flags" => flags(d),
-        "allocation.placement" => json!({
-            "description": d,
-            "type": ["integer", "string"],
-            "minimum": 0,
-            "pattern": "^round-robin$",
-            "examples": ["round-robin", 0],
-        }),
-        "allocation.keep" => json!({"description": d, "type": "boolean"}),
-        "allocation.strategy" => words(
-            d,
-            &[
-                ("create", "clCreateBuffer only (default; lazy runtimes back nothing yet)"),
-                ("fill", "create, then clEnqueueFillBuffer: the buffer becomes resident"),
-                ("migrate", "create, then clEnqueueMigrateMemObjects to its device"),
-                ("pin", "clCreateBufferWithProperties with CL_MEM_DEVICE_ID_INTEL: allocated on its device only"),
-                ("pool", "sub-buffers carved out of large pool buffers"),
-            ],
-        ),
-        "allocation.pool_size" => size(d, 1),
-        "allocation.release_every" => integer(d, 1, None),
-        "allocation.pause_us" => integer(d, 0, Some(1_000_000)),
-        "env" => env(d),
-        "limits.nofile" => integer(d, 1, None),
-        "limits.as" => size(d, 64 << 20),
-        "limits.memlock" => size(d, 0),
-        "limits.nproc" => integer(d, 1, None),
-        "limits.data" => size(d, 0),
-        "guards.max_total" => size(d, 0),
-        "guards.max_rss" => json!({
+        Kind::Integer { min, max, .. } => integer(d, min, max),
+        Kind::Words(choices) => words(d, choices),
+        Kind::Bool => json!({"description": d, "type": "boolean"}),
+        Kind::Size { min } => size(d, min),
+        Kind::SizeOrPercent => json!({
             "description": d,
             "type": ["integer", "string"],
             "minimum": 0,
@@ -472,68 +379,62 @@ fn value_schema_without_default(key: &str, description: &str) -> Option<Value> {
             "not": {"type": "string", "pattern": overflow()},
             "examples": ["50%", "8GiB"],
         }),
-        "guards.max_seconds" => json!({
+        Kind::Seconds => json!({
             "description": d,
             "type": "number",
             "exclusiveMinimum": 0,
-            "maximum": crate::validate::MAX_SECONDS,
+            "maximum": crate::defs::MAX_SECONDS,
         }),
-        "sampling.every" => integer(d, 1, None),
-        "sampling.maps" => words(
-            d,
-            &[
-                ("budgeted", "the first and last samples, either side of a release round, the 1st, 2nd, 4th, 8th..., and the others while the walks cost under 2 ms or 2% of the loop (default)"),
-                ("every-sample", "every sample, whatever the walks cost the loop's rate"),
-            ],
-        ),
-        "axpy.check" => words(
-            d,
-            &[
-                ("none", "no check (default)"),
-                ("sample", "dAxpy over a few pairs of kept buffers (axpy.samples)"),
-                ("all", "dAxpy over every pair of kept buffers"),
-            ],
-        ),
-        "axpy.samples" => integer(d, 1, None),
-        "axpy.split" => json!({"description": d, "type": "boolean"}),
-        _ => return None,
-    })
-}
-
-/// Every key a scenario can set, with its schema, in file order: (dotted key, schema).
-fn keys(root: &Map<String, Value>) -> Vec<(String, Value)> {
-    let mut out = Vec::new();
-    let properties = root["properties"].as_object().expect("properties");
-    for (name, value) in properties {
-        match value.get("properties").and_then(Value::as_object) {
-            Some(fields) => {
-                for (field, schema) in fields {
-                    out.push((format!("{name}.{field}"), schema.clone()));
-                }
-            }
-            None => out.push((name.clone(), value.clone())),
-        }
+        Kind::Count => json!({
+            "description": d,
+            "type": ["integer", "string"],
+            "minimum": 1,
+            "pattern": "^until-failure$",
+            "examples": [1000, "until-failure"],
+        }),
+        Kind::Placement => json!({
+            "description": d,
+            "type": ["integer", "string"],
+            "minimum": 0,
+            "pattern": "^round-robin$",
+            "examples": ["round-robin", 0],
+        }),
+        Kind::Indices => json!({
+            "description": d,
+            "type": "array",
+            "minItems": 1,
+            "maxItems": crate::defs::MAX_DEVICE_LIST,
+            "uniqueItems": true,
+            "items": {"type": "integer", "minimum": 0},
+        }),
+        Kind::Partition => json!({
+            "description": d,
+            "type": ["string", "array"],
+            "pattern": "^equally$",
+            "minItems": 1,
+            "maxItems": crate::defs::MAX_DEVICE_LIST,
+            "items": {"type": "integer", "minimum": 1},
+            "examples": ["equally", [1, 1]],
+        }),
+        Kind::Flags => flags(d),
+        Kind::Env => env(d),
     }
-    out
 }
 
 /// `[grid]`: each key a list of that key's values.
-fn grid(root: &Map<String, Value>) -> Value {
+fn grid() -> Value {
     let mut properties = Map::new();
     let mut names = Vec::new();
-    for (key, schema) in keys(root) {
-        if key == "grid" || key == "env" {
-            continue;
-        }
-        names.push(regex_escape(&key));
+    for key in KEYS.iter().filter(|k| k.name != "env") {
+        names.push(regex_escape(key.name));
         properties.insert(
-            key.clone(),
+            key.name.to_owned(),
             json!({
-                "description": format!("Values of {key}, one run each: {}", schema.get("description").and_then(Value::as_str).unwrap_or("")),
+                "description": format!("Values of {}, one run each: {}", key.name, key.doc),
                 "type": "array",
                 "minItems": 1,
                 "uniqueItems": true,
-                "items": schema,
+                "items": value_schema(key),
             }),
         );
     }
@@ -560,71 +461,41 @@ fn regex_escape(text: &str) -> String {
     text.replace('.', "\\.")
 }
 
-/// Turns the schema schemars derives from the raw types into the editors' schema:
-/// draft-07, everything inline, no `null` (TOML has none), each value's schema from
-/// [`value_schema`], the grid typed per key, and the rules between keys.
-pub(crate) fn finish(derived: Value) -> Value {
-    let mut root = derived.as_object().cloned().unwrap_or_default();
-    let defs = root.remove("$defs").unwrap_or(Value::Null);
-    let resolve = |v: &Value| -> Value {
-        match v.get("$ref").and_then(Value::as_str) {
-            Some(r) => {
-                let name = r.trim_start_matches("#/$defs/");
-                let mut out = defs[name].clone();
-                if let Some(d) = v.get("description") {
-                    out["description"] = d.clone();
-                }
-                out
-            }
-            None => v.clone(),
-        }
-    };
-    let description = |v: &Value| {
-        v.get("description")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
+/// The JSON Schema of scenario files (what `configs/scenario.schema.json` holds), from
+/// the table of keys: draft-07, everything inline, no `null` (TOML has none), the
+/// grid typed per key, and the rules between keys.
+pub fn schema() -> Value {
     let mut properties = Map::new();
-    for (name, value) in root["properties"].as_object().cloned().unwrap_or_default() {
-        let value = resolve(&value);
-        let schema = match value.get("properties").and_then(Value::as_object) {
-            Some(fields) if name != "grid" => {
-                let mut table = Map::new();
-                for (field, schema) in fields {
-                    let key = format!("{name}.{field}");
-                    let field_schema = value_schema(&key, &description(schema))
-                        .unwrap_or_else(|| panic!("no schema for {key}"));
-                    table.insert(field.clone(), field_schema);
-                }
-                json!({
-                    "description": description(&value),
-                    "type": "object",
-                    "properties": table,
-                    "additionalProperties": false,
-                })
-            }
-            _ if name == "grid" => Value::Null,
-            _ => value_schema(&name, &description(&value))
-                .unwrap_or_else(|| panic!("no schema for {name}")),
+    for key in KEYS.iter().filter(|k| !k.name.contains('.')) {
+        properties.insert(key.name.to_owned(), value_schema(key));
+    }
+    for (table, doc) in TABLES {
+        let Some(fields) = crate::defs::table_keys(table) else {
+            continue;
         };
-        properties.insert(name, schema);
-    }
-    let mut out = Map::new();
-    out.insert(
-        "$schema".into(),
-        json!("http://json-schema.org/draft-07/schema#"),
-    );
-    for key in ["title", "description"] {
-        if let Some(v) = root.get(key) {
-            out.insert(key.into(), v.clone());
+        let mut schemas = Map::new();
+        for field in fields {
+            let key = crate::defs::find(&format!("{table}.{field}")).expect("a key of the table");
+            schemas.insert(field.to_owned(), value_schema(key));
         }
+        properties.insert(
+            table.to_owned(),
+            json!({
+                "description": doc,
+                "type": "object",
+                "properties": schemas,
+                "additionalProperties": false,
+            }),
+        );
     }
-    out.insert("type".into(), json!("object"));
-    out.insert("properties".into(), Value::Object(properties));
-    out.insert("additionalProperties".into(), json!(false));
-    let grid = grid(&out);
-    out["properties"]["grid"] = grid;
-    out.insert("allOf".into(), Value::Array(rules()));
-    Value::Object(out)
+    properties.insert("grid".into(), grid());
+    json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": "clmulti scenario",
+        "description": "A clmulti scenario: one allocation experiment, expanded over its [grid] into runs.",
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": false,
+        "allOf": rules(),
+    })
 }

@@ -1,49 +1,28 @@
 //! `[allocation]` and `[guards]`: what each buffer is, how many, how each is made
 //! resident, and when the loop stops early.
 
-use super::{one_of, positive, problem, size, Problem};
-use super::{DEFAULT_MAX_SECONDS, MAX_SECONDS};
+use super::{one_of, or_default, positive, problem, size, Problem};
+use crate::defs::{MAX_PAUSE_US, MAX_SECONDS, MEM_FLAGS, STRATEGIES};
 use crate::model::*;
 use crate::raw::*;
-
-/// `allocation.flags`, as written without `CL_MEM_`.
-pub(crate) const MEM_FLAGS: [(&str, MemFlag); 6] = [
-    ("READ_WRITE", MemFlag::ReadWrite),
-    ("READ_ONLY", MemFlag::ReadOnly),
-    ("WRITE_ONLY", MemFlag::WriteOnly),
-    ("ALLOC_HOST_PTR", MemFlag::AllocHostPtr),
-    ("USE_HOST_PTR", MemFlag::UseHostPtr),
-    ("COPY_HOST_PTR", MemFlag::CopyHostPtr),
-];
-/// `allocation.strategy`.
-pub(crate) const STRATEGIES: [(&str, Strategy); 5] = [
-    ("create", Strategy::Create),
-    ("fill", Strategy::Fill),
-    ("migrate", Strategy::Migrate),
-    ("pin", Strategy::Pin),
-    ("pool", Strategy::Pool),
-];
 
 ///
 /// Long on purpose: `[allocation]`'s keys in documented order, with the contradictions between them next to the keys they concern.
 pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Allocation, Problem> {
-    let size_bytes = raw
-        .size
-        .as_ref()
-        .map(|s| size("allocation.size", s))
-        .transpose()?
-        .unwrap_or(1 << 20);
+    let size_bytes = size(
+        "allocation.size",
+        &or_default(raw.size.clone(), "allocation.size"),
+    )?;
     if size_bytes == 0 {
         return Err(problem(
             "allocation.size",
             "a buffer must have at least 1 byte",
         ));
     }
-    let count = match &raw.count {
-        None => Count::Fixed(1000),
-        Some(RawNumberOrWord::Number(n)) => Count::Fixed(positive("allocation.count", *n)?),
-        Some(RawNumberOrWord::Word(w)) if w == "until-failure" => Count::UntilFailure,
-        Some(RawNumberOrWord::Word(w)) => {
+    let count = match &or_default(raw.count.clone(), "allocation.count") {
+        RawNumberOrWord::Number(n) => Count::Fixed(positive("allocation.count", *n)?),
+        RawNumberOrWord::Word(w) if w == "until-failure" => Count::UntilFailure,
+        RawNumberOrWord::Word(w) => {
             return Err(problem(
                 "allocation.count",
                 format!("expected a positive integer or \"until-failure\", got {w:?}"),
@@ -51,7 +30,14 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
         }
     };
     let mut flags = Vec::new();
-    for (i, f) in raw.flags.iter().flatten().enumerate() {
+    let written = or_default(raw.flags.clone(), "allocation.flags");
+    // An empty list is the default too.
+    let written = if written.is_empty() {
+        crate::defs::default("allocation.flags")
+    } else {
+        written
+    };
+    for (i, f) in written.iter().enumerate() {
         let key = format!("allocation.flags[{i}]");
         let name = f.trim().trim_start_matches("CL_MEM_").to_ascii_uppercase();
         let flag = one_of(&key, &name, &MEM_FLAGS)?;
@@ -59,9 +45,6 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
             return Err(problem(&key, format!("{f} is listed twice")));
         }
         flags.push(flag);
-    }
-    if flags.is_empty() {
-        flags.push(MemFlag::ReadWrite);
     }
     flags.sort();
     let has = |f| flags.contains(&f);
@@ -79,16 +62,15 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
         ));
     }
 
-    let placement = match &raw.placement {
-        None => Placement::RoundRobin,
-        Some(RawNumberOrWord::Word(w)) if w == "round-robin" => Placement::RoundRobin,
-        Some(RawNumberOrWord::Word(w)) => {
+    let placement = match &or_default(raw.placement.clone(), "allocation.placement") {
+        RawNumberOrWord::Word(w) if w == "round-robin" => Placement::RoundRobin,
+        RawNumberOrWord::Word(w) => {
             return Err(problem(
                 "allocation.placement",
                 format!("expected \"round-robin\" or a device index, got {w:?}"),
             ))
         }
-        Some(RawNumberOrWord::Number(n)) => {
+        RawNumberOrWord::Number(n) => {
             let index = usize::try_from(*n)
                 .map_err(|_| problem("allocation.placement", "a device index must be >= 0"))?;
             if index >= devices.set.len() {
@@ -103,10 +85,11 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
             Placement::Device(index)
         }
     };
-    let strategy = match raw.strategy.as_deref() {
-        None => Strategy::Create,
-        Some(s) => one_of("allocation.strategy", s, &STRATEGIES)?,
-    };
+    let strategy = one_of(
+        "allocation.strategy",
+        &or_default(raw.strategy.clone(), "allocation.strategy"),
+        &STRATEGIES,
+    )?;
     let pool_size_bytes = match (strategy, &raw.pool_size) {
         (Strategy::Pool, None) => Some(size_bytes.max(256 << 20)),
         (Strategy::Pool, Some(s)) => {
@@ -137,7 +120,7 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
             "host-pointer flags apply to the pool buffer, not its sub-buffers: use strategy \"create\" with them",
         ));
     }
-    let keep = raw.keep.unwrap_or(true);
+    let keep: bool = or_default(raw.keep, "allocation.keep");
     if !keep && strategy == Strategy::Pool {
         return Err(problem(
             "allocation.keep",
@@ -154,10 +137,9 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
             "releases kept buffers in rounds: it needs keep = true and a strategy other than \"pool\"",
         ));
     }
-    let pause_us = match raw.pause_us {
-        None => 0,
-        Some(us @ 0..=MAX_PAUSE_US) => us as u64,
-        Some(_) => {
+    let pause_us = match or_default(raw.pause_us, "allocation.pause_us") {
+        us @ 0..=MAX_PAUSE_US => us as u64,
+        _ => {
             return Err(problem(
                 "allocation.pause_us",
                 format!("a pause is 0 to {MAX_PAUSE_US} microseconds (one second) per buffer"),
@@ -177,13 +159,9 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
     })
 }
 
-/// The longest pause after a buffer, microseconds.
-pub const MAX_PAUSE_US: i64 = 1_000_000;
-
 pub(super) fn guards(raw: &RawGuards) -> Result<Guards, Problem> {
-    let max_rss = match &raw.max_rss {
-        None => RssLimit::FractionOfRam(0.5),
-        Some(RawSize::Text(t)) if t.trim_end().ends_with('%') => {
+    let max_rss = match &or_default(raw.max_rss.clone(), "guards.max_rss") {
+        RawSize::Text(t) if t.trim_end().ends_with('%') => {
             let pct: f64 = t.trim().trim_end_matches('%').trim().parse().map_err(|_| {
                 problem(
                     "guards.max_rss",
@@ -198,18 +176,17 @@ pub(super) fn guards(raw: &RawGuards) -> Result<Guards, Problem> {
             }
             RssLimit::FractionOfRam(pct / 100.0)
         }
-        Some(s) => RssLimit::Bytes(size("guards.max_rss", s)?),
+        s => RssLimit::Bytes(size("guards.max_rss", s)?),
     };
-    let max_seconds = match raw.max_seconds {
-        None => DEFAULT_MAX_SECONDS,
-        Some(s) if s > MAX_SECONDS => {
+    let max_seconds = match or_default(raw.max_seconds, "guards.max_seconds") {
+        s if s > MAX_SECONDS => {
             return Err(problem(
                 "guards.max_seconds",
                 format!("must be at most {MAX_SECONDS} (a week), got {s}"),
             ))
         }
-        Some(s) if s.is_finite() && s > 0.0 => s,
-        Some(s) => {
+        s if s.is_finite() && s > 0.0 => s,
+        s => {
             return Err(problem(
                 "guards.max_seconds",
                 format!("must be > 0, got {s}"),

@@ -1,42 +1,27 @@
 //! `[devices]`: which platform, which type, which devices, and their partition.
 
-use super::{one_of, positive, problem, Problem};
+use super::{one_of, or_default, positive, problem, Problem};
+use crate::defs::{DEVICE_TYPES, FALLBACKS, MAX_DEVICE_LIST, MAX_PLATFORM_NAME};
 use crate::model::*;
 use crate::raw::*;
-
-/// The most devices `devices.indices` (or sub-devices `devices.partition`) may
-/// name: more than any machine has, few enough that a long list costs nothing.
-pub const MAX_DEVICE_LIST: usize = 4096;
-/// The longest platform name or vendor substring, bytes.
-pub(crate) const MAX_PLATFORM_NAME: usize = 256;
-/// `devices.type`.
-pub(crate) const DEVICE_TYPES: [(&str, DeviceType); 4] = [
-    ("gpu", DeviceType::Gpu),
-    ("cpu", DeviceType::Cpu),
-    ("accelerator", DeviceType::Accelerator),
-    ("all", DeviceType::All),
-];
-/// `devices.fallback`: whether to fall back to devices of any type.
-pub(crate) const FALLBACKS: [(&str, bool); 2] = [("any-type", true), ("none", false)];
 
 /// `[devices]`, validated.
 ///
 /// Long on purpose: `[devices]`'s keys in documented order.
 pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
-    let platform = match &raw.platform {
-        None => Platform::Auto,
-        Some(RawNumberOrWord::Number(n)) => Platform::Index(
+    let platform = match &or_default(raw.platform.clone(), "devices.platform") {
+        RawNumberOrWord::Number(n) => Platform::Index(
             usize::try_from(*n)
                 .map_err(|_| problem("devices.platform", "a platform index must be >= 0"))?,
         ),
-        Some(RawNumberOrWord::Word(w)) if w.eq_ignore_ascii_case("auto") => Platform::Auto,
-        Some(RawNumberOrWord::Word(w)) if w.trim().is_empty() => {
+        RawNumberOrWord::Word(w) if w.eq_ignore_ascii_case("auto") => Platform::Auto,
+        RawNumberOrWord::Word(w) if w.trim().is_empty() => {
             return Err(problem(
                 "devices.platform",
                 "must not be empty; use \"auto\"",
             ))
         }
-        Some(RawNumberOrWord::Word(w)) if w.len() > MAX_PLATFORM_NAME || w.chars().any(char::is_control) => {
+        RawNumberOrWord::Word(w) if w.len() > MAX_PLATFORM_NAME || w.chars().any(char::is_control) => {
             return Err(problem(
                 "devices.platform",
                 format!(
@@ -45,12 +30,13 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
                 ),
             ))
         }
-        Some(RawNumberOrWord::Word(w)) => Platform::Name(w.clone()),
+        RawNumberOrWord::Word(w) => Platform::Name(w.clone()),
     };
-    let device_type = match raw.device_type.as_deref() {
-        None => DeviceType::Gpu,
-        Some(t) => one_of("devices.type", t, &DEVICE_TYPES)?,
-    };
+    let device_type = one_of(
+        "devices.type",
+        &or_default(raw.device_type.clone(), "devices.type"),
+        &DEVICE_TYPES,
+    )?;
     let set = match (&raw.count, &raw.indices) {
         (Some(_), Some(_)) => {
             return Err(problem(
@@ -100,12 +86,13 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
             }
             DeviceSet::Indices(seen)
         }
-        (None, None) => DeviceSet::Count(1),
+        (None, None) => DeviceSet::Count(crate::defs::default("devices.count")),
     };
-    let fallback_to_any_type = match raw.fallback.as_deref() {
-        None => true,
-        Some(f) => one_of("devices.fallback", f, &FALLBACKS)?,
-    };
+    let fallback_to_any_type = one_of(
+        "devices.fallback",
+        &or_default(raw.fallback.clone(), "devices.fallback"),
+        &FALLBACKS,
+    )?;
     let partition = match &raw.partition {
         None => None,
         Some(RawPartition::Word(w)) if w == "equally" => Some(Partition::Equally(1)),

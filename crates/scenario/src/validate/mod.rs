@@ -6,29 +6,19 @@ mod allocation;
 mod devices;
 mod process;
 
-pub(crate) use allocation::{MEM_FLAGS, STRATEGIES};
-pub(crate) use devices::{DEVICE_TYPES, FALLBACKS, MAX_DEVICE_LIST, MAX_PLATFORM_NAME};
-
+pub(crate) use crate::error::{problem, Problem};
+use crate::defs::*;
 use crate::model::*;
 use crate::raw::*;
 use crate::size::parse_size;
 use std::collections::BTreeMap;
 
-/// A problem at a key path (`allocation.size`), before it is given a file location.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// Dotted key path.
-    pub key: String,
-    /// What is wrong and how to fix it.
-    pub message: String,
+/// A key's value as written, or its default from the table of keys
+/// ([`crate::defs::KEYS`]): the one place a default is written.
+pub(crate) fn or_default<T: serde::de::DeserializeOwned>(value: Option<T>, key: &str) -> T {
+    value.unwrap_or_else(|| crate::defs::default(key))
 }
 
-pub(crate) fn problem(key: &str, message: impl Into<String>) -> Problem {
-    Problem {
-        key: key.to_owned(),
-        message: message.into(),
-    }
-}
 
 pub(crate) fn size(key: &str, raw: &RawSize) -> Result<u64, Problem> {
     match raw {
@@ -61,11 +51,6 @@ pub(crate) fn one_of<T: Copy>(key: &str, value: &str, choices: &[(&str, T)]) -> 
         })
 }
 
-/// Default wall-clock guard for the allocation loop, seconds.
-pub const DEFAULT_MAX_SECONDS: f64 = 300.0;
-/// The longest time guard: a week.
-pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
-
 /// Seconds for a time limit on the command line (`--timeout`): finite, above 0, at
 /// most [`MAX_SECONDS`].
 pub fn parse_seconds(text: &str) -> Result<f64, String> {
@@ -77,58 +62,6 @@ pub fn parse_seconds(text: &str) -> Result<f64, String> {
             format!("{text}: expected seconds above 0 and at most {MAX_SECONDS} (a week)")
         })
 }
-/// The longest `name`, bytes.
-pub const MAX_NAME_BYTES: usize = 256;
-/// The longest `description`, bytes: prose, carried by every run of a grid.
-pub const MAX_DESCRIPTION_BYTES: usize = 64 << 10;
-/// The most shared contexts one run may create.
-pub const MAX_CONTEXTS: u64 = 64;
-/// `context.mode`.
-pub(crate) const CONTEXT_MODES: [(&str, ContextMode); 2] = [
-    ("shared", ContextMode::Shared),
-    ("per-device", ContextMode::PerDevice),
-];
-/// The other keys each key's checks read, for every check between keys below and in
-/// [`allocation`] and [`devices`]: what `ScenarioFile::problems_in` must not blame on
-/// a key when one it reads was left out and its default stands in.
-pub(crate) const READS: &[(&str, &[&str])] = &[
-    (
-        "allocation.placement",
-        &["devices.count", "devices.indices", "devices.partition"],
-    ),
-    (
-        "allocation.pool_size",
-        &["allocation.strategy", "allocation.size"],
-    ),
-    ("allocation.flags", &["allocation.strategy"]),
-    ("allocation.keep", &["allocation.strategy"]),
-    (
-        "allocation.release_every",
-        &["allocation.keep", "allocation.strategy"],
-    ),
-    ("context.count", &["context.mode", "allocation.strategy"]),
-    (
-        "axpy.check",
-        &[
-            "allocation.keep",
-            "allocation.size",
-            "allocation.strategy",
-            "context.count",
-        ],
-    ),
-    ("axpy.samples", &["axpy.check"]),
-    ("devices.indices", &["devices.count"]),
-];
-
-/// `sampling.maps`.
-pub(crate) const MAPS_SAMPLINGS: [(&str, MapsSampling); 2] = [
-    ("budgeted", MapsSampling::Budgeted),
-    ("every-sample", MapsSampling::EverySample),
-];
-/// `axpy.check`: none, a sample of pairs (`axpy.samples`), or every pair.
-pub(crate) const AXPY_CHECKS: [&str; 3] = ["none", "sample", "all"];
-/// Default sampling interval.
-pub const DEFAULT_SAMPLE_EVERY: u64 = 1000;
 /// At most this many `[env]` variables (setting each one scans the environment).
 pub const MAX_ENV_VARS: usize = 256;
 /// `[env]` keys whose values are paths (`:`-separated lists for the first two):
@@ -244,22 +177,21 @@ pub(crate) fn validate(
     } else {
         let point: Vec<String> = grid_point
             .iter()
-            .map(|(k, v)| format!("{k}={}", crate::load::label(v)))
+            .map(|(k, v)| format!("{k}={}", crate::keys::label(v)))
             .collect();
         format!("{base_name}[{}]", point.join(","))
     };
 
     let devices = devices::devices(&raw.devices)?;
-    let context_mode = match raw.context.mode.as_deref() {
-        None => ContextMode::Shared,
-        Some(m) => one_of("context.mode", m, &CONTEXT_MODES)?,
-    };
-    let context_count = raw
-        .context
-        .count
-        .map(|n| positive("context.count", n))
-        .transpose()?
-        .unwrap_or(1);
+    let context_mode = one_of(
+        "context.mode",
+        &or_default(raw.context.mode.clone(), "context.mode"),
+        &CONTEXT_MODES,
+    )?;
+    let context_count = positive(
+        "context.count",
+        or_default(raw.context.count, "context.count"),
+    )?;
     if context_count > 1 && context_mode != ContextMode::Shared {
         return Err(problem(
             "context.count",
@@ -284,20 +216,20 @@ pub(crate) fn validate(
     let limits = process::limits(&raw.limits, context)?;
 
     let guards = allocation::guards(&raw.guards)?;
-    let sample_every = raw
-        .sampling
-        .every
-        .map(|n| positive("sampling.every", n))
-        .transpose()?
-        .unwrap_or(DEFAULT_SAMPLE_EVERY);
-    let sample_maps = match raw.sampling.maps.as_deref() {
-        None => MapsSampling::Budgeted,
-        Some(m) => one_of("sampling.maps", m, &MAPS_SAMPLINGS)?,
-    };
+    let sample_every = positive(
+        "sampling.every",
+        or_default(raw.sampling.every, "sampling.every"),
+    )?;
+    let sample_maps = one_of(
+        "sampling.maps",
+        &or_default(raw.sampling.maps.clone(), "sampling.maps"),
+        &MAPS_SAMPLINGS,
+    )?;
 
-    let split = raw.axpy.split.unwrap_or(false);
-    let axpy_check = match raw.axpy.check.as_deref() {
-        None | Some("none") => {
+    let split: bool = or_default(raw.axpy.split, "axpy.split");
+    let check: String = or_default(raw.axpy.check.clone(), "axpy.check");
+    let axpy_check = match check.as_str() {
+        "none" => {
             if raw.axpy.samples.is_some() {
                 return Err(problem(
                     "axpy.samples",
@@ -306,15 +238,12 @@ pub(crate) fn validate(
             }
             AxpyCheck::None
         }
-        Some("all") => AxpyCheck::All,
-        Some("sample") => AxpyCheck::Sample(
-            raw.axpy
-                .samples
-                .map(|n| positive("axpy.samples", n))
-                .transpose()?
-                .unwrap_or(8),
-        ),
-        Some(other) => {
+        "all" => AxpyCheck::All,
+        "sample" => AxpyCheck::Sample(positive(
+            "axpy.samples",
+            or_default(raw.axpy.samples, "axpy.samples"),
+        )?),
+        other => {
             return Err(problem(
                 "axpy.check",
                 format!(

@@ -13,7 +13,7 @@
 //! saw, its exit code once it finished). A signal sent to this process alone is
 //! passed on; one the terminal sent to the whole group the worker handles itself.
 //! Internal children (`run --child`, `bench --arm`) are watched by their parent's
-//! harness instead ([`clmulti_alloc::child`]).
+//! harness instead ([`crate::child`]).
 
 use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
@@ -75,6 +75,8 @@ pub struct Bounds {
     pub graceful_signals: bool,
     /// The command's name, for messages.
     pub command: &'static str,
+    /// Says a note on stderr (unless the command runs quiet).
+    pub note: fn(&str),
 }
 
 /// The worker finished with `code`: called right before it exits (or `_exit`s).
@@ -113,7 +115,7 @@ extern "C" fn worker_signal(signal: libc::c_int) {
             // The second one ends the worker at once (`Interrupt::record`): as asked.
             finish(128 + signal as u8);
         }
-        clmulti_alloc::child::INTERRUPT.record(signal);
+        crate::signal::INTERRUPT.record(signal);
     } else {
         // SAFETY: restoring the default action and re-raising are async-signal-safe.
         unsafe {
@@ -132,7 +134,7 @@ extern "C" fn watcher_signal(signal: libc::c_int) {
 fn set_handler(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int)) {
     for &signal in signals {
         // SAFETY: the handlers touch only atomics (and re-raise, or _exit).
-        unsafe { clmulti_alloc::child::handle_unless_ignored(signal, handler) };
+        unsafe { crate::signal::handle_unless_ignored(signal, handler) };
     }
 }
 
@@ -294,11 +296,11 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
         if count != received {
             if received == 0 && bounds.graceful_signals {
                 // Said at once: what is in flight may take a while to finish.
-                crate::note!(
+                (bounds.note)(&format!(
                     "clmulti {}: stopping on {}: what is in flight finishes, then what finished is reported; a second signal ends it at once, without a report",
                     bounds.command,
                     clmulti_explain::signal_name(RECEIVED.load(Ordering::SeqCst))
-                );
+                ));
             }
             received = count;
             last_received = now;

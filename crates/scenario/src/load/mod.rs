@@ -1,48 +1,24 @@
 //! Reading scenario files: TOML syntax, grid expansion, and errors that name the
 //! file, line, column and key.
 
-use crate::keys::{not_a_grid_key, takes, TABLES};
+mod problems;
+
+pub use problems::MAX_PROBLEMS;
+use crate::defs::TABLES;
+use crate::keys::{label, not_a_grid_key, takes};
+use crate::machine::{default_libraries, hard_limits};
 use crate::locate::{
     at_key, error_at, friendly, line_column, refused_value, short, split_key, value_at, walk,
 };
 use crate::model::{Rlimit, Scenario};
 use crate::raw::RawScenario;
-use crate::validate::{validate, Context, Problem};
+pub use crate::error::ScenarioError;
+use crate::error::Problem;
+use crate::validate::{validate, Context};
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// A scenario file that could not be turned into runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScenarioError {
-    /// The file, as given.
-    pub file: String,
-    /// 1-based line, when the problem has a place in the file.
-    pub line: Option<usize>,
-    /// 1-based column.
-    pub column: Option<usize>,
-    /// The key the problem belongs to, as the file writes it: `allocation.size`,
-    /// `devices.indices[2]`, `grid."allocation.count"[1]` for a value the grid sets.
-    pub key: Option<String>,
-    /// What is wrong and how to fix it.
-    pub message: String,
-}
-
-impl fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
-        if let (Some(l), Some(c)) = (self.line, self.column) {
-            write!(f, ":{l}:{c}")?;
-        }
-        if let Some(k) = &self.key {
-            write!(f, ": key `{k}`")?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-impl std::error::Error for ScenarioError {}
 
 /// The largest scenario file read, bytes: a scenario is a page of TOML.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -295,118 +271,6 @@ impl ScenarioFile {
     /// Every problem in a scenario file, each once, in file order: what a run stops
     /// at first, and the problems behind it, also those that keep the file from
     /// expanding into runs (a `[grid]` axis that is not a list, a grid too large).
-    /// Read and checked as [`load`](Self::load) does; only TOML syntax, or a key that
-    /// must be a table, stops it at one problem. At most [`MAX_PROBLEMS`].
-    ///
-    /// After each problem the run is checked again as if its key were not written, so
-    /// that the next is found; a problem at a key whose checks read a key left out so
-    /// far is not reported (the default standing in for it may be what is wrong). A
-    /// grid value with a problem is reported once, and its axis is left out of the
-    /// runs that take it.
-    ///
-    /// ```
-    /// let keys: Vec<String> = clmulti_scenario::ScenarioFile::problems_in_text(
-    ///     "[allocation]\nsize = \"1 parsec\"\ncount = -3\n[sampling]\nevery = 0\n",
-    ///     "two.toml",
-    /// )
-    /// .into_iter()
-    /// .map(|e| e.key.unwrap())
-    /// .collect();
-    /// assert_eq!(keys, ["allocation.size", "allocation.count", "sampling.every"]);
-    /// ```
-    pub fn problems_in(path: &Path) -> Vec<ScenarioError> {
-        let file = path.display().to_string();
-        match read_text(path, &file) {
-            Ok(text) => Self::problems_with(text, &file, Self::machine_context(path)),
-            Err(e) => vec![e],
-        }
-    }
-
-    /// [`problems_in`](Self::problems_in) for scenario text; `file` names it.
-    pub fn problems_in_text(text: &str, file: &str) -> Vec<ScenarioError> {
-        Self::problems_with(text.to_owned(), file, Context::default())
-    }
-
-    fn problems_with(text: String, file: &str, context: Context) -> Vec<ScenarioError> {
-        let (parsed, mut found) = match Self::parse_lenient(text, file, context) {
-            Ok(parsed) => parsed,
-            Err(e) => return vec![e],
-        };
-        for problem in parsed.run_problems() {
-            if !found.contains(&problem) {
-                found.push(problem);
-            }
-        }
-        // All found, then the first in the file.
-        found.sort_by_key(|e| (e.line, e.column));
-        found.truncate(MAX_PROBLEMS);
-        found
-    }
-
-    /// The problems of the runs, as [`problems_in`](Self::problems_in) finds them.
-    fn run_problems(&self) -> Vec<ScenarioError> {
-        let mut base = self.base.clone();
-        // The file's keys left out so far, and the grid values with a problem.
-        let mut left_out: Vec<String> = Vec::new();
-        let mut bad_values: std::collections::HashSet<(usize, usize)> =
-            self.repeats.iter().copied().collect();
-        // Points with an axis left out, checked over the current base: runs that
-        // differ only in a bad value become one (a whole point is checked once anyway).
-        let mut checked = std::collections::HashSet::new();
-        let mut found: Vec<ScenarioError> = Vec::new();
-        'runs: for index in 0..self.runs {
-            // A bad value's axis is left out of the run: the rest is still checked.
-            let mut point = self.point(index);
-            for (axis, i) in point.iter_mut().enumerate() {
-                if i.is_some_and(|i| bad_values.contains(&(axis, i))) {
-                    *i = None;
-                }
-            }
-            // Each pass leaves a key or an axis out, so a run takes at most as many
-            // passes as it has keys.
-            loop {
-                if point.contains(&None) && !checked.insert(point.clone()) {
-                    continue 'runs;
-                }
-                let Err(problem) = self.run_from(&base, &point) else {
-                    continue 'runs;
-                };
-                let RunProblem { key, error } = *problem;
-                let own = key_of(&key);
-                let omitted = point
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, i)| i.is_none())
-                    .map(|(axis, _)| self.axes[axis].0.as_str());
-                let maybe_a_default = left_out
-                    .iter()
-                    .map(String::as_str)
-                    .chain(omitted)
-                    .any(|other| reads(own, other));
-                if !maybe_a_default && !found.contains(&error) {
-                    found.push(error);
-                    // Enough to sort the first MAX_PROBLEMS of the file from.
-                    if found.len() >= SEARCHED_PROBLEMS {
-                        break 'runs;
-                    }
-                }
-                if let Some((axis, i)) = self.axis_setting(&point, &key) {
-                    bad_values.insert((axis, i));
-                    point[axis] = None;
-                    continue;
-                }
-                if !leave_out(&mut base, &key) {
-                    // A problem with no key of its own to leave out: the file's, not a run's.
-                    break 'runs;
-                }
-                left_out.push(own.to_owned());
-                // Points checked over the old base may fail over the new one.
-                checked.clear();
-            }
-        }
-        found
-    }
-
     /// An error about `key` (`devices.platform`) in run `index`: at the grid entry
     /// that set it in that run, else where the file sets it.
     pub fn error_in_run(&self, index: usize, key: &str, message: &str) -> ScenarioError {
@@ -536,49 +400,11 @@ impl ScenarioFile {
     }
 }
 
-/// The most problems [`ScenarioFile::problems_in`] reports.
-pub const MAX_PROBLEMS: usize = 100;
-/// The most problems of runs it looks for before sorting them by place.
-const SEARCHED_PROBLEMS: usize = 10 * MAX_PROBLEMS;
-
-/// `allocation.flags` for `allocation.flags[1]`: the key a list's item belongs to.
-fn key_of(key: &str) -> &str {
-    key.split('[').next().unwrap_or(key)
-}
-
-/// Whether the checks of `key` read `other` (`allocation.placement` reads
-/// `devices.count`): with `other` left out, a problem at `key` may be its default's.
-fn reads(key: &str, other: &str) -> bool {
-    crate::validate::READS
-        .iter()
-        .any(|(k, read)| *k == key && read.contains(&other))
-}
-
 /// A run's problem and its key in the run (`allocation.flags[1]`; empty for none),
 /// which [`ScenarioFile::problems`] leaves out to look past it.
 struct RunProblem {
     key: String,
     error: ScenarioError,
-}
-
-/// Takes `key` (`allocation.size`; a list's item takes its whole list) out of
-/// `table`; false when the table does not hold it.
-fn leave_out(table: &mut toml::Table, key: &str) -> bool {
-    let path: Vec<String> = split_key(key)
-        .into_iter()
-        .take_while(|segment| segment.parse::<usize>().is_err())
-        .collect();
-    let Some((last, parents)) = path.split_last() else {
-        return false;
-    };
-    let mut table = table;
-    for parent in parents {
-        match table.get_mut(parent) {
-            Some(toml::Value::Table(inner)) => table = inner,
-            _ => return false,
-        }
-    }
-    table.remove(last).is_some()
 }
 
 /// A TOML syntax error, at its key when it is in a value: an integer beyond TOML's
@@ -611,78 +437,6 @@ fn syntax_error(
         Some(value.written),
         format!("{what}{takes}"),
     )
-}
-
-/// Where the project's libraries (`{clmulti-layer}`, `{clmulti-kmd-emu}`) are unless
-/// told otherwise: the running executable's folder (`clmulti`, which cargo builds
-/// beside them), or one folder up when they are there, where cargo puts them for test
-/// and example binaries (which live in `target/<profile>/deps` and `examples`).
-pub fn default_libraries() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?;
-    let has_one = |d: &Path| {
-        crate::PROJECT_LIBRARIES
-            .iter()
-            .any(|l| d.join(l.file_name).exists())
-    };
-    match dir.parent() {
-        Some(above) if !has_one(dir) && has_one(above) => Some(above.to_path_buf()),
-        _ => Some(dir.to_path_buf()),
-    }
-}
-
-/// The most each of this process's soft resource limits may be raised to (a limit
-/// with no ceiling is absent): the hard limit, or, for a process that may raise hard
-/// limits too (`CAP_SYS_RESOURCE`, root's), none but the kernel's own (`fs.nr_open`
-/// for `nofile`). What a run's `[limits]` may ask for.
-pub fn hard_limits() -> BTreeMap<Rlimit, u64> {
-    let resource = |which: Rlimit| match which {
-        Rlimit::NoFile => libc::RLIMIT_NOFILE,
-        Rlimit::AddressSpace => libc::RLIMIT_AS,
-        Rlimit::MemLock => libc::RLIMIT_MEMLOCK,
-        Rlimit::NProc => libc::RLIMIT_NPROC,
-        Rlimit::Data => libc::RLIMIT_DATA,
-    };
-    let raises_hard = may_raise_hard_limits();
-    Rlimit::ALL
-        .into_iter()
-        .filter_map(|which| {
-            if raises_hard {
-                return (which == Rlimit::NoFile)
-                    .then(nr_open)
-                    .flatten()
-                    .map(|n| (which, n));
-            }
-            let mut lim = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            // SAFETY: `lim` is a valid, writable rlimit struct.
-            let ok = unsafe { libc::getrlimit(resource(which), &mut lim) } == 0;
-            (ok && lim.rlim_max != libc::RLIM_INFINITY).then_some((which, lim.rlim_max))
-        })
-        .collect()
-}
-
-/// Whether this process may raise its hard resource limits: `CAP_SYS_RESOURCE` in its
-/// effective capabilities (root has it, outside a container that drops it).
-pub fn may_raise_hard_limits() -> bool {
-    const CAP_SYS_RESOURCE: u32 = 24;
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
-            u64::from_str_radix(hex.trim(), 16).ok()
-        })
-        .is_some_and(|caps| caps & (1 << CAP_SYS_RESOURCE) != 0)
-}
-
-/// `fs.nr_open`: the most descriptors any process may be allowed (the ceiling of
-/// `RLIMIT_NOFILE`, hard limit included).
-pub fn nr_open() -> Option<u64> {
-    std::fs::read_to_string("/proc/sys/fs/nr_open")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
 }
 
 /// Reads a scenario file, checked as a run on this machine would be (see
@@ -754,21 +508,8 @@ fn read_text(path: &Path, file: &str) -> Result<String, ScenarioError> {
 fn misplaced_table(table: &toml::Table) -> Option<&'static str> {
     TABLES
         .into_iter()
+        .map(|(key, _)| key)
         .find(|key| table.get(*key).is_some_and(|v| !v.is_table()))
-}
-
-/// A grid value as a run's name shows it: strings without quotes, unless they hold
-/// what separates a name's parts (`,` `=` `[` `]` `"`) or spaces at an end, so that
-/// two grid points never read as one name.
-pub(crate) fn label(value: &toml::Value) -> String {
-    match value {
-        toml::Value::String(s)
-            if !s.is_empty() && s.trim() == s && !s.contains([',', '=', '[', ']', '"']) =>
-        {
-            s.clone()
-        }
-        other => other.to_string(),
-    }
 }
 
 fn set_path(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), String> {

@@ -1,0 +1,90 @@
+//! One scenario run in a child process of this binary: what `run`, `diagnose`, the
+//! experiments and the bench share ([`clmulti_supervise`] runs the child).
+
+use crate::{note, render, Failure};
+use clmulti_explain::Report;
+use clmulti_scenario::Scenario;
+use clmulti_supervise::{ChildCommand, INTERRUPT};
+use std::time::Duration;
+
+/// How long an interrupted child may take to stop, release and print its report.
+pub(crate) const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
+
+/// Runs in a child process of this binary with the scenario's env; a crash of the
+/// runtime becomes a report with the signal instead of taking this process down.
+/// SIGINT or SIGTERM here is passed on: the child stops, releases and reports.
+pub(crate) fn run_child(scenario: &Scenario, timeout: Option<Duration>) -> Result<Report, Failure> {
+    let program = std::env::current_exe()
+        .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
+    note!("run: {} (child process)", scenario.name);
+    let command = ChildCommand {
+        interrupt: Some(&INTERRUPT),
+        interrupt_grace: INTERRUPT_GRACE,
+        ..ChildCommand::scenario_run(program, scenario, &Default::default(), timeout)
+    };
+    crate::verbose!(
+        "run: child: {}{} {} SCENARIO.json (killed after {:.0} s)\nrun: SCENARIO.json (a temporary file) holds {}",
+        command
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={} ", shell_word(v)))
+            .collect::<String>(),
+        command.program.display(),
+        command
+            .args
+            .iter()
+            .map(|a| shell_word(&a.to_string_lossy()))
+            .collect::<Vec<_>>()
+            .join(" "),
+        command.timeout.as_secs_f64(),
+        command.resolved.as_deref().unwrap_or("{}")
+    );
+    let outcome = clmulti_supervise::run_child(&command)
+        .map_err(|e| Failure::Tool(format!("cannot run a child process: {e}")))?;
+    crate::verbose!(
+        "run: child exited with {} after {:.3} s{}",
+        outcome.status,
+        outcome.wall_seconds,
+        if outcome.timed_out {
+            " (killed at the timeout)"
+        } else {
+            ""
+        }
+    );
+    // Loading the runtime crashed, exited or hung: nothing could be measured.
+    if let Some(why) = clmulti_supervise::ended::loading_failure(&outcome) {
+        return Err(Failure::Tool(why));
+    }
+    // A child that could not run the scenario at all fails this command the same way.
+    if !outcome.timed_out && !outcome.stdout.lines().any(|l| l.starts_with('{')) {
+        // The child's first error line says why; later ones only count problems.
+        let message = outcome
+            .stderr_tail
+            .lines()
+            .find_map(|l| l.strip_prefix("error: "))
+            .unwrap_or(outcome.stderr_tail.trim())
+            .to_owned();
+        match outcome.status.code() {
+            Some(1) => return Err(Failure::Tool(message)),
+            Some(2) => return Err(Failure::Input(message)),
+            _ => {}
+        }
+    }
+    let report = clmulti_alloc::child::report_of(scenario, &outcome);
+    crate::verbose!("{}", render::details(&report));
+    Ok(report)
+}
+
+/// A word as a shell reads it back: quoted when it holds anything but plain
+/// characters.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}

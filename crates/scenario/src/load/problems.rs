@@ -1,0 +1,154 @@
+//! Every problem of a scenario file at once, for `clmulti check`: each run checked,
+//! and checked again with each problem's key left out to find the next.
+
+use super::*;
+
+impl ScenarioFile {
+    /// Read and checked as [`load`](Self::load) does; only TOML syntax, or a key that
+    /// must be a table, stops it at one problem. At most [`MAX_PROBLEMS`].
+    ///
+    /// After each problem the run is checked again as if its key were not written, so
+    /// that the next is found; a problem at a key whose checks read a key left out so
+    /// far is not reported (the default standing in for it may be what is wrong). A
+    /// grid value with a problem is reported once, and its axis is left out of the
+    /// runs that take it.
+    ///
+    /// ```
+    /// let keys: Vec<String> = clmulti_scenario::ScenarioFile::problems_in_text(
+    ///     "[allocation]\nsize = \"1 parsec\"\ncount = -3\n[sampling]\nevery = 0\n",
+    ///     "two.toml",
+    /// )
+    /// .into_iter()
+    /// .map(|e| e.key.unwrap())
+    /// .collect();
+    /// assert_eq!(keys, ["allocation.size", "allocation.count", "sampling.every"]);
+    /// ```
+    pub fn problems_in(path: &Path) -> Vec<ScenarioError> {
+        let file = path.display().to_string();
+        match read_text(path, &file) {
+            Ok(text) => Self::problems_with(text, &file, Self::machine_context(path)),
+            Err(e) => vec![e],
+        }
+    }
+
+    /// [`problems_in`](Self::problems_in) for scenario text; `file` names it.
+    pub fn problems_in_text(text: &str, file: &str) -> Vec<ScenarioError> {
+        Self::problems_with(text.to_owned(), file, Context::default())
+    }
+
+    fn problems_with(text: String, file: &str, context: Context) -> Vec<ScenarioError> {
+        let (parsed, mut found) = match Self::parse_lenient(text, file, context) {
+            Ok(parsed) => parsed,
+            Err(e) => return vec![e],
+        };
+        for problem in parsed.run_problems() {
+            if !found.contains(&problem) {
+                found.push(problem);
+            }
+        }
+        // All found, then the first in the file.
+        found.sort_by_key(|e| (e.line, e.column));
+        found.truncate(MAX_PROBLEMS);
+        found
+    }
+
+    /// The problems of the runs, as [`problems_in`](Self::problems_in) finds them.
+    fn run_problems(&self) -> Vec<ScenarioError> {
+        let mut base = self.base.clone();
+        // The file's keys left out so far, and the grid values with a problem.
+        let mut left_out: Vec<String> = Vec::new();
+        let mut bad_values: std::collections::HashSet<(usize, usize)> =
+            self.repeats.iter().copied().collect();
+        // Points with an axis left out, checked over the current base: runs that
+        // differ only in a bad value become one (a whole point is checked once anyway).
+        let mut checked = std::collections::HashSet::new();
+        let mut found: Vec<ScenarioError> = Vec::new();
+        'runs: for index in 0..self.runs {
+            // A bad value's axis is left out of the run: the rest is still checked.
+            let mut point = self.point(index);
+            for (axis, i) in point.iter_mut().enumerate() {
+                if i.is_some_and(|i| bad_values.contains(&(axis, i))) {
+                    *i = None;
+                }
+            }
+            // Each pass leaves a key or an axis out, so a run takes at most as many
+            // passes as it has keys.
+            loop {
+                if point.contains(&None) && !checked.insert(point.clone()) {
+                    continue 'runs;
+                }
+                let Err(problem) = self.run_from(&base, &point) else {
+                    continue 'runs;
+                };
+                let RunProblem { key, error } = *problem;
+                let own = key_of(&key);
+                let omitted = point
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, i)| i.is_none())
+                    .map(|(axis, _)| self.axes[axis].0.as_str());
+                let maybe_a_default = left_out
+                    .iter()
+                    .map(String::as_str)
+                    .chain(omitted)
+                    .any(|other| reads(own, other));
+                if !maybe_a_default && !found.contains(&error) {
+                    found.push(error);
+                    // Enough to sort the first MAX_PROBLEMS of the file from.
+                    if found.len() >= SEARCHED_PROBLEMS {
+                        break 'runs;
+                    }
+                }
+                if let Some((axis, i)) = self.axis_setting(&point, &key) {
+                    bad_values.insert((axis, i));
+                    point[axis] = None;
+                    continue;
+                }
+                if !leave_out(&mut base, &key) {
+                    // A problem with no key of its own to leave out: the file's, not a run's.
+                    break 'runs;
+                }
+                left_out.push(own.to_owned());
+                // Points checked over the old base may fail over the new one.
+                checked.clear();
+            }
+        }
+        found
+    }
+}
+
+/// The most problems [`ScenarioFile::problems_in`] reports.
+pub const MAX_PROBLEMS: usize = 100;
+/// The most problems of runs it looks for before sorting them by place.
+const SEARCHED_PROBLEMS: usize = 10 * MAX_PROBLEMS;
+
+/// `allocation.flags` for `allocation.flags[1]`: the key a list's item belongs to.
+fn key_of(key: &str) -> &str {
+    key.split('[').next().unwrap_or(key)
+}
+
+/// Whether the checks of `key` read `other` (`allocation.placement` reads
+/// `devices.count`): with `other` left out, a problem at `key` may be its default's.
+fn reads(key: &str, other: &str) -> bool {
+    crate::defs::reads(key, other)
+}
+
+/// Takes `key` (`allocation.size`; a list's item takes its whole list) out of
+/// `table`; false when the table does not hold it.
+fn leave_out(table: &mut toml::Table, key: &str) -> bool {
+    let path: Vec<String> = split_key(key)
+        .into_iter()
+        .take_while(|segment| segment.parse::<usize>().is_err())
+        .collect();
+    let Some((last, parents)) = path.split_last() else {
+        return false;
+    };
+    let mut table = table;
+    for parent in parents {
+        match table.get_mut(parent) {
+            Some(toml::Value::Table(inner)) => table = inner,
+            _ => return false,
+        }
+    }
+    table.remove(last).is_some()
+}

@@ -1,0 +1,307 @@
+//! One child process's life: spawned in its own process group with the files it
+//! inherits (the progress file, the resolved scenario), dying with its parent,
+//! drained, bounded in time, passed an interrupt and given its grace, reaped.
+
+use crate::protocol::{read_progress, Progress, PROGRESS_ENV};
+use crate::signal::Interrupt;
+use clmulti_scenario::Scenario;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// The end of a child's stderr that is kept, bytes.
+const STDERR_TAIL: usize = 4000;
+/// The most of a child's stdout that is kept, bytes (a report is a few MB at most; a
+/// runtime can print without end).
+const STDOUT_MAX: usize = 256 << 20;
+
+
+/// How long past `guards.max_seconds` a call may run before the watchdog fires (a
+/// tenth of the guard, 5 to 60 s); a child is killed after twice that.
+pub fn hang_margin(max_seconds: f64) -> Duration {
+    Duration::from_secs_f64((max_seconds * 0.1).clamp(5.0, 60.0))
+}
+
+/// A child to run.
+#[derive(Debug, Clone)]
+pub struct ChildCommand {
+    /// The program (a `clmulti` binary).
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Variables to set for it.
+    pub env: BTreeMap<String, String>,
+    /// Killed (with its process group) after this long.
+    pub timeout: Duration,
+    /// When a signal is recorded here, the child's process group gets it too and
+    /// has `interrupt_grace` to stop, release and print its partial report before
+    /// it is killed (at once on a second signal).
+    pub interrupt: Option<&'static Interrupt>,
+    /// How long an interrupted child may take to end by itself.
+    pub interrupt_grace: Duration,
+    /// A resolved scenario (JSON) the child runs: handed over in a memfd named by
+    /// the last argument (`/dev/fd/N`).
+    pub resolved: Option<String>,
+}
+
+impl ChildCommand {
+    /// One run of exactly this scenario: `program run --resolved FILE --format json
+    /// --child -q`, FILE holding the scenario as JSON (so the child measures the run
+    /// the caller planned, whatever happens to the scenario's file meanwhile), with
+    /// the scenario's `[env]` over `base_env`, killed after `timeout` or, by default,
+    /// after the run's time guard, twice the watchdog's margin and a minute for setup
+    /// (the child's own watchdog ends a hang first).
+    pub fn scenario_run(
+        program: PathBuf,
+        scenario: &Scenario,
+        base_env: &BTreeMap<String, String>,
+        timeout: Option<Duration>,
+    ) -> Self {
+        let max_seconds = scenario.guards.max_seconds;
+        let mut env: BTreeMap<String, String> = base_env
+            .iter()
+            .chain(&scenario.env)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if let Some(tracer) = tracer_beside(&program) {
+            preload_first(&mut env, &tracer);
+        }
+        ChildCommand {
+            program,
+            args: ["run", "--format", "json", "--child", "-q", "--resolved"]
+                .map(OsString::from)
+                .to_vec(),
+            env,
+            timeout: timeout.unwrap_or_else(|| {
+                Duration::from_secs_f64(max_seconds)
+                    + hang_margin(max_seconds) * 2
+                    + Duration::from_secs(60)
+            }),
+            interrupt: None,
+            interrupt_grace: Duration::ZERO,
+            resolved: Some(serde_json::to_string(scenario).unwrap_or_default()),
+        }
+    }
+
+    /// `program devices --format json -q` with `env` over this process's
+    /// environment: the platforms the ICD loader lists where a run with that `[env]`
+    /// loads it (loading hangs and crashes stay in the child, whose own supervisor
+    /// ends a runtime that loads for a minute). [`devices_report`] reads it.
+    pub fn devices(program: PathBuf, env: &BTreeMap<String, String>) -> Self {
+        ChildCommand {
+            program,
+            args: ["devices", "--format", "json", "-q"]
+                .map(OsString::from)
+                .to_vec(),
+            env: env.clone(),
+            timeout: Duration::from_secs(90),
+            interrupt: None,
+            interrupt_grace: Duration::ZERO,
+            resolved: None,
+        }
+    }
+}
+
+/// Set to `off` (or `0`), runs are not traced.
+pub const TRACE_ENV: &str = "CLMULTI_TRACE";
+
+/// clmulti's call tracer beside `program` (the clmulti binary), unless
+/// [`TRACE_ENV`] turns tracing off or it was not built.
+pub fn tracer_beside(program: &Path) -> Option<PathBuf> {
+    let off = std::env::var(TRACE_ENV).is_ok_and(|v| matches!(v.trim(), "off" | "0" | "no"));
+    let tracer = program.with_file_name(clmulti_scenario::TRACE.file_name);
+    (!off && tracer.exists()).then_some(tracer)
+}
+
+/// Puts `library` first in the child's `LD_PRELOAD` (the scenario's, or else the one
+/// this process runs with, which the child would inherit), so it sees the calls the
+/// libraries after it answer (clmulti's emulated i915 driver).
+fn preload_first(env: &mut BTreeMap<String, String>, library: &Path) {
+    let rest = env
+        .get("LD_PRELOAD")
+        .cloned()
+        .or_else(|| std::env::var("LD_PRELOAD").ok())
+        .filter(|r| !r.is_empty());
+    let first = library.display().to_string();
+    let value = match rest {
+        Some(rest) if rest.split([':', ' ']).any(|p| p == first) => rest,
+        Some(rest) => format!("{first}:{rest}"),
+        None => first,
+    };
+    env.insert("LD_PRELOAD".into(), value);
+}
+
+/// How a child ended.
+#[derive(Debug, Clone)]
+pub struct ChildOutcome {
+    /// Its exit status.
+    pub status: ExitStatus,
+    /// Whether the harness killed it at the timeout.
+    pub timed_out: bool,
+    /// Whether the harness passed an interrupt on (and killed it after its grace).
+    pub interrupted: bool,
+    /// The signal passed on.
+    pub interrupted_by: Option<i32>,
+    /// Wall time, seconds.
+    pub wall_seconds: f64,
+    /// Everything it printed on stdout.
+    pub stdout: String,
+    /// The end of its stderr.
+    pub stderr_tail: String,
+    /// What its progress file held.
+    pub progress: Progress,
+}
+
+/// An anonymous file (memfd) closed on exec: it has no path, so nothing is left
+/// behind whatever happens to this process.
+fn anonymous_file(name: &std::ffi::CStr) -> std::io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: memfd_create with a NUL-terminated name; the descriptor is owned below.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+/// Runs a child to completion or its timeout.
+///
+/// Long on purpose: one child's life from spawn to reap (files, pipes drained by threads, the wait with timeout and interrupt, the group killed); split, the ordering of kill and drain would be harder to see.
+pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
+    use std::os::fd::AsRawFd;
+    let progress_file = anonymous_file(c"clmulti-progress")?;
+    let mut inherited = vec![progress_file.as_raw_fd()];
+    let mut cmd = Command::new(&command.program);
+    cmd.args(&command.args);
+    let resolved = match &command.resolved {
+        Some(json) => {
+            let mut file = anonymous_file(c"clmulti-scenario")?;
+            file.write_all(json.as_bytes())?;
+            inherited.push(file.as_raw_fd());
+            cmd.arg(format!("/dev/fd/{}", file.as_raw_fd()));
+            Some(file)
+        }
+        None => None,
+    };
+    let start = Instant::now();
+    cmd.envs(&command.env)
+        .env(
+            PROGRESS_ENV,
+            format!("/dev/fd/{}", progress_file.as_raw_fd()),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let parent = std::process::id() as i32;
+    // SAFETY: the closure runs between fork and exec and calls only async-signal-safe
+    // functions (prctl, getppid, fcntl, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            // Die with the parent: a killed sweep must not leave its run going.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if libc::getppid() != parent {
+                libc::_exit(137);
+            }
+            // The child, and only it, keeps the progress file and the scenario.
+            for &fd in &inherited {
+                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    drop(resolved);
+    let pid = child.id() as i32;
+    let stdout = child.stdout.take().map(|mut pipe| {
+        std::thread::spawn(move || {
+            // Keep the head (the report line comes first); drain the rest.
+            let mut text = Vec::new();
+            let mut chunk = [0u8; 65536];
+            while let Ok(n) = pipe.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                let room = STDOUT_MAX.saturating_sub(text.len());
+                text.extend_from_slice(&chunk[..n.min(room)]);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    });
+    let stderr = child.stderr.take().map(|mut pipe| {
+        std::thread::spawn(move || {
+            // Keep only the tail: a runtime can print without end.
+            let mut tail: Vec<u8> = Vec::new();
+            let mut chunk = [0u8; 8192];
+            while let Ok(n) = pipe.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                tail.extend_from_slice(&chunk[..n]);
+                if tail.len() > 4 * STDERR_TAIL {
+                    tail.drain(..tail.len() - STDERR_TAIL);
+                }
+            }
+            let text = String::from_utf8_lossy(&tail).into_owned();
+            let cut = text.len().saturating_sub(STDERR_TAIL);
+            let cut = (cut..=text.len())
+                .find(|&i| text.is_char_boundary(i))
+                .unwrap_or(0);
+            text[cut..].to_owned()
+        })
+    });
+    let mut pause = Duration::from_micros(200);
+    let interrupt = || command.interrupt.and_then(|i| i.signal());
+    // When the interrupt was passed on to the child.
+    let mut passed_on: Option<Instant> = None;
+    let (status, timed_out) = loop {
+        if let Some(status) = child.try_wait()? {
+            break (status, false);
+        }
+        let late = start.elapsed() > command.timeout;
+        let kill_now = match (interrupt(), passed_on) {
+            (None, _) => false,
+            (Some(signal), None) => {
+                // SAFETY: signalling the child's own process group.
+                unsafe { libc::kill(-pid, signal) };
+                passed_on = Some(Instant::now());
+                command.interrupt_grace.is_zero()
+            }
+            // A second signal ends the caller itself (`Interrupt::record`), and
+            // this child with it (PR_SET_PDEATHSIG).
+            (Some(_), Some(at)) => at.elapsed() > command.interrupt_grace,
+        };
+        if late || kill_now {
+            // SAFETY: signalling the child's own process group.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            break (child.wait()?, late);
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
+    };
+    // Anything the child started in its group goes with it.
+    // SAFETY: as above; the group may already be gone (ESRCH is fine).
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let wall_seconds = start.elapsed().as_secs_f64();
+    let stdout = stdout.and_then(|t| t.join().ok()).unwrap_or_default();
+    let stderr_tail = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+    let progress = read_progress(progress_file);
+    Ok(ChildOutcome {
+        status,
+        timed_out,
+        interrupted: !timed_out && interrupt().is_some(),
+        interrupted_by: interrupt(),
+        wall_seconds,
+        stdout,
+        stderr_tail,
+        progress,
+    })
+}
+

@@ -1,0 +1,165 @@
+//! What a child tells its parent, through a progress file it inherits: that it loads
+//! the runtime, its setup, every sample, and its report last (stdout and stderr stay
+//! the runtime's). Also the resolved scenario a parent hands a child.
+
+use clmulti_explain::{Report, Sample};
+use std::io::{BufRead, Read, Write};
+use std::path::Path;
+
+/// The environment variable naming the progress file a child writes: a path, or
+/// `/dev/fd/N` for a descriptor it inherited.
+pub const PROGRESS_ENV: &str = "CLMULTI_PROGRESS_FILE";
+
+/// The most of a progress file that is read back, bytes.
+const PROGRESS_MAX: u64 = 256 << 20;
+
+/// What a child reported as it went.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    /// It was about to load the OpenCL runtime (`clGetPlatformIDs`).
+    pub loading: bool,
+    /// `clGetPlatformIDs` returned.
+    pub loaded: bool,
+    /// Its setup: platform, devices, limits (a report with nothing measured).
+    pub started: Option<Report>,
+    /// Its samples, in order.
+    pub samples: Vec<Sample>,
+    /// Its report, written here and not on stdout: stdout and stderr are the
+    /// runtime's (and may be anything).
+    pub report: Option<Report>,
+}
+
+/// The progress descriptor this process adopted, for its report.
+static PROGRESS_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+/// Writes a run's progress for the parent: used by the child.
+#[derive(Debug)]
+pub struct ProgressWriter {
+    /// Never closed: the report goes through it last ([`Self::report_to_parent`]),
+    /// after the writer is gone; the process's exit closes it.
+    file: std::mem::ManuallyDrop<std::fs::File>,
+}
+
+impl ProgressWriter {
+    /// The writer named by [`PROGRESS_ENV`], if the parent set it. A descriptor
+    /// this process inherited (`/dev/fd/N`) is taken over, not opened again: under
+    /// `[limits] nofile` every descriptor counts.
+    pub fn from_env() -> Option<Self> {
+        let path = std::env::var_os(PROGRESS_ENV)?;
+        let file = match inherited_fd(Path::new(&path)) {
+            Some(fd) => {
+                use std::os::fd::FromRawFd;
+                // SAFETY: the harness left this descriptor open for this process
+                // alone; it is adopted once (the variable is removed below) and
+                // closed on exec so that nothing this process starts keeps it.
+                unsafe {
+                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                    std::fs::File::from_raw_fd(fd)
+                }
+            }
+            None => std::fs::OpenOptions::new().append(true).open(&path).ok()?,
+        };
+        std::env::remove_var(PROGRESS_ENV);
+        use std::os::fd::AsRawFd;
+        PROGRESS_FD.store(file.as_raw_fd(), std::sync::atomic::Ordering::SeqCst);
+        Some(ProgressWriter {
+            file: std::mem::ManuallyDrop::new(file),
+        })
+    }
+
+    /// Writes `loading` and `loaded` around the runtime's loading
+    /// ([`clmulti_probe::on_loading`]): a crash, an exit or a hang between the two is
+    /// the runtime's loading.
+    pub fn mark_loading(&self) {
+        use std::os::fd::AsRawFd;
+        static FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+        fn hook(loading: bool) {
+            let fd = FD.load(std::sync::atomic::Ordering::SeqCst);
+            let line: &[u8] = if loading { b"loading\n" } else { b"loaded\n" };
+            // SAFETY: one write of a static line to the progress descriptor.
+            unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
+        }
+        if FD.swap(self.file.as_raw_fd(), std::sync::atomic::Ordering::SeqCst) == -1 {
+            clmulti_probe::on_loading(hook);
+        }
+    }
+
+    /// Writes the run's report to the progress file this process adopted (the
+    /// parent reads it there; stdout stays the runtime's); `false` when there is none.
+    pub fn report_to_parent(report: &Report) -> bool {
+        let fd = PROGRESS_FD.load(std::sync::atomic::Ordering::SeqCst);
+        let Ok(json) = serde_json::to_string(report) else {
+            return false;
+        };
+        if fd < 0 {
+            return false;
+        }
+        let line = format!("report\t{json}\n");
+        let mut written = 0;
+        while written < line.len() {
+            // SAFETY: writing the rest of `line` to the adopted progress descriptor.
+            let n =
+                unsafe { libc::write(fd, line.as_ptr().add(written).cast(), line.len() - written) };
+            if n <= 0 {
+                return false;
+            }
+            written += n as usize;
+        }
+        true
+    }
+
+    /// Writes one `kind\tJSON` line: the engine's setup and samples as they come.
+    pub fn write_line(&mut self, kind: &str, value: &impl serde::Serialize) {
+        if let Ok(json) = serde_json::to_string(value) {
+            // One write per line: a crash leaves whole lines.
+            let _ = self.file.write_all(format!("{kind}\t{json}\n").as_bytes());
+        }
+    }
+}
+
+/// `N` for a path `/dev/fd/N` naming an open descriptor of this process.
+fn inherited_fd(path: &Path) -> Option<i32> {
+    let fd: i32 = path.to_str()?.strip_prefix("/dev/fd/")?.parse().ok()?;
+    // SAFETY: F_GETFD only asks whether the descriptor is open.
+    (fd > 2 && unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0).then_some(fd)
+}
+
+/// The resolved scenario a harness handed over ([`ChildCommand::resolved`]), read
+/// whole; an inherited descriptor is closed after, so the run keeps no descriptor
+/// it did not open.
+pub fn read_resolved(path: &Path) -> std::io::Result<String> {
+    let text = std::fs::read_to_string(path)?;
+    if let Some(fd) = inherited_fd(path) {
+        // SAFETY: the harness's descriptor, read above and used nowhere else.
+        unsafe { libc::close(fd) };
+    }
+    Ok(text)
+}
+
+pub(crate) fn read_progress(mut file: std::fs::File) -> Progress {
+    use std::io::Seek;
+    let mut progress = Progress::default();
+    if file.rewind().is_err() {
+        return progress;
+    }
+    let reader = std::io::BufReader::new(file.take(PROGRESS_MAX));
+    for line in reader.lines().map_while(Result::ok) {
+        match line.as_str() {
+            "loading" => progress.loading = true,
+            "loaded" => progress.loaded = true,
+            _ => {}
+        }
+        match line.split_once('\t') {
+            Some(("started", json)) => progress.started = Report::from_json(json).ok(),
+            Some(("report", json)) => progress.report = Report::from_json(json).ok(),
+            Some(("sample", json)) => {
+                if let Ok(sample) = serde_json::from_str(json) {
+                    progress.samples.push(sample);
+                }
+            }
+            _ => {}
+        }
+    }
+    progress
+}
+
