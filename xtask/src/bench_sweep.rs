@@ -36,6 +36,7 @@ fn size(path: &std::path::Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
+// long: the bench's arms interleaved round by round, then the figures
 pub fn bench(args: &Args) -> Result<std::process::ExitCode, String> {
     let dir = std::env::temp_dir().join(format!("clmulti-bench-sweep-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;

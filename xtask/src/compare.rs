@@ -73,6 +73,7 @@ fn index(path: &Path) -> Result<(Index, BTreeSet<String>), String> {
 }
 
 /// The comparison as Markdown.
+// long: the comparison's table row by row, then runs found in one sweep only
 pub fn compare_files(old: &Path, new: &Path, threshold: f64) -> Result<String, String> {
     let (old_runs, old_hosts) = index(old)?;
     let (new_runs, new_hosts) = index(new)?;

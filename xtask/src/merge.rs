@@ -107,14 +107,50 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
         );
     }
 
-    // First pass: which record of each run is the newest, across every shard.
-    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-    struct Newest {
-        finished_at: u64,
-        shard: usize,
-        position: usize,
-    }
-    let mut newest: HashMap<String, Newest> = HashMap::new();
+    let Newest {
+        newest,
+        records_read,
+        keys_by_shard,
+    } = newest_records(&shards)?;
+    let (summary, hosts) = write_merged(args, &shards, &newest)?;
+    let (found_shards, incomplete, restarted) = shard_states(&shards, &keys_by_shard);
+    let superseded = records_read - newest.len();
+    Ok(say_what_was_merged(
+        args,
+        Merged {
+            shards: shards.len(),
+            runs: summary.len(),
+            hosts,
+            superseded,
+            found_shards,
+            missing,
+            incomplete,
+            restarted,
+        },
+    ))
+}
+
+/// Where a run's newest record is: when it finished, in which shard, where there.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Position {
+    finished_at: u64,
+    shard: usize,
+    position: usize,
+}
+
+/// The first pass's findings.
+struct Newest {
+    /// Each run's newest record.
+    newest: HashMap<String, Position>,
+    /// Records read in all.
+    records_read: usize,
+    /// The runs each shard holds.
+    keys_by_shard: Vec<std::collections::HashSet<String>>,
+}
+
+/// First pass: which record of each run is the newest, across every shard.
+fn newest_records(shards: &[Shard]) -> Result<Newest, String> {
+    let mut newest: HashMap<String, Position> = HashMap::new();
     let mut records_read = 0usize;
     let mut keys_by_shard: Vec<std::collections::HashSet<String>> = Vec::new();
     for (shard, s) in shards.iter().enumerate() {
@@ -123,7 +159,7 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
         records::for_each(&s.file, |r: SweepRecord| {
             position += 1;
             records_read += 1;
-            let here = Newest {
+            let here = Position {
                 finished_at: r.finished_at,
                 shard,
                 position,
@@ -138,6 +174,20 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
         keys_by_shard.push(keys);
     }
 
+    Ok(Newest {
+        newest,
+        records_read,
+        keys_by_shard,
+    })
+}
+
+/// Second pass: the newest records into the output folder (through a temporary file
+/// renamed at the end), its summary written; the runs per host.
+fn write_merged(
+    args: &Args,
+    shards: &[Shard],
+    newest: &HashMap<String, Position>,
+) -> Result<(Summary, BTreeMap<String, usize>), String> {
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let _lock = crate::lock::lock(&args.out)?;
     let merged = args.out.join("results.jsonl");
@@ -151,7 +201,6 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
             args.out.display()
         ));
     }
-    // Second pass: the newest records into a temporary file, renamed at the end.
     let tmp = args.out.join(".results.merging.jsonl");
     let _ = std::fs::remove_file(&tmp);
     let temporary = Temporary(Some(tmp.clone()));
@@ -191,11 +240,19 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
     drop(temporary);
     summary.write()?;
 
-    // What each shard says of itself.
+    Ok((summary, hosts))
+}
+
+/// What each shard says of itself: the shard numbers its plan names, shards that
+/// did not finish their plan (or cannot say), shards that restarted.
+fn shard_states(
+    shards: &[Shard],
+    keys_by_shard: &[std::collections::HashSet<String>],
+) -> (BTreeSet<usize>, Vec<String>, Vec<String>) {
     let mut found_shards = BTreeSet::new();
     let mut incomplete = Vec::new();
     let mut restarted = Vec::new();
-    for (s, keys) in shards.iter().zip(&keys_by_shard) {
+    for (s, keys) in shards.iter().zip(keys_by_shard) {
         let plan = match records::Plan::read(&s.folder) {
             Ok(Some(plan)) => plan,
             Ok(None) => {
@@ -249,10 +306,37 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
             ));
         }
     }
-    let found = shards.len();
+    (found_shards, incomplete, restarted)
+}
+
+/// What a merge did and found, for the closing words.
+struct Merged {
+    shards: usize,
+    runs: usize,
+    hosts: BTreeMap<String, usize>,
+    superseded: usize,
+    found_shards: BTreeSet<usize>,
+    missing: Vec<String>,
+    incomplete: Vec<String>,
+    restarted: Vec<String>,
+}
+
+/// Says what was merged, what restarted, what is missing or incomplete; exit 1 when
+/// anything is.
+fn say_what_was_merged(args: &Args, merged: Merged) -> std::process::ExitCode {
+    let Merged {
+        shards: found,
+        runs,
+        hosts,
+        superseded,
+        found_shards,
+        mut missing,
+        incomplete,
+        restarted,
+    } = merged;
     eprintln!(
         "merge: {} run(s) from {found} shard(s) into {}",
-        summary.len(),
+        runs,
         args.out.display()
     );
     for (host, n) in &hosts {
@@ -264,7 +348,6 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
             eprintln!("merge:   {shard}");
         }
     }
-    let superseded = records_read - newest.len();
     if superseded > 0 {
         eprintln!(
             "merge: {superseded} record(s) of runs recorded more than once (in several shards, retried, or duplicated): each run's newest was taken"
@@ -313,7 +396,7 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
         }
     }
     if shards_missing || !incomplete.is_empty() {
-        return Ok(std::process::ExitCode::from(1));
+        return std::process::ExitCode::from(1);
     }
-    Ok(std::process::ExitCode::SUCCESS)
+    std::process::ExitCode::SUCCESS
 }

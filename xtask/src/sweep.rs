@@ -5,10 +5,10 @@
 use crate::records::{self, fnv64, SweepRecord};
 use crate::summary::{Summary, SweepState};
 use crate::{compare, lock, progress::Progress, workspace};
-use clmulti_supervise::{run_child, ChildCommand, Interrupt, INTERRUPT};
 use clmulti_explain::StopReason;
 use clmulti_probe::DevicesReport;
 use clmulti_scenario::{Scenario, ScenarioFile};
+use clmulti_supervise::{run_child, ChildCommand, Interrupt, INTERRUPT};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -115,7 +115,7 @@ fn child_env(bin: &Path) -> BTreeMap<String, String> {
         let pocl = report
             .platforms
             .iter()
-            .filter(|p| p.display_name().contains("Portable Computing Language"))
+            .filter(|p| clmulti_probe::is_pocl(p.display_name()))
             .map(|p| p.devices.len())
             .max()
             .unwrap_or(0);
@@ -130,7 +130,8 @@ fn child_env(bin: &Path) -> BTreeMap<String, String> {
 fn devices_report(bin: &Path, env: &BTreeMap<String, String>) -> Result<DevicesReport, String> {
     let outcome = run_child(&ChildCommand::devices(bin.to_path_buf(), env))
         .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
-    clmulti_supervise::ended::devices_report(&outcome).map_err(|e| format!("`clmulti devices` failed: {e}"))
+    clmulti_supervise::ended::devices_report(&outcome)
+        .map_err(|e| format!("`clmulti devices` failed: {e}"))
 }
 
 /// The kind of machine, from facts that do not move while it runs: platforms and
@@ -239,6 +240,7 @@ pub fn sweep(args: &Args) -> Result<ExitCode, String> {
     sweep_with_stats(args).map(|(code, _)| code)
 }
 
+// long: the sweep's flow in order (inputs, plan, what is done, each run recorded as it ends, the closing words), each step able to stop on a signal
 pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     let mut stats = Stats::default();
     Interrupt::catch();

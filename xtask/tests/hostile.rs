@@ -7,7 +7,7 @@
 mod common;
 
 #[path = "../src/records.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod records;
 
 use common::{clmulti_bin, results, stderr, temp_dir, xtask_bare};

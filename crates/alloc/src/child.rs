@@ -18,7 +18,6 @@ impl crate::Observer for ProgressWriter {
     }
 }
 
-
 /// The report a child printed, or, when it printed none, one that says how it
 /// ended (crashed with a signal, killed at the timeout, exited with its stderr),
 /// with the setup and samples its progress file kept.

@@ -17,10 +17,10 @@
 //! compiled into debug builds only; NEO 26's `ForcePrintsRedirection` moves it to
 //! stderr or, in debug builds, to a file).
 
-use clmulti_supervise::{run_child, ChildCommand};
 use clmulti_explain::{Report, StopReason};
 use clmulti_probe::neo::{self, AllocationLog, AllocationsPerBuffer};
 use clmulti_scenario::{Count, Scenario};
+use clmulti_supervise::{run_child, ChildCommand};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -120,8 +120,8 @@ fn logged_run(
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
     );
     let command = ChildCommand::scenario_run(program.to_owned(), &scenario, &env, None);
-    let outcome = run_child(&command)
-        .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+    let outcome =
+        run_child(&command).map_err(|e| format!("cannot start {}: {e}", program.display()))?;
     let report = crate::child::report_of(&scenario, &outcome);
     if !matches!(report.stop, StopReason::Completed) || report.buffers != buffers {
         return Err(format!(

@@ -68,6 +68,14 @@ pub enum AxpyError {
     Split(String),
 }
 
+impl AxpyError {
+    /// Whether the caller asked for something that cannot be (a device named twice, a
+    /// split that cannot be made), not a failure of the machine or the runtime.
+    pub fn is_input(&self) -> bool {
+        matches!(self, AxpyError::SameDevice(_) | AxpyError::Split(_))
+    }
+}
+
 /// The error of an opencl3 call, named.
 pub(crate) fn cl3(call: &'static str) -> impl Fn(opencl3::error_codes::ClError) -> AxpyError {
     move |e| AxpyError::OpenCl {

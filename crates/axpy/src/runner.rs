@@ -205,26 +205,16 @@ pub(crate) fn launch_without_event(
     object: &Kernel,
     global: usize,
 ) -> Result<(), AxpyError> {
-    let local = LOCAL_SIZE;
-    // SAFETY: as in `launch`; a null event pointer asks for no event (OpenCL 3.0,
-    // clEnqueueNDRangeKernel: "event ... can be NULL").
-    let status = unsafe {
-        cl_sys::clEnqueueNDRangeKernel(
+    // SAFETY: as in `launch`: live handles of one context, arguments set.
+    unsafe {
+        clmulti_probe::raw::enqueue_kernel_1d_without_event(
             queue.get().cast(),
             object.get().cast(),
-            1,
-            ptr::null(),
-            &global,
-            &local,
-            0,
-            ptr::null(),
-            ptr::null_mut(),
+            global,
+            LOCAL_SIZE,
         )
-    };
-    if status != 0 {
-        return Err(crate::error::cl("clEnqueueNDRangeKernel")(status));
     }
-    Ok(())
+    .map_err(|code| crate::error::cl("clEnqueueNDRangeKernel")(code.0))
 }
 
 /// Seconds between a finished event's start and end, from profiling.

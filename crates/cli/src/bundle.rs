@@ -20,6 +20,7 @@ fn first_line(path: &str) -> String {
     )
 }
 
+// long: one line per fact of the machine, in the order a maintainer reads them
 fn machine() -> String {
     let mut out = String::new();
     // SAFETY: uname fills the struct it is given.
@@ -225,6 +226,7 @@ fn runtime_log(reports: &[&Report]) -> String {
 }
 
 /// Writes the archive.
+// long: the archive's members in order, each with what it holds
 pub fn write(
     path: &Path,
     diagnosis: &Diagnosis,

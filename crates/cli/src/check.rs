@@ -4,9 +4,9 @@
 
 use crate::format::{self, Format};
 use crate::Failure;
-use clmulti_supervise::ChildCommand;
 use clmulti_probe::{PlatformInfo, PlatformSelector};
 use clmulti_scenario::{ScenarioError, ScenarioFile};
+use clmulti_supervise::ChildCommand;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -59,6 +59,7 @@ pub fn load(path: &Path) -> Result<ScenarioFile, ScenarioError> {
     ScenarioFile::load(path)
 }
 
+// long: each file's problems, the platforms each names, then the summary and its exit code
 pub fn run(args: &Args) -> Result<(), Failure> {
     let mut results = Vec::new();
     let mut listings = Listings::new();

@@ -2,7 +2,7 @@
 //! process of this binary ([`clmulti_explain::experiment`] plans and judges them).
 
 use crate::note;
-use clmulti_explain::experiment::{apply, Runner};
+use clmulti_explain::experiment::{apply, NotRun, Runner};
 use clmulti_explain::verdict::{Change, Knob};
 use clmulti_explain::{Report, StopReason};
 use clmulti_scenario::Scenario;
@@ -43,13 +43,11 @@ impl ChildRunner {
                 .cloned()
                 .or_else(|| std::env::var(key).ok())
         };
-        if self.platform.contains("Portable Computing Language") {
+        if clmulti_probe::is_pocl(&self.platform) {
             let word = env_or_process(POCL_DEVICES)
                 .and_then(|v| v.split_whitespace().next().map(str::to_owned))
                 .unwrap_or_else(|| {
-                    // PoCL 3 names its CPU driver pthread, PoCL 4 and later cpu.
-                    let three = self.platform_version.contains("PoCL 3");
-                    (if three { "pthread" } else { "cpu" }).to_owned()
+                    clmulti_probe::pocl_cpu_driver(&self.platform_version).to_owned()
                 });
             let words = vec![word; devices as usize].join(" ");
             scenario.env.insert(POCL_DEVICES.into(), words);
@@ -67,27 +65,21 @@ impl ChildRunner {
 }
 
 impl Runner for ChildRunner {
-    fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, String> {
+    fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, NotRun> {
         // Asked to stop: no further run, and none stopped part way is judged.
-        let stopped = |signal: i32| {
-            format!(
-                "not run: stopped by {}",
-                clmulti_explain::signal_name(signal)
-            )
-        };
         if let Some(signal) = clmulti_supervise::INTERRUPT.signal() {
-            return Err(stopped(signal));
+            return Err(NotRun::Stopped(signal));
         }
         let mut scenario = self.base.clone();
         for change in changes {
-            scenario = apply(&scenario, change, count)?;
+            scenario = apply(&scenario, change, count).map_err(NotRun::Failed)?;
             if change.knob == Knob::Devices {
                 self.expose(&mut scenario, change.to);
             }
         }
         note!("experiment: {}", scenario.name);
-        let report =
-            crate::child::run_child(&scenario, None).map_err(crate::Failure::into_message)?;
+        let report = crate::child::run_child(&scenario, None)
+            .map_err(|e| NotRun::Failed(e.into_message()))?;
         // Where it stopped only: its own analysis would answer another question.
         note!(
             "experiment:   {} ({})",
@@ -95,7 +87,7 @@ impl Runner for ChildRunner {
             report.buffers_words()
         );
         match report.stop {
-            StopReason::Interrupted { signal, .. } => Err(stopped(signal)),
+            StopReason::Interrupted { signal, .. } => Err(NotRun::Stopped(signal)),
             _ => Ok(report),
         }
     }

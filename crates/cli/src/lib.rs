@@ -1,7 +1,8 @@
 //! `clmulti`: reproduce, measure and explain how OpenCL runtimes allocate buffers
 //! across several devices. One subcommand per verb; the logic lives in the library
-//! crates (`clmulti-probe`, `-scenario`, `-alloc`, `-axpy`); this crate parses
-//! arguments, prints and maps outcomes to exit codes. [`command`] is the clap
+//! crates (`clmulti-probe` reads devices, `-scenario` the files, `-alloc` runs the
+//! loop, `-explain` says what the runs mean, `-supervise` runs children, `-axpy`
+//! the kernels); this crate parses arguments, prints and maps outcomes to exit codes. [`command`] is the clap
 //! definition (for completions and man pages), [`main`] the program.
 //!
 //! Exit codes: 0 done (a run that stopped on an OpenCL error, or that the platform

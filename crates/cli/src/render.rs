@@ -14,9 +14,26 @@ li.measured .tag{color:#05a}li.inferred .tag{color:#a50}li.known .tag{color:#070
 /// said once per invocation), new ones are added to it.
 pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> String {
     let mut s = String::new();
-    let line = |s: &mut String, k: &str, v: String| s.push_str(&format!("  {k:<16}{v}\n"));
+    header(&mut s, r);
+    cost_table(&mut s, r);
+    for statement in &r.analysis.statements {
+        line(&mut s, "finding", statement.to_string());
+    }
+    leak_check(&mut s, r);
+    last_words(&mut s, r, shown);
+    s.push('\n');
+    s
+}
+
+/// One labelled line of a report: `  result          FAILED after ...`.
+fn line(s: &mut String, label: &str, value: String) {
+    s.push_str(&format!("  {label:<16}{value}\n"));
+}
+
+/// The run, its result, what ran on what, how far it got and how it stopped.
+fn header(s: &mut String, r: &Report) {
     s.push_str(&format!("run {}  ({})\n", r.run_name, r.scenario.file));
-    line(&mut s, "result", r.headline());
+    line(s, "result", r.headline());
     let devices: Vec<String> = r
         .devices
         .iter()
@@ -33,7 +50,7 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
         .collect();
     if !r.platform.is_empty() {
         line(
-            &mut s,
+            s,
             "platform",
             format!("{} {}", r.platform, r.platform_version)
                 .trim()
@@ -41,14 +58,14 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
         );
     }
     if let Some(neo) = &r.neo_emulation {
-        line(&mut s, "runtime", neo.statement());
+        line(s, "runtime", neo.statement());
     }
     if !devices.is_empty() {
-        line(&mut s, "devices", devices.join(", "));
+        line(s, "devices", devices.join(", "));
     }
     let alloc = &r.scenario.allocation;
     line(
-        &mut s,
+        s,
         "experiment",
         format!(
             "context {}, strategy {}, {} x {}, flags {}{}",
@@ -73,7 +90,7 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
         ),
     );
     line(
-        &mut s,
+        s,
         "reached",
         format!(
             "{} buffers ({} requested) in {:.3} s ({:.3} s of it sampling){}",
@@ -87,12 +104,17 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
             ))
         ),
     );
-    line(&mut s, "stopped", r.stop.summary());
+    line(s, "stopped", r.stop.summary());
     if let Some(g) = &r.effective_guards {
         for c in &g.capped {
-            line(&mut s, "guard", c.clone());
+            line(s, "guard", c.clone());
         }
     }
+}
+
+/// The per-buffer costs against the run's limits (system-wide readings only where
+/// they are a candidate cause).
+fn cost_table(s: &mut String, r: &Report) {
     if !r.costs.is_empty() {
         s.push_str("  per-buffer cost and limits:\n");
         let mut rows = vec![vec![
@@ -149,13 +171,14 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
             s.push_str(&format!("  {row}\n"));
         }
     }
-    for statement in &r.analysis.statements {
-        line(&mut s, "finding", statement.to_string());
-    }
+}
+
+/// Objects released and readings after release, and the loop's own cost.
+fn leak_check(s: &mut String, r: &Report) {
     let l = &r.leak_check;
     if l.contexts_created > 0 {
         line(
-            &mut s,
+            s,
             "leak check",
             format!(
                 "{}: buffers {}/{}, pools {}/{}, queues {}/{}, contexts {}/{} released; fds {} -> {}, RSS {} -> {}",
@@ -175,7 +198,7 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
             ),
         );
         line(
-            &mut s,
+            s,
             "bookkeeping",
             format!(
                 "{:.1} B and {:.1} ns per buffer (measured without OpenCL calls)",
@@ -185,7 +208,7 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
     }
     if let Some(a) = &r.axpy_check {
         line(
-            &mut s,
+            s,
             "dAxpy check",
             format!(
                 "{}/{} pairs verified{}",
@@ -199,8 +222,13 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
             ),
         );
     }
+}
+
+/// The dAxpy check, the driver's messages, a crashed child's stderr, and warnings not
+/// said yet.
+fn last_words(s: &mut String, r: &Report, shown: &mut std::collections::HashSet<String>) {
     for m in &r.driver_messages {
-        line(&mut s, "driver", m.clone());
+        line(s, "driver", m.clone());
     }
     if !r.stderr_tail.is_empty()
         && matches!(
@@ -210,17 +238,15 @@ pub fn report(r: &Report, shown: &mut std::collections::HashSet<String>) -> Stri
     {
         let tail: Vec<&str> = r.stderr_tail.lines().rev().take(3).collect();
         for l in tail.into_iter().rev() {
-            line(&mut s, "stderr", l.to_owned());
+            line(s, "stderr", l.to_owned());
         }
     }
     for w in &r.warnings {
         let text = format!("{} ({})", w.message, w.advice);
         if shown.insert(text.clone()) {
-            line(&mut s, "warning", text);
+            line(s, "warning", text);
         }
     }
-    s.push('\n');
-    s
 }
 
 /// One row per run: what a reader compares when a file holds several runs.

@@ -3,10 +3,10 @@
 
 use crate::format::{shows, Format, Verbosity};
 use crate::{render, say, Failure};
-use clmulti_supervise::{ProgressWriter, INTERRUPT};
 use clmulti_alloc::{Observer, RunOptions, Watchdog};
 use clmulti_explain::{Report, Sample, StopReason};
 use clmulti_scenario::{Scenario, ScenarioFile};
+use clmulti_supervise::{ProgressWriter, INTERRUPT};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -46,7 +46,6 @@ pub struct Args {
     resolved: bool,
 }
 
-
 impl Args {
     /// Whether this process is a harness's child (watched by its parent).
     pub fn is_child(&self) -> bool {
@@ -56,6 +55,7 @@ impl Args {
 
 /// Runs every run of the files given, each in a child process of its own, and
 /// prints their reports; `timeout` bounds each (`--timeout`).
+// long: each file's runs in order, their experiments, and the output in the format asked
 pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
     if args.resolved {
         return run_resolved(args, timeout);
@@ -321,6 +321,7 @@ impl Observer for CliObserver {
 /// `--timeout`, else max_seconds plus a margin), which the caller holds until the
 /// report's last byte is written. Limits and env are applied first, so this must be
 /// the process's first use of OpenCL for `[env]` to reach the runtime.
+// long: a run in this process: limits, watchdog, deadline, engine, report to the parent, in the order they must happen
 fn run_here(
     scenario: &Scenario,
     format: Format,
@@ -411,7 +412,9 @@ fn run_here(
                     })
                     .collect(),
             },
-            Err(e) => clmulti_explain::AxpySplit::Failed { error: e },
+            Err(e) => clmulti_explain::AxpySplit::Failed {
+                error: e.to_string(),
+            },
         }
     };
     let result = clmulti_alloc::run(
@@ -434,4 +437,3 @@ fn run_here(
     })?;
     Ok((report, Some(watchdog)))
 }
-

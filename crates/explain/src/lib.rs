@@ -48,7 +48,7 @@
 //! // unchanged at 1014 again, under a moved soft limit 10 short of it.
 //! struct Fds;
 //! impl Runner for Fds {
-//!     fn run(&mut self, changes: &[Change], count: u64) -> Result<clmulti_explain::Report, String> {
+//!     fn run(&mut self, changes: &[Change], count: u64) -> Result<clmulti_explain::Report, clmulti_explain::experiment::NotRun> {
 //!         let soft = match changes[0].knob {
 //!             Knob::SoftLimit { .. } => changes[0].to,
 //!             _ => 1024,
@@ -60,24 +60,25 @@
 //! assert!(matches!(report.analysis.candidates[0].test, CandidateTest::Confirmed { .. }));
 //! ```
 
-pub mod analysis;
-pub mod costs;
+mod analysis;
+mod costs;
 pub mod diagnosis;
 pub mod experiment;
 pub mod knowledge;
-pub mod release;
+mod release;
 pub mod render;
 mod report;
 mod resource;
 mod sample;
-pub mod stats;
+mod stats;
 #[doc(hidden)]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 #[cfg(test)]
 mod tests;
 pub mod thresholds;
 pub mod verdict;
-pub mod words;
+mod words;
 
 pub use report::{
     signal_name, AxpyCheckReport, AxpySplit, Bookkeeping, Call, Cost, DeviceMemorySource,

@@ -143,7 +143,7 @@ pub fn replicates(r: &crate::verdict::Replicates) -> Statement {
         _ => "they do not agree (see the cause)".to_owned(),
     };
     Statement::measured(format!(
-        "the failing case failed at {}; re-run unchanged, each in a fresh process: {} (they agree within {} buffers): {verdict}",
+        "the failing case failed at {}; re-run unchanged, each in a fresh process: {} (counts within {} buffers of each other are one failure): {verdict}",
         r.runs.first().map_or_else(String::new, run),
         again.join(", "),
         r.tolerance

@@ -126,6 +126,7 @@ fn tree_description(config: &Config) -> String {
     text
 }
 
+// long: one device's files in the tree, file by file as the kernel lays them out
 fn make_device(root: &Path, device: &Device) -> io::Result<()> {
     let bdf = &device.bdf;
     let card = format!("card{}", device.index);

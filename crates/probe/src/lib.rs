@@ -80,8 +80,8 @@ pub use host::{
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlMemory;
 pub use platform::{
-    on_loading, platform_text, platforms, DevicesReport, Platform, PlatformInfo,
-    DEVICES_SCHEMA_VERSION,
+    is_pocl, on_loading, platform_text, platforms, pocl_cpu_driver, DevicesReport, Platform,
+    PlatformInfo, DEVICES_SCHEMA_VERSION,
 };
 pub use select::{
     check_platform, select, DeviceChoice, DeviceRequest, PlatformSelector, SelectError, Selection,

@@ -243,3 +243,21 @@ pub fn platform_text(index: usize, param: u32) -> Result<String, ClCode> {
     // SAFETY: `id` came from `raw::platform_ids` in this process.
     unsafe { raw::platform_info(id, param) }.map(to_text)
 }
+
+/// Whether a platform is PoCL, by its `CL_PLATFORM_NAME` ("Portable Computing
+/// Language"), whatever case or spacing a build gives it.
+pub fn is_pocl(platform_name: &str) -> bool {
+    platform_name
+        .to_ascii_lowercase()
+        .contains("portable computing language")
+}
+
+/// PoCL's word for its CPU driver in `POCL_DEVICES`, from its `CL_PLATFORM_VERSION`:
+/// `pthread` on PoCL 3, `cpu` from PoCL 4 on. One device per word.
+pub fn pocl_cpu_driver(platform_version: &str) -> &'static str {
+    if platform_version.contains("PoCL 3") {
+        "pthread"
+    } else {
+        "cpu"
+    }
+}

@@ -147,3 +147,35 @@ fn check(status: i32) -> Result<(), ClCode> {
         Err(ClCode(status))
     }
 }
+
+/// Enqueues a one-dimensional kernel launch of `global` work-items in groups of
+/// `local` without asking for an event: nothing to wait on but the queue
+/// (`clFinish`), and no event object for the runtime to make (OpenCL 3.0,
+/// clEnqueueNDRangeKernel: "event ... can be NULL"). What the dAxpy runner's untimed
+/// launches use.
+///
+/// # Safety
+/// `queue` and `kernel` must be live handles of one context, the kernel's arguments
+/// set and valid until the launch completes.
+pub unsafe fn enqueue_kernel_1d_without_event(
+    queue: *mut c_void,
+    kernel: *mut c_void,
+    global: usize,
+    local: usize,
+) -> Result<(), ClCode> {
+    // SAFETY: the caller's handles; the sizes point at locals that outlive the call,
+    // and a null event list with no events asks for no event.
+    check(unsafe {
+        cl_sys::clEnqueueNDRangeKernel(
+            queue.cast(),
+            kernel.cast(),
+            1,
+            ptr::null(),
+            &global,
+            &local,
+            0,
+            ptr::null(),
+            ptr::null_mut(),
+        )
+    })
+}

@@ -278,8 +278,7 @@ pub fn select(platforms: &[Platform], request: &DeviceRequest) -> Result<Selecti
     }
 }
 
-///
-/// Long on purpose: platform, type fallback, partition and choice of devices, each refusing with its own error, in the order the request is read.
+// long: platform, type fallback, partition and choice of devices, each refusing with its own error, in the order the request is read.
 fn try_select(
     platforms: &[Platform],
     request: &DeviceRequest,

@@ -4,8 +4,8 @@
 //! table of keys ([`crate::defs`]); a test holds the raw types' serde fields to it.
 
 use crate::defs::{
-    table_keys, top_level_values, Value, MAX_DESCRIPTION_BYTES, MAX_NAME_BYTES,
-    MAX_PLATFORM_NAME, MAX_SECONDS, MEM_FLAGS, TABLES,
+    table_keys, top_level_values, Value, MAX_DESCRIPTION_BYTES, MAX_NAME_BYTES, MAX_PLATFORM_NAME,
+    MAX_SECONDS, MEM_FLAGS, TABLES,
 };
 use crate::size::format_size;
 
@@ -200,10 +200,7 @@ mod tests {
             .copied()
             .filter(|k| is_table(k))
             .collect();
-        assert_eq!(
-            TABLES.iter().map(|(t, _)| *t).collect::<Vec<_>>(),
-            tables
-        );
+        assert_eq!(TABLES.iter().map(|(t, _)| *t).collect::<Vec<_>>(), tables);
     }
 
     #[test]

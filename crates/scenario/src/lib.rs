@@ -62,6 +62,10 @@ mod schema;
 mod size;
 mod validate;
 
+pub use defs::{
+    DEFAULT_MAX_SECONDS, DEFAULT_SAMPLE_EVERY, MAX_CONTEXTS, MAX_DESCRIPTION_BYTES, MAX_NAME_BYTES,
+    MAX_PAUSE_US, MAX_SECONDS,
+};
 pub use load::{
     load_file, load_str, ScenarioError, ScenarioFile, MAX_FILE_BYTES, MAX_PROBLEMS, MAX_RUNS,
 };
@@ -76,10 +80,6 @@ pub use schema::schema;
 pub use size::{
     format_bytes, format_bytes_apart, format_count, format_rate, format_size, parse_size, Bytes,
     SizeError, SIZE_UNITS,
-};
-pub use defs::{
-    DEFAULT_MAX_SECONDS, DEFAULT_SAMPLE_EVERY, MAX_CONTEXTS, MAX_DESCRIPTION_BYTES,
-    MAX_NAME_BYTES, MAX_PAUSE_US, MAX_SECONDS,
 };
 pub use validate::{
     parse_seconds, ProjectLibrary, DEVICE_COUNT_TOKEN, KMD_EMU, LAYER, LAYER_FILE_NAME,

@@ -2,8 +2,8 @@
 //! file writes it (`grid."allocation.count"[1]`), also for a value TOML itself
 //! refuses (an integer beyond 64 bits), and serde's words turned into the file's.
 
-use crate::keys::takes;
 use crate::error::ScenarioError;
+use crate::keys::takes;
 use std::ops::Range;
 use toml_edit::{ImDocument, Item, Value};
 

@@ -77,4 +77,3 @@ pub fn nr_open() -> Option<u64> {
         .ok()
         .and_then(|s| s.trim().parse().ok())
 }
-

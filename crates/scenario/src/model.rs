@@ -170,7 +170,7 @@ impl std::fmt::Display for Partition {
 }
 
 /// Context mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ContextMode {
     /// One context over every selected device (the seed's failing case).

@@ -19,7 +19,6 @@ const STDERR_TAIL: usize = 4000;
 /// runtime can print without end).
 const STDOUT_MAX: usize = 256 << 20;
 
-
 /// How long past `guards.max_seconds` a call may run before the watchdog fires (a
 /// tenth of the guard, 5 to 60 s); a child is killed after twice that.
 pub fn hang_margin(max_seconds: f64) -> Duration {
@@ -170,8 +169,7 @@ fn anonymous_file(name: &std::ffi::CStr) -> std::io::Result<std::fs::File> {
 }
 
 /// Runs a child to completion or its timeout.
-///
-/// Long on purpose: one child's life from spawn to reap (files, pipes drained by threads, the wait with timeout and interrupt, the group killed); split, the ordering of kill and drain would be harder to see.
+// long: one child's life from spawn to reap (files, pipes drained by threads, the wait with timeout and interrupt, the group killed); split, the ordering of kill and drain would be harder to see.
 pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
     use std::os::fd::AsRawFd;
     let progress_file = anonymous_file(c"clmulti-progress")?;
@@ -304,4 +302,3 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
         progress,
     })
 }
-

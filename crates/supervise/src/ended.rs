@@ -97,4 +97,3 @@ pub fn loading_failure(outcome: &ChildOutcome) -> Option<String> {
         "loading the OpenCL runtime failed: clGetPlatformIDs {how}; an ICD the loader opened (OCL_ICD_VENDORS, /etc/OpenCL/vendors) hangs, crashes or exits while loading"
     ))
 }
-

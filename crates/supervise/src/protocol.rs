@@ -162,4 +162,3 @@ pub(crate) fn read_progress(mut file: std::fs::File) -> Progress {
     }
     progress
 }
-

@@ -238,6 +238,7 @@ enum Ended {
     Timeout(Duration),
 }
 
+// long: one watcher loop: phase, deadline, signals passed on and exit, read from one shared page each turn
 fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
     let start = monotonic_ms();
     let timeout_ms = bounds.timeout.map(|t| t.as_millis() as u64);

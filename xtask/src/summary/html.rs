@@ -202,6 +202,7 @@ impl Exporter for Html {
         "index.html".into()
     }
 
+    // long: the page top to bottom
     fn render(&self, view: &View<'_>) -> Result<String, String> {
         let mut out = format!(
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>clmulti sweep</title><style>{STYLE}</style></head><body>\n<main>\n<h1>clmulti sweep</h1>\n<div class=\"machine\" id=\"machine\">"
@@ -283,7 +284,7 @@ impl Exporter for Html {
                         format!("<div class=\"notes\">{}</div>", run.notes.iter().map(|n| esc(n)).collect::<Vec<_>>().join("<br>"))
                     },
                     esc(&r.devices),
-                    esc(&r.context_mode),
+                    esc(r.context_mode.name()),
                     esc(&r.strategy),
                     clmulti_scenario::format_count(r.buffers as f64),
                     human(Unit::Bytes, r.rss_per_buffer),

@@ -18,7 +18,7 @@ pub struct Row {
     pub group: String,
     pub devices: String,
     pub device_count: usize,
-    pub context_mode: String,
+    pub context_mode: clmulti_scenario::ContextMode,
     pub strategy: String,
     /// Bytes per buffer.
     pub size_bytes: u64,
@@ -106,6 +106,7 @@ fn thin(points: Vec<(u64, f64)>) -> Vec<(u64, f64)> {
 }
 
 impl RunView {
+    // long: a record's figures into a row, field by field
     pub fn from(record: &SweepRecord) -> Self {
         let r = &record.report;
         let resources = Resource::all_in(&r.samples, &r.devices);
@@ -249,7 +250,7 @@ impl Row {
                 format!("{count} x {}", names.join(" + "))
             },
             device_count: count,
-            context_mode: r.scenario.context_mode.name().to_owned(),
+            context_mode: r.scenario.context_mode,
             strategy: r.scenario.allocation.strategy.name().to_owned(),
             size_bytes: r.scenario.allocation.size_bytes,
             buffers: r.buffers,

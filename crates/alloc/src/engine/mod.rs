@@ -138,8 +138,7 @@ pub fn blank_report(scenario: &Scenario, stop: StopReason) -> Report {
 /// The scenario's `env` and `limits` are *not* applied here: they must be in force
 /// before the OpenCL runtime loads, so the caller runs the scenario in a fresh
 /// process (`clmulti run` does) and calls [`apply_limits`](crate::apply_limits) there.
-///
-/// Long on purpose: the run's phases in order (setup, guards up front, backend, loop, check, release, reading after release, split, finish); each phase is a call or a few lines, and what they share stays visible.
+// long: the run's phases in order (setup, guards up front, backend, loop, check, release, reading after release, split, finish); each phase is a call or a few lines, and what they share stays visible.
 pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, EngineError> {
     let RunOptions {
         check,

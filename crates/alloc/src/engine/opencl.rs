@@ -100,8 +100,7 @@ pub(crate) enum SetupError {
 }
 
 impl OpenClBackend {
-    ///
-    /// Long on purpose: the backend's objects in the order they must exist (pin support, contexts, queues, copy source, handle list, pools), each failing with the call that failed.
+    // long: the backend's objects in the order they must exist (pin support, contexts, queues, copy source, handle list, pools), each failing with the call that failed.
     pub fn new(
         scenario: &Scenario,
         devices: &[Device],

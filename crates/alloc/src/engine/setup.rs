@@ -27,7 +27,7 @@ pub(super) fn select_devices(
         Ok(s) => s,
         Err(e) if e.is_too_few_devices() => {
             let mut reason = e.to_string();
-            if reason.contains("Portable Computing Language") {
+            if clmulti_probe::is_pocl(&reason) {
                 reason.push_str(
                     "; PoCL makes one CPU device per word of POCL_DEVICES (e.g. \"pthread pthread\"; \"cpu cpu\" on PoCL >= 4)",
                 );

@@ -339,8 +339,7 @@ fn profile(event: Option<&Event>, profiling: bool) -> Result<Option<[u64; 3]>, A
 }
 
 /// One repetition from this thread: enqueue and flush each part in turn, then wait.
-///
-/// Long on purpose: enqueue, flush and completion for every strategy in one loop, so the timed order of calls is the order read.
+// long: enqueue, flush and completion for every strategy in one loop, so the timed order of calls is the order read.
 fn one_thread(
     parts: &[Prepared<'_>],
     strategy: Strategy,
@@ -439,8 +438,7 @@ pub(crate) struct Measured {
 
 /// Tries every strategy (`trials` repetitions each after one warm-up, round-robin so
 /// drift favours none), then times `repeat` repetitions with the fastest by median.
-///
-/// Long on purpose: warm-up, trials of each strategy and the timed repetitions share the prepared parts and the worker threads' lifetime (a thread scope).
+// long: warm-up, trials of each strategy and the timed repetitions share the prepared parts and the worker threads' lifetime (a thread scope).
 pub(crate) fn measure(
     parts: &[Prepared<'_>],
     trials: usize,

@@ -9,6 +9,10 @@
 //! device, against the same kernel on one device, timed the same way, in the same
 //! run; and over fewer devices, for the efficiency per device count.
 
+mod run;
+
+use run::run_split;
+
 mod report;
 
 pub use report::{Layout, PartFigures, SplitReport, SplitRun, Transfers};
@@ -162,8 +166,6 @@ fn align_floats(devices: &[Device]) -> u64 {
 
 /// Runs the split over `devices` (distinct, of one platform), and over the first k
 /// of them for each of `options.device_counts` below their number.
-///
-/// Long on purpose: the split's plan in order (parts, contexts per mode, one device for comparison, each layout and kernel, fewer devices, transfers, notes); each step calls out.
 pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, AxpyError> {
     split_until(devices, options, &|| false)
 }
@@ -172,6 +174,7 @@ pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, 
 /// devices): once it says yes, no run starts, the report holds the runs that
 /// finished and [`SplitReport::not_run`] names the others (what a command does on
 /// Ctrl-C).
+// long: the split's plan in order (parts, contexts per mode, one device for comparison, each layout and kernel, fewer devices, transfers, notes); each step calls out.
 pub fn split_until(
     devices: &[Device],
     options: &SplitOptions,
@@ -389,270 +392,5 @@ fn choice_name(choice: KernelChoice) -> &'static str {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-///
-/// Long on purpose: one measurement's sequence (buffers, data, warm-up, strategy trials, timed repetitions, verification, figures) must read in the order it happens on the devices.
-fn run_split<'r>(
-    devices: &[Device],
-    parts: &[u64],
-    (whole_x, whole_y): (&'r [f32], &'r [f32]),
-    mode: ContextMode,
-    layout: Layout,
-    choice: KernelChoice,
-    runner_of: &dyn Fn(usize) -> &'r Runner<'r>,
-    options: &SplitOptions,
-    time_transfers: bool,
-    one_device: &mut Vec<(ContextMode, KernelRan, f64, Strategy)>,
-    stop: &dyn Fn() -> bool,
-) -> Result<Option<(SplitRun, Option<Transfers>)>, AxpyError> {
-    let kernel = Runner::pick(
-        &AxpyCase::contiguous(*parts.iter().max().unwrap_or(&0), 1.0),
-        choice,
-    )?;
-    let alpha = 0.75f32;
-    let total: u64 = parts.iter().sum();
-    // One buffer of the whole vector for the sub-buffer layout.
-    let parents = if layout == Layout::SubBuffers {
-        let r = runner_of(0);
-        Some((buffer(r.context, total)?, buffer(r.context, total)?))
-    } else {
-        None
-    };
-    let mut built = Vec::with_capacity(devices.len());
-    let mut offset = 0u64;
-    let write_start = Instant::now();
-    for (d, (&len, device)) in parts.iter().zip(devices).enumerate() {
-        let runner = runner_of(d);
-        let queue = runner.queue(device)?;
-        let plain = runner.queue_with(device, false)?;
-        let (mut x, mut y) = match &parents {
-            Some((px, py)) => {
-                // SAFETY: the region lies inside each parent (cut from its length), its
-                // origin aligned to every device's base address alignment.
-                let sub = |parent: &Buffer<f32>| unsafe {
-                    parent
-                        .create_sub_buffer(
-                            opencl3::memory::CL_MEM_READ_WRITE,
-                            offset as usize,
-                            len.max(1) as usize,
-                        )
-                        .map_err(cl3("clCreateSubBuffer"))
-                };
-                (sub(px)?, sub(py)?)
-            }
-            None => (buffer(runner.context, len)?, buffer(runner.context, len)?),
-        };
-        let range = offset as usize..(offset + len) as usize;
-        let (x0, y0) = (&whole_x[range.clone()], &whole_y[range]);
-        write(&queue, &mut x, x0)?;
-        write(&queue, &mut y, y0)?;
-        offset += len;
-        built.push(Part {
-            runner,
-            queue,
-            plain,
-            x,
-            y,
-            case: AxpyCase::contiguous(len, alpha),
-            per_item: 1,
-            x0,
-            y0,
-        });
-    }
-    let write_s = write_start.elapsed().as_secs_f64();
-    // Every tuning launch adds alpha * x to y too.
-    let tuning_launches: u32 = if kernel == KernelRan::Fast { 12 } else { 0 };
-    if kernel == KernelRan::Fast {
-        for p in &mut built {
-            if p.case.n >= 4 {
-                p.per_item = p.runner.tune(&p.queue, &p.case, &p.x, &p.y)?;
-            }
-        }
-    }
-    let timed = time_parts(&built, kernel, options.repeat.max(1), stop)?;
-    if timed.measured.timed.len() < options.repeat.max(1) {
-        // Stopped part way: best-of figures of fewer repetitions do not compare.
-        return Ok(None);
-    }
-    let read_start = Instant::now();
-    let mut results = Vec::with_capacity(built.len());
-    for p in &built {
-        let mut got = vec![0f32; p.case.n as usize];
-        read(&p.queue, &p.y, &mut got)?;
-        results.push(got);
-    }
-    let read_s = read_start.elapsed().as_secs_f64();
-    let mut worst = 0f64;
-    for (p, got) in built.iter().zip(&results) {
-        let tuned = if p.case.n >= 4 { tuning_launches } else { 0 };
-        let times = tuned + timed.measured.applications;
-        worst = worst.max(check_contiguous(p.case.alpha, p.x0, p.y0, got, times)?);
-    }
-    let mut transfers = None;
-    if time_transfers {
-        let device_to_device_s = if mode == ContextMode::Shared && built.len() > 1 {
-            let mems = [built[0].x.get(), built[0].y.get()];
-            let start = Instant::now();
-            // SAFETY: both buffers belong to this (shared) context; the list outlives
-            // the call, which is waited on below.
-            let ev = unsafe {
-                built[1]
-                    .queue
-                    .enqueue_migrate_mem_object(2, mems.as_ptr(), 0, &[])
-            }
-            .map_err(cl3("clEnqueueMigrateMemObjects"))?;
-            event_seconds(&ev)?;
-            Some(start.elapsed().as_secs_f64())
-        } else {
-            None
-        };
-        transfers = Some(Transfers {
-            context: mode,
-            host_to_devices_s: write_s,
-            devices_to_host_s: read_s,
-            device_to_device_s,
-        });
-    }
-    let bytes = 3 * total * 4;
-    let mut sorted = timed.totals.clone();
-    sorted.sort_by(f64::total_cmp);
-    let profiled = &timed.measured.profiled;
-    let parts_figures = built
-        .iter()
-        .enumerate()
-        .map(|(d, p)| {
-            let launches: Vec<launch::PartRep> = profiled.iter().map(|r| r[d]).collect();
-            // A part's host time includes waiting for the other parts: its events are
-            // believed when they are non-zero and within that time.
-            let clock = if events_within_host(&launches) {
-                Clock::Events
-            } else {
-                Clock::Host
-            };
-            let best = launches
-                .iter()
-                .map(|l| match clock {
-                    Clock::Events => l.kernel_s().unwrap_or(f64::MAX),
-                    Clock::Host => l.host_s(),
-                })
-                .fold(f64::MAX, f64::min);
-            PartFigures {
-                device: d,
-                n: p.case.n,
-                gb_per_s_best: 3.0 * p.case.n as f64 * 4.0 / best / 1e9,
-                clock,
-            }
-        })
-        .collect();
-    // The same kernel on device 0 alone, whole vector, timed the same way.
-    let (one, one_strategy) = match one_device
-        .iter()
-        .find(|(m, k, _, _)| *m == mode && *k == kernel)
-    {
-        Some(&(_, _, one, strategy)) => (one, strategy),
-        None => {
-            let Some((one, strategy)) = single_device(
-                runner_of(0),
-                &devices[0],
-                kernel,
-                total,
-                (whole_x, whole_y),
-                options.repeat.max(1),
-                stop,
-            )?
-            else {
-                return Ok(None);
-            };
-            one_device.push((mode, kernel, one, strategy));
-            (one, strategy)
-        }
-    };
-    let aggregate_best = bytes as f64 / sorted[0] / 1e9;
-    Ok(Some((
-        SplitRun {
-            devices: devices.len(),
-            context: mode,
-            layout,
-            kernel,
-            aggregate_gb_per_s_best: aggregate_best,
-            aggregate_gb_per_s_median: bytes as f64 / sorted[sorted.len() / 2] / 1e9,
-            parts: parts_figures,
-            one_device_gb_per_s: one,
-            scaling_efficiency: aggregate_best / (one * devices.len() as f64),
-            max_error_ulps: worst,
-            launched_by: timed.measured.chosen,
-            strategies: timed.measured.strategies,
-            one_device_launched_by: one_strategy,
-        },
-        transfers,
-    )))
-}
-
-/// Best host-timed bandwidth of the kernel over the whole vector (`n` elements) on
-/// one device, launched the fastest way for it, and that way; `None` when `stop` cut
-/// its `repeat` timed repetitions short.
-fn single_device(
-    runner: &Runner<'_>,
-    device: &Device,
-    kernel: KernelRan,
-    n: u64,
-    (whole_x, whole_y): (&[f32], &[f32]),
-    repeat: usize,
-    stop: &dyn Fn() -> bool,
-) -> Result<Option<(f64, Strategy)>, AxpyError> {
-    let case = AxpyCase::contiguous(n, 0.5);
-    let queue = runner.queue(device)?;
-    let plain = runner.queue_with(device, false)?;
-    let mut x = buffer(runner.context, n)?;
-    let mut y = buffer(runner.context, n)?;
-    write(&queue, &mut x, &whole_x[..n as usize])?;
-    write(&queue, &mut y, &whole_y[..n as usize])?;
-    let per_item = if kernel == KernelRan::Fast && n >= 4 {
-        runner.tune(&queue, &case, &x, &y)?
-    } else {
-        1
-    };
-    let part = Part {
-        runner,
-        queue,
-        plain,
-        x,
-        y,
-        case,
-        per_item,
-        x0: &[],
-        y0: &[],
-    };
-    let timed = time_parts(std::slice::from_ref(&part), kernel, repeat, stop)?;
-    if timed.measured.timed.len() < repeat {
-        return Ok(None);
-    }
-    let best = timed.totals.iter().copied().fold(f64::MAX, f64::min);
-    Ok(Some((
-        3.0 * n as f64 * 4.0 / best / 1e9,
-        timed.measured.chosen,
-    )))
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parts_follow_weights_at_the_alignment() {
-        assert_eq!(parts(1000, &[1.0, 1.0], 4).unwrap(), vec![500, 500]);
-        assert_eq!(parts(1003, &[1.0, 1.0], 4).unwrap(), vec![500, 503]);
-        assert_eq!(
-            parts(1003, &[1.0, 1.0, 1.0], 32).unwrap(),
-            vec![320, 320, 363]
-        );
-        assert_eq!(parts(1000, &[1.0, 3.0], 4).unwrap(), vec![248, 752]);
-        assert_eq!(parts(7, &[1.0], 4).unwrap(), vec![7]);
-        assert!(parts(1000, &[1.0, 0.0], 4).is_err());
-        assert!(parts(1000, &[], 4).is_err());
-        assert_eq!(
-            parts(1000, &[1.0, 1.0], 4).unwrap().iter().sum::<u64>(),
-            1000
-        );
-    }
-}
+mod tests;

@@ -1,6 +1,10 @@
 //! `clmulti axpy`, and the dAxpy check the allocation engine runs when a scenario
 //! asks for `[axpy] check`.
 
+mod device;
+
+use device::{cross, run_device};
+
 use crate::format::{self, shows, table, Format, Verbosity};
 use crate::{note, Failure};
 use clmulti_alloc::{BufferCheck, BufferPair};
@@ -315,12 +319,12 @@ pub fn split(
     devices: &[Device],
     options: &SplitOptions,
     stop: &dyn Fn() -> bool,
-) -> Result<SplitReport, String> {
+) -> Result<SplitReport, clmulti_axpy::AxpyError> {
     let cl: Vec<opencl3::device::Device> = devices
         .iter()
         .map(|d| opencl3::device::Device::new(d.id()))
         .collect();
-    clmulti_axpy::split_until(&cl, options, stop).map_err(|e| e.to_string())
+    clmulti_axpy::split_until(&cl, options, stop)
 }
 
 /// Host memory `n` elements need, before any is allocated: the vectors the host
@@ -357,6 +361,7 @@ fn host_memory_check(n: u64, devices: &[Device]) -> Result<(), Failure> {
     Ok(())
 }
 
+// long: the command's steps in order (devices, host memory, each device, cross-device, split, report), each able to stop on a signal
 pub fn run(args: &Args) -> Result<(), Failure> {
     let (platform, devices) = devices_from_args(&args.devices, args.partition.as_ref())?;
     if let Some(unsupported) = unsupported_on(&platform, &devices) {
@@ -414,10 +419,10 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         };
         note!("axpy --split over {} device(s)", devices.len());
         let report = split(&devices, &options, &stop_asked).map_err(|e| {
-            if e.contains("named twice") || e.contains("weights") || e.contains("device count") {
-                Failure::Input(e)
+            if e.is_input() {
+                Failure::Input(e.to_string())
             } else {
-                Failure::Tool(e)
+                Failure::Tool(e.to_string())
             }
         })?;
         if shows(Verbosity::Verbose) {
@@ -533,201 +538,4 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         return Err(Failure::Tool("some dAxpy runs failed (see above)".into()));
     }
     Ok(())
-}
-
-fn context_for(devices: &[&Device]) -> Result<Context, String> {
-    let ids: Vec<_> = devices.iter().map(|d| d.id()).collect();
-    Context::from_devices(&ids, &[], None, std::ptr::null_mut())
-        .map_err(|e| format!("clCreateContext: {}", clmulti_probe::ClCode(e.0)))
-}
-
-/// dAxpy's verification cases and bandwidth runs on one device; none starts once a
-/// signal asked to stop, and what that left out goes to `not_run`.
-fn run_device(
-    device: &Device,
-    args: &Args,
-    kernels: &[KernelChoice],
-    not_run: &mut Vec<String>,
-) -> DeviceResult {
-    let info = device.info();
-    let mut result = DeviceResult {
-        device: info.display_name().to_owned(),
-        selector: info.selector.clone(),
-        working_set_bytes: 2 * 4 * args.n.min(MAX_N),
-        cache_bytes: info.global_mem_cache_bytes.value().copied(),
-        verified: Vec::new(),
-        bandwidth: Vec::new(),
-        notes: Vec::new(),
-        errors: Vec::new(),
-    };
-    if let Some(cache) = result
-        .cache_bytes
-        .filter(|c| result.working_set_bytes <= *c)
-    {
-        result.notes.push(format!(
-            "x and y ({}) fit in the device's global memory cache ({}): these figures are cache bandwidth, not memory bandwidth; use --n {} or more",
-            format_bytes(result.working_set_bytes as f64),
-            format_bytes(cache as f64),
-            (cache / 2).next_power_of_two()
-        ));
-    }
-    let cl_device = opencl3::device::Device::new(device.id());
-    let context = match context_for(&[device]) {
-        Ok(c) => c,
-        Err(e) => {
-            result.errors.push(e);
-            return result;
-        }
-    };
-    let runner = match Runner::new(&context) {
-        Ok(r) => r,
-        // A stop can make the build in flight fail (PoCL's compiler, on the signal,
-        // deletes its temporary files): then the device's runs are not run.
-        Err(_) if stop_asked() => {
-            not_run.push(format!(
-                "device {}: every verification case and bandwidth run (the kernels' build was in flight)",
-                info.selector
-            ));
-            return result;
-        }
-        Err(e) => {
-            result.errors.push(e.to_string());
-            return result;
-        }
-    };
-    // What kernel `index` left undone, then the kernels after it.
-    let stopped_at = |index: usize, what: String, not_run: &mut Vec<String>| {
-        let later: Vec<&str> = kernels[index + 1..]
-            .iter()
-            .map(|&k| kernel_word(k))
-            .collect();
-        not_run.push(format!(
-            "device {}: {what}{}",
-            info.selector,
-            if later.is_empty() {
-                String::new()
-            } else {
-                format!(", then the {} kernel", later.join(" and "))
-            }
-        ));
-    };
-    for (index, &kernel) in kernels.iter().enumerate() {
-        if kernel == KernelChoice::Seed && args.n > i32::MAX as u64 {
-            result.notes.push(format!(
-                "seed kernel not run at n = {}: its `int elements` (and int index arithmetic) stop at 2^31 - 1; the fast kernel uses 64-bit counts",
-                args.n
-            ));
-            continue;
-        }
-        let mut cases = verification_cases(args.n);
-        if kernel == KernelChoice::Fast && args.n > i32::MAX as u64 {
-            // Past the seed kernel's range: verify the whole vector once.
-            cases.push(AxpyCase::contiguous(args.n, 1.25));
-        }
-        let total = cases.len();
-        let cases_from = |first: usize| {
-            format!(
-                "the {} kernel's verification {} and bandwidth run",
-                kernel_word(kernel),
-                if first == total {
-                    format!("case {total}")
-                } else {
-                    format!("cases {first} to {total}")
-                }
-            )
-        };
-        for (done, case) in cases.into_iter().enumerate() {
-            if stop_asked() {
-                stopped_at(index, cases_from(done + 1), not_run);
-                return result;
-            }
-            // The fast kernel only takes the contiguous, aligned cases.
-            let choice = if kernel == KernelChoice::Fast {
-                KernelChoice::Auto
-            } else {
-                kernel
-            };
-            match runner.verify(&cl_device, &case, choice) {
-                Ok(v) => result.verified.push(v),
-                // Failed as the stop came (see the build above): not run.
-                Err(_) if stop_asked() => {
-                    stopped_at(index, cases_from(done + 1), not_run);
-                    return result;
-                }
-                Err(e) => result.errors.push(format!(
-                    "verify n = {} (x from {} step {}, y from {} step {}): {e}",
-                    case.n, case.x_offset, case.inc_x, case.y_offset, case.inc_y
-                )),
-            }
-        }
-        if stop_asked() {
-            stopped_at(
-                index,
-                format!("the {} kernel's bandwidth run", kernel_word(kernel)),
-                not_run,
-            );
-            return result;
-        }
-        crate::verbose!(
-            "axpy: {} {} kernel: timing {} repetitions of axpy and copy",
-            info.selector,
-            kernel_word(kernel),
-            args.repeat
-        );
-        match runner.bandwidth_until(
-            &cl_device,
-            args.n,
-            args.repeat as usize,
-            kernel,
-            &stop_asked,
-        ) {
-            Ok(b) => {
-                let done = b.repeat;
-                result.notes.extend(b.notes.iter().cloned());
-                result.bandwidth.push(b);
-                if done < args.repeat as usize {
-                    stopped_at(
-                        index,
-                        format!(
-                            "the {} kernel's timed repetitions {} to {}",
-                            kernel_word(kernel),
-                            done + 1,
-                            args.repeat
-                        ),
-                        not_run,
-                    );
-                    return result;
-                }
-            }
-            Err(_) if stop_asked() => {
-                stopped_at(
-                    index,
-                    format!("the {} kernel's bandwidth run", kernel_word(kernel)),
-                    not_run,
-                );
-                return result;
-            }
-            Err(e) => result.errors.push(format!("bandwidth ({kernel:?}): {e}")),
-        }
-    }
-    result
-}
-
-/// A kernel as `--kernel` names it.
-fn kernel_word(kernel: KernelChoice) -> &'static str {
-    match kernel {
-        KernelChoice::Seed => "seed",
-        KernelChoice::Fast => "fast",
-        KernelChoice::Auto => "auto",
-    }
-}
-
-fn cross(devices: &[Device], n: u64, kernel: KernelChoice) -> Result<CrossDevice, String> {
-    let context = context_for(&devices.iter().collect::<Vec<_>>())?;
-    let runner = Runner::new(&context).map_err(|e| e.to_string())?;
-    let first = opencl3::device::Device::new(devices[0].id());
-    let second = opencl3::device::Device::new(devices[1].id());
-    runner
-        .cross_device(&first, &second, n, kernel)
-        .map_err(|e| e.to_string())
 }

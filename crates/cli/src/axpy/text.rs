@@ -2,6 +2,7 @@
 
 use super::*;
 
+// long: one table, column by column
 pub(super) fn table_text(report: &AxpyReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "platform {}", report.platform);
@@ -117,6 +118,7 @@ fn stopped_text(report: &AxpyReport) -> String {
     out
 }
 
+// long: the split's sections in reading order (ways, timings, skew, notes)
 pub(super) fn split_text(report: &AxpyReport, devices: &[Device]) -> String {
     let mut out = String::new();
     let Some(s) = &report.split else {

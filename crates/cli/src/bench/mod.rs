@@ -179,6 +179,7 @@ fn memory_bound() -> u64 {
 
 /// Runs one arm in a fresh process, watched: killed when it outlives `--min-seconds`
 /// many times over (a hung runtime), at once on a second Ctrl-C.
+// long: one arm's child from its command line to its figures, each way it can fail named
 fn spawn_arm(arm: Arm, args: &Args, count: u64, memory: u64) -> Result<ArmResult, Failure> {
     use clmulti_supervise::{run_child, ChildCommand, INTERRUPT};
     use std::os::unix::process::ExitStatusExt;
@@ -225,8 +226,8 @@ fn spawn_arm(arm: Arm, args: &Args, count: u64, memory: u64) -> Result<ArmResult
             .join(" ")
     );
     let started = std::time::Instant::now();
-    let out = run_child(&command)
-        .map_err(|e| Failure::Tool(format!("cannot run a bench arm: {e}")))?;
+    let out =
+        run_child(&command).map_err(|e| Failure::Tool(format!("cannot run a bench arm: {e}")))?;
     crate::verbose!(
         "bench: the {arm_name} arm exited with {} after {:.3} s: {}",
         out.status,
@@ -348,6 +349,7 @@ fn verdict(interval: Option<(f64, f64, f64)>, target: f64) -> Verdict {
     }
 }
 
+// long: the bench's rounds interleaved, each arm a fresh process, then the interval and the verdict
 pub fn run(args: &Args) -> Result<(), Failure> {
     let size = clmulti_scenario::parse_size(&args.size)
         .map_err(|e| Failure::Input(format!("--size: {e}")))?;

@@ -48,7 +48,19 @@ pub const POCL_MEMORY_LIMIT: &str = "POCL_MEMORY_LIMIT";
 pub trait Runner {
     /// Runs the case with `changes` applied, allowed `count` buffers, in a fresh
     /// process; `Err` says why it could not run.
-    fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, String>;
+    fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, NotRun>;
+}
+
+/// Why a re-run was not made (or cannot be judged).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotRun {
+    /// A signal asked the caller to stop: no further run, and none stopped part way
+    /// is judged.
+    #[error("not run: stopped by {}", crate::signal_name(*.0))]
+    Stopped(i32),
+    /// The run could not be made: why.
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// One re-run to make: the change, the buffers to allow, the count predicted.
@@ -122,7 +134,7 @@ fn env_knob(candidate: &Candidate, report: &Report) -> Option<(Knob, u64)> {
         let from = layer_device.unwrap_or(candidate.limit.value as u64);
         return Some((size(DEVICE_MEMORY), from));
     }
-    let pocl = report.platform.contains("Portable Computing Language");
+    let pocl = clmulti_probe::is_pocl(&report.platform);
     if pocl && matches!(candidate.resource, Resource::DeviceMemory { .. }) {
         let knob = Knob::Env {
             key: POCL_MEMORY_LIMIT.to_owned(),
@@ -320,14 +332,16 @@ pub fn judge(
     trial: &Trial,
     before: u64,
     noise: Noise,
-    outcome: Result<&Report, &String>,
+    outcome: Result<&Report, &NotRun>,
 ) -> Experiment {
     let (observed, seconds, stop, verdict) = match outcome {
         Err(why) => (
             0,
             None,
             "did not run".to_owned(),
-            ExperimentOutcome::DidNotRun { why: why.clone() },
+            ExperimentOutcome::DidNotRun {
+                why: why.to_string(),
+            },
         ),
         Ok(report) => {
             let stop = report.stop.summary();

@@ -42,6 +42,7 @@ fn shell_word(text: &str) -> String {
 
 /// The C program for `report`'s run, or why there is none (sub-devices, a strategy
 /// with no one-call equivalent).
+// long: the C program's text, top to bottom
 pub fn c_program(report: &Report) -> Result<String, String> {
     let s = &report.scenario;
     if s.devices.partition.is_some() {

@@ -13,7 +13,7 @@ use clmulti_scenario::{ContextMode, Rlimit};
 struct Fds;
 
 impl Runner for Fds {
-    fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, String> {
+    fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, crate::experiment::NotRun> {
         let soft = match changes[0].knob {
             crate::verdict::Knob::SoftLimit { .. } => changes[0].to,
             _ => 1024,

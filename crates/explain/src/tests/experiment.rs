@@ -32,7 +32,7 @@ impl<F: FnMut(&[Change], u64) -> Option<u64>> Rule<F> {
 }
 
 impl<F: FnMut(&[Change], u64) -> Option<u64>> Runner for Rule<F> {
-    fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, String> {
+    fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, crate::experiment::NotRun> {
         self.1.push(changes.to_vec());
         if let (Knob::Replicate, Some(n)) = (&changes[0].knob, self.2) {
             return Ok(run(2, ContextMode::Shared).failed_at(n));
@@ -276,7 +276,11 @@ fn a_shape_rerun_that_met_a_measured_limit_answers_nothing() {
     let mut r = rerun_failing_at(1000);
     struct CounterWithDescriptors;
     impl Runner for CounterWithDescriptors {
-        fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, String> {
+        fn run(
+            &mut self,
+            changes: &[Change],
+            count: u64,
+        ) -> Result<Report, crate::experiment::NotRun> {
             Ok(match changes[0].knob {
                 // Three devices, two descriptors per buffer: 10 + 2 x 502 of 1015.
                 Knob::Devices => run(3, ContextMode::Shared)
@@ -365,8 +369,8 @@ fn an_experiment_that_cannot_run_leaves_the_candidate_not_tested() {
     let mut r = failed_at_limit(1014, 1024, 10);
     struct Broken;
     impl Runner for Broken {
-        fn run(&mut self, _: &[Change], _: u64) -> Result<Report, String> {
-            Err("no child process".into())
+        fn run(&mut self, _: &[Change], _: u64) -> Result<Report, crate::experiment::NotRun> {
+            Err(crate::experiment::NotRun::Failed("no child process".into()))
         }
     }
     investigate(&mut r, &mut Broken);

@@ -22,7 +22,7 @@ struct Table<F: FnMut(&Change) -> Option<u64>> {
 }
 
 impl<F: FnMut(&Change) -> Option<u64>> Runner for Table<F> {
-    fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, String> {
+    fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, crate::experiment::NotRun> {
         let change = changes[0].clone();
         self.runs.push(change.clone());
         let pause = changes
@@ -561,7 +561,7 @@ fn a_confirmed_cost_that_falls_with_peers_is_said_per_peer() {
     /// Unchanged and with the limit moved, three devices; with one more, four.
     struct PerPeer;
     impl Runner for PerPeer {
-        fn run(&mut self, changes: &[Change], _: u64) -> Result<Report, String> {
+        fn run(&mut self, changes: &[Change], _: u64) -> Result<Report, crate::experiment::NotRun> {
             let (devices, soft) = match changes[0].knob {
                 Knob::SoftLimit { .. } => (3, changes[0].to),
                 Knob::Devices => (changes[0].to, 1024),

@@ -3,22 +3,21 @@
 
 mod problems;
 
-pub use problems::MAX_PROBLEMS;
 use crate::defs::TABLES;
+use crate::error::Problem;
+pub use crate::error::ScenarioError;
 use crate::keys::{label, not_a_grid_key, takes};
-use crate::machine::{default_libraries, hard_limits};
 use crate::locate::{
     at_key, error_at, friendly, line_column, refused_value, short, split_key, value_at, walk,
 };
+use crate::machine::{default_libraries, hard_limits};
 use crate::model::{Rlimit, Scenario};
 use crate::raw::RawScenario;
-pub use crate::error::ScenarioError;
-use crate::error::Problem;
 use crate::validate::{validate, Context};
+pub use problems::MAX_PROBLEMS;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-
 
 /// The largest scenario file read, bytes: a scenario is a page of TOML.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -100,6 +99,7 @@ impl ScenarioFile {
     /// with a problem is left out (a repeated value only itself), a grid too large
     /// leaves every axis out, so that the rest can still be checked. An error only for
     /// what leaves nothing to check (TOML syntax, a key that must be a table).
+    // long: TOML, tables and grid axes in file order, each refusing with its own located error
     fn parse_lenient(
         text: String,
         file: &str,

@@ -26,6 +26,7 @@ fn rule(keys: &[&str], condition: Value, then: Value) -> Value {
 }
 
 /// The rules between keys that JSON Schema can state.
+// long: one JSON Schema rule per check between keys, a list
 pub(super) fn rules() -> Vec<Value> {
     let strategy_is = |s: &str| json!({"allOf": [present("allocation.strategy"), at("allocation.strategy", json!({"const": s}))]});
     let not_strategy = |s: &str| at("allocation.strategy", json!({"not": {"const": s}}));

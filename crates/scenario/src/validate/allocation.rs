@@ -1,13 +1,12 @@
 //! `[allocation]` and `[guards]`: what each buffer is, how many, how each is made
 //! resident, and when the loop stops early.
 
-use super::{one_of, or_default, positive, problem, size, Problem};
-use crate::defs::{MAX_PAUSE_US, MAX_SECONDS, MEM_FLAGS, STRATEGIES};
+use super::{in_range, one_of, or_default, positive, problem, size, Problem};
+use crate::defs::{MAX_SECONDS, MEM_FLAGS, STRATEGIES};
 use crate::model::*;
 use crate::raw::*;
 
-///
-/// Long on purpose: `[allocation]`'s keys in documented order, with the contradictions between them next to the keys they concern.
+// long: `[allocation]`'s keys in documented order, with the contradictions between them next to the keys they concern.
 pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Allocation, Problem> {
     let size_bytes = size(
         "allocation.size",
@@ -137,15 +136,10 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
             "releases kept buffers in rounds: it needs keep = true and a strategy other than \"pool\"",
         ));
     }
-    let pause_us = match or_default(raw.pause_us, "allocation.pause_us") {
-        us @ 0..=MAX_PAUSE_US => us as u64,
-        _ => {
-            return Err(problem(
-                "allocation.pause_us",
-                format!("a pause is 0 to {MAX_PAUSE_US} microseconds (one second) per buffer"),
-            ))
-        }
-    };
+    let pause_us = in_range(
+        "allocation.pause_us",
+        or_default(raw.pause_us, "allocation.pause_us"),
+    )?;
     Ok(Allocation {
         pause_us,
         size_bytes,

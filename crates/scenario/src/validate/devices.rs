@@ -6,8 +6,7 @@ use crate::model::*;
 use crate::raw::*;
 
 /// `[devices]`, validated.
-///
-/// Long on purpose: `[devices]`'s keys in documented order.
+// long: `[devices]`'s keys in documented order.
 pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
     let platform = match &or_default(raw.platform.clone(), "devices.platform") {
         RawNumberOrWord::Number(n) => Platform::Index(

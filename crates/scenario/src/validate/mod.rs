@@ -6,19 +6,40 @@ mod allocation;
 mod devices;
 mod process;
 
-pub(crate) use crate::error::{problem, Problem};
 use crate::defs::*;
+pub(crate) use crate::error::{problem, Problem};
 use crate::model::*;
 use crate::raw::*;
 use crate::size::parse_size;
 use std::collections::BTreeMap;
+
+/// An integer key's value within the range the table of keys gives it.
+pub(crate) fn in_range(key: &str, value: i64) -> Result<u64, Problem> {
+    let Some(crate::defs::Key {
+        value: crate::defs::Value::Integer { min, max, .. },
+        ..
+    }) = crate::defs::find(key)
+    else {
+        return positive(key, value);
+    };
+    let max = max.unwrap_or(i64::MAX);
+    if (*min..=max).contains(&value) && value >= 0 {
+        return Ok(value as u64);
+    }
+    Err(problem(
+        key,
+        format!(
+            "{value} is not {}",
+            crate::keys::takes(key).unwrap_or_default()
+        ),
+    ))
+}
 
 /// A key's value as written, or its default from the table of keys
 /// ([`crate::defs::KEYS`]): the one place a default is written.
 pub(crate) fn or_default<T: serde::de::DeserializeOwned>(value: Option<T>, key: &str) -> T {
     value.unwrap_or_else(|| crate::defs::default(key))
 }
-
 
 pub(crate) fn size(key: &str, raw: &RawSize) -> Result<u64, Problem> {
     match raw {
@@ -143,8 +164,7 @@ pub struct Context {
     pub libraries: Option<std::path::PathBuf>,
 }
 
-///
-/// Long on purpose: the file's tables in the order they are documented, each checked where its neighbours can be seen (contradictions between tables)
+// long: the file's tables in the order they are documented, each checked where its neighbours can be seen (contradictions between tables)
 pub(crate) fn validate(
     raw: RawScenario,
     file: &str,

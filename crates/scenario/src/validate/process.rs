@@ -62,6 +62,7 @@ pub(super) fn limits(raw: &RawLimits, context: &Context) -> Result<Limits, Probl
     Ok(Limits { soft })
 }
 
+// long: each [env] entry's checks (layer knobs, paths, placeholders, sizes) in the order messages name them
 pub(super) fn env(
     raw: BTreeMap<String, String>,
     device_count: usize,

@@ -497,7 +497,7 @@ pub const CASES: &[Case] = &[
         text: "[allocation]\npause_us = 2000000\n",
         line: 2,
         key: "allocation.pause_us",
-        fragment: "a pause is 0 to 1000000 microseconds (one second) per buffer",
+        fragment: "2000000 is not an integer from 0 to 1000000 (microseconds)",
         schema: ForSchema::Refuses,
     },
     Case {

@@ -2,6 +2,7 @@
 
 use super::*;
 use clmulti_explain::Resource;
+use clmulti_scenario::ContextMode;
 
 /// A group's plot: one panel per resource whose readings move, each limit as a
 /// labelled line where it fits, failures marked; `svg` is `None` when no resource
@@ -14,6 +15,7 @@ pub struct GroupPlot {
 }
 
 /// A group's resources against allocations.
+// long: one figure's panels in order, each with its axes and legend
 pub fn group(name: &str, runs: &[&RunView]) -> Result<GroupPlot, String> {
     let mut resources: Vec<Resource> = Vec::new();
     for run in runs {
@@ -145,6 +147,7 @@ struct Panel {
     note: Option<String>,
 }
 
+// long: one panel's drawing: axes, series, labels, each set where it is drawn
 fn panel(
     area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     width: u32,
@@ -266,7 +269,10 @@ fn panel(
             "context mode".into(),
             "buffers allocated: median (lowest to highest) over the runs".into(),
         ];
-        for (m, mode) in ["shared", "per-device"].iter().enumerate() {
+        for (m, mode) in [ContextMode::Shared, ContextMode::PerDevice]
+            .iter()
+            .enumerate()
+        {
             let points: Vec<(u64, f64)> = series
                 .iter()
                 .filter(|(_, run, _)| run.row.context_mode == *mode)
@@ -308,7 +314,8 @@ fn panel(
                     reading(high)
                 ));
             }
-            data.rows.push(vec![(*mode).to_owned(), cells.join("; ")]);
+            data.rows
+                .push(vec![mode.name().to_owned(), cells.join("; ")]);
             band_high.reverse();
             band_low.extend(band_high);
             chart

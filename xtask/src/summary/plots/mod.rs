@@ -99,6 +99,7 @@ fn series_color(i: usize) -> RGBColor {
 /// The buffers each run reached, on a log scale so a failure at 278 shows beside a
 /// run of 100000; the count and why it stopped written on each bar, a run that
 /// reached none marked at the axis.
+// long: one plot's drawing, axis by axis
 pub fn buffers(runs: &[&RunView]) -> Result<Plot, String> {
     if runs.len() > BARS_PER_PLOT {
         return outcomes_by_group(runs);
@@ -215,6 +216,7 @@ pub fn buffers(runs: &[&RunView]) -> Result<Plot, String> {
 }
 
 /// For large sweeps: runs per outcome, per group, as stacked bars.
+// long: one plot's drawing, axis by axis
 fn outcomes_by_group(runs: &[&RunView]) -> Result<Plot, String> {
     let mut counts: BTreeMap<(u8, String), BTreeMap<StopKind, usize>> = BTreeMap::new();
     for run in runs {

@@ -2,6 +2,7 @@
 
 use super::*;
 use clmulti_explain::Resource;
+use clmulti_scenario::ContextMode;
 
 /// Costs spread wider than this (highest over lowest) go on a log axis, so that one
 /// large cost (1 GiB buffers filled) does not flatten the others to zero.
@@ -13,9 +14,10 @@ const LOG_SPREAD: f64 = 20.0;
 /// shared contexts are solid, per-device dashed; each strategy has its marker, and a
 /// line that another one hides (within 3% at every count) says so in the legend.
 /// Costs that spread over more than [`LOG_SPREAD`]x go on a log axis.
+// long: one figure's drawing: panels, axes, series and labels in drawing order
 pub fn scaling(runs: &[&RunView]) -> Result<Option<Plot>, String> {
     // (context mode, strategy, buffer size) -> device count -> (sum, runs)
-    type Key = (String, String, u64);
+    type Key = (ContextMode, String, u64);
     let mut sums: BTreeMap<Key, BTreeMap<usize, (f64, usize)>> = BTreeMap::new();
     for run in runs {
         if run.row.device_count == 0 {
@@ -26,7 +28,7 @@ pub fn scaling(runs: &[&RunView]) -> Result<Option<Plot>, String> {
         };
         let at = sums
             .entry((
-                run.row.context_mode.clone(),
+                run.row.context_mode,
                 run.row.strategy.clone(),
                 run.row.size_bytes,
             ))
@@ -57,9 +59,9 @@ pub fn scaling(runs: &[&RunView]) -> Result<Option<Plot>, String> {
     let sizes: std::collections::BTreeSet<u64> = lines.iter().map(|((_, _, s), _)| *s).collect();
     let name = |(mode, strategy, size): &Key| {
         if sizes.len() > 1 {
-            format!("{mode} {strategy} {}", format_bytes(*size as f64))
+            format!("{} {strategy} {}", mode.name(), format_bytes(*size as f64))
         } else {
-            format!("{mode} {strategy}")
+            format!("{} {strategy}", mode.name())
         }
     };
     let max_n = *counts.iter().max().unwrap_or(&1);
@@ -145,7 +147,7 @@ pub fn scaling(runs: &[&RunView]) -> Result<Option<Plot>, String> {
                 .filter(|(_, v)| !log || *v > 0.0)
                 .map(|&(n, v)| (n as f64, to_y(v)))
                 .collect();
-            if key.0 == "per-device" {
+            if key.0 == ContextMode::PerDevice {
                 chart
                     .draw_series(DashedLineSeries::new(
                         pts.clone(),

@@ -250,8 +250,7 @@ impl Clock {
 
 /// Runs the loop; `interrupt`, when it turns non-zero (a signal number), stops it
 /// before the next buffer.
-///
-/// Long on purpose: the hot loop reads top to bottom in the order its checks run (total, time, RSS, allocate, release round, sample); split, each buffer would cross calls the guards must see in order.
+// long: the hot loop reads top to bottom in the order its checks run (total, time, RSS, allocate, release round, sample); split, each buffer would cross calls the guards must see in order.
 pub(crate) fn allocation_loop(
     plan: &LoopPlan,
     backend: &mut impl Backend,

@@ -4,6 +4,10 @@
 //! Requests not in the table fail with `ENOTTY` for a DRM file (the kernel's answer to
 //! an ioctl a driver does not have) and are counted.
 
+mod query;
+
+use query::{getparam, query_answer};
+
 use crate::batch::{Memory, View};
 use crate::config::{self, Config, CHIPSET_ID, REVISION};
 use crate::model::{Driver, Errno};
@@ -26,6 +30,7 @@ pub trait Host {
 /// pointer to the request's structure, valid for reads and writes, whose embedded
 /// pointers (query items, extension chains, exec objects, version strings) are valid
 /// as the uAPI defines them. Unknown requests do not touch `arg`.
+// long: the driver's ioctl table, one arm per request
 pub unsafe fn render_ioctl(
     driver: &mut Driver,
     host: &dyn Host,
@@ -200,143 +205,6 @@ fn get_cap(cap: &mut DrmGetCap) -> Result<i32, Errno> {
         _ => return Err(libc::EINVAL),
     };
     Ok(0)
-}
-
-/// The GETPARAM answers of i915 on an A770 (i915_getparam_ioctl).
-fn param_value(param: i32) -> Option<i32> {
-    let eus = (config::SUBSLICES * config::EUS_PER_SUBSLICE) as i32;
-    Some(match param {
-        I915_PARAM_CHIPSET_ID => i32::from(CHIPSET_ID),
-        I915_PARAM_REVISION => i32::from(REVISION),
-        I915_PARAM_SUBSLICE_TOTAL => config::SUBSLICES as i32,
-        I915_PARAM_EU_TOTAL => eus,
-        I915_PARAM_HAS_EXEC_SOFTPIN => 1,
-        I915_PARAM_HAS_POOLED_EU | I915_PARAM_MIN_EU_IN_POOL => 0,
-        I915_PARAM_HAS_SCHEDULER => SCHEDULER_CAPS,
-        I915_PARAM_CS_TIMESTAMP_FREQUENCY => config::CS_TIMESTAMP_HZ as i32,
-        I915_PARAM_HAS_ALIASING_PPGTT => 3,
-        I915_PARAM_MMAP_VERSION => 5,
-        I915_PARAM_MMAP_GTT_VERSION => 4,
-        I915_PARAM_SLICE_MASK => 1,
-        I915_PARAM_SUBSLICE_MASK => -1,
-        // Render, copy, video, video enhance, compute: each isolated.
-        I915_PARAM_HAS_CONTEXT_ISOLATION => 0x1f,
-        I915_PARAM_HAS_EXEC_CAPTURE | I915_PARAM_HAS_EXEC_TIMELINE_FENCES => 1,
-        I915_PARAM_HAS_USERPTR_PROBE => 1,
-        // HAS_GEM, HAS_EXECBUF2, HAS_BSD, HAS_BLT, ..., HAS_EXEC_BATCH_FIRST,
-        // HAS_EXEC_FENCE_ARRAY, HAS_EXEC_SUBMIT_FENCE: the features every current
-        // i915 reports as present.
-        5 | 9..=13 | 15 | 16 | 19 | 21 | 22 | 24..=26 | 29 | 31 | 43 | 44 | 48 | 49 | 53 => 1,
-        // HAS_LLC (discrete: no), HAS_SEMAPHORES, HAS_WT, HAS_EXEC_CONSTANTS,
-        // MMAP_GTT_COHERENT.
-        14 | 17 | 20 | 27 | 52 => 0,
-        _ => return None,
-    })
-}
-
-/// # Safety
-/// `get.value` is valid for a write of one `int`.
-unsafe fn getparam(get: &GetParam) -> Result<i32, Errno> {
-    let value = param_value(get.param).ok_or(libc::EINVAL)?;
-    if get.value.is_null() {
-        return Err(libc::EFAULT);
-    }
-    // SAFETY: the caller's contract.
-    unsafe { *get.value = value };
-    Ok(0)
-}
-
-/// The bytes of one query's answer, or the errno the kernel puts in its length.
-fn query_answer(config: &Config, id: u64, flags: u32) -> Result<Vec<u8>, Errno> {
-    if flags != 0 && id != DRM_I915_QUERY_GEOMETRY_SUBSLICES {
-        return Err(libc::EINVAL);
-    }
-    match id {
-        DRM_I915_QUERY_TOPOLOGY_INFO | DRM_I915_QUERY_GEOMETRY_SUBSLICES => Ok(topology()),
-        DRM_I915_QUERY_ENGINE_INFO => Ok(engines()),
-        DRM_I915_QUERY_MEMORY_REGIONS => Ok(memory_regions(config)),
-        // Shown only with GuC firmware that carries the table; NEO does without it.
-        DRM_I915_QUERY_HWCONFIG_BLOB => Err(libc::ENODEV),
-        _ => Err(libc::EINVAL),
-    }
-}
-
-/// `drm_i915_query_topology_info`: one slice of 32 dual-subslices of 16 EUs, as i915
-/// reports Xe-HPG (it folds DG2's slices into one).
-fn topology() -> Vec<u8> {
-    let subslices = config::SUBSLICES as usize;
-    let eus = config::EUS_PER_SUBSLICE as usize;
-    let subslice_stride = subslices.div_ceil(8);
-    let eu_stride = eus.div_ceil(8);
-    let subslice_offset = 1;
-    let eu_offset = subslice_offset + subslice_stride;
-    let header = [
-        0u16,
-        1,
-        subslices as u16,
-        eus as u16,
-        subslice_offset as u16,
-        subslice_stride as u16,
-        eu_offset as u16,
-        eu_stride as u16,
-    ];
-    let mut out: Vec<u8> = header.iter().flat_map(|v| v.to_ne_bytes()).collect();
-    out.push(1);
-    out.extend(std::iter::repeat_n(0xff, subslice_stride));
-    out.extend(std::iter::repeat_n(0xff, subslices * eu_stride));
-    out
-}
-
-/// `drm_i915_query_engine_info`: DG2's engines.
-fn engines() -> Vec<u8> {
-    let list: &[(u16, u16)] = &[
-        (I915_ENGINE_CLASS_RENDER, 0),
-        (I915_ENGINE_CLASS_COPY, 0),
-        (I915_ENGINE_CLASS_VIDEO, 0),
-        (I915_ENGINE_CLASS_VIDEO, 1),
-        (I915_ENGINE_CLASS_VIDEO_ENHANCE, 0),
-        (I915_ENGINE_CLASS_VIDEO_ENHANCE, 1),
-        (I915_ENGINE_CLASS_COMPUTE, 0),
-        (I915_ENGINE_CLASS_COMPUTE, 1),
-        (I915_ENGINE_CLASS_COMPUTE, 2),
-        (I915_ENGINE_CLASS_COMPUTE, 3),
-    ];
-    let mut out = Vec::with_capacity(16 + 56 * list.len());
-    out.extend((list.len() as u32).to_ne_bytes());
-    out.extend([0u8; 12]);
-    for &(class, instance) in list {
-        out.extend(class.to_ne_bytes());
-        out.extend(instance.to_ne_bytes());
-        out.extend([0u8; 4]);
-        out.extend(I915_ENGINE_INFO_HAS_LOGICAL_INSTANCE.to_ne_bytes());
-        out.extend(0u64.to_ne_bytes()); // capabilities
-        out.extend(instance.to_ne_bytes()); // logical instance
-        out.extend([0u8; 6 + 24]);
-    }
-    out
-}
-
-/// `drm_i915_query_memory_regions`: system memory and the device's 16 GiB.
-fn memory_regions(config: &Config) -> Vec<u8> {
-    let local = config.devices.first().map_or(0, |d| d.local_bytes);
-    let regions = [
-        (I915_MEMORY_CLASS_SYSTEM, config.system_bytes),
-        (I915_MEMORY_CLASS_DEVICE, local),
-    ];
-    let mut out = Vec::with_capacity(16 + 88 * regions.len());
-    out.extend((regions.len() as u32).to_ne_bytes());
-    out.extend([0u8; 12]);
-    for (class, size) in regions {
-        out.extend(class.to_ne_bytes());
-        out.extend(0u16.to_ne_bytes());
-        out.extend([0u8; 4]);
-        out.extend(size.to_ne_bytes()); // probed
-        out.extend(size.to_ne_bytes()); // unallocated (i915 reports what is free)
-        out.extend(size.to_ne_bytes()); // probed CPU-visible (resizable BAR)
-        out.extend(size.to_ne_bytes()); // unallocated CPU-visible
-        out.extend([0u8; 48]);
-    }
-    out
 }
 
 /// # Safety
@@ -565,142 +433,4 @@ pub fn dmabuf_ioctl(request: u64) -> Result<i32, Errno> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    struct FakeHost;
-    impl Host for FakeHost {
-        fn new_dmabuf_fd(&self, _: bool) -> Result<i32, Errno> {
-            Ok(77)
-        }
-        fn now_ns(&self) -> u64 {
-            1_000_000_000
-        }
-    }
-
-    fn call<T>(driver: &mut Driver, fd: i32, request: u64, arg: &mut T) -> Result<i32, Errno> {
-        // SAFETY: `arg` is the request's structure; these tests pass no embedded
-        // pointers but valid ones.
-        unsafe { render_ioctl(driver, &FakeHost, fd, request, (arg as *mut T).cast()) }
-    }
-
-    #[test]
-    fn the_version_and_the_chipset_are_an_a770s_on_i915() {
-        let mut d = Driver::new(Config::new(1, 16 << 30, 32 << 30));
-        d.open(5, 0);
-        let mut name = [0u8; 5];
-        let mut v = DrmVersion {
-            version_major: 0,
-            version_minor: 0,
-            version_patchlevel: 0,
-            name_len: 4,
-            name: name.as_mut_ptr(),
-            date_len: 0,
-            date: std::ptr::null_mut(),
-            desc_len: 0,
-            desc: std::ptr::null_mut(),
-        };
-        call(&mut d, 5, DRM_IOCTL_VERSION, &mut v).unwrap();
-        assert_eq!(&name[..4], b"i915");
-        assert_eq!(v.desc_len, "Intel Graphics".len());
-        let mut value = 0i32;
-        let mut get = GetParam {
-            param: I915_PARAM_CHIPSET_ID,
-            value: &mut value,
-        };
-        call(&mut d, 5, DRM_IOCTL_I915_GETPARAM, &mut get).unwrap();
-        assert_eq!(value, 0x56a0);
-        get.param = 9999;
-        assert_eq!(
-            call(&mut d, 5, DRM_IOCTL_I915_GETPARAM, &mut get),
-            Err(libc::EINVAL)
-        );
-        assert_eq!(call(&mut d, 5, 0xdead, &mut get), Err(libc::ENOTTY));
-    }
-
-    #[test]
-    fn queries_answer_in_two_passes_and_unknown_ones_put_the_errno_in_the_length() {
-        let config = Config::new(1, 16 << 30, 32 << 30);
-        let mut items = [
-            QueryItem {
-                query_id: DRM_I915_QUERY_MEMORY_REGIONS,
-                length: 0,
-                flags: 0,
-                data_ptr: 0,
-            },
-            QueryItem {
-                query_id: 42,
-                length: 0,
-                flags: 0,
-                data_ptr: 0,
-            },
-            QueryItem {
-                query_id: DRM_I915_QUERY_TOPOLOGY_INFO,
-                length: 0,
-                flags: 0,
-                data_ptr: 0,
-            },
-        ];
-        let q = Query {
-            num_items: 3,
-            flags: 0,
-            items_ptr: items.as_mut_ptr() as u64,
-        };
-        // SAFETY: three valid items without data pointers (the size pass).
-        unsafe { query(&config, &q).unwrap() };
-        assert_eq!(items[0].length, 16 + 2 * 88);
-        assert_eq!(items[1].length, -libc::EINVAL);
-        assert_eq!(items[2].length, 16 + 1 + 4 + 32 * 2);
-        let mut data = vec![0u8; items[0].length as usize];
-        items[0].data_ptr = data.as_mut_ptr() as u64;
-        let q = Query {
-            num_items: 1,
-            flags: 0,
-            items_ptr: items.as_mut_ptr() as u64,
-        };
-        // SAFETY: the item's buffer holds the length it states.
-        unsafe { query(&config, &q).unwrap() };
-        let local_class = u16::from_ne_bytes([data[16 + 88], data[16 + 89]]);
-        let local_size = u64::from_ne_bytes(data[16 + 88 + 8..16 + 88 + 16].try_into().unwrap());
-        assert_eq!(
-            (local_class, local_size),
-            (I915_MEMORY_CLASS_DEVICE, 16 << 30)
-        );
-    }
-
-    #[test]
-    fn export_takes_a_descriptor_from_the_host_and_fails_as_the_host_does() {
-        struct Full;
-        impl Host for Full {
-            fn new_dmabuf_fd(&self, _: bool) -> Result<i32, Errno> {
-                Err(libc::EMFILE)
-            }
-            fn now_ns(&self) -> u64 {
-                0
-            }
-        }
-        let mut d = Driver::new(Config::new(2, 16 << 30, 32 << 30));
-        d.open(5, 0);
-        let (handle, _) = d.create(5, 4096, &[]).unwrap();
-        let mut prime = DrmPrimeHandle {
-            handle,
-            flags: DRM_CLOEXEC,
-            fd: -1,
-        };
-        call(&mut d, 5, DRM_IOCTL_PRIME_HANDLE_TO_FD, &mut prime).unwrap();
-        assert_eq!(prime.fd, 77);
-        assert!(d.is_dmabuf(77));
-        // SAFETY: a valid prime struct.
-        let full = unsafe {
-            render_ioctl(
-                &mut d,
-                &Full,
-                5,
-                DRM_IOCTL_PRIME_HANDLE_TO_FD,
-                (&mut prime as *mut DrmPrimeHandle).cast(),
-            )
-        };
-        assert_eq!(full, Err(libc::EMFILE));
-        assert_eq!(d.counts().exports.live, 1);
-    }
-}
+mod tests;

@@ -1,6 +1,12 @@
 //! Building a [`Diagnosis`] from the matrix's runs, the experiments on the failing
 //! shared case, and the fixes' runs.
 
+mod time;
+
+use cause::{no_failure, shared_cause};
+use time::time_across_strategies;
+mod cause;
+
 use super::{
     cost_of, differs, failed, Diagnosis, Fix, FixOutcome, Investigation, KernelCounts, LoggedCase,
     Outcome, Placed, ReleaseFinding, Role, RunBrief, SharingCost, DIAGNOSIS_SCHEMA_VERSION,
@@ -60,6 +66,7 @@ impl Diagnosis {
     /// Builds the diagnosis from the matrix's runs (the failing shared case carrying
     /// its experiments in its analysis, when they ran) and the fixes' runs (`Err`:
     /// not run, with the reason).
+    // long: the verdict's statements in reading order, strategy by strategy
     pub fn new(runs: &[Placed<'_>], fixes: &[(Fix, Result<&Report, String>)]) -> Self {
         let matrix = Matrix { runs };
         let shared_any = matrix.shared();
@@ -111,7 +118,7 @@ impl Diagnosis {
                     n,
                 ));
             }
-            verdict.extend(cause(shared, per, n));
+            verdict.extend(shared_cause(shared, per, n));
             let found = !shared.analysis.candidates.is_empty()
                 || !shared.analysis.shape.is_empty()
                 || shared.analysis.replicates.is_some();
@@ -250,53 +257,6 @@ fn ended_without_report(matrix: &Matrix<'_>, strategy: Strategy) -> Vec<Statemen
         .collect()
 }
 
-/// Shared runs of different strategies that failed at about the same time and far
-/// apart in buffers: a limit on time, not on buffers (inferred from their times).
-fn time_across_strategies(matrix: &Matrix<'_>) -> Option<Statement> {
-    let failures: Vec<&Report> = matrix
-        .strategies()
-        .into_iter()
-        .filter_map(|s| matrix.pick(Role::Shared, s))
-        .filter(|r| matches!(r.stop, StopReason::Failed { .. }) && r.buffers > 0)
-        .collect();
-    if failures.len() < 2 {
-        return None;
-    }
-    let seconds: Vec<f64> = failures.iter().map(|r| r.elapsed_seconds).collect();
-    let (low, high) = seconds
-        .iter()
-        .fold((f64::MAX, 0.0f64), |(l, h), s| (l.min(*s), h.max(*s)));
-    let counts: Vec<u64> = failures.iter().map(|r| r.buffers).collect();
-    let (fewest, most) = (
-        *counts.iter().min().expect("two"),
-        *counts.iter().max().expect("two"),
-    );
-    let same_time = high - low <= crate::thresholds::TIME_SHARE * high
-        && low >= crate::thresholds::MIN_TIME_LIMIT_SECONDS;
-    let apart = most > fewest.saturating_mul(3) / 2 + crate::thresholds::MIN_SLACK;
-    (same_time && apart).then(|| {
-        let each: Vec<String> = failures
-            .iter()
-            .map(|r| {
-                format!(
-                    "{} at {} buffers after {}",
-                    r.scenario.allocation.strategy.name(),
-                    r.buffers,
-                    words::seconds(r.elapsed_seconds)
-                )
-            })
-            .collect();
-        Statement::inferred(
-            "the shared runs' failure times and counts",
-            format!(
-                "the shared context's failure follows time, not buffers: {} (a time limit after about {})",
-                each.join(", "),
-                words::seconds((low + high) / 2.0)
-            ),
-        )
-    })
-}
-
 /// Where each case of one strategy stopped.
 fn stops_statement(matrix: &Matrix<'_>, strategy: Strategy, n: usize) -> Statement {
     let stops: Vec<String> = [Role::OneDevice, Role::Shared, Role::PerDevice]
@@ -422,139 +382,6 @@ pub(crate) fn outcome(r: &Report) -> String {
         }
         other => format!("{} after {}", other.summary(), r.buffers_words()),
     }
-}
-
-/// The cause of the shared case's failure, as far as its candidates and their
-/// experiments say; set against the per-device run.
-fn cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
-    if !failed(shared) {
-        return Vec::new();
-    }
-    let mut out: Vec<Statement> = Vec::new();
-    out.extend(words::failing_call(shared));
-    out.extend(shared.analysis.replicates.as_ref().map(words::replicates));
-    match &shared.analysis.cause {
-        Some(Cause::Resource {
-            resource,
-            limit,
-            reading,
-            per_buffer,
-            predicted_count,
-            observed_count,
-        }) => {
-            let unit = resource.unit();
-            let elsewhere = per
-                .and_then(|p| p.costs.iter().find(|c| &c.resource == resource))
-                .map_or(0.0, |c| c.per_buffer);
-            let same_in_per_device = per.is_some_and(|p| {
-                p.analysis
-                    .candidates
-                    .iter()
-                    .any(|c| &c.resource == resource)
-            });
-            let dmabufs = (*resource == Resource::OpenFds)
-                .then(|| cost_of(shared, &Resource::DmabufFds))
-                .flatten()
-                .filter(|d| *d >= 0.5 * per_buffer)
-                .map_or(String::new(), |d| {
-                    format!(
-                        " (of which {} {})",
-                        labelled(&Resource::DmabufFds, shared),
-                        unit.format(d)
-                    )
-                });
-            let peers = n.saturating_sub(1);
-            let per_peer = per_peer_of(shared).then(|| {
-                format!(
-                    " ({} per peer: each buffer is shared with {peers} other device{})",
-                    unit.format(per_buffer / peers.max(1) as f64),
-                    if peers == 1 { "" } else { "s" }
-                )
-            });
-            let per_peer = per_peer.unwrap_or_default();
-            let whose = if same_in_per_device {
-                format!(
-                    "; one context per device failed the same way (at {}): a limit of the process, not of sharing a context",
-                    per.map_or(0, |p| p.buffers)
-                )
-            } else {
-                String::new()
-            };
-            out.push(Statement::inferred(
-                format!(
-                    "{} readings of the {n}-device runs against {}, and the experiments below",
-                    resource.label(),
-                    limit.name
-                ),
-                format!(
-                    "the shared context failed because {} reached {} ({} of {}): it grows {} per buffer there{per_peer}{dmabufs} and {} per buffer with one context per device; the limit predicts {predicted_count} buffers, the run failed at {observed_count}{whose}",
-                    resource.label(),
-                    limit.name,
-                    unit.format(*reading),
-                    unit.format(limit.value),
-                    unit.format(*per_buffer),
-                    unit.format(elsewhere),
-                ),
-            ));
-            out.extend(words::call_agrees(resource, shared));
-        }
-        Some(
-            c
-            @ (Cause::NotReproducible { .. } | Cause::TimeLimit { .. } | Cause::Persistent { .. }),
-        ) => out.push(words::unsteady(c)),
-        Some(Cause::Untested { .. } | Cause::NotExplained { .. } | Cause::OneSided { .. }) => {}
-        None => out.push(Statement::measured(format!(
-            "the shared context stopped: {}",
-            shared.stop.summary()
-        ))),
-    }
-    out.extend(words::runtime_log(shared));
-    // The candidates, their experiments, and what the shape runs found, as the
-    // shared run's analysis states them.
-    for c in &shared.analysis.candidates {
-        out.push(words::candidate(c, false));
-    }
-    if let Some(Cause::NotExplained { unmeasured }) = &shared.analysis.cause {
-        out.push(words::not_explained(
-            unmeasured,
-            !shared.analysis.candidates.is_empty(),
-        ));
-    }
-    out.extend(shared.analysis.shape.iter().map(words::shape));
-    out
-}
-
-fn no_failure(shared: Option<&Report>) -> Vec<Statement> {
-    let mut out = vec![Statement::measured("no run failed".to_owned())];
-    let beyond = shared
-        .filter(|r| r.analysis.first_limit.is_none())
-        .and_then(|r| crate::analysis::nearest_limit(r).map(|a| (r.buffers, a)));
-    if let Some((buffers, ahead)) = beyond {
-        out.push(Statement::inferred(
-            "the shared context's growth",
-            format!(
-                "no limit within {} times the shared context's {buffers} buffers (the nearest, {}, lies beyond): a line is not extrapolated further",
-                crate::thresholds::HORIZON,
-                ahead.limit.name
-            ),
-        ));
-    }
-    if let Some(ahead) = shared.and_then(|r| r.analysis.first_limit.as_ref()) {
-        out.push(Statement::inferred(
-            format!("{} growth in the shared context", ahead.resource.label()),
-            format!(
-                "first limit ahead for the shared context: {} at about {} buffers{}",
-                ahead.limit.name,
-                clmulti_scenario::format_count(ahead.count as f64),
-                if ahead.estimated {
-                    " (estimated from declared capacity)"
-                } else {
-                    ""
-                }
-            ),
-        ));
-    }
-    out
 }
 
 /// Runs whose readings did not come back after release.

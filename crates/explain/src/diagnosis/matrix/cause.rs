@@ -1,0 +1,139 @@
+//! The shared case's cause in the verdict: the resource its experiments confirmed (per
+//! peer where one more device showed it), or why none is named; and what a run that
+//! did not fail heads for.
+
+use super::*;
+
+/// The cause of the shared case's failure, as far as its candidates and their
+/// experiments say; set against the per-device run.
+// long: the cause's sentence part by part (reading, per peer, dma-bufs, per-device comparison), then its call and its experiments
+pub(super) fn shared_cause(shared: &Report, per: Option<&Report>, n: usize) -> Vec<Statement> {
+    if !failed(shared) {
+        return Vec::new();
+    }
+    let mut out: Vec<Statement> = Vec::new();
+    out.extend(words::failing_call(shared));
+    out.extend(shared.analysis.replicates.as_ref().map(words::replicates));
+    match &shared.analysis.cause {
+        Some(Cause::Resource {
+            resource,
+            limit,
+            reading,
+            per_buffer,
+            predicted_count,
+            observed_count,
+        }) => {
+            let unit = resource.unit();
+            let elsewhere = per
+                .and_then(|p| p.costs.iter().find(|c| &c.resource == resource))
+                .map_or(0.0, |c| c.per_buffer);
+            let same_in_per_device = per.is_some_and(|p| {
+                p.analysis
+                    .candidates
+                    .iter()
+                    .any(|c| &c.resource == resource)
+            });
+            let dmabufs = (*resource == Resource::OpenFds)
+                .then(|| cost_of(shared, &Resource::DmabufFds))
+                .flatten()
+                .filter(|d| *d >= 0.5 * per_buffer)
+                .map_or(String::new(), |d| {
+                    format!(
+                        " (of which {} {})",
+                        labelled(&Resource::DmabufFds, shared),
+                        unit.format(d)
+                    )
+                });
+            let peers = n.saturating_sub(1);
+            let per_peer = per_peer_of(shared).then(|| {
+                format!(
+                    " ({} per peer: each buffer is shared with {peers} other device{})",
+                    unit.format(per_buffer / peers.max(1) as f64),
+                    if peers == 1 { "" } else { "s" }
+                )
+            });
+            let per_peer = per_peer.unwrap_or_default();
+            let whose = if same_in_per_device {
+                format!(
+                    "; one context per device failed the same way (at {}): a limit of the process, not of sharing a context",
+                    per.map_or(0, |p| p.buffers)
+                )
+            } else {
+                String::new()
+            };
+            out.push(Statement::inferred(
+                format!(
+                    "{} readings of the {n}-device runs against {}, and the experiments below",
+                    resource.label(),
+                    limit.name
+                ),
+                format!(
+                    "the shared context failed because {} reached {} ({} of {}): it grows {} per buffer there{per_peer}{dmabufs} and {} per buffer with one context per device; the limit predicts {predicted_count} buffers, the run failed at {observed_count}{whose}",
+                    resource.label(),
+                    limit.name,
+                    unit.format(*reading),
+                    unit.format(limit.value),
+                    unit.format(*per_buffer),
+                    unit.format(elsewhere),
+                ),
+            ));
+            out.extend(words::call_agrees(resource, shared));
+        }
+        Some(
+            c
+            @ (Cause::NotReproducible { .. } | Cause::TimeLimit { .. } | Cause::Persistent { .. }),
+        ) => out.push(words::unsteady(c)),
+        Some(Cause::Untested { .. } | Cause::NotExplained { .. } | Cause::OneSided { .. }) => {}
+        None => out.push(Statement::measured(format!(
+            "the shared context stopped: {}",
+            shared.stop.summary()
+        ))),
+    }
+    out.extend(words::runtime_log(shared));
+    // The candidates, their experiments, and what the shape runs found, as the
+    // shared run's analysis states them.
+    for c in &shared.analysis.candidates {
+        out.push(words::candidate(c, false));
+    }
+    if let Some(Cause::NotExplained { unmeasured }) = &shared.analysis.cause {
+        out.push(words::not_explained(
+            unmeasured,
+            !shared.analysis.candidates.is_empty(),
+        ));
+    }
+    out.extend(shared.analysis.shape.iter().map(words::shape));
+    out
+}
+
+pub(super) fn no_failure(shared: Option<&Report>) -> Vec<Statement> {
+    let mut out = vec![Statement::measured("no run failed".to_owned())];
+    let beyond = shared
+        .filter(|r| r.analysis.first_limit.is_none())
+        .and_then(|r| crate::analysis::nearest_limit(r).map(|a| (r.buffers, a)));
+    if let Some((buffers, ahead)) = beyond {
+        out.push(Statement::inferred(
+            "the shared context's growth",
+            format!(
+                "no limit within {} times the shared context's {buffers} buffers (the nearest, {}, lies beyond): a line is not extrapolated further",
+                crate::thresholds::HORIZON,
+                ahead.limit.name
+            ),
+        ));
+    }
+    if let Some(ahead) = shared.and_then(|r| r.analysis.first_limit.as_ref()) {
+        out.push(Statement::inferred(
+            format!("{} growth in the shared context", ahead.resource.label()),
+            format!(
+                "first limit ahead for the shared context: {} at about {} buffers{}",
+                ahead.limit.name,
+                clmulti_scenario::format_count(ahead.count as f64),
+                if ahead.estimated {
+                    " (estimated from declared capacity)"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    out
+}

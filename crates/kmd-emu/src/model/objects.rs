@@ -1,0 +1,124 @@
+//! GEM objects: created in a region (or from user memory), their handles closed and
+//! checked, and their residency when the GPU touches them.
+
+use super::*;
+
+impl Driver {
+    /// `GEM_CREATE_EXT` (or `GEM_CREATE`: `placements` empty means system memory):
+    /// a new object of at least `size` bytes; returns its handle and rounded size.
+    pub fn create(
+        &mut self,
+        fd: i32,
+        size: u64,
+        placements: &[(u16, u16)],
+    ) -> Result<(u32, u64), Errno> {
+        let device = self.file(fd)?.device;
+        if size == 0 {
+            return Err(libc::EINVAL);
+        }
+        // The first placement is where the object starts; i915 also keeps the others
+        // as places to migrate to, which this model does not need.
+        let region = match placements.first() {
+            None => Region::System,
+            Some(&(clmulti_drm_uapi::I915_MEMORY_CLASS_SYSTEM, 0)) => Region::System,
+            Some(&(clmulti_drm_uapi::I915_MEMORY_CLASS_DEVICE, 0)) => Region::Local,
+            Some(_) => return Err(libc::EINVAL),
+        };
+        if placements.iter().any(|&(class, instance)| {
+            class > clmulti_drm_uapi::I915_MEMORY_CLASS_DEVICE || instance != 0
+        }) {
+            return Err(libc::EINVAL);
+        }
+        let page = placements
+            .iter()
+            .map(|&(class, _)| {
+                if class == clmulti_drm_uapi::I915_MEMORY_CLASS_DEVICE {
+                    Region::Local.page()
+                } else {
+                    Region::System.page()
+                }
+            })
+            .max()
+            .unwrap_or(Region::System.page());
+        let size = size.checked_next_multiple_of(page).ok_or(libc::E2BIG)?;
+        if size > self.region_size(device, region) {
+            return Err(libc::E2BIG);
+        }
+        let object = self.insert_object(device, region, size, Origin::Created);
+        let handle = self.add_handle(fd, object)?;
+        Ok((handle, size))
+    }
+
+    /// `GEM_USERPTR`: an object over the process's own `size` bytes at `address`.
+    pub fn userptr(&mut self, fd: i32, address: u64, size: u64) -> Result<u32, Errno> {
+        let device = self.file(fd)?.device;
+        let page = Region::System.page();
+        if size == 0 || address % page != 0 || size % page != 0 {
+            return Err(libc::EINVAL);
+        }
+        let object = self.insert_object(device, Region::System, size, Origin::Userptr(address));
+        // The process's pages are there already: resident from the start.
+        self.make_resident(object, self.clock + 1)?;
+        self.counts.userptrs.up();
+        self.add_handle(fd, object)
+    }
+
+    fn insert_object(
+        &mut self,
+        device: usize,
+        region: Region,
+        size: u64,
+        origin: Origin,
+    ) -> ObjectId {
+        let id = self.next_object;
+        self.next_object += 1;
+        self.objects.insert(
+            id,
+            Object {
+                device,
+                region,
+                size,
+                origin,
+                handles: 0,
+                dmabufs: 0,
+                mappings: 0,
+                resident: false,
+                last_use: 0,
+                mmap_offset: None,
+            },
+        );
+        let counts = self.counts.regions.entry((device, region)).or_default();
+        counts.objects += 1;
+        counts.bytes += size;
+        counts.created += 1;
+        id
+    }
+
+    pub(super) fn region_size(&self, device: usize, region: Region) -> u64 {
+        match region {
+            Region::System => self.config.system_bytes,
+            Region::Local => self.config.devices.get(device).map_or(0, |d| d.local_bytes),
+        }
+    }
+
+    /// `GEM_CLOSE`.
+    pub fn close_handle(&mut self, fd: i32, handle: u32) -> Result<(), Errno> {
+        let file = self.file(fd)?;
+        let device = file.device;
+        let object = file.handles.remove(&handle).ok_or(libc::EINVAL)?;
+        file.by_object.remove(&object);
+        self.drop_handle(object, device);
+        Ok(())
+    }
+
+    /// Whether `handle` names an object in `fd`'s file (`ENOENT` if not).
+    pub fn check_handle(&mut self, fd: i32, handle: u32) -> Result<(), Errno> {
+        self.lookup(fd, handle).map(|_| ())
+    }
+
+    /// `GEM_SET_DOMAIN`: i915 takes the object's pages to move it to a domain.
+    pub fn touch(&mut self, fd: i32, handle: u32) -> Result<(), Errno> {
+        let object = self.lookup(fd, handle)?;
+        self.make_resident(object, self.clock + 1)
+    }
+}

@@ -1,0 +1,282 @@
+//! Calls on descriptors: ioctl (the emulated driver's), mmap and munmap of its
+//! objects, and close, dup and fcntl, which must track emulated descriptors.
+
+use super::*;
+
+/// # Safety
+/// libc's `ioctl`.
+#[no_mangle]
+pub unsafe extern "C" fn ioctl(fd: c_int, request: u64, arg: *mut c_void) -> c_int {
+    if !tracked(fd) {
+        let Some(real) = next!("ioctl" as unsafe extern "C" fn(c_int, u64, *mut c_void) -> c_int)
+        else {
+            enosys!(-1)
+        };
+        // SAFETY: passing the caller's arguments on.
+        return unsafe { real(fd, request, arg) };
+    }
+    let Some(emu) = emulation() else {
+        set_errno(libc::EBADF);
+        return -1;
+    };
+    let mut driver = emu.lock();
+    let result = if driver.device_of(fd).is_some() {
+        // SAFETY: the caller passed the request's structure, as ioctl's contract says.
+        unsafe { render_ioctl(&mut driver, &NeoHost, fd, request, arg) }
+    } else {
+        dmabuf_ioctl(request)
+    };
+    if result.is_err() {
+        driver.failed();
+    }
+    if driver.config.trace {
+        let name = clmulti_drm_uapi::request_name(request).unwrap_or("unknown request");
+        match result {
+            Ok(_) => eprintln!("clmulti-kmd-emu: ioctl({fd}, {name}) = 0"),
+            Err(e) => eprintln!("clmulti-kmd-emu: ioctl({fd}, {name} {request:#x}) = -1 errno {e}"),
+        }
+    }
+    drop(driver);
+    match result {
+        Ok(value) => value,
+        Err(e) => {
+            set_errno(e);
+            -1
+        }
+    }
+}
+
+type Mmap = unsafe extern "C" fn(*mut c_void, size_t, c_int, c_int, c_int, off_t) -> *mut c_void;
+
+/// # Safety
+/// libc's `mmap`.
+#[no_mangle]
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    offset: off_t,
+) -> *mut c_void {
+    let Some(real) = next!("mmap" as Mmap) else {
+        enosys!(libc::MAP_FAILED)
+    };
+    if !tracked(fd) {
+        // SAFETY: passing the caller's arguments on.
+        return unsafe { real(addr, len, prot, flags, fd, offset) };
+    }
+    // SAFETY: the caller's contract.
+    unsafe { map_object(addr, len, prot, flags, fd, offset, real) }
+}
+
+/// # Safety
+/// libc's `mmap64`.
+#[no_mangle]
+pub unsafe extern "C" fn mmap64(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    offset: off_t,
+) -> *mut c_void {
+    // SAFETY: the same function on 64-bit Linux.
+    unsafe { mmap(addr, len, prot, flags, fd, offset) }
+}
+
+/// Maps an object: shared anonymous memory (shmem, as i915's system objects are),
+/// or a second view of the pages an earlier mapping of it has.
+///
+/// # Safety
+/// `mmap`'s contract; `fd` is tracked.
+unsafe fn map_object(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    offset: off_t,
+    real: Mmap,
+) -> *mut c_void {
+    let Some(emu) = emulation() else {
+        set_errno(libc::EBADF);
+        return libc::MAP_FAILED;
+    };
+    let mut driver = emu.lock();
+    let found = if driver.device_of(fd).is_some() {
+        driver.object_at_offset(fd, offset as u64)
+    } else {
+        driver
+            .object_of_dmabuf(fd)
+            .filter(|_| offset == 0)
+            .ok_or(libc::EINVAL)
+    };
+    let object = match found {
+        Ok((object, size)) if len as u64 <= size.next_multiple_of(4096) => object,
+        Ok(_) => {
+            set_errno(libc::EINVAL);
+            return libc::MAP_FAILED;
+        }
+        Err(e) => {
+            set_errno(e);
+            return libc::MAP_FAILED;
+        }
+    };
+    let fixed = flags & (libc::MAP_FIXED | libc::MAP_FIXED_NOREPLACE);
+    let pointer = match driver.mapping_of(object) {
+        Some((start, _)) => {
+            let mremap_flags =
+                libc::MREMAP_MAYMOVE | if fixed != 0 { libc::MREMAP_FIXED } else { 0 };
+            // SAFETY: a shared mapping of ours; a zero old size makes a second
+            // mapping of the same pages (mremap(2)).
+            unsafe { libc::mremap(start as *mut c_void, 0, len, mremap_flags, addr) }
+        }
+        None => {
+            let anonymous =
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS | fixed | (flags & libc::MAP_POPULATE);
+            // SAFETY: a new anonymous mapping at the caller's address (if fixed).
+            unsafe { real(addr, len, prot, anonymous, -1, 0) }
+        }
+    };
+    if pointer != libc::MAP_FAILED {
+        driver.mapped(object, pointer as usize, len);
+    }
+    pointer
+}
+
+/// # Safety
+/// libc's `munmap`.
+#[no_mangle]
+pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
+    let Some(real) = next!("munmap" as unsafe extern "C" fn(*mut c_void, size_t) -> c_int) else {
+        enosys!(-1)
+    };
+    // SAFETY: passing the caller's arguments on.
+    let result = unsafe { real(addr, len) };
+    if result == 0 {
+        if let Some(Some(emu)) = EMULATION.get() {
+            let mut driver = emu.lock();
+            if driver.has_mappings() {
+                driver.unmapped(addr as usize, len);
+            }
+        }
+    }
+    result
+}
+
+/// # Safety
+/// libc's `close`.
+#[no_mangle]
+pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    let Some(real) = next!("close" as unsafe extern "C" fn(c_int) -> c_int) else {
+        enosys!(-1)
+    };
+    if tracked(fd) {
+        untrack(fd);
+        if let Some(emu) = emulation() {
+            emu.lock().forget(fd);
+        }
+    }
+    // SAFETY: passing the caller's argument on.
+    unsafe { real(fd) }
+}
+
+/// After a successful duplication of `old` onto `new`.
+fn duplicated(old: c_int, new: c_int) {
+    if new < 0 {
+        return;
+    }
+    let was_tracked = tracked(new);
+    if !tracked(old) && !was_tracked {
+        return;
+    }
+    let Some(emu) = emulation() else { return };
+    let mut driver = emu.lock();
+    if was_tracked {
+        untrack(new);
+        driver.forget(new);
+    }
+    if tracked(old) {
+        driver.dup(old, new);
+        track(new);
+    }
+}
+
+/// # Safety
+/// libc's `dup`.
+#[no_mangle]
+pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
+    let Some(real) = next!("dup" as unsafe extern "C" fn(c_int) -> c_int) else {
+        enosys!(-1)
+    };
+    // SAFETY: passing the caller's argument on.
+    let new = unsafe { real(fd) };
+    duplicated(fd, new);
+    new
+}
+
+/// # Safety
+/// libc's `dup2`.
+#[no_mangle]
+pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    let Some(real) = next!("dup2" as unsafe extern "C" fn(c_int, c_int) -> c_int) else {
+        enosys!(-1)
+    };
+    // SAFETY: passing the caller's arguments on.
+    let result = unsafe { real(old, new) };
+    if result >= 0 && old != new {
+        duplicated(old, result);
+    }
+    result
+}
+
+/// # Safety
+/// libc's `dup3`.
+#[no_mangle]
+pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    let Some(real) = next!("dup3" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int) else {
+        enosys!(-1)
+    };
+    // SAFETY: passing the caller's arguments on.
+    let result = unsafe { real(old, new, flags) };
+    if result >= 0 {
+        duplicated(old, result);
+    }
+    result
+}
+
+/// # Safety
+/// libc's `fcntl` (its third argument, when there is one, in the same register).
+#[no_mangle]
+pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    let real = next!("fcntl" as unsafe extern "C" fn(c_int, c_int, c_ulong) -> c_int);
+    // SAFETY: the caller's contract.
+    unsafe { fcntl_with(fd, cmd, arg, real) }
+}
+
+/// # Safety
+/// libc's `fcntl64`.
+#[no_mangle]
+pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    let real = next!("fcntl64" as unsafe extern "C" fn(c_int, c_int, c_ulong) -> c_int);
+    // SAFETY: the caller's contract.
+    unsafe { fcntl_with(fd, cmd, arg, real) }
+}
+
+/// # Safety
+/// `fcntl`'s contract.
+unsafe fn fcntl_with(
+    fd: c_int,
+    cmd: c_int,
+    arg: c_ulong,
+    real: Option<unsafe extern "C" fn(c_int, c_int, c_ulong) -> c_int>,
+) -> c_int {
+    let Some(real) = real else { enosys!(-1) };
+    // SAFETY: passing the caller's arguments on.
+    let result = unsafe { real(fd, cmd, arg) };
+    if cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC {
+        duplicated(fd, result);
+    }
+    result
+}

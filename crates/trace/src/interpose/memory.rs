@@ -1,0 +1,126 @@
+//! Mappings: `mmap`, `munmap`, `mremap`, `mprotect`, counted and their failures
+//! recorded with their arguments.
+
+use super::*;
+
+/// # Safety
+/// `mmap`'s contract.
+unsafe fn mmap_with(
+    real: Option<Mmap>,
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+) -> *mut c_void {
+    let Some(real) = real else {
+        return enosys(libc::MAP_FAILED);
+    };
+    // SAFETY: passing the caller's arguments on.
+    let p = unsafe { real(addr, len, prot, flags, fd, off) };
+    let e = errno();
+    COUNTS.add(Kind::Mmap.key());
+    if p == libc::MAP_FAILED {
+        failed(
+            "mmap",
+            || {
+                format!(
+                    "{addr:?}, {len}, {}, {fd}, {off:#x}",
+                    names::mmap_words(prot, flags)
+                )
+            },
+            e,
+        );
+    }
+    p
+}
+
+/// # Safety
+/// libc's `mmap`.
+#[no_mangle]
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+) -> *mut c_void {
+    let real = next!("mmap" as Mmap);
+    // SAFETY: the caller's contract.
+    unsafe { mmap_with(real, addr, len, prot, flags, fd, off) }
+}
+
+/// # Safety
+/// libc's `mmap64`.
+#[no_mangle]
+pub unsafe extern "C" fn mmap64(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+) -> *mut c_void {
+    let real = next!("mmap64" as Mmap);
+    // SAFETY: the caller's contract.
+    unsafe { mmap_with(real, addr, len, prot, flags, fd, off) }
+}
+
+/// # Safety
+/// libc's `munmap`.
+#[no_mangle]
+pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
+    let Some(real) = next!("munmap" as unsafe extern "C" fn(*mut c_void, size_t) -> c_int) else {
+        return enosys(-1);
+    };
+    // SAFETY: passing the caller's arguments on.
+    let r = unsafe { real(addr, len) };
+    fd_call(r, Kind::Munmap, "munmap", || format!("{addr:?}, {len}"))
+}
+
+/// # Safety
+/// libc's `mremap` (its fifth argument, when there is one, in the same register).
+#[no_mangle]
+pub unsafe extern "C" fn mremap(
+    old: *mut c_void,
+    old_len: size_t,
+    new_len: size_t,
+    flags: c_int,
+    new_addr: *mut c_void,
+) -> *mut c_void {
+    let Some(real) = next!(
+        "mremap"
+            as unsafe extern "C" fn(*mut c_void, size_t, size_t, c_int, *mut c_void) -> *mut c_void
+    ) else {
+        return enosys(libc::MAP_FAILED);
+    };
+    // SAFETY: passing the caller's arguments on.
+    let p = unsafe { real(old, old_len, new_len, flags, new_addr) };
+    let e = errno();
+    COUNTS.add(Kind::Mremap.key());
+    if p == libc::MAP_FAILED {
+        failed(
+            "mremap",
+            || format!("{old:?}, {old_len}, {new_len}, {flags:#x}"),
+            e,
+        );
+    }
+    p
+}
+
+/// # Safety
+/// libc's `mprotect`.
+#[no_mangle]
+pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -> c_int {
+    let Some(real) = next!("mprotect" as unsafe extern "C" fn(*mut c_void, size_t, c_int) -> c_int)
+    else {
+        return enosys(-1);
+    };
+    // SAFETY: passing the caller's arguments on.
+    let r = unsafe { real(addr, len, prot) };
+    fd_call(r, Kind::Mprotect, "mprotect", || {
+        format!("{addr:?}, {len}, {prot:#x}")
+    })
+}

@@ -1,0 +1,70 @@
+//! A sweep's plan (`plan.json`): the runs it means to make, so that a merge or a
+//! summary can say which are missing.
+
+use super::*;
+
+/// What a sweep set out to do in its folder (`plan.json`, written before the first
+/// run): `merge` compares it with the records to name shards that stopped early.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    /// `[K, N]` for `--shard K/N`.
+    pub shard: Option<(usize, usize)>,
+    /// The machine it ran on, in words.
+    pub host: String,
+    /// The key of every run planned in this folder, done before or not.
+    pub keys: Vec<String>,
+    /// Every start of a sweep on this plan, oldest first: a shard requeued onto
+    /// another node has two, naming both hosts.
+    #[serde(default)]
+    pub starts: Vec<Start>,
+}
+
+/// One start of a sweep in a folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Start {
+    /// The host name (the kernel's; a node's own on a cluster).
+    pub host: String,
+    /// The sweep's process id on that host.
+    pub pid: u32,
+    /// Unix seconds.
+    pub at: u64,
+    /// Planned runs already done when it started.
+    pub done: usize,
+}
+
+impl Plan {
+    pub const FILE_NAME: &'static str = "plan.json";
+
+    pub fn write(&self, folder: &Path) -> std::io::Result<()> {
+        let tmp = folder.join(".plan.json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec(self)?)?;
+        std::fs::rename(tmp, folder.join(Self::FILE_NAME))
+    }
+
+    /// The folder's plan; `None` when it has none (a sweep older than plans). A plan
+    /// that does not read is an error naming the file, line and column.
+    pub fn read(folder: &Path) -> Result<Option<Plan>, String> {
+        let path = folder.join(Self::FILE_NAME);
+        let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        let Some(file) = open_regular(&path).map_err(|e| fail(&e))? else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::new();
+        file.take(MAX_PLAN_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| fail(&e))?;
+        if bytes.len() as u64 > MAX_PLAN_BYTES {
+            return Err(fail(&format!(
+                "larger than {} MiB: not a plan",
+                MAX_PLAN_BYTES >> 20
+            )));
+        }
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            fail(&format!(
+                "line {} column {}: not a plan: {e}",
+                e.line(),
+                e.column()
+            ))
+        })
+    }
+}
