@@ -43,6 +43,9 @@ _clmulti() {
             clmulti,run)
                 cmd="clmulti__subcmd__run"
                 ;;
+            clmulti,trust)
+                cmd="clmulti__subcmd__trust"
+                ;;
             clmulti__subcmd__help,axpy)
                 cmd="clmulti__subcmd__help__subcmd__axpy"
                 ;;
@@ -70,6 +73,9 @@ _clmulti() {
             clmulti__subcmd__help,run)
                 cmd="clmulti__subcmd__help__subcmd__run"
                 ;;
+            clmulti__subcmd__help,trust)
+                cmd="clmulti__subcmd__help__subcmd__trust"
+                ;;
             *)
                 ;;
         esac
@@ -77,7 +83,7 @@ _clmulti() {
 
     case "${cmd}" in
         clmulti)
-            opts="-q -v -h -V --quiet --verbose --timeout --help --version devices check run axpy bench diagnose emulate reproduce help"
+            opts="-q -v -h -V --quiet --verbose --timeout --help --version devices check run axpy bench diagnose emulate reproduce trust help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -323,7 +329,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__help)
-            opts="devices check run axpy bench diagnose emulate reproduce help"
+            opts="devices check run axpy bench diagnose emulate reproduce trust help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -462,6 +468,20 @@ _clmulti() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        clmulti__subcmd__help__subcmd__trust)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         clmulti__subcmd__reproduce)
             opts="-q -v -h --run --out --quiet --verbose --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -489,7 +509,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__run)
-            opts="-q -v -h --format --index --isolate --list --experiment --quiet --verbose --timeout --help"
+            opts="-q -v -h --format --index --isolate --list --experiment --allow --quiet --verbose --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -503,6 +523,28 @@ _clmulti() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --allow)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        clmulti__subcmd__trust)
+            opts="-q -v -h --revoke --list --quiet --verbose --timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -28,7 +28,8 @@
 # Everything except the Debian packages and the system munge daemon lives in
 # $CLMULTI_SLURM_DIR (default /tmp/clmulti-slurm); /etc/slurm is not touched,
 # so callers must export SLURM_CONF (start prints the line on stdout, all
-# progress goes to stderr). One such cluster per machine (its names and ports are fixed).
+# progress goes to stderr). One such cluster per machine (its names and ports are fixed):
+# start refuses to start a second one, naming the first.
 #
 # Daemons are started directly (no systemd), run as root, and use no cgroup
 # plugins, so this also works in containers that allow namespaces.
@@ -396,6 +397,20 @@ stop_slurm() {
     rm -rf "$DIR/state" "$DIR/spool"
 }
 
+# One cluster per machine (its ports, bridge and namespace names are fixed): a
+# slurmctld of another configuration means another cluster runs here.
+refuse_second_cluster() {
+    local comm pid conf
+    for comm in /proc/[0-9]*/comm; do
+        [ "$(cat "$comm" 2>/dev/null)" = slurmctld ] || continue
+        pid=${comm#/proc/}
+        pid=${pid%/comm}
+        conf=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | sed -n 's/^SLURM_CONF=//p')
+        [ "$conf" = "$CONF" ] && continue
+        die "another cluster runs on this machine: slurmctld (pid $pid, SLURM_CONF=${conf:-unknown}) holds port $CTLD_PORT and the bridge $BRIDGE; use it, or stop it first (CLMULTI_SLURM_DIR=${conf%/etc/slurm.conf} $SELF stop)"
+    done
+}
+
 cmd_start() {
     local nodes=1
     while (($#)); do
@@ -409,6 +424,7 @@ cmd_start() {
     done
     [[ $nodes =~ ^[1-9][0-9]*$ ]] || die "--nodes $nodes: expected a whole number >= 1"
     need_root start --nodes "$nodes"
+    refuse_second_cluster
     local t0=$SECONDS name
     install_packages
     mkdir -p "$DIR/etc" "$DIR/state" "$DIR/spool" "$DIR/log" "$DIR/run"

@@ -116,16 +116,16 @@ fn synopsis(name: &str, cmd: &clap::Command) -> String {
 const EXIT_STATUS: &str = ".SH \"EXIT STATUS\"
 .TP
 \\fB0\\fR
-Done. A run that stopped on an OpenCL error is still a successful measurement: the error is in its report.
+Done. A run that stopped on an OpenCL error is still a successful measurement: the error is in its report; so is \\fBclmulti axpy\\fR on NEO's emulated devices, which run no kernel (it says \\fBunsupported\\fR).
 .TP
 \\fB1\\fR
-clmulti itself failed: no OpenCL runtime, a child process that could not start, a file that could not be written.
+clmulti itself failed: no OpenCL runtime, a runtime whose loading crashed, exited or hung, a run that ended without a report, a file that could not be written, a full or closed stdout, \\fB\\-\\-timeout\\fR passed by a command that reports only at its end.
 .TP
 \\fB2\\fR
-Bad input: an invalid scenario file (the message names file:line:col and the key), an invalid option value.
+Bad input: an invalid scenario file (the message names file:line:col and the key), an invalid option value, a scenario that loads code nothing trusts (\\fBclmulti trust\\fR).
 .TP
-\\fB3\\fR
-Unsupported: the platform cannot do what was asked (e.g. \\fBclmulti axpy\\fR on NEO's emulated devices, which run no kernel); the output says why, in the command's format.
+\\fB129\\fR, \\fB130\\fR, \\fB143\\fR
+SIGHUP, SIGINT or SIGTERM stopped it part way: what finished is reported. A signal inherited ignored (\\fBnohup\\fR) stays ignored.
 ";
 
 const ENVIRONMENT: &str = ".SH ENVIRONMENT
@@ -151,6 +151,9 @@ Read by clmulti: a Slurm job's memory, a ceiling for the host-memory guard like 
 .TP
 \\fBCLMULTI_PROGRESS_FILE\\fR
 Set by clmulti for each child process it starts (\\fBrun\\fR with several runs, \\fBdiagnose\\fR, \\fBbench\\fR, sweeps); the child writes its setup and every sample there, so a crash keeps what it measured.
+.TP
+\\fBCLMULTI_TRUST_FILE\\fR
+The record of trusted scenario files (\\fBclmulti trust\\fR), one \\fISHA\\-256 PATH\\fR line per file; default \\fB$XDG_CONFIG_HOME/clmulti/trusted\\fR, else \\fB~/.config/clmulti/trusted\\fR.
 ";
 
 /// What each page shows as EXAMPLES: (what it does, the command line).
@@ -196,6 +199,11 @@ fn examples(name: &str) -> &'static [(&'static str, &'static str)] {
         ],
         "clmulti-reproduce" => &[
             ("A failed run as a C program (build it with cc -O2 -o reproduce reproduce.c -lOpenCL; its first lines say how to run it):", "clmulti run --format json configs/emulation/fd-per-peer.toml > runs.jsonl\nclmulti reproduce runs.jsonl --out reproduce.c"),
+        ],
+        "clmulti-trust" => &[
+            ("See what a scenario from a bug report loads, read it, then trust it as it is now:", "clmulti check bug-report.toml\nclmulti trust bug-report.toml\nclmulti run bug-report.toml"),
+            ("Allow one library for one run instead, or take the trust back:", "clmulti run bug-report.toml --allow /opt/hooks/libhook.so\nclmulti trust --revoke bug-report.toml"),
+            ("List what is trusted:", "clmulti trust --list"),
         ],
         _ => &[],
     }

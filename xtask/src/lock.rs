@@ -27,7 +27,7 @@ pub fn lock(dir: &Path) -> Result<FolderLock, String> {
         .write(true)
         .create(true)
         .truncate(false)
-        .custom_flags(libc::O_NONBLOCK)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(&path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     if !file.metadata().is_ok_and(|m| m.is_file()) {
@@ -48,7 +48,7 @@ pub fn lock(dir: &Path) -> Result<FolderLock, String> {
         let mut holder = String::new();
         let _ = file.read_to_string(&mut holder);
         let holder = holder.trim();
-        let here = host_name();
+        let here = clmulti_probe::host_name();
         let elsewhere = holder
             .split_once(" on ")
             .and_then(|(_, rest)| rest.split(',').next())
@@ -71,7 +71,7 @@ pub fn lock(dir: &Path) -> Result<FolderLock, String> {
         file,
         "pid {} on {}, started {}",
         std::process::id(),
-        host_name(),
+        clmulti_probe::host_name(),
         unix_time()
     );
     Ok(FolderLock { _file: file })
@@ -86,14 +86,6 @@ pub fn is_locked(dir: &Path) -> bool {
     // SAFETY: flock on a descriptor this function owns; released when it closes.
     let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
     !taken
-}
-
-/// This host's name, as the kernel has it (a node's own in its UTS namespace).
-pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .unwrap_or_default()
-        .trim()
-        .to_owned()
 }
 
 /// Seconds since the epoch, as text.

@@ -50,6 +50,7 @@ fn canonical(path: &Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 
+// long: the merge in its steps (shards named once, refused strangers, newest records, merged file, states, closing words), each a call
 pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
     let out = canonical(&args.out);
     // The shards, each once, none of them the output folder.
@@ -105,6 +106,9 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
             "merge: named more than once, taken once: {}",
             named_twice.join(", ")
         );
+    }
+    if let Some(refused) = refuse_strangers(&shards, args.expect) {
+        return Ok(refused);
     }
 
     let Newest {
@@ -241,6 +245,74 @@ fn write_merged(
     summary.write()?;
 
     Ok((summary, hosts))
+}
+
+/// Exit 2, the strangers named, when the shards are not of one plan.
+fn refuse_strangers(shards: &[Shard], expect: Option<u64>) -> Option<std::process::ExitCode> {
+    let strangers = not_of_one_plan(shards, expect);
+    if strangers.is_empty() {
+        return None;
+    }
+    for problem in &strangers {
+        eprintln!("error: {problem}");
+    }
+    eprintln!("error: nothing was merged: merge the shards of one sweep's plan, with the --expect its --shard said");
+    Some(std::process::ExitCode::from(2))
+}
+
+/// Shards that do not belong in one merge, named: of different plans (the whole
+/// plan's identity differs), of different shard counts, or of a count other than
+/// `--expect` (a requeued shard in a folder of its own is one of the plan's). Shards
+/// without a plan, or
+/// with one older than plan identities, cannot say and are let through (their
+/// state is reported as incomplete or unknown).
+fn not_of_one_plan(shards: &[Shard], expect: Option<u64>) -> Vec<String> {
+    let planned: Vec<(&Shard, records::Plan)> = shards
+        .iter()
+        .filter_map(|s| Some((s, records::Plan::read(&s.folder).ok()??)))
+        .collect();
+    let named = |s: &Shard, p: &records::Plan| {
+        let shard = p
+            .shard
+            .map_or("not sharded".into(), |(k, n)| format!("shard {k}/{n}"));
+        let id = p.plan_id.as_deref().unwrap_or("unknown");
+        format!("{} ({shard}, plan {id})", s.input.display())
+    };
+    let mut problems = Vec::new();
+    let ids: BTreeSet<&str> = planned
+        .iter()
+        .filter_map(|(_, p)| p.plan_id.as_deref())
+        .collect();
+    if ids.len() > 1 {
+        let all: Vec<String> = planned.iter().map(|(s, p)| named(s, p)).collect();
+        problems.push(format!(
+            "shards of {} different plans: {}",
+            ids.len(),
+            all.join(", ")
+        ));
+    }
+    let counts: BTreeSet<usize> = planned
+        .iter()
+        .map(|(_, p)| p.shard.map_or(1, |(_, n)| n))
+        .collect();
+    if counts.len() > 1 {
+        let all: Vec<String> = planned.iter().map(|(s, p)| named(s, p)).collect();
+        problems.push(format!("mixed shard counts: {}", all.join(", ")));
+    }
+    if let Some(expect) = expect {
+        let other: Vec<String> = planned
+            .iter()
+            .filter(|(_, p)| p.shard.map_or(1, |(_, n)| n) as u64 != expect)
+            .map(|(s, p)| named(s, p))
+            .collect();
+        if !other.is_empty() {
+            problems.push(format!(
+                "not shards of --expect {expect}: {}",
+                other.join(", ")
+            ));
+        }
+    }
+    problems
 }
 
 /// What each shard says of itself: the shard numbers its plan names, shards that

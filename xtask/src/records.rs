@@ -293,7 +293,7 @@ pub fn repair(path: &Path) -> std::io::Result<Option<Repair>> {
     if open_regular(path)?.is_none() {
         return Ok(None);
     }
-    let mut file = OpenOptions::new().read(true).write(true).open(path)?;
+    let mut file = clmulti::output::open_in_place(path)?;
     let len = file.metadata()?.len();
     if len == 0 {
         return Ok(None);
@@ -323,7 +323,7 @@ pub fn repair(path: &Path) -> std::io::Result<Option<Repair>> {
         .map(|n| path.with_extension(format!("jsonl.torn-{n}")))
         .find(|p| !p.exists())
         .unwrap_or_else(|| path.with_extension("torn"));
-    std::fs::write(&kept_in, &tail)?;
+    clmulti::output::write_file(&kept_in, &tail)?;
     file.set_len(boundary)?;
     file.sync_all()?;
     Ok(Some(Repair {
@@ -432,13 +432,7 @@ impl Writer {
 
 /// One write of whole lines, then fsync; cut back on a failed or short write.
 fn append_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = OpenOptions::new().create(true).append(true).open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
+    let mut file = clmulti::output::open_append(path)?;
     let before = file.metadata()?.len();
     let written = file.write(bytes);
     match written {
@@ -510,25 +504,14 @@ pub fn for_each(path: &Path, mut each: impl FnMut(SweepRecord)) -> std::io::Resu
 /// with `--retry-failed`), the newest (the latest `finished_at`, then the last in
 /// the file). Two streaming passes; the first reads only keys and times.
 pub fn for_each_latest(path: &Path, mut each: impl FnMut(SweepRecord)) -> std::io::Result<usize> {
-    #[derive(Deserialize)]
-    struct Head {
-        key: Option<String>,
-        #[serde(default)]
-        finished_at: u64,
-    }
+    // Only records that read count: a corrupt line carrying a run's key must not
+    // hide that run's good record.
     let mut newest: HashMap<String, (u64, usize)> = HashMap::new();
-    each_text(path, |n, text| {
-        if let Ok(Head {
-            key: Some(key),
-            finished_at,
-        }) = serde_json::from_str::<Head>(text)
-        {
-            let entry = newest.entry(key).or_insert((finished_at, n));
-            if (finished_at, n) >= *entry {
-                *entry = (finished_at, n);
-            }
+    each_line(path, true, |n, r| {
+        let entry = newest.entry(r.key).or_insert((r.finished_at, n));
+        if (r.finished_at, n) >= *entry {
+            *entry = (r.finished_at, n);
         }
-        true
     })?;
     each_line(path, false, |n, r| {
         if newest.get(&r.key).is_some_and(|(_, line)| *line == n) {

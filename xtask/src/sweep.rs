@@ -55,6 +55,10 @@ pub struct Args {
     /// that takes long waits longer, so rendering stays under 0.2% of the sweep's time.
     #[arg(long, default_value_t = 5.0, value_name = "SECONDS", value_parser = render_seconds)]
     render_every: f64,
+    /// A library (or folder) the scenarios may load without being trusted (`clmulti
+    /// trust`); repeat for several.
+    #[arg(long, value_name = "PATH")]
+    allow: Vec<PathBuf>,
 }
 
 /// Seconds for `--render-every`: 0 (every run) to an hour.
@@ -156,24 +160,11 @@ pub fn machine(report: &DevicesReport) -> (String, String) {
     names.dedup();
     (
         fnv64(&parts.join("\n")),
-        records::machine_words(&lock::host_name(), &names),
+        records::machine_words(&clmulti_probe::host_name(), &names),
     )
 }
 
 /// The operating system and kernel, in words.
-fn os() -> String {
-    let pretty = std::fs::read_to_string("/etc/os-release")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
-                .map(|v| v.trim_matches('"').to_owned())
-        })
-        .unwrap_or_else(|| "Linux".into());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{pretty}, kernel {}", kernel.trim())
-}
-
 /// `clmulti --version` of the binary the sweep runs.
 fn tool_version(bin: &Path) -> String {
     Command::new(bin)
@@ -188,6 +179,21 @@ fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+/// The identity of a whole plan, before sharding: the hash of every run's scenario
+/// in order (a run that does not expand by its problem), so that shards of one plan
+/// share it on any machine and shards of another do not.
+fn plan_identity(files: &[ScenarioFile], plan: &[(usize, usize)]) -> String {
+    let mut all = String::new();
+    for &(f, i) in plan {
+        match files[f].run(i) {
+            Ok(scenario) => all.push_str(&serde_json::to_string(&scenario).unwrap_or_default()),
+            Err(e) => all.push_str(&e.to_string()),
+        }
+        all.push('\n');
+    }
+    fnv64(&all)
 }
 
 fn run_key(scenario: &Scenario, machine: &str) -> String {
@@ -271,7 +277,17 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     let mut bad_files = 0;
     for file in &files {
         match ScenarioFile::load(file) {
-            Ok(f) => scenario_files.push(f.with_libraries(libraries.clone())),
+            Ok(f) => {
+                let f = f.with_libraries(libraries.clone());
+                // A scenario file is code: one that loads what nothing trusts is not run.
+                match clmulti::refusal(file, &f, &args.allow) {
+                    Some(why) => {
+                        eprintln!("error: {why}");
+                        bad_files += 1;
+                    }
+                    None => scenario_files.push(f),
+                }
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 bad_files += 1;
@@ -283,6 +299,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         .enumerate()
         .flat_map(|(f, file)| (0..file.len()).map(move |i| (f, i)))
         .collect();
+    let plan_id = plan_identity(&scenario_files, &plan);
     if let Some((k, n)) = args.shard {
         plan = plan
             .into_iter()
@@ -294,7 +311,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     let env = child_env(&bin);
     let devices = devices_report(&bin, &env)?;
     let (machine, host) = machine(&devices);
-    let (os, tool) = (os(), tool_version(&bin));
+    let (os, tool) = (clmulti_probe::os_words(), tool_version(&bin));
     let (_lock, results) = prepare_out(args)?;
 
     let mut summary = Summary::new(&args.out);
@@ -351,12 +368,13 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         _ => Vec::new(),
     };
     starts.push(records::Start {
-        host: lock::host_name(),
+        host: clmulti_probe::host_name(),
         pid: std::process::id(),
         at: unix_now(),
         done: planned_keys.len() - todo.len(),
     });
     records::Plan {
+        plan_id: Some(plan_id),
         shard: args.shard,
         host: host.clone(),
         keys: planned_keys,
@@ -476,7 +494,8 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     if let Some(old) = &args.compare {
         let text = compare::compare_files(old, &results, args.threshold)?;
         crate::write_stdout(&text)?;
-        std::fs::write(args.out.join("compare.md"), &text).map_err(|e| e.to_string())?;
+        clmulti::output::write_file(&args.out.join("compare.md"), text.as_bytes())
+            .map_err(|e| e.to_string())?;
     }
     if INTERRUPT.signal().is_some() {
         eprintln!(

@@ -533,3 +533,118 @@ fn committed_pages_are_what_their_records_say_today() {
         );
     }
 }
+
+#[test]
+fn hostile_names_stay_text_in_every_exporter_and_links_redirect_nothing() {
+    let dir = temp_dir("hostile-names");
+    let name = "=HYPERLINK(\\\"http://x\\\",\\\"<script>alert(1)</script>|[a](b)\\\")";
+    std::fs::write(
+        dir.join("evil.toml"),
+        format!("name = \"{name}\"\n[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"4KiB\"\ncount = 3\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("calc.toml"),
+        "name = \"+cmd|' /C calc'!A0\"\n[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"4KiB\"\ncount = 3\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    // Links planted where the sweep writes: its lock, its summary.
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    std::os::unix::fs::symlink(&victim, out_dir.join("summary.csv")).unwrap();
+    let out = run(&mut sweep(&[
+        dir.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+
+    let csv = std::fs::read_to_string(out_dir.join("summary.csv")).unwrap();
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let mut cells = 0;
+    for record in reader.records() {
+        for cell in record.unwrap().iter() {
+            if cell.contains("HYPERLINK(") || cell.contains("cmd|") {
+                cells += 1;
+                assert!(cell.starts_with('\''), "a formula left live: {cell}");
+            }
+        }
+    }
+    assert!(cells >= 2, "{csv}");
+    let html = std::fs::read_to_string(out_dir.join("index.html")).unwrap();
+    assert!(!html.contains("<script>alert"), "HTML left a script live");
+    let markdown = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    assert!(
+        !markdown.contains("[a](b)"),
+        "Markdown left a link live:\n{markdown}"
+    );
+
+    // A lock planted as a link is refused, and the file it names left alone.
+    std::fs::remove_file(out_dir.join(".sweep.lock")).ok();
+    std::os::unix::fs::symlink(&victim, out_dir.join(".sweep.lock")).unwrap();
+    let out = run(&mut sweep(&[
+        dir.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--force",
+    ]));
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains(".sweep.lock"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+}
+
+#[test]
+fn a_merge_takes_the_shards_of_one_plan_only() {
+    let dir = temp_dir("hostile-plans");
+    let (s1, s2) = two_shards(&dir);
+    let other_grid = dir.join("other.toml");
+    std::fs::write(&other_grid, GRID.replace("count = 10", "count = 11")).unwrap();
+    let shard_of = |grid: &Path, k: &str, name: &str| {
+        let folder = dir.join(name);
+        let out = run(&mut sweep(&[
+            grid.to_str().unwrap(),
+            "--shard",
+            k,
+            "--out",
+            folder.to_str().unwrap(),
+        ]));
+        assert!(out.status.success(), "{}", stderr(&out));
+        folder
+    };
+    let other_2 = shard_of(&other_grid, "2/2", "other2");
+    let third_1 = shard_of(&dir.join("grid.toml"), "1/3", "third1");
+    let cases: [(&[&Path], Option<&str>, &str); 3] = [
+        (&[&s1, &other_2], Some("2"), "different plans"),
+        (&[&s1, &third_1], None, "mixed shard counts"),
+        (&[&s1, &s2], Some("3"), "not shards of --expect 3"),
+    ];
+    for (i, (inputs, expect, said)) in cases.into_iter().enumerate() {
+        let out_dir = dir.join(format!("m{i}"));
+        let mut args: Vec<&str> = inputs.iter().map(|p| p.to_str().unwrap()).collect();
+        if let Some(n) = expect {
+            args.extend(["--expect", n]);
+        }
+        args.extend(["--out", out_dir.to_str().unwrap()]);
+        let out = merge(&args);
+        assert_sane(said, &out);
+        assert_eq!(out.status.code(), Some(2), "{said}: {}", stderr(&out));
+        assert!(stderr(&out).contains(said), "{said}: {}", stderr(&out));
+        assert!(
+            !out_dir.join("results.jsonl").exists(),
+            "{said}: merged anyway"
+        );
+    }
+    // The shards of one plan still merge.
+    let out = merge(&[
+        s1.to_str().unwrap(),
+        s2.to_str().unwrap(),
+        "--expect",
+        "2",
+        "--out",
+        dir.join("ok").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

@@ -316,6 +316,25 @@ fn shards_on_three_nodes_merge_into_what_a_local_sweep_gives() {
         Instant::now(),
     );
     let conf = slurm_conf();
+    // A second cluster on the same machine would share its ports: refused, the
+    // first named.
+    let second = std::env::temp_dir().join(format!("clmulti-slurm-second-{}", std::process::id()));
+    let out = Command::new(workspace().join("scripts/slurm/local-cluster.sh"))
+        .args(["start", "--nodes", "1"])
+        .env("CLMULTI_SLURM_DIR", &second)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a second cluster started");
+    assert!(
+        stderr(&out).contains("another cluster runs on this machine")
+            && stderr(&out).contains(&conf),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !second.join("etc").exists(),
+        "the refused cluster wrote its config"
+    );
     let dir = temp_dir("slurm-nodes");
     let scenarios = dir.join("scenarios");
     std::fs::create_dir_all(&scenarios).unwrap();

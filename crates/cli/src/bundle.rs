@@ -292,7 +292,7 @@ pub fn write(
     );
     files.insert(0, ("MANIFEST.txt", manifest));
     let io = |e: std::io::Error| Failure::Tool(format!("--bundle {}: {e}", path.display()));
-    let file = std::fs::File::create(path).map_err(io)?;
+    let (tmp, file) = crate::output::temporary_beside(path).map_err(io)?;
     let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
     let mut tar = tar::Builder::new(gz);
     let mtime = std::time::SystemTime::now()
@@ -312,5 +312,6 @@ pub fn write(
         .map_err(io)?;
     }
     tar.into_inner().and_then(|gz| gz.finish()).map_err(io)?;
-    Ok(())
+    // Renamed over the name: a link planted there is replaced, not written through.
+    std::fs::rename(&tmp, path).map_err(io)
 }

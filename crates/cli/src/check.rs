@@ -23,7 +23,7 @@ pub struct Args {
 }
 
 /// Version of `clmulti check --format json`.
-const CHECK_SCHEMA_VERSION: u32 = 1;
+const CHECK_SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Serialize)]
 struct CheckReport {
@@ -42,6 +42,14 @@ struct FileResult {
     /// Why `devices.platform` could not be checked against this machine's platforms.
     #[serde(skip_serializing_if = "Option::is_none")]
     platforms_not_checked: Option<String>,
+    /// What its runs would load or write outside themselves, each with why it is
+    /// trusted (`null`: it needs the user's word, `clmulti trust`).
+    loads: Vec<clmulti_scenario::loads::Load>,
+    /// Whether the file may run as it is: every load trusted, or the file itself.
+    trusted: bool,
+    /// What is valid but would make a run measure nothing (a size guard below what
+    /// the process holds before its first buffer).
+    warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -108,16 +116,30 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                     );
                 }
             }
-            let not_checked = check_platforms(&f, &mut listings).map_err(|e| vec![e])?;
-            Ok((f.len(), not_checked))
+            let loads = f.loads();
+            let trusted = f.untrusted_loads(&[]).is_empty();
+            // Listing the platforms loads the runtime under the file's [env]: not for
+            // code nothing trusts.
+            let not_checked = if trusted {
+                check_platforms(&f, &mut listings).map_err(|e| vec![e])?
+            } else {
+                Some(format!(
+                    "it loads code nothing trusts, which check does not run (`clmulti trust {}`)",
+                    file.display()
+                ))
+            };
+            Ok((f.len(), not_checked, loads, trusted, warnings(&f)))
         });
         results.push(match checked {
-            Ok((runs, platforms_not_checked)) => FileResult {
+            Ok((runs, platforms_not_checked, loads, trusted, warnings)) => FileResult {
                 file: file.display().to_string(),
                 runs: Some(runs),
                 error: None,
                 errors: Vec::new(),
                 platforms_not_checked,
+                loads,
+                trusted,
+                warnings,
             },
             Err(problems) => {
                 let errors: Vec<ErrorJson> = problems.iter().map(ErrorJson::from).collect();
@@ -127,6 +149,9 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                     platforms_not_checked: None,
                     error: errors.first().cloned(),
                     errors,
+                    loads: Vec::new(),
+                    trusted: false,
+                    warnings: Vec::new(),
                 }
             }
         });
@@ -153,7 +178,20 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                         }
                     }
                     (None, Some(n)) => {
-                        format::write_stdout(&format!("ok {}: {n} run(s)\n", r.file))?
+                        let mut text = format!("ok {}: {n} run(s)\n", r.file);
+                        for load in &r.loads {
+                            text.push_str(&format!("  loads: {}\n", crate::trust::describe(load)));
+                        }
+                        for warning in &r.warnings {
+                            text.push_str(&format!("  warning: {warning}\n"));
+                        }
+                        if !r.trusted {
+                            text.push_str(&format!(
+                                "  not trusted: `clmulti run` refuses it until `clmulti trust {}` (or --allow PATH)\n",
+                                r.file
+                            ));
+                        }
+                        format::write_stdout(&text)?
                     }
                     (None, None) => {}
                 }
@@ -237,6 +275,27 @@ fn check_platforms(
         }
     }
     Ok(not_checked)
+}
+
+/// Valid settings that would stop a run before it measures anything: a `max_rss`
+/// below what this process already holds (a run's holds more: the runtime too),
+/// usually a `%` forgotten (`"50"` is 50 bytes).
+fn warnings(file: &ScenarioFile) -> Vec<String> {
+    let own = clmulti_probe::UsageReader::open().statm().rss_bytes;
+    let mut out = Vec::new();
+    for run in file.runs().flatten() {
+        if let clmulti_scenario::RssLimit::Bytes(limit) = run.guards.max_rss {
+            let warning = format!(
+                "guards.max_rss = {}: below the {} this check's own process holds, so a run stops before its first buffer; a fraction of RAM is written with a % (\"50%\")",
+                clmulti_scenario::format_bytes(limit as f64),
+                clmulti_scenario::format_bytes(own as f64)
+            );
+            if limit < own && !out.contains(&warning) {
+                out.push(warning);
+            }
+        }
+    }
+    out
 }
 
 fn lists_an_icd(folder: &Path) -> bool {

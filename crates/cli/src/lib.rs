@@ -24,9 +24,11 @@ mod diagnose;
 mod emulate;
 mod experiments;
 mod format;
+pub mod output;
 mod render;
 mod reproduce;
 mod run;
+mod trust;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
@@ -110,7 +112,13 @@ enum Command {
     /// where the run did: the same platform, devices, context mode, flags, size,
     /// strategy and limits, holding as many descriptors as clmulti held itself.
     Reproduce(reproduce::Args),
+    /// Trust scenario files that load code (a library, a runtime, a layer, a search
+    /// path, a code cache), as they are now: run and the sweep refuse a file whose
+    /// loads nothing trusts. A changed file needs trust again.
+    Trust(trust::Args),
 }
+
+pub use trust::refusal;
 
 /// The clap definition of the `clmulti` command line, with the package version only
 /// (generated documentation must not change with every commit).
@@ -149,12 +157,10 @@ pub fn main() -> ExitCode {
     // Rust's runtime ignores SIGPIPE: a closed stdout is a write error the commands
     // report (format::write_stdout), never a panic or a silent death.
     let cli = Cli::parse();
-    format::set_verbosity(if cli.quiet {
-        format::Verbosity::Quiet
-    } else if cli.verbose {
-        format::Verbosity::Verbose
-    } else {
-        format::Verbosity::Normal
+    format::set_verbosity(match (cli.quiet, cli.verbose) {
+        (true, _) => format::Verbosity::Quiet,
+        (_, true) => format::Verbosity::Verbose,
+        _ => format::Verbosity::Normal,
     });
     let timeout = cli.timeout.map(std::time::Duration::from_secs_f64);
     // The program replaces this process: nothing to supervise.
@@ -171,6 +177,7 @@ pub fn main() -> ExitCode {
         Command::Diagnose(_) => ("diagnose", false),
         Command::Emulate(_) => ("emulate", false),
         Command::Reproduce(_) => ("reproduce", false),
+        Command::Trust(_) => ("trust", false),
     };
     // Commands that report what they measured when stopped: `run`'s runs, `bench`'s
     // finished rounds (its arms die at once), `diagnose`'s cases, `axpy`'s finished
@@ -190,6 +197,7 @@ pub fn main() -> ExitCode {
             Command::Diagnose(args) => diagnose::run(&args),
             Command::Emulate(args) => Err(emulate::run(&args)),
             Command::Reproduce(args) => reproduce::run(&args),
+            Command::Trust(args) => trust::run(&args),
         };
         match result {
             Ok(()) => 0,

@@ -71,7 +71,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let program = clmulti_explain::render::reproducer::c_program(report)
         .map_err(|e| Failure::Input(format!("{}: {e}", report.run_name)))?;
     match &args.out {
-        Some(path) => std::fs::write(path, program)
+        Some(path) => crate::output::write_file(path, program.as_bytes())
             .map_err(|e| Failure::Tool(format!("{}: {e}", path.display()))),
         None => crate::format::write_stdout(&program),
     }

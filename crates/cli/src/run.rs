@@ -38,6 +38,10 @@ pub struct Args {
     /// moved the failure, measured.
     #[arg(long)]
     experiment: bool,
+    /// A library (or folder) the files may load for this run without being trusted
+    /// (`clmulti trust`); repeat for several.
+    #[arg(long, value_name = "PATH")]
+    allow: Vec<PathBuf>,
     /// Internal: this process is the child that runs the run.
     #[arg(long, hide = true)]
     child: bool,
@@ -64,7 +68,15 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
     let mut problems = 0usize;
     for path in &args.files {
         match crate::check::load(path) {
-            Ok(file) => files.push((path.clone(), file)),
+            // Listing runs nothing: only a run needs the file trusted.
+            Ok(file) if args.list => files.push((path.clone(), file)),
+            Ok(file) => match crate::trust::refusal(path, &file, &args.allow) {
+                Some(why) => {
+                    say!("error: {why}");
+                    problems += 1;
+                }
+                None => files.push((path.clone(), file)),
+            },
             Err(e) => {
                 say!("error: {e}");
                 problems += 1;
@@ -130,6 +142,16 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
                     {
                         say!("error: {}: loading the OpenCL runtime did not finish within {seconds:.1} s: clGetPlatformIDs never returned (an ICD the loader opened hangs while loading)", scenario.name);
                         tool_failures += 1;
+                    }
+                    // A child that ended without a report measured nothing: its
+                    // input's fault when it said so (exit 2), else the tool's.
+                    if let StopReason::NoReport { exit_code, .. } = &report.stop {
+                        say!("error: {}: {}", scenario.name, report.stop.summary());
+                        if *exit_code == Some(2) {
+                            problems += 1;
+                        } else {
+                            tool_failures += 1;
+                        }
                     }
                     if args.format == Format::Text && several {
                         reports.push(report);

@@ -17,7 +17,11 @@ fn a_single_run_that_aborts_under_its_limits_is_reported_as_a_crash() {
             abort_after_layer().display()
         ),
     );
-    let out = run(clmulti(1).arg("run").arg(&path).args(["--format", "json"]));
+    let out = run(clmulti(1)
+        .arg("run")
+        .arg(&path)
+        .args(["--format", "json", "--allow"])
+        .arg(abort_after_layer()));
     assert!(
         out.status.success(),
         "a crash is a measurement: {}",
@@ -231,4 +235,43 @@ fn several_runs_each_get_a_fresh_process() {
         let rss = cost(r, clmulti_explain::Resource::HostRss).per_buffer;
         assert!(rss > 48.0 * 1024.0, "{}: {rss} B per buffer", r.run_name);
     }
+}
+
+#[test]
+fn a_run_whose_process_ends_without_a_report_fails_the_command() {
+    // A broken libOpenCL.so.1 first on the run's library path: its process cannot
+    // start (the dynamic linker exits 127), so nothing was measured.
+    let dir = std::env::temp_dir().join(format!("clmulti-broken-loader-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("libOpenCL.so.1"), "not a library").unwrap();
+    let path = scenario_file(
+        "broken-loader.toml",
+        &format!(
+            "[allocation]\ncount = 5\n[env]\nLD_LIBRARY_PATH = \"{}\"\n",
+            dir.display()
+        ),
+    );
+    let out = run(clmulti(1)
+        .arg("run")
+        .arg(&path)
+        .args(["--format", "json", "--allow"])
+        .arg(&dir));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report = &reports(&out)[0];
+    assert!(
+        matches!(
+            report.stop,
+            StopReason::NoReport {
+                exit_code: Some(127),
+                ..
+            }
+        ),
+        "{:?}",
+        report.stop
+    );
+    assert!(
+        stderr(&out).contains("no report (exit 127)"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -43,6 +43,7 @@ fn icd_vendors(kind: &str) -> PathBuf {
 /// `clmulti` whose ICD loader finds only the fixture ICD `kind`.
 fn clmulti_with_icd(kind: &str) -> Command {
     let mut cmd = Command::new(bin());
+    default_signals(&mut cmd);
     cmd.env("OCL_ICD_VENDORS", icd_vendors(kind))
         .env_remove("OCL_ICD_FILENAMES")
         .env_remove("CLMULTI_PLATFORM");
@@ -509,8 +510,10 @@ fn sigint_and_sigterm_end_a_run_with_its_partial_report() {
     // SAFETY: as above.
     unsafe { libc::kill(-pid, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
+    // At once: the run alone would hang until killed; a loaded machine may take
+    // seconds to schedule the exit, never the hang.
     assert!(
-        second.elapsed() < Duration::from_secs(1),
+        second.elapsed() < Duration::from_secs(20),
         "{:?}",
         second.elapsed()
     );
@@ -528,8 +531,10 @@ fn timeout_and_max_seconds_bound_a_run_past_its_loop() {
         .arg("run")
         .arg(&s)
         .args(["--format", "json"]));
+    // The run is endless: ending at all is the timeout's doing (the report says
+    // which limit ended it); the bound allows a loaded machine.
     assert!(
-        start.elapsed() < Duration::from_millis(1100),
+        start.elapsed() < Duration::from_secs(30),
         "{:?}",
         start.elapsed()
     );

@@ -225,7 +225,11 @@ fn a_layer_the_loader_did_not_load_is_reported_not_measured() {
             fake.display()
         ),
     );
-    let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
+    let out = run(clmulti(2)
+        .arg("run")
+        .arg(&path)
+        .args(["--format", "json", "--allow"])
+        .arg(&dir));
     let runs = reports(&out);
     match &runs[0].stop {
         StopReason::Unsupported { reason } => {
@@ -241,13 +245,25 @@ fn a_layer_the_loader_did_not_load_is_reported_not_measured() {
 }
 
 #[test]
-fn another_library_named_as_a_layer_is_said_not_loaded() {
-    // Not clmulti's layer, and no layer at all: the loader skips it; the report must
-    // not say the run was measured under it.
+fn another_library_named_as_a_layer_is_said_opened_not_in_the_call_path() {
+    // Not clmulti's layer, and no layer at all: ocl-icd opens it (its constructor
+    // runs), finds no clInitLayer and closes it. The report must not say the run was
+    // measured under it, nor that it did not load.
     let dir = std::env::temp_dir().join(format!("clmulti-otherlayer-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    let source = dir.join("ran.c");
+    let marker = dir.join("constructor-ran");
+    let _ = std::fs::remove_file(&marker);
+    std::fs::write(
+        &source,
+        format!(
+            "#include <stdio.h>\n__attribute__((constructor)) static void ran(void) {{ FILE *f = fopen(\"{}\", \"w\"); if (f) fclose(f); }}\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
     let fake = dir.join("libnot_a_layer.so");
-    std::fs::copy("/lib/x86_64-linux-gnu/libm.so.6", &fake).unwrap();
+    shared_library(&source, &fake);
     let path = scenario_file(
         "other-layer.toml",
         &format!(
@@ -255,7 +271,11 @@ fn another_library_named_as_a_layer_is_said_not_loaded() {
             fake.display()
         ),
     );
-    let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
+    let out = run(clmulti(2)
+        .arg("run")
+        .arg(&path)
+        .args(["--format", "json", "--allow"])
+        .arg(&dir));
     let report = &reports(&out)[0];
     assert!(
         matches!(report.stop, StopReason::Completed),
@@ -264,11 +284,19 @@ fn another_library_named_as_a_layer_is_said_not_loaded() {
     );
     let kinds: Vec<_> = report.warnings.iter().map(|w| w.kind).collect();
     assert!(
-        kinds.contains(&clmulti_explain::WarningKind::LayerNotLoaded),
-        "{kinds:?}"
-    );
-    assert!(
         !kinds.contains(&clmulti_explain::WarningKind::EmulationLayer),
         "{kinds:?}"
+    );
+    let warning = report
+        .warnings
+        .iter()
+        .find(|w| w.kind == clmulti_explain::WarningKind::LayerNotLoaded)
+        .unwrap_or_else(|| panic!("{kinds:?}"));
+    assert!(marker.exists(), "the loader ran the library's constructor");
+    assert!(
+        warning.message.contains("opened (its code ran)")
+            && !warning.message.contains("did not load"),
+        "{}",
+        warning.message
     );
 }

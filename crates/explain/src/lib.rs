@@ -61,6 +61,7 @@
 //! ```
 
 mod analysis;
+pub mod context;
 mod costs;
 pub mod diagnosis;
 pub mod experiment;

@@ -317,27 +317,62 @@ pub(crate) fn parse_meminfo_kib(text: &str, key: &str) -> Option<u64> {
 /// The smallest memory limit along this process's cgroup path (v2 `memory.max`,
 /// v1 `memory.limit_in_bytes`), given `/proc/self/cgroup` and the cgroup mount.
 pub fn cgroup_memory_limit(proc_cgroup: &Path, mount: &Path) -> Option<u64> {
+    smallest_along_cgroup(proc_cgroup, mount, |dir, v2| {
+        read_limit(&dir.join(if v2 {
+            "memory.max"
+        } else {
+            "memory.limit_in_bytes"
+        }))
+    })
+}
+
+/// What this process's cgroups leave before their memory limit: the smallest
+/// limit less usage along the path (v2 `memory.max - memory.current`, v1
+/// `memory.limit_in_bytes - memory.usage_in_bytes`). Usage counts what RSS does
+/// not: page tables, kernel memory, the page cache. `None` without a limit.
+pub fn cgroup_memory_headroom(proc_cgroup: &Path, mount: &Path) -> Option<u64> {
+    smallest_along_cgroup(proc_cgroup, mount, |dir, v2| {
+        let (max, current) = if v2 {
+            ("memory.max", "memory.current")
+        } else {
+            ("memory.limit_in_bytes", "memory.usage_in_bytes")
+        };
+        let limit = read_limit(&dir.join(max))?;
+        let used = read_limit(&dir.join(current)).unwrap_or(0);
+        Some(limit.saturating_sub(used))
+    })
+}
+
+/// A limit file's value; "max" and v1's page-rounded i64::MAX are no limit.
+fn read_limit(file: &Path) -> Option<u64> {
+    fs::read_to_string(file)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|v| *v < 1 << 60)
+}
+
+/// The smallest of `value(folder, is_v2)` over the memory cgroup of this process and
+/// each of its ancestors (the limit of every ancestor applies too).
+fn smallest_along_cgroup(
+    proc_cgroup: &Path,
+    mount: &Path,
+    value: impl Fn(&Path, bool) -> Option<u64>,
+) -> Option<u64> {
     let text = fs::read_to_string(proc_cgroup).ok()?;
     let mut smallest: Option<u64> = None;
     for line in text.lines() {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
-        let (base, file) = if controllers.is_empty() {
-            (mount.to_path_buf(), "memory.max")
+        let (base, v2) = if controllers.is_empty() {
+            (mount.to_path_buf(), true)
         } else if controllers.split(',').any(|c| c == "memory") {
-            (mount.join("memory"), "memory.limit_in_bytes")
+            (mount.join("memory"), false)
         } else {
             continue;
         };
-        // The limit of every ancestor applies too.
         let mut dir = base.join(path.trim_start_matches('/'));
         loop {
-            let value = fs::read_to_string(dir.join(file))
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                // v1 writes "no limit" as a page-rounded i64::MAX.
-                .filter(|v| *v < 1 << 60);
-            if let Some(v) = value {
+            if let Some(v) = value(&dir, v2) {
                 smallest = Some(smallest.map_or(v, |s| s.min(v)));
             }
             if dir == base || !dir.pop() {
@@ -346,6 +381,34 @@ pub fn cgroup_memory_limit(proc_cgroup: &Path, mount: &Path) -> Option<u64> {
         }
     }
     smallest
+}
+
+/// This process's cgroup memory headroom ([`cgroup_memory_headroom`]) on this
+/// machine's mounts.
+pub fn own_cgroup_headroom() -> Option<u64> {
+    cgroup_memory_headroom(Path::new("/proc/self/cgroup"), Path::new("/sys/fs/cgroup"))
+}
+
+/// The host's name, as the kernel has it.
+pub fn host_name() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+/// The OS and its kernel in words: `Debian GNU/Linux 12 (bookworm), kernel 6.1.0-27-amd64`.
+pub fn os_words() -> String {
+    let pretty = fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_owned())
+        })
+        .unwrap_or_else(|| "Linux".into());
+    let kernel = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!("{pretty}, kernel {}", kernel.trim())
 }
 
 /// The memory Slurm gave this job, from its environment (values in MiB).
@@ -476,9 +539,23 @@ mod tests {
             cgroup_memory_limit(&root.join("cgroup"), &root.join("fs")),
             Some(1 << 30)
         );
+        // Headroom: the limit less what the cgroup uses, page tables and kernel
+        // memory included (memory.current), the smallest along the path.
+        fs::write(root.join("fs/job/memory.current"), "805306368\n").unwrap();
+        fs::write(leaf.join("memory.max"), "2147483648\n").unwrap();
+        fs::write(leaf.join("memory.current"), "805306368\n").unwrap();
+        assert_eq!(
+            cgroup_memory_headroom(&root.join("cgroup"), &root.join("fs")),
+            Some(256 << 20)
+        );
+        fs::write(leaf.join("memory.max"), "max\n").unwrap();
         fs::write(root.join("fs/job/memory.max"), "max\n").unwrap();
         assert_eq!(
             cgroup_memory_limit(&root.join("cgroup"), &root.join("fs")),
+            None
+        );
+        assert_eq!(
+            cgroup_memory_headroom(&root.join("cgroup"), &root.join("fs")),
             None
         );
         fs::remove_dir_all(&root).unwrap();

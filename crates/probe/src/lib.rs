@@ -74,8 +74,9 @@ pub use device::{
 pub use drm::{DriverLimits, DrmMemoryKind, DrmUsage};
 pub use error_names::{error_name, ClCode, ERROR_NAMES};
 pub use host::{
-    cgroup_memory_limit, is_mapped, loaded_library, meminfo_kib, rlimit, set_soft_rlimit,
-    set_soft_rlimits, slurm_memory, HostLimits, MemoryCeiling, RlimitValues,
+    cgroup_memory_headroom, cgroup_memory_limit, host_name, is_mapped, loaded_library, meminfo_kib,
+    os_words, own_cgroup_headroom, rlimit, set_soft_rlimit, set_soft_rlimits, slurm_memory,
+    HostLimits, MemoryCeiling, RlimitValues,
 };
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlMemory;

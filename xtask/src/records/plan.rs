@@ -7,6 +7,10 @@ use super::*;
 /// run): `merge` compares it with the records to name shards that stopped early.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Plan {
+    /// The whole plan's identity (every run before sharding, hashed): shards of one
+    /// plan share it. `None` in plans written before it was kept.
+    #[serde(default)]
+    pub plan_id: Option<String>,
     /// `[K, N]` for `--shard K/N`.
     pub shard: Option<(usize, usize)>,
     /// The machine it ran on, in words.
@@ -36,9 +40,7 @@ impl Plan {
     pub const FILE_NAME: &'static str = "plan.json";
 
     pub fn write(&self, folder: &Path) -> std::io::Result<()> {
-        let tmp = folder.join(".plan.json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec(self)?)?;
-        std::fs::rename(tmp, folder.join(Self::FILE_NAME))
+        clmulti::output::write_file(&folder.join(Self::FILE_NAME), &serde_json::to_vec(self)?)
     }
 
     /// The folder's plan; `None` when it has none (a sweep older than plans). A plan

@@ -134,3 +134,29 @@ fn a_file_of_one_torn_line_is_emptied() {
     assert_eq!(repair(&path).unwrap().unwrap().bytes, 14);
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
 }
+
+#[test]
+fn a_corrupt_line_carrying_a_runs_key_does_not_hide_its_good_record() {
+    let path = temp("corrupt-newer");
+    let run = clmulti_scenario::load_str("[allocation]\ncount = 3\n", "c.toml")
+        .unwrap()
+        .remove(0);
+    Writer::open(&path)
+        .unwrap()
+        .append(&record("k0", "c.toml", 10, &run))
+        .unwrap();
+    // A newer line with the run's key whose report does not read.
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    use std::io::Write as _;
+    writeln!(
+        file,
+        "{{\"key\":\"k0\",\"finished_at\":99999999999,\"file\":\"c.toml\",\"index\":0,\"report\":\"garbage\"}}"
+    )
+    .unwrap();
+    let mut latest = Vec::new();
+    for_each_latest(&path, |r| latest.push((r.key, r.finished_at))).unwrap();
+    assert_eq!(latest, [("k0".to_owned(), 10)]);
+}

@@ -13,22 +13,7 @@ use std::collections::BTreeSet;
 pub const ROWS_PER_GROUP: usize = 50;
 
 fn date(unix: u64) -> String {
-    // Civil date from days since the epoch (Howard Hinnant's algorithm).
-    let days = (unix / 86400) as i64;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        unix % 86400 / 3600,
-        unix % 3600 / 60
-    )
+    clmulti_explain::context::utc_date(unix)
 }
 
 /// Each host and the devices its runs used, from the runs' own reports: `vm:

@@ -469,9 +469,9 @@ impl Summary {
             files.push((exporter.file_name(), exporter.render(&view)?));
         }
         for (name, text) in files {
-            let tmp = self.dir.join(format!(".{name}.tmp"));
-            std::fs::write(&tmp, &text).map_err(|e| format!("{}: {e}", tmp.display()))?;
-            std::fs::rename(&tmp, self.dir.join(&name)).map_err(|e| format!("{name}: {e}"))?;
+            let path = self.dir.join(&name);
+            clmulti::output::write_file(&path, text.as_bytes())
+                .map_err(|e| format!("{}: {e}", path.display()))?;
         }
         Ok(())
     }

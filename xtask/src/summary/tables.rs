@@ -114,23 +114,35 @@ fn cells(row: &Row) -> [String; 16] {
     let opt =
         |v: Option<f64>, digits: usize| v.map_or_else(|| "-".into(), |v| format!("{v:.digits$}"));
     [
-        row.run.clone(),
-        row.group.clone(),
-        row.headline.clone(),
-        row.devices.clone(),
+        inert(&row.run),
+        inert(&row.group),
+        inert(&row.headline),
+        inert(&row.devices),
         row.device_count.to_string(),
         row.context_mode.name().to_owned(),
-        row.strategy.clone(),
+        inert(&row.strategy),
         row.buffers.to_string(),
         row.outcome.to_string(),
-        row.stop.clone(),
+        inert(&row.stop),
         opt(row.rss_per_buffer, 0),
         opt(row.fds_per_buffer, 3),
         opt(row.maps_per_buffer, 3),
         opt(row.device_mem_per_buffer, 0),
         row.bytes_requested.to_string(),
-        row.host.clone(),
+        inert(&row.host),
     ]
+}
+
+/// Text a spreadsheet would not evaluate: a cell that starts as a formula does (`=`,
+/// `+`, `-`, `@`, a tab or a carriage return) gets a leading `'` (OWASP's rule for
+/// CSV injection); a lone `-`, clmulti's "none", is no formula. Numbers are written
+/// by clmulti, never taken from names.
+fn inert(text: &str) -> String {
+    if text.len() > 1 && text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_owned()
+    }
 }
 
 /// `summary.csv`: one row per run, raw numbers.

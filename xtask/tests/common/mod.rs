@@ -42,7 +42,22 @@ pub fn temp_dir(name: &str) -> PathBuf {
 
 pub fn xtask_bare() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
-    cmd.env("OCL_ICD_VENDORS", "/etc/OpenCL/vendors/pocl.icd")
+    // The default disposition of the signals tests send: a suite started in the
+    // background or under nohup inherits SIGINT ignored, which the sweep keeps.
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal() is async-signal-safe; between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGQUIT, libc::SIGHUP] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
+    // A trust record of the test process's own, never the user's.
+    let trust = std::env::temp_dir().join(format!("clmulti-test-trusted-{}", std::process::id()));
+    cmd.env("CLMULTI_TRUST_FILE", trust)
+        .env("OCL_ICD_VENDORS", "/etc/OpenCL/vendors/pocl.icd")
         .env("POCL_MEMORY_LIMIT", "2")
         .env_remove("POCL_DEVICES");
     cmd

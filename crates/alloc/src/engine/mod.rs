@@ -246,11 +246,24 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     let deadline = loop_start + Duration::from_secs_f64(scenario.guards.max_seconds);
     let interrupted = matches!(outcome.stop, StopReason::Interrupted { .. });
 
-    if let (Some(check), true, false) = (
-        check,
-        scenario.axpy.check != clmulti_scenario::AxpyCheck::None,
-        interrupted,
-    ) {
+    // A pair's check holds host copies of both buffers and the result beside what
+    // the run keeps: where that would pass max_rss, the check is not run.
+    let check_need = 3 * plan.size;
+    let resident = UsageReader::open().statm().rss_bytes;
+    let check_fits = resident.saturating_add(check_need) <= plan.max_rss;
+    let asked = scenario.axpy.check != clmulti_scenario::AxpyCheck::None;
+    if asked && !check_fits && !interrupted {
+        report.axpy_check = Some(clmulti_explain::AxpyCheckReport {
+            failures: vec![format!(
+                "not run: a pair's check holds about {} of host memory, and with {} resident the run would pass guards.max_rss ({})",
+                clmulti_scenario::format_bytes(check_need as f64),
+                clmulti_scenario::format_bytes(resident as f64),
+                clmulti_scenario::format_bytes(plan.max_rss as f64)
+            )],
+            ..Default::default()
+        });
+    }
+    if let (Some(check), true, false, true) = (check, asked, interrupted, check_fits) {
         let (contexts, context_of) = backend.contexts();
         report.axpy_check = Some(check::check_pairs(
             scenario,
@@ -487,17 +500,40 @@ fn add_warnings(scenario: &Scenario, report: &mut Report) {
             });
         }
         if !ignored.is_empty() {
+            let loader =
+                clmulti_probe::loaded_library("libOpenCL.so").unwrap_or_else(|| "unknown".into());
+            // A loader that reads OPENCL_LAYERS (ocl-icd >= 2.3) opens each library
+            // named (its constructor runs) and closes one that is no layer: never
+            // say such a library did not load.
+            let what = if names_variable(&loader, "OPENCL_LAYERS") {
+                format!(
+                    "which the ICD loader ({loader}), reading OPENCL_LAYERS, opened (its code ran) and left out of the call path: it is no OpenCL layer (no clInitLayer), or its clInitLayer refused"
+                )
+            } else {
+                format!(
+                    "which the ICD loader ({loader}) did not load: it does not read OPENCL_LAYERS"
+                )
+            };
             report.warnings.push(Warning {
                 kind: WarningKind::LayerNotLoaded,
                 message: format!(
-                    "OPENCL_LAYERS names {}, which the ICD loader ({}) did not load: the run measured the runtime without it",
+                    "OPENCL_LAYERS names {}, {what}: the run measured the runtime without it",
                     ignored.join(":"),
-                    clmulti_probe::loaded_library("libOpenCL.so").unwrap_or_else(|| "unknown".into())
                 ),
                 advice: "name a library that exports clGetLayerInfo and clInitLayer, and use a loader that reads OPENCL_LAYERS (ocl-icd >= 2.3)".into(),
             });
         }
     }
+}
+
+/// Whether the library's file holds the name of an environment variable (a loader
+/// that reads it).
+pub(crate) fn names_variable(library: &str, variable: &str) -> bool {
+    std::fs::read(library).is_ok_and(|bytes| {
+        bytes
+            .windows(variable.len())
+            .any(|w| w == variable.as_bytes())
+    })
 }
 
 #[cfg(test)]

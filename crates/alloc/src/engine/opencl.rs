@@ -332,6 +332,7 @@ impl OpenClBackend {
             _ => unsafe { opencl3::memory::create_buffer(context, self.flags, size, host_ptr) }
                 .map_err(|e| (ClCode(e), Call::CreateBuffer))?,
         };
+        self.tracker.leave();
         Ok((mem, block))
     }
 
@@ -373,6 +374,7 @@ impl OpenClBackend {
         let event = opencl3::event::Event::new(event);
         self.tracker.enter(Call::Finish);
         let finished = opencl3::command_queue::finish(queue).map_err(|e| (ClCode(e), Call::Finish));
+        self.tracker.leave();
         drop(event);
         finished
     }

@@ -164,7 +164,12 @@ fn emulation_layer_missing(scenario: &Scenario, platform_index: usize) -> Option
     } else {
         "use an ICD loader with layer support (ocl-icd >= 2.3, Debian/Ubuntu package ocl-icd-libopencl1)".into()
     };
+    let why = if super::names_variable(&loader, "OPENCL_LAYERS") {
+        "reads OPENCL_LAYERS and opened what it names (its code ran), but found no layer it could put in the path"
+    } else {
+        "does not read OPENCL_LAYERS and did not load it"
+    };
     Some(format!(
-        "the emulation layer in OPENCL_LAYERS ({layers}) is not in the call path: the ICD loader {loader} did not load it; {fix}"
+        "the emulation layer in OPENCL_LAYERS ({layers}) is not in the call path: the ICD loader {loader} {why}; {fix}"
     ))
 }

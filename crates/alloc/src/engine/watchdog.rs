@@ -27,6 +27,11 @@ impl CallTracker {
         self.0.store(index as u8, Ordering::Relaxed);
     }
 
+    /// The call returned: the run is between calls (its own code, a pause).
+    pub fn leave(&self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
+
     pub fn current(&self) -> Option<Call> {
         let index = self.0.load(Ordering::Relaxed) as usize;
         index.checked_sub(1).and_then(|i| Call::ALL.get(i).copied())

@@ -347,10 +347,11 @@ fn host_memory_check(n: u64, devices: &[Device]) -> Result<(), Failure> {
         .read()
         .system
         .map_or(f64::INFINITY, |s| s.available_bytes as f64);
-    let bound = half_ceiling.min(available);
+    let headroom = clmulti_probe::own_cgroup_headroom().map_or(f64::INFINITY, |h| h as f64);
+    let bound = half_ceiling.min(available).min(headroom);
     if need > bound {
         return Err(Failure::Input(format!(
-            "--n {n}: needs about {} of host memory ({vectors} vectors of {}{}); this host allows {} (the smaller of its available memory and half of its memory ceiling): use --n {} or less",
+            "--n {n}: needs about {} of host memory ({vectors} vectors of {}{}); this host allows {} (the smallest of its available memory, its cgroup's headroom and half of its memory ceiling): use --n {} or less",
             format_bytes(need),
             format_bytes(n as f64 * 4.0),
             if host_backed { ", the devices' buffers included: they live in host memory" } else { "" },

@@ -168,13 +168,16 @@ struct BenchReport {
     stopped_by: Option<String>,
 }
 
-/// What one arm's buffers may take of the host: a quarter of its available memory.
+/// What one arm's buffers may take of the host: a quarter of what is left, the
+/// smaller of its available memory and its cgroup's headroom (which counts the page
+/// tables and kernel memory RSS does not).
 fn memory_bound() -> u64 {
     let available = clmulti_probe::UsageReader::open()
         .read()
         .system
         .map_or(1u64 << 30, |s| s.available_bytes);
-    (available as f64 * MEMORY_SHARE) as u64
+    let left = available.min(clmulti_probe::own_cgroup_headroom().unwrap_or(u64::MAX));
+    (left as f64 * MEMORY_SHARE) as u64
 }
 
 /// Runs one arm in a fresh process, watched: killed when it outlives `--min-seconds`

@@ -411,6 +411,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         .map(|(f, r)| (f.clone(), r.as_ref().map_err(Clone::clone)))
         .collect();
     let mut diagnosis = Diagnosis::new(&placed, &fixes);
+    diagnosis.context = Some(page_context(&diagnosis, reports.iter().map(|(_, r)| r)));
     if diagnosis.neo_emulation.is_some() && stop_signal().is_none() {
         diagnosis.add_allocation_log(allocation_logs(&reports, args.count)?);
     }
@@ -465,8 +466,36 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     }
 }
 
+/// Where and how the diagnosis ran, for the head of every file it writes.
+fn page_context<'a>(
+    d: &Diagnosis,
+    reports: impl IntoIterator<Item = &'a Report>,
+) -> clmulti_explain::context::PageContext {
+    let mut drivers: Vec<&str> = d
+        .devices
+        .iter()
+        .map(|x| x.driver_version.value().map_or("unknown", String::as_str))
+        .collect();
+    drivers.dedup();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.as_secs());
+    clmulti_explain::context::PageContext {
+        host: clmulti_probe::host_name(),
+        os: clmulti_probe::os_words(),
+        runtime: format!("{} (drivers {})", d.platform, drivers.join(", ")),
+        clmulti: format!("clmulti {}", crate::VERSION),
+        date: clmulti_explain::context::utc_date(now),
+        emulated: clmulti_explain::context::PageContext::emulated_parts(reports),
+    }
+}
+
 fn text(d: &Diagnosis, args: &Args) -> String {
-    let mut out = format!("clmulti diagnose: {}\n\nverdict\n", d.devices_line());
+    let context = d.context.as_ref().map_or_else(String::new, |c| c.text());
+    let mut out = format!(
+        "clmulti diagnose: {}\n{context}\nverdict\n",
+        d.devices_line()
+    );
     for s in d.headline() {
         out.push_str(&format!("  {s}\n"));
     }
@@ -508,16 +537,17 @@ fn text(d: &Diagnosis, args: &Args) -> String {
 fn write_out(dir: &Path, diagnosis: &Diagnosis, reports: &[(Role, Report)]) -> Result<(), Failure> {
     let io = |e: std::io::Error| Failure::Tool(format!("{}: {e}", dir.display()));
     std::fs::create_dir_all(dir).map_err(io)?;
-    std::fs::write(dir.join("diagnose.md"), diagnosis.markdown()).map_err(io)?;
+    let write = crate::output::write_file;
+    write(&dir.join("diagnose.md"), diagnosis.markdown().as_bytes()).map_err(io)?;
     let json = serde_json::to_string_pretty(diagnosis).map_err(|e| Failure::Tool(e.to_string()))?;
-    std::fs::write(dir.join("diagnose.json"), json + "\n").map_err(io)?;
+    write(&dir.join("diagnose.json"), (json + "\n").as_bytes()).map_err(io)?;
     let mut lines = String::new();
     for (_, r) in reports {
         lines.push_str(&serde_json::to_string(r).map_err(|e| Failure::Tool(e.to_string()))?);
         lines.push('\n');
     }
-    std::fs::write(dir.join("runs.jsonl"), lines).map_err(io)?;
-    std::fs::write(dir.join("index.html"), page(diagnosis)).map_err(io)?;
+    write(&dir.join("runs.jsonl"), lines.as_bytes()).map_err(io)?;
+    write(&dir.join("index.html"), page(diagnosis).as_bytes()).map_err(io)?;
     Ok(())
 }
 

@@ -49,10 +49,34 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_clmulti"))
 }
 
+/// A trust record of the test process's own, so that no test reads or writes the
+/// user's (`clmulti trust`).
+pub fn trust_record() -> PathBuf {
+    std::env::temp_dir().join(format!("clmulti-test-trusted-{}", std::process::id()))
+}
+
+/// Gives the command the default disposition of the signals tests send: a test
+/// suite started in the background or under nohup inherits SIGINT (and SIGQUIT)
+/// ignored, which clmulti rightly keeps. A test's own `pre_exec` runs after this.
+pub fn default_signals(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal() is async-signal-safe; between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGQUIT, libc::SIGHUP] {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+            Ok(())
+        })
+    }
+}
+
 /// `clmulti` on `n` PoCL devices with a fixed memory size (2 GiB, max alloc 512 MiB).
 pub fn clmulti(n: usize) -> Command {
     let mut cmd = Command::new(bin());
-    cmd.env("OCL_ICD_VENDORS", POCL_ICD)
+    default_signals(&mut cmd);
+    cmd.env("CLMULTI_TRUST_FILE", trust_record())
+        .env("OCL_ICD_VENDORS", POCL_ICD)
         .env("POCL_DEVICES", pocl_devices(n))
         .env("POCL_MEMORY_LIMIT", "2");
     cmd
@@ -174,7 +198,9 @@ pub fn intel_vendors() -> PathBuf {
 /// `clmulti` on Intel's OpenCL CPU runtime only.
 pub fn clmulti_intel() -> Command {
     let mut cmd = Command::new(bin());
-    cmd.env("OCL_ICD_VENDORS", intel_vendors())
+    default_signals(&mut cmd);
+    cmd.env("CLMULTI_TRUST_FILE", trust_record())
+        .env("OCL_ICD_VENDORS", intel_vendors())
         .env_remove("POCL_DEVICES");
     cmd
 }
@@ -205,7 +231,9 @@ pub fn neo_aub_env(devices: usize) -> Vec<(&'static str, String)> {
 /// `clmulti` on NEO only, in AUB mode with `devices` emulated devices.
 pub fn clmulti_neo(devices: usize) -> Command {
     let mut cmd = Command::new(bin());
-    cmd.env("OCL_ICD_VENDORS", neo_vendors())
+    default_signals(&mut cmd);
+    cmd.env("CLMULTI_TRUST_FILE", trust_record())
+        .env("OCL_ICD_VENDORS", neo_vendors())
         .env_remove("POCL_DEVICES")
         .envs(neo_aub_env(devices));
     cmd

@@ -383,6 +383,10 @@ pub struct Diagnosis {
     pub fixes: Vec<FixOutcome>,
     /// The conclusion, each statement with its basis.
     pub verdict: Vec<Statement>,
+    /// Where and how it ran (machine, OS, runtime, clmulti, date, emulated parts),
+    /// as the command that ran it saw; `None` when built without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<crate::context::PageContext>,
 }
 
 /// A run with its place in the matrix.

@@ -200,8 +200,12 @@ impl Diagnosis {
 
     /// The diagnosis as Markdown: the verdict first, then the numbers behind it.
     pub fn markdown(&self) -> String {
+        let context = self
+            .context
+            .as_ref()
+            .map_or_else(String::new, |c| c.markdown());
         let mut out = format!(
-            "# clmulti diagnose\n\n{}\n\n## Verdict\n\n",
+            "# clmulti diagnose\n\n{context}{}\n\n## Verdict\n\n",
             self.devices_line()
         );
         for s in self.headline() {
@@ -253,8 +257,9 @@ impl Diagnosis {
 
     /// The diagnosis as an HTML section (escaped), verdict first.
     pub fn html(&self) -> String {
+        let context = self.context.as_ref().map_or_else(String::new, |c| c.html());
         let mut out = format!(
-            "<section class=\"verdict\"><h2>Verdict</h2><p class=\"devices\">{}</p><ul>",
+            "{context}<section class=\"verdict\"><h2>Verdict</h2><p class=\"devices\">{}</p><ul>",
             html_escape(&self.devices_line())
         );
         for s in self.headline() {

@@ -121,7 +121,8 @@ pub enum WarningKind {
     EmulationLayer,
     /// DRM memory of a device the run did not select, or whose PCI address is unknown.
     DrmDeviceUnmatched,
-    /// `OPENCL_LAYERS` names a library the ICD loader did not load.
+    /// `OPENCL_LAYERS` names a library not in the call path: a loader that does not
+    /// read the variable skipped it, or one that does opened it and found no layer.
     LayerNotLoaded,
 }
 

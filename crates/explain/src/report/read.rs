@@ -22,6 +22,12 @@ impl Report {
     /// upgraded field by field (below).
     pub fn from_json(text: &str) -> Result<Self, ReadError> {
         let mut value: serde_json::Value = serde_json::from_str(text)?;
+        // The upgrades write into the report's object: anything else is no report.
+        if !value.is_object() {
+            return Err(ReadError::Json(serde::de::Error::custom(
+                "a report is a JSON object",
+            )));
+        }
         let version = value["schema_version"].as_u64().unwrap_or(1);
         if version > u64::from(SCHEMA_VERSION) {
             return Err(ReadError::Newer { found: version });
@@ -49,7 +55,10 @@ impl Report {
 /// under the keys whose values are text (`name`, `description`, `env.*`). The host's
 /// `page_size` became `page_size_bytes` (read under either name).
 fn upgrade_v3(report: &mut Value) {
-    if let Some(point) = report["scenario"]["grid_point"].as_object_mut() {
+    if let Some(point) = report
+        .pointer_mut("/scenario/grid_point")
+        .and_then(Value::as_object_mut)
+    {
         for (key, value) in point.iter_mut() {
             let text_key = key == "name" || key == "description" || key.starts_with("env.");
             let Some(text) = value.as_str().filter(|_| !text_key) else {
@@ -106,8 +115,8 @@ fn upgrade_v2(report: &mut Value) {
         }
         _ => Value::Null,
     };
-    let limits = &mut report["scenario"]["limits"];
-    if let Some(old) = limits.as_object().cloned() {
+    let limits = report.pointer_mut("/scenario/limits");
+    if let Some((limits, old)) = limits.and_then(|l| l.as_object().cloned().map(|o| (l, o))) {
         let mut map = serde_json::Map::new();
         for (old_key, new_key) in [("nofile", "nofile"), ("address_space_bytes", "as")] {
             if let Some(v) = old.get(old_key).filter(|v| !v.is_null()) {
@@ -161,6 +170,19 @@ fn upgrade_v1(report: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_that_is_no_object_is_an_error_not_a_panic() {
+        for text in [
+            "\"garbage\"",
+            "42",
+            "[1, 2]",
+            "null",
+            "{\"schema_version\": 1, \"scenario\": 3}",
+        ] {
+            assert!(Report::from_json(text).is_err(), "{text}");
+        }
+    }
 
     /// Reports of schema 1 as an earlier clmulti wrote them on a real machine.
     #[test]

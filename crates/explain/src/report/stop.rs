@@ -341,7 +341,9 @@ impl StopReason {
                     "timed out: {} did not return within {seconds:.0} s",
                     call.c_name()
                 ),
-                None => format!("timed out after {seconds:.0} s"),
+                None => format!(
+                    "stopped by its time limit (--timeout, or a run's guards) after {seconds:.0} s, between OpenCL calls"
+                ),
             },
             StopReason::NoReport {
                 exit_code,

@@ -80,6 +80,32 @@ impl ScenarioFile {
         self
     }
 
+    /// What the file's runs would load or write outside themselves (every run's
+    /// `[env]`, each load once): see [`crate::loads`].
+    pub fn loads(&self) -> Vec<crate::loads::Load> {
+        // Runs differ in `[env]` only where the grid varies it: else one run says it.
+        let varies = self.axes.iter().any(|(k, _)| k.starts_with("env."));
+        let runs = if varies { self.runs } else { self.runs.min(1) };
+        let mut all: Vec<crate::loads::Load> = (0..runs)
+            .filter_map(|i| self.run(i).ok())
+            .flat_map(|s| crate::loads::loads_of(&s.env, self.context.libraries.as_deref()))
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+
+    /// The SHA-256 of the file's text, what [`crate::trust`] records.
+    pub fn digest(&self) -> String {
+        crate::trust::digest(self.doc.raw().as_bytes())
+    }
+
+    /// The loads nothing trusts (see [`crate::trust::untrusted_loads`]), `allowed`
+    /// naming libraries allowed for this run: empty when the file may run.
+    pub fn untrusted_loads(&self, allowed: &[PathBuf]) -> Vec<crate::loads::Load> {
+        crate::trust::untrusted_loads(&self.loads(), &self.digest(), allowed)
+    }
+
     /// The folder of the project's libraries, for `{clmulti-layer}` and
     /// `{clmulti-kmd-emu}` in `[env]` paths.
     pub fn with_libraries(mut self, folder: PathBuf) -> Self {

@@ -81,6 +81,7 @@ impl ScenarioFile {
                     continue 'runs;
                 };
                 let RunProblem { key, error } = *problem;
+                let message = error.message.clone();
                 let own = key_of(&key);
                 let omitted = point
                     .iter()
@@ -104,6 +105,14 @@ impl ScenarioFile {
                     point[axis] = None;
                     continue;
                 }
+                // Its unknown siblings at once: one pass each would make the search
+                // quadratic in a file of many unknown tables.
+                for (sibling, error) in self.unknown_siblings(&base, &key, &message) {
+                    if let Some(error) = error.filter(|e| !found.contains(e)) {
+                        found.push(error);
+                    }
+                    leave_out(&mut base, &sibling);
+                }
                 if !leave_out(&mut base, &key) {
                     // A problem with no key of its own to leave out: the file's, not a run's.
                     break 'runs;
@@ -114,6 +123,71 @@ impl ScenarioFile {
             }
         }
         found
+    }
+}
+
+impl ScenarioFile {
+    /// For a problem `unknown field `x`, expected one of `a`, `b``: the other keys
+    /// of `x`'s table that are not expected either, each with its own error.
+    fn unknown_siblings(
+        &self,
+        base: &toml::Table,
+        key: &str,
+        message: &str,
+    ) -> Vec<(String, Option<ScenarioError>)> {
+        let Some(rest) = message.strip_prefix("unknown field `") else {
+            return Vec::new();
+        };
+        let Some((own, expected)) = rest.split_once("`, expected ") else {
+            return Vec::new();
+        };
+        let expected: Vec<&str> = expected
+            .trim_start_matches("one of ")
+            .split(", ")
+            .map(|e| e.trim_matches('`'))
+            .collect();
+        let mut path = split_key(key);
+        if path.last().map(String::as_str) != Some(own) {
+            return Vec::new();
+        }
+        path.pop();
+        let mut table = base;
+        for segment in &path {
+            match table.get(segment) {
+                Some(toml::Value::Table(inner)) => table = inner,
+                _ => return Vec::new(),
+            }
+        }
+        // Placed by offset first (cheap), and only the first in the file as errors
+        // (a line and column cost a scan of the text before them).
+        let mut unknown: Vec<(usize, Vec<String>)> = table
+            .keys()
+            .filter(|k| k.as_str() != own && !expected.contains(&k.as_str()))
+            .map(|k| {
+                let mut at = path.clone();
+                at.push(k.clone());
+                let offset = crate::locate::walk(&self.doc, &at)
+                    .0
+                    .map_or(usize::MAX, |s| s.start);
+                (offset, at)
+            })
+            .collect();
+        unknown.sort();
+        unknown
+            .into_iter()
+            .enumerate()
+            .map(|(i, (_, at))| {
+                let sibling = at.join(".");
+                let error = (i < SEARCHED_PROBLEMS).then(|| {
+                    let name = at.last().map_or("", String::as_str);
+                    let text = message.replacen(&format!("`{own}`"), &format!("`{name}`"), 1);
+                    let mut error = crate::locate::at_key(&self.doc, &self.file, &at, &text);
+                    error.key = Some(crate::locate::short(&sibling));
+                    error
+                });
+                (sibling, error)
+            })
+            .collect()
     }
 }
 

@@ -155,6 +155,7 @@ impl Diagnosis {
             release,
             fixes: fixes.iter().map(|f| fix_outcome(f, shared_any)).collect(),
             verdict,
+            context: None,
         }
     }
 
