@@ -66,9 +66,16 @@ def call(c, args, env=None, bound=None, stdout=subprocess.PIPE, preexec=None,
     full_env.update(POCL)
     full_env.update(env or {})
     start = time.time()
+    def defaults():
+        # The signals a census sends act as they would in a terminal, whatever this
+        # script inherited (started in the background, SIGINT is ignored).
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+            signal.signal(s, signal.SIG_DFL)
+        if preexec:
+            preexec()
     p = subprocess.Popen([str(a) for a in args], env=full_env, stdout=stdout,
                          stderr=subprocess.PIPE, start_new_session=True,
-                         preexec_fn=preexec)
+                         preexec_fn=defaults)
     cap = (bound * 1.1 + 5.0) if bound else HANG_CAP
     shmem_start, shmem_peak = shmem(), 0
     pending = list(signals)
@@ -420,6 +427,115 @@ def sweep_corpus(c, clmulti, xtask, tmp):
         c.note("blowups", f"a 60 KiB description in a 20-run grid: results.jsonl {size / 2**20:.1f} MiB (the description in every record)")
 
 
+def trust_corpus(c, clmulti, xtask, tmp):
+    """The third round: scenario files that load code (each must be refused without
+    its code running, then run when allowed), links planted where outputs go,
+    formulas in names, shards of different plans, corrupt lines, a file of 100 000
+    unknown tables."""
+    d = tmp / "trust"
+    d.mkdir()
+    env = {"CLMULTI_TRUST_FILE": str(d / "trusted")}
+    marker = d / "constructor-ran"
+    src = d / "mark.c"
+    src.write_text('#include <stdio.h>\n__attribute__((constructor)) static void m(void) '
+                   '{ FILE *f = fopen("%s", "w"); if (f) fclose(f); }\n' % marker)
+    lib = d / "libmark.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", lib, src], check=True)
+    (d / "icd").mkdir()
+    (d / "icd/mark.icd").write_text(f"{lib}\n")
+    (d / "libs").mkdir()
+    shutil.copy(lib, d / "libs/libOpenCL.so.1")
+    (d / "link.so").symlink_to(lib)
+    base = '[devices]\ntype = "cpu"\n[allocation]\nsize = "4KiB"\ncount = 5\n'
+    loads = {
+        "preload": f'[env]\nLD_PRELOAD = "{lib}"\n',
+        "preload-relative": '[env]\nLD_PRELOAD = "./libmark.so"\n',
+        "preload-dotdot": f'[env]\nLD_PRELOAD = "{d}/icd/../libmark.so"\n',
+        "preload-link": f'[env]\nLD_PRELOAD = "{d}/link.so"\n',
+        "preload-list": f'[env]\nLD_PRELOAD = "libm.so.6 {lib}"\n',
+        "audit": f'[env]\nLD_AUDIT = "{lib}"\n',
+        "layers": f'[env]\nOPENCL_LAYERS = "{lib}"\n',
+        "vendors": f'[env]\nOCL_ICD_VENDORS = "{d}/icd"\n',
+        "vendors-file": f'[env]\nOCL_ICD_VENDORS = "{d}/icd/mark.icd"\n',
+        "filenames": f'[env]\nOCL_ICD_FILENAMES = "{lib}"\n',
+        "library-path": f'[env]\nLD_LIBRARY_PATH = "{d}/libs"\n',
+        "gconv": f'[env]\nGCONV_PATH = "{d}/libs"\n',
+        "grid": f'[grid]\n"env.LD_PRELOAD" = ["libm.so.6", "{lib}"]\n',
+    }
+    for name, text in loads.items():
+        f = d / f"{name}.toml"
+        f.write_text(base + text)
+        marker.unlink(missing_ok=True)
+        code, out, err, *_ = call(c, [clmulti, "check", f], env=env, bound=60, label=f"check {name}")
+        if "not trusted" not in out:
+            c.note("wrong outcome", f"check {name}: no 'not trusted' line")
+        code, out, err, *_ = call(c, [clmulti, "run", f], env=env, bound=60, label=f"run {name}")
+        if code != 2 or marker.exists():
+            c.note("wrong outcome", f"run {name}: exit {code}, code ran: {marker.exists()}")
+        sweep_out = d / f"sweep-{name}"
+        code, out, err, *_ = call(c, [xtask, "sweep", f, "--out", sweep_out, "--bin", clmulti],
+                                  env=env, bound=120, label=f"sweep {name}")
+        if marker.exists() or records(sweep_out):
+            c.note("wrong outcome", f"sweep {name}: ran code nothing trusts")
+    # Trusted, then changed.
+    f = d / "preload.toml"
+    call(c, [clmulti, "trust", f], env=env, bound=30)
+    code, *_ = call(c, [clmulti, "run", f], env=env, bound=60, label="run trusted")
+    if code != 0:
+        c.note("wrong outcome", f"run of a trusted file: exit {code}")
+    f.write_text(f.read_text() + "# changed\n")
+    code, *_ = call(c, [clmulti, "run", f], env=env, bound=60, label="run changed")
+    if code != 2:
+        c.note("wrong outcome", f"run of a changed trusted file: exit {code}")
+    # Links planted where outputs go; formulas in names.
+    victim = d / "victim"
+    victim.write_text("precious")
+    out = d / "linked"
+    out.mkdir()
+    for name in ["summary.csv", "index.html", "summary.md", "plan.json", ".sweep.lock", "results.jsonl"]:
+        (out / name).symlink_to(victim)
+    (d / "names").mkdir()
+    for i, name in enumerate(["=HYPERLINK(\\\"http://x\\\")", "+cmd|' /C calc'!A0", "@SUM(1)", "-2+3"]):
+        (d / f"names/n{i}.toml").write_text(f'name = "{name}"\n' + base)
+    call(c, [xtask, "sweep", d / "names", "--out", out, "--bin", clmulti, "--force"], env=env, bound=120,
+         label="sweep into planted links")
+    if victim.read_text() != "precious":
+        c.note("wrong outcome", "a planted link was written through")
+    clean = d / "names-out"
+    call(c, [xtask, "sweep", d / "names", "--out", clean, "--bin", clmulti], env=env, bound=120)
+    csv = (clean / "summary.csv").read_text() if (clean / "summary.csv").exists() else ""
+    for line in csv.splitlines()[1:]:
+        cell = line.split(",")[0].strip('"')
+        if cell[:1] in "=+-@":
+            c.note("wrong outcome", f"summary.csv: a live formula {cell[:40]}")
+    # Shards of different plans, mixed counts.
+    for name, count in [("a", 3), ("b", 4)]:
+        (d / f"plan-{name}.toml").write_text(base.replace("count = 5", f"count = {count}")
+                                             + '[grid]\n"allocation.size" = ["4KiB", "8KiB"]\n')
+    call(c, [xtask, "sweep", d / "plan-a.toml", "--shard", "1/2", "--out", d / "s1"], env=env, bound=120)
+    call(c, [xtask, "sweep", d / "plan-b.toml", "--shard", "2/2", "--out", d / "s2"], env=env, bound=120)
+    call(c, [xtask, "sweep", d / "plan-a.toml", "--shard", "1/3", "--out", d / "s3"], env=env, bound=120)
+    for inputs, label in [([d / "s1", d / "s2"], "different plans"), ([d / "s1", d / "s3"], "mixed counts")]:
+        code, *_ = call(c, [xtask, "merge", *inputs, "--expect", "2", "--out", d / f"m-{label}"],
+                        env=env, bound=60, label=f"merge {label}")
+        if code != 2:
+            c.note("wrong outcome", f"merge of {label}: exit {code}")
+    # A corrupt newer line carrying a run's key.
+    lines = (d / "s1/results.jsonl").read_text().splitlines()
+    recs = [json.loads(l) for l in lines if '"key"' in l]
+    if recs:
+        with open(d / "s1/results.jsonl", "a") as r:
+            r.write(json.dumps({"key": recs[0]["key"], "finished_at": 9999999999, "report": "garbage"}) + "\n")
+        call(c, [xtask, "summary", d / "s1"], env=env, bound=60, label="summary with a corrupt newer line")
+        rows = len((d / "s1/summary.csv").read_text().splitlines()) - 1
+        if rows != len({r["key"] for r in recs}):
+            c.note("records lost", f"a corrupt newer line hid its run's good record ({rows} rows)")
+    # 100 000 unknown tables.
+    big = d / "unknown.toml"
+    big.write_text("[allocation]\ncount = 3\n" + "".join(f"[u{i}]\n" for i in range(100_000)))
+    call(c, [clmulti, "check", big], env=env, bound=2, label="check 100 000 unknown tables")
+
+
 def main():
     a = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     a.add_argument("--clmulti", required=True)
@@ -432,6 +548,7 @@ def main():
         vendors = build_fixtures(tmp)
         cli_corpus(c, clmulti, tmp, vendors)
         sweep_corpus(c, clmulti, xtask, tmp)
+        trust_corpus(c, clmulti, xtask, tmp)
     print(f"clmulti: {subprocess.run([clmulti, '--version'], capture_output=True, text=True).stdout.strip()}")
     print(f"| inputs tried | {c.calls} |")
     for kind, found in c.findings.items():

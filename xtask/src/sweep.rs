@@ -181,6 +181,11 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// `shard 1/2`, or `not sharded`.
+fn shard_words(shard: Option<(usize, usize)>) -> String {
+    shard.map_or("not sharded".into(), |(k, n)| format!("shard {k}/{n}"))
+}
+
 /// The identity of a whole plan, before sharding: the hash of every run's scenario
 /// in order (a run that does not expand by its problem), so that shards of one plan
 /// share it on any machine and shards of another do not.
@@ -363,8 +368,24 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         }
     }
     // A resumed shard (a requeue, maybe on another node) keeps its earlier starts.
-    let mut starts = match records::Plan::read(&args.out) {
-        Ok(Some(earlier)) if args.resume && earlier.shard == args.shard => earlier.starts,
+    // A shard resumed as another shard, or on another plan, would give its merge two
+    // plans' records (an unsharded sweep resumed after an edit takes the edited runs
+    // as new ones).
+    let earlier = records::Plan::read(&args.out).ok().flatten();
+    if let (true, Some(earlier)) = (args.resume, &earlier) {
+        let other_plan = earlier.plan_id.as_ref().is_some_and(|id| *id != plan_id);
+        if earlier.shard != args.shard || (other_plan && args.shard.is_some()) {
+            return Err(format!(
+                "{}: --resume of another plan: the folder's plan.json is plan {} ({}), this sweep's is plan {plan_id} ({}); resume with the files and --shard it started with, or use another --out",
+                args.out.display(),
+                earlier.plan_id.as_deref().unwrap_or("unknown"),
+                shard_words(earlier.shard),
+                shard_words(args.shard)
+            ));
+        }
+    }
+    let mut starts = match earlier {
+        Some(earlier) if args.resume => earlier.starts,
         _ => Vec::new(),
     };
     starts.push(records::Start {

@@ -637,6 +637,20 @@ fn a_merge_takes_the_shards_of_one_plan_only() {
             "{said}: merged anyway"
         );
     }
+    // A shard resumed with another plan's files, or as another shard, is refused:
+    // its folder would hold two plans' records.
+    for (grid, k) in [(&other_grid, "2/2"), (&dir.join("grid.toml"), "1/2")] {
+        let out = run(&mut sweep(&[
+            grid.to_str().unwrap(),
+            "--shard",
+            k,
+            "--out",
+            s2.to_str().unwrap(),
+            "--resume",
+        ]));
+        assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(stderr(&out).contains("--resume of another plan"), "{}", stderr(&out));
+    }
     // The shards of one plan still merge.
     let out = merge(&[
         s1.to_str().unwrap(),

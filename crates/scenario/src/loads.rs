@@ -25,6 +25,8 @@ pub enum LoadKind {
     SearchPath,
     /// A folder a runtime writes to and loads compiled code from again.
     CodeCache,
+    /// A file or folder clmulti's own preloaded libraries write to.
+    Writes,
 }
 
 impl LoadKind {
@@ -34,6 +36,7 @@ impl LoadKind {
             LoadKind::Library => "loads library",
             LoadKind::SearchPath => "searches for libraries in",
             LoadKind::CodeCache => "writes and loads compiled code in",
+            LoadKind::Writes => "writes to",
         }
     }
 }
@@ -73,16 +76,26 @@ impl Load {
 
 /// The `[env]` keys whose values load code, with what each does and how its list is
 /// separated.
-const LOADING_KEYS: [(&str, LoadKind, &[char]); 8] = [
+const LOADING_KEYS: [(&str, LoadKind, &[char]); 12] = [
     ("LD_PRELOAD", LoadKind::Library, &[':', ' ']),
     ("LD_AUDIT", LoadKind::Library, &[':']),
     ("OPENCL_LAYERS", LoadKind::Library, &[':']),
     ("OCL_ICD_FILENAMES", LoadKind::Library, &[':']),
-    ("LD_LIBRARY_PATH", LoadKind::SearchPath, &[':']),
+    // glibc splits a search path on ';' too; an empty entry is the current folder.
+    ("LD_LIBRARY_PATH", LoadKind::SearchPath, &[':', ';']),
     ("GCONV_PATH", LoadKind::SearchPath, &[':']),
     ("POCL_CACHE_DIR", LoadKind::CodeCache, &[]),
     ("NEO_CACHE_DIR", LoadKind::CodeCache, &[]),
+    // PoCL's kernel cache lives under it when POCL_CACHE_DIR is unset.
+    ("XDG_CACHE_HOME", LoadKind::CodeCache, &[]),
+    ("CLMULTI_TRACE_REPORT", LoadKind::Writes, &[]),
+    ("CLMULTI_KMD_EMU_REPORT", LoadKind::Writes, &[]),
+    ("CLMULTI_KMD_EMU_ROOT", LoadKind::Writes, &[]),
 ];
+
+/// The `[env]` keys naming where the ICD loader finds `.icd` files (ocl-icd reads
+/// both; a file that is not an `.icd` is opened as a runtime itself).
+const ICD_KEYS: [&str; 2] = ["OCL_ICD_VENDORS", "OPENCL_VENDOR_PATH"];
 
 /// The folders this checkout's setup scripts install into, and cargo's.
 const CHECKOUT_FOLDERS: [&str; 4] = [".intel-gpu", ".intel-opencl", ".intel-gpu-next", "target"];
@@ -95,6 +108,12 @@ pub fn loads_of(env: &BTreeMap<String, String>, libraries: Option<&Path>) -> Vec
         let Some(value) = env.get(key) else { continue };
         let items: Vec<&str> = if separators.is_empty() {
             vec![value.as_str()]
+        } else if kind == LoadKind::SearchPath {
+            // An empty entry of a search path is the current folder.
+            value
+                .split(separators)
+                .map(|s| if s.is_empty() { "." } else { s })
+                .collect()
         } else {
             value.split(separators).filter(|s| !s.is_empty()).collect()
         };
@@ -102,9 +121,12 @@ pub fn loads_of(env: &BTreeMap<String, String>, libraries: Option<&Path>) -> Vec
             out.push(load(key.to_owned(), kind, item, libraries));
         }
     }
-    if let Some(vendors) = env.get("OCL_ICD_VENDORS") {
+    for key in ICD_KEYS {
+        let Some(vendors) = env.get(key).filter(|v| !v.is_empty()) else {
+            continue;
+        };
         for (icd, library) in icd_libraries(Path::new(vendors)) {
-            let key = format!("OCL_ICD_VENDORS ({icd})");
+            let key = format!("{key} ({icd})");
             out.push(load(key, LoadKind::Library, &library, libraries));
         }
     }
@@ -114,8 +136,13 @@ pub fn loads_of(env: &BTreeMap<String, String>, libraries: Option<&Path>) -> Vec
 }
 
 fn load(key: String, kind: LoadKind, path: &str, libraries: Option<&Path>) -> Load {
+    // What clmulti's own libraries write goes wherever the file says: always asked.
+    let trusted = match kind {
+        LoadKind::Writes => None,
+        _ => trusted(path, libraries),
+    };
     Load {
-        trusted: trusted(path, libraries),
+        trusted,
         key,
         kind,
         path: path.to_owned(),
@@ -123,8 +150,16 @@ fn load(key: String, kind: LoadKind, path: &str, libraries: Option<&Path>) -> Lo
 }
 
 /// The libraries the `.icd` files of an `OCL_ICD_VENDORS` folder (or one `.icd` file)
-/// name: (the `.icd` file's name, the library).
+/// name: (the `.icd` file's name, the library). A file that is not an `.icd` is a
+/// runtime the loader opens itself; an `.icd` that does not read as text names a
+/// library no one can say is safe: the `.icd` stands for it.
 fn icd_libraries(vendors: &Path) -> Vec<(String, String)> {
+    if vendors.is_file() && vendors.extension().is_none_or(|e| e != "icd") {
+        let name = vendors
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        return vec![(name, vendors.display().to_string())];
+    }
     let files: Vec<PathBuf> = if vendors.is_dir() {
         std::fs::read_dir(vendors)
             .into_iter()
@@ -139,9 +174,15 @@ fn icd_libraries(vendors: &Path) -> Vec<(String, String)> {
     files
         .iter()
         .filter_map(|f| {
-            let text = std::fs::read_to_string(f).ok()?;
-            let library = text.lines().next()?.trim().to_owned();
             let name = f.file_name()?.to_string_lossy().into_owned();
+            let library = match std::fs::read(f) {
+                Ok(bytes) => match String::from_utf8(bytes) {
+                    Ok(text) => text.lines().next()?.trim().to_owned(),
+                    // A library path that is not text: the .icd stands for it.
+                    Err(_) => format!("{} (names a library that is not text)", f.display()),
+                },
+                Err(_) => return None,
+            };
             (!library.is_empty()).then_some((name, library))
         })
         .collect()
@@ -149,6 +190,11 @@ fn icd_libraries(vendors: &Path) -> Vec<(String, String)> {
 
 /// Why `path` needs no one's word, if it does not.
 fn trusted(path: &str, libraries: Option<&Path>) -> Option<Trusted> {
+    // The dynamic linker expands $ORIGIN, $LIB and $PLATFORM where a check would read
+    // the path as written: such a path is not what it seems.
+    if path.contains('$') {
+        return None;
+    }
     if let Some(folder) = libraries {
         let own = PROJECT_LIBRARIES
             .iter()
@@ -234,6 +280,76 @@ mod tests {
                 .any(|l| l.key == "OCL_ICD_VENDORS (evil.icd)" && l.path == "/tmp/evil-icd.so"),
             "{loads:?}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_ways_round_a_listing_are_listed_too() {
+        let dir = std::env::temp_dir().join(format!("clmulti-loads-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("vp")).unwrap();
+        std::fs::write(dir.join("vp/evil.icd"), "/tmp/evil-vp.so\n").unwrap();
+        std::fs::write(dir.join("bad.icd"), b"/tmp/evil-\xff.so\n").unwrap();
+        std::fs::write(dir.join("runtime.so"), "").unwrap();
+        let env = |pairs: &[(&str, String)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect()
+        };
+        let untrusted = |env: BTreeMap<String, String>| -> Vec<String> {
+            loads_of(&env, None)
+                .into_iter()
+                .filter(|l| l.trusted.is_none())
+                .map(|l| format!("{} {}", l.key, l.path))
+                .collect()
+        };
+        let d = dir.display();
+        // ocl-icd's other folder variable.
+        let found = untrusted(env(&[("OPENCL_VENDOR_PATH", format!("{d}/vp"))]));
+        assert!(
+            found.iter().any(|l| l.contains("/tmp/evil-vp.so")),
+            "{found:?}"
+        );
+        // A vendors file that is no .icd is a runtime the loader opens.
+        let found = untrusted(env(&[("OCL_ICD_VENDORS", format!("{d}/runtime.so"))]));
+        assert!(found.iter().any(|l| l.ends_with("runtime.so")), "{found:?}");
+        // An .icd that is not text stands for the library it names.
+        let found = untrusted(env(&[("OCL_ICD_VENDORS", format!("{d}/bad.icd"))]));
+        assert!(found.iter().any(|l| l.contains("bad.icd")), "{found:?}");
+        // The dynamic linker's tokens: never read as written.
+        let found = untrusted(env(&[("LD_PRELOAD", "/usr/$LIB/libm.so.6".into())]));
+        assert_eq!(found.len(), 1, "{found:?}");
+        // ';' splits a search path too; an empty entry is the current folder.
+        let found = loads_of(
+            &env(&[("LD_LIBRARY_PATH", "/usr/lib;/tmp/x:".into())]),
+            None,
+        );
+        let paths: Vec<&str> = found.iter().map(|l| l.path.as_str()).collect();
+        assert!(
+            paths.contains(&"/tmp/x") && paths.contains(&"."),
+            "{paths:?}"
+        );
+        // Where clmulti's own libraries write: always asked.
+        let found = untrusted(env(&[("CLMULTI_TRACE_REPORT", "/etc/passwd".into())]));
+        assert_eq!(found.len(), 1, "{found:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn every_run_of_a_grid_is_read_placeholders_included() {
+        let dir = std::env::temp_dir().join(format!("clmulti-grid-loads-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for n in [1, 2] {
+            std::fs::write(dir.join(format!("{n}.so")), "").unwrap();
+        }
+        let d = dir.display();
+        let file = crate::ScenarioFile::parse(
+            &format!("[env]\nLD_PRELOAD = \"{d}/{{devices.count}}.so\"\n[grid]\n\"devices.count\" = [1, 2]\n"),
+            "grid.toml",
+        )
+        .unwrap();
+        let paths: Vec<String> = file.loads().into_iter().map(|l| l.path).collect();
+        assert_eq!(paths, [format!("{d}/1.so"), format!("{d}/2.so")]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

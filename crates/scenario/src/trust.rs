@@ -47,16 +47,21 @@ pub fn recorded() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Whether content with this digest was trusted.
-pub fn is_trusted(digest: &str) -> bool {
-    recorded().iter().any(|(h, _)| h == digest)
+/// Whether this file, with content of this digest, was trusted: both must match, for
+/// the same text elsewhere can load other files (its relative paths resolve from
+/// its own folder).
+pub fn is_trusted(digest: &str, file: &Path) -> bool {
+    let shown = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    recorded()
+        .iter()
+        .any(|(h, p)| h == digest && Path::new(p) == shown)
 }
 
 /// Records `file` (its current content) as trusted; returns its digest.
 pub fn trust(file: &Path) -> std::io::Result<String> {
     let content = std::fs::read(file)?;
     let hash = digest(&content);
-    if is_trusted(&hash) {
+    if is_trusted(&hash, file) {
         return Ok(hash);
     }
     let record = record_path().ok_or_else(|| {
@@ -113,8 +118,13 @@ fn open_no_follow(path: &Path, append: bool) -> std::io::Result<std::fs::File> {
 
 /// Why a file may not run as it is: the loads it makes that nothing trusts (its
 /// content not trusted, the library not allowed for this run). Empty: it may run.
-pub fn untrusted_loads(loads: &[Load], content_digest: &str, allowed: &[PathBuf]) -> Vec<Load> {
-    if is_trusted(content_digest) {
+pub fn untrusted_loads(
+    loads: &[Load],
+    content_digest: &str,
+    file: &Path,
+    allowed: &[PathBuf],
+) -> Vec<Load> {
+    if is_trusted(content_digest, file) {
         return Vec::new();
     }
     let allowed: Vec<PathBuf> = allowed
@@ -146,11 +156,15 @@ mod tests {
         let file = dir.join("s.toml");
         std::fs::write(&file, "[env]\nLD_PRELOAD = \"/tmp/x.so\"\n").unwrap();
         let hash = trust(&file).unwrap();
-        assert!(is_trusted(&hash));
+        assert!(is_trusted(&hash, &file));
+        // The same text elsewhere is another file: its relative paths load others.
+        let copy = dir.join("copy.toml");
+        std::fs::copy(&file, &copy).unwrap();
+        assert!(!is_trusted(&hash, &copy));
         std::fs::write(&file, "[env]\nLD_PRELOAD = \"/tmp/y.so\"\n").unwrap();
-        assert!(!is_trusted(&digest(&std::fs::read(&file).unwrap())));
+        assert!(!is_trusted(&digest(&std::fs::read(&file).unwrap()), &file));
         assert_eq!(revoke(&file).unwrap(), 1);
-        assert!(!is_trusted(&hash));
+        assert!(!is_trusted(&hash, &file));
         // A symlink planted where the record goes is not followed.
         std::fs::remove_file(&record).unwrap();
         std::os::unix::fs::symlink(dir.join("victim"), &record).unwrap();

@@ -313,6 +313,7 @@ fn cover(
             format!("{missing} planned run(s) did not run: nothing here speaks for them"),
         ));
     }
+    lines.extend(by_device_count(scope));
     let partial = !others.is_empty() || missing > 0;
     for s in &mut d.verdict {
         if partial && s.text == NO_RUN_FAILED {
@@ -324,6 +325,85 @@ fn cover(
     }
     // The scope first: what the statements after it speak for.
     d.verdict.splice(0..0, lines);
+}
+
+/// For a scope whose runs vary the device count (three counts or more): the cost per
+/// buffer at each count, a shared context beside one context per device, and what
+/// each added device adds to a shared context (a least-squares line). The verdict's
+/// comparison speaks for 1 and 2 devices only; this speaks for all of them.
+fn by_device_count(scope: &[&RunView]) -> Option<Statement> {
+    use clmulti_scenario::ContextMode;
+    let mut counts: Vec<usize> = scope.iter().map(|r| r.row.device_count).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    counts.retain(|&n| n > 0);
+    if counts.len() < 3 {
+        return None;
+    }
+    let strategy = scope.first()?.row.strategy.clone();
+    let at = |n: usize, mode: ContextMode| {
+        scope.iter().find(|r| {
+            r.row.device_count == n
+                && r.row.context_mode == mode
+                && r.row.strategy == strategy
+                && r.row.buffers > 0
+        })
+    };
+    let cell = |r: Option<&&RunView>| {
+        r.map_or_else(
+            || "-".to_owned(),
+            |r| {
+                let rss = r
+                    .row
+                    .rss_per_buffer
+                    .map_or("-".into(), |b| clmulti_scenario::format_bytes(b));
+                let fds = r
+                    .row
+                    .fds_per_buffer
+                    .map_or("-".into(), |f| format!("{f:.2}"));
+                format!("{rss} RSS, {fds} fds")
+            },
+        )
+    };
+    let rows: Vec<String> = counts
+        .iter()
+        .map(|&n| {
+            format!(
+                "{n}: {} | {}",
+                cell(at(n, ContextMode::Shared)),
+                cell(at(n, ContextMode::PerDevice))
+            )
+        })
+        .collect();
+    let points: Vec<(f64, f64)> = counts
+        .iter()
+        .filter_map(|&n| Some((n as f64, at(n, ContextMode::Shared)?.row.rss_per_buffer?)))
+        .collect();
+    let slope = least_squares_slope(&points).map_or(String::new(), |s| {
+        format!(
+            "; each added device adds about {} of RSS per buffer to a shared context (a line through {} counts)",
+            clmulti_scenario::format_bytes(s),
+            points.len()
+        )
+    });
+    Some(Statement::measured(format!(
+        "strategy {strategy}, per buffer by device count (shared | one context each): {}{slope}",
+        rows.join("; ")
+    )))
+}
+
+/// The slope of the least-squares line through `points`; `None` under two points.
+fn least_squares_slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let (mx, my) = points
+        .iter()
+        .fold((0.0, 0.0), |(x, y), p| (x + p.0 / n, y + p.1 / n));
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
 }
 
 /// Run names in a line, the first few of a long list.

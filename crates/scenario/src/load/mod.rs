@@ -83,12 +83,20 @@ impl ScenarioFile {
     /// What the file's runs would load or write outside themselves (every run's
     /// `[env]`, each load once): see [`crate::loads`].
     pub fn loads(&self) -> Vec<crate::loads::Load> {
-        // Runs differ in `[env]` only where the grid varies it: else one run says it.
-        let varies = self.axes.iter().any(|(k, _)| k.starts_with("env."));
-        let runs = if varies { self.runs } else { self.runs.min(1) };
-        let mut all: Vec<crate::loads::Load> = (0..runs)
+        // Every run: a grid varies `[env]` directly or through a placeholder
+        // (`{devices.count}`); each distinct `[env]` once.
+        let mut envs: Vec<std::collections::BTreeMap<String, String>> = Vec::new();
+        for env in (0..self.runs)
             .filter_map(|i| self.run(i).ok())
-            .flat_map(|s| crate::loads::loads_of(&s.env, self.context.libraries.as_deref()))
+            .map(|s| s.env)
+        {
+            if !envs.contains(&env) {
+                envs.push(env);
+            }
+        }
+        let mut all: Vec<crate::loads::Load> = envs
+            .iter()
+            .flat_map(|env| crate::loads::loads_of(env, self.context.libraries.as_deref()))
             .collect();
         all.sort();
         all.dedup();
@@ -103,7 +111,12 @@ impl ScenarioFile {
     /// The loads nothing trusts (see [`crate::trust::untrusted_loads`]), `allowed`
     /// naming libraries allowed for this run: empty when the file may run.
     pub fn untrusted_loads(&self, allowed: &[PathBuf]) -> Vec<crate::loads::Load> {
-        crate::trust::untrusted_loads(&self.loads(), &self.digest(), allowed)
+        crate::trust::untrusted_loads(
+            &self.loads(),
+            &self.digest(),
+            Path::new(&self.file),
+            allowed,
+        )
     }
 
     /// The folder of the project's libraries, for `{clmulti-layer}` and
