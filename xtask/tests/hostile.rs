@@ -649,7 +649,11 @@ fn a_merge_takes_the_shards_of_one_plan_only() {
             "--resume",
         ]));
         assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
-        assert!(stderr(&out).contains("--resume of another plan"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("--resume of another plan"),
+            "{}",
+            stderr(&out)
+        );
     }
     // The shards of one plan still merge.
     let out = merge(&[

@@ -356,7 +356,7 @@ fn by_device_count(scope: &[&RunView]) -> Option<Statement> {
                 let rss = r
                     .row
                     .rss_per_buffer
-                    .map_or("-".into(), |b| clmulti_scenario::format_bytes(b));
+                    .map_or("-".into(), clmulti_scenario::format_bytes);
                 let fds = r
                     .row
                     .fds_per_buffer
