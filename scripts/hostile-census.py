@@ -512,9 +512,9 @@ def trust_corpus(c, clmulti, xtask, tmp):
     for name, count in [("a", 3), ("b", 4)]:
         (d / f"plan-{name}.toml").write_text(base.replace("count = 5", f"count = {count}")
                                              + '[grid]\n"allocation.size" = ["4KiB", "8KiB"]\n')
-    call(c, [xtask, "sweep", d / "plan-a.toml", "--shard", "1/2", "--out", d / "s1"], env=env, bound=120)
-    call(c, [xtask, "sweep", d / "plan-b.toml", "--shard", "2/2", "--out", d / "s2"], env=env, bound=120)
-    call(c, [xtask, "sweep", d / "plan-a.toml", "--shard", "1/3", "--out", d / "s3"], env=env, bound=120)
+    call(c, [xtask, "sweep", d / "plan-a.toml", "--shard", "1/2", "--out", d / "s1", "--bin", clmulti], env=env, bound=120)
+    call(c, [xtask, "sweep", d / "plan-b.toml", "--shard", "2/2", "--out", d / "s2", "--bin", clmulti], env=env, bound=120)
+    call(c, [xtask, "sweep", d / "plan-a.toml", "--shard", "1/3", "--out", d / "s3", "--bin", clmulti], env=env, bound=120)
     for inputs, label in [([d / "s1", d / "s2"], "different plans"), ([d / "s1", d / "s3"], "mixed counts")]:
         code, *_ = call(c, [xtask, "merge", *inputs, "--expect", "2", "--out", d / f"m-{label}"],
                         env=env, bound=60, label=f"merge {label}")

@@ -8,7 +8,9 @@ use clmulti_scenario::{format_bytes, format_count, format_rate, format_size, Cou
 pub const PAGE_STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:80em;line-height:1.4}\
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #bbb;padding:3px 6px;text-align:left}\
 th{background:#eee}.verdict li{margin:.3em 0}.tag{font-family:monospace;color:#555}\
-li.measured .tag{color:#05a}li.inferred .tag{color:#a50}li.known .tag{color:#070}";
+li.measured .tag{color:#05a}li.inferred .tag{color:#a50}li.known .tag{color:#070}\
+.answer{font-size:1.1em;border:2px solid #05a;padding:.2em .8em;margin:1em 0}.answer p{margin:.3em 0}\
+.machine p{margin:.1em 0}.machine p.emulated{background:#fff3cd;border-left:4px solid #92400e;padding:2px 6px}";
 
 /// The full text of one report; warnings already in `shown` are left out (each is
 /// said once per invocation), new ones are added to it.

@@ -94,17 +94,23 @@ pub fn header_lines(view: &View<'_>) -> Vec<String> {
     if let Some(c) = &view.completeness {
         lines.push(format!("**Planned:** {}", c.line()));
     }
-    let runtimes = clmulti_probe::neo::combined_labels(&neo);
-    if !runtimes.is_empty() {
-        lines.insert(
-            3,
-            format!(
-                "**Runtime:** {} {}",
-                runtimes.join("; "),
-                clmulti_probe::neo::EVIDENCE
-            ),
-        );
-    }
+    // Every emulated part, in words a reader cannot miss: NEO's emulated devices,
+    // OpenCL layers (clmulti's emulation layer with its policy and knobs).
+    let mut emulated: Vec<String> = clmulti_probe::neo::combined_statement(&neo)
+        .into_iter()
+        .collect();
+    let layers: BTreeSet<&String> = view.runs.iter().filter_map(|r| r.layers.as_ref()).collect();
+    emulated.extend(layers.into_iter().map(|l| {
+        format!("the OpenCL layers {l}: what a layer models is part of what was measured")
+    }));
+    lines.insert(
+        3,
+        if emulated.is_empty() {
+            "**Emulated:** nothing: the runtimes ran on this machine's own drivers".to_owned()
+        } else {
+            format!("**Emulated:** {}", emulated.join("; "))
+        },
+    );
     lines
 }
 
@@ -176,7 +182,7 @@ pub struct Html;
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5em 2em;max-width:90em;line-height:1.4}\
 table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}\
 th{background:#eee}caption{text-align:left;font-weight:bold;padding:.3em 0}.banner{background:#fff3cd;border:1px solid #e0c36a;padding:.6em 1em;margin:1em 0}\
-.machine p{margin:.1em 0}.outcome{color:#fff;font-weight:bold;padding:1px 5px;border-radius:3px}\
+.answer{font-size:1.1em;border:2px solid #05a;padding:.2em .8em;margin:1em 0}.answer p{margin:.3em 0}.machine p{margin:.1em 0}.machine p.emulated{background:#fff3cd;border-left:4px solid #92400e;padding:2px 6px}.outcome{color:#fff;font-weight:bold;padding:1px 5px;border-radius:3px}\
 .verdict{border-left:5px solid #1565c0;padding-left:1em}.verdict li{margin:.3em 0}.tag{font-family:monospace;color:#555}\
 li.measured .tag{color:#05a}li.inferred .tag{color:#a50}li.known .tag{color:#070}.notes{color:#555;font-size:12px}\
 details.data{font-size:12px;margin:.2em 0 1em}details.data summary{cursor:pointer;color:#05a}\
@@ -193,7 +199,10 @@ impl Exporter for Html {
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>clmulti sweep</title><style>{STYLE}</style></head><body>\n<main>\n<h1>clmulti sweep</h1>\n<div class=\"machine\" id=\"machine\">"
         );
         for line in header_lines(view) {
-            out.push_str(&format!("<p>{}</p>", markdown_bold_to_html(&line)));
+            // Emulated parts stand out: a result under them is not the runtime's own.
+            let emulated = line.starts_with("**Emulated:**") && !line.contains("nothing:");
+            let class = if emulated { " class=\"emulated\"" } else { "" };
+            out.push_str(&format!("<p{class}>{}</p>", markdown_bold_to_html(&line)));
         }
         out.push_str("</div>\n");
         if let Some(c) = view.completeness.as_ref().filter(|c| c.missing() > 0) {

@@ -174,10 +174,20 @@ impl RunView {
                 .warnings
                 .iter()
                 .any(|w| w.kind == clmulti_explain::WarningKind::FellBackToAnyType),
+            // File names: a build folder's path says nothing to a reader.
             layers: r.layers.as_ref().map(|l| {
+                let names: Vec<String> = l
+                    .opencl_layers
+                    .split(':')
+                    .map(|p| {
+                        std::path::Path::new(p)
+                            .file_name()
+                            .map_or_else(|| p.to_owned(), |n| n.to_string_lossy().into_owned())
+                    })
+                    .collect();
                 format!(
                     "{}{}",
-                    l.opencl_layers,
+                    names.join(":"),
                     l.emulation
                         .iter()
                         .map(|(k, v)| format!(" {k}={v}"))

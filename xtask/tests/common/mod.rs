@@ -134,3 +134,66 @@ pub fn processes_with(needle: &str) -> Vec<String> {
         .filter(|c| c.contains(needle))
         .collect()
 }
+
+/// Loads a page in Debian's headless chromium and returns the DOM after load.
+pub fn browser_dom(page: &Path) -> String {
+    let chromium = Path::new("/usr/bin/chromium");
+    assert!(
+        chromium.exists(),
+        "chromium is not installed: run scripts/setup-tests.sh"
+    );
+    let profile = temp_dir(&format!("chromium-{}", page.display().to_string().len()));
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "chromium: {}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What a reader sees of a page: the DOM without scripts, styles and tags.
+pub fn visible_text(dom: &str) -> String {
+    let mut text = dom.to_owned();
+    for element in ["script", "style"] {
+        while let Some(start) = text.find(&format!("<{element}")) {
+            let end = text[start..]
+                .find(&format!("</{element}>"))
+                .map_or(text.len(), |e| start + e + element.len() + 3);
+            text.replace_range(start..end, " ");
+        }
+    }
+    let mut out = String::new();
+    let mut in_tag = false;
+    for c in text.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    let out = out
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&");
+    // Whitespace as a reader sees it: one space.
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}

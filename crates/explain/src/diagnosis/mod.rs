@@ -135,10 +135,11 @@ impl Fix {
         match self {
             Fix::PerDeviceContexts => "create one cl_context per device (clCreateContext with one device each) and keep each buffer in its device's context".into(),
             Fix::RaiseSoftLimit { limit, to } => format!(
-                "`{}` in the shell that starts the program (or setrlimit({}) in it; scenario: [limits] {} = {to})",
+                "`{}` in the shell that starts the program (or setrlimit({}) in it; scenario: [limits] {} = {})",
                 limit.ulimit_command(*to),
                 limit.name(),
-                limit.key()
+                limit.key(),
+                scenario_value(*limit, *to)
             ),
             Fix::SystemSetting { command, .. } => format!("`{command}` (as root; it changes the whole machine)"),
             Fix::Pin => "clCreateBufferWithProperties(ctx, {CL_MEM_DEVICE_ID_INTEL (0x4219), device, 0}, flags, size, NULL, &err)".into(),
@@ -206,6 +207,19 @@ pub struct SharingCost {
     /// Whether `extra` stands out: beyond the noise floor and both fits' margins.
     #[serde(default)]
     pub measurable: bool,
+}
+
+/// A limit as a scenario writes it: a byte limit in the largest unit that holds it
+/// exactly (`"46875MiB"`), a count as a number.
+fn scenario_value(limit: Rlimit, value: u64) -> String {
+    if !limit.in_bytes() || value == 0 {
+        return value.to_string();
+    }
+    let (unit, shift) = [("GiB", 30), ("MiB", 20), ("KiB", 10), ("B", 0)]
+        .into_iter()
+        .find(|(_, shift)| value % (1u64 << shift) == 0)
+        .unwrap_or(("B", 0));
+    format!("\"{}{unit}\"", value >> shift)
 }
 
 /// A soft limit's value in words: bytes for the byte limits.

@@ -198,14 +198,91 @@ impl Diagnosis {
         rows
     }
 
+    /// The answer in at most three lines, before everything else: what was compared,
+    /// what sharing a context costs per buffer here, and what failed, why and the
+    /// first fix that worked (or that nothing failed). Each line sums statements of
+    /// the verdict below it, which carry their bases.
+    pub fn answer(&self) -> Vec<String> {
+        use crate::diagnosis::Outcome;
+        let n = self.devices.len().max(2);
+        let mut strategies: Vec<&str> = self.runs.iter().map(|r| r.strategy.name()).collect();
+        strategies.dedup();
+        if self.runs.is_empty() {
+            return vec!["Nothing ran.".into()];
+        }
+        let mut lines = vec![format!(
+            "Compared: 1 device, {n} devices in one shared context, {n} with one context each ({}; each run in a fresh process).",
+            strategies.join(" and ")
+        )];
+        let first = self.runs[0].strategy;
+        let extras: Vec<String> = self
+            .sharing_costs
+            .iter()
+            .filter(|c| c.measurable && c.strategy == first)
+            .filter_map(|c| {
+                let e = c.extra?;
+                let sign = if e >= 0.0 { "+" } else { "-" };
+                Some(format!(
+                    "{} {sign}{}",
+                    c.resource.label(),
+                    c.resource.unit().format(e.abs())
+                ))
+            })
+            .take(3)
+            .collect();
+        if self.runs.iter().any(|r| r.role == Role::PerDevice) {
+            lines.push(if extras.is_empty() {
+                format!(
+                    "Sharing a context adds no measurable cost per buffer here ({}).",
+                    first.name()
+                )
+            } else {
+                format!(
+                    "Sharing a context adds per buffer ({}): {}.",
+                    first.name(),
+                    extras.join(", ")
+                )
+            });
+        }
+        let failed = self
+            .runs
+            .iter()
+            .find(|r| r.role == Role::Shared && r.outcome == StopKind::Failed);
+        let worked = self.fixes.iter().find_map(|f| match f.outcome {
+            Outcome::Worked { .. } => Some(f.fix.label()),
+            _ => None,
+        });
+        lines.push(match failed {
+            Some(r) => {
+                // The headline names a confirmed cause itself; else the verdict's.
+                let cause = self
+                    .verdict
+                    .iter()
+                    .find_map(|s| s.text.strip_prefix("confirmed: "))
+                    .and_then(|t| t.split(';').next())
+                    .filter(|_| !r.headline.contains("confirmed"))
+                    .map_or_else(String::new, |c| format!("; {c} (confirmed by experiment)"));
+                let fix = worked.map_or_else(String::new, |f| format!("; a fix that worked: {f}"));
+                format!("The shared context {}{cause}{fix}.", r.headline)
+            }
+            None => "No shared context failed.".into(),
+        });
+        lines
+    }
+
     /// The diagnosis as Markdown: the verdict first, then the numbers behind it.
     pub fn markdown(&self) -> String {
         let context = self
             .context
             .as_ref()
             .map_or_else(String::new, |c| c.markdown());
+        let answer: String = self
+            .answer()
+            .iter()
+            .map(|l| format!("> {}\n>\n", super::markdown_escape(l)))
+            .collect();
         let mut out = format!(
-            "# clmulti diagnose\n\n{context}{}\n\n## Verdict\n\n",
+            "# clmulti diagnose\n\n{answer}\n{context}{}\n\n## Verdict\n\n",
             self.devices_line()
         );
         for s in self.headline() {
@@ -258,8 +335,13 @@ impl Diagnosis {
     /// The diagnosis as an HTML section (escaped), verdict first.
     pub fn html(&self) -> String {
         let context = self.context.as_ref().map_or_else(String::new, |c| c.html());
+        let answer: String = self
+            .answer()
+            .iter()
+            .map(|l| format!("<p>{}</p>", html_escape(l)))
+            .collect();
         let mut out = format!(
-            "{context}<section class=\"verdict\"><h2>Verdict</h2><p class=\"devices\">{}</p><ul>",
+            "<div class=\"answer\" id=\"answer\">{answer}</div>\n{context}<section class=\"verdict\"><h2>Verdict</h2><p class=\"devices\">{}</p><ul>",
             html_escape(&self.devices_line())
         );
         for s in self.headline() {

@@ -64,6 +64,13 @@ fn nothing_failed_and_sharing_costs_nothing() {
     assert!(v.contains("adds no measurable cost per buffer"), "{v}");
     assert!(d.investigation.is_none());
     assert_eq!(d.fix_lines()[0], "[inferred from the runs' readings] not needed: the shared context neither failed nor heads for a limit the per-device contexts do not");
+    assert_eq!(
+        d.answer()[1..],
+        [
+            "Sharing a context adds no measurable cost per buffer here (create).".to_owned(),
+            "No shared context failed.".to_owned()
+        ]
+    );
 }
 
 #[test]
@@ -174,6 +181,23 @@ fn a_confirmed_limit_of_sharing_is_named_with_its_experiments() {
         "{rows:?}"
     );
     assert!(d.markdown().contains("## Experiments"));
+    // The answer first: three lines, what was compared, what sharing costs, what
+    // failed and why.
+    let answer = d.answer();
+    assert_eq!(answer.len(), 3, "{answer:?}");
+    assert!(
+        answer[0].starts_with("Compared: 1 device, 2 devices in one shared context"),
+        "{answer:?}"
+    );
+    assert!(answer[1].contains("open fds +1"), "{answer:?}");
+    assert!(
+        answer[2].contains("FAILED after 1014") && answer[2].contains("RLIMIT_NOFILE"),
+        "{answer:?}"
+    );
+    assert!(d
+        .markdown()
+        .starts_with("# clmulti diagnose\n\n> Compared:"));
+    assert!(d.html().starts_with("<div class=\"answer\""));
 }
 
 #[test]

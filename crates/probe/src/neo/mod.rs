@@ -124,33 +124,55 @@ fn label(version: &str, product: Option<&str>, devices: &str, plural: bool) -> S
 /// 22.43.24595 with 1, 2, 4 or 8 emulated DG2 devices, AUB mode: ...", one per NEO
 /// version and product, in order.
 pub fn combined_labels(all: &[NeoEmulation]) -> Vec<String> {
-    let mut groups: BTreeMap<(String, Option<String>), std::collections::BTreeSet<usize>> =
-        BTreeMap::new();
-    let mut kernel_path: Vec<String> = Vec::new();
-    for e in all.iter().filter(|e| e.kernel_driver.is_some()) {
-        let label = e.label();
-        if !kernel_path.contains(&label) {
-            kernel_path.push(label);
-        }
-    }
-    for e in all.iter().filter(|e| e.kernel_driver.is_none()) {
+    // (kernel path, version, product) -> device counts.
+    type Key = (bool, String, Option<String>);
+    let mut groups: BTreeMap<Key, std::collections::BTreeSet<usize>> = BTreeMap::new();
+    for e in all {
+        let devices = e.kernel_driver.map_or(e.devices, |k| k.devices);
         groups
-            .entry((e.version.clone(), e.product.clone()))
+            .entry((
+                e.kernel_driver.is_some(),
+                e.version.clone(),
+                e.product.clone(),
+            ))
             .or_default()
-            .insert(e.devices);
+            .insert(devices);
     }
     groups
         .into_iter()
-        .map(|((version, product), counts)| {
+        .map(|((kernel_path, version, product), counts)| {
             let counts: Vec<String> = counts.iter().map(usize::to_string).collect();
             let devices = match counts.split_last() {
                 Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
                 _ => counts.concat(),
             };
-            label(&version, product.as_deref(), &devices, devices != "1")
+            if kernel_path {
+                let s = if devices == "1" { "" } else { "s" };
+                format!(
+                    "Intel GPU runtime NEO {version} on {devices} emulated i915 Arc A770 device{s}: {KERNEL_PATH_LIMITS}"
+                )
+            } else {
+                label(&version, product.as_deref(), &devices, devices != "1")
+            }
         })
-        .chain(kernel_path)
         .collect()
+}
+
+/// [`combined_labels`] in one line with where their facts come from (AUB mode's
+/// evidence, the kernel path's, or both); `None` when no run was on NEO's emulation.
+pub fn combined_statement(all: &[NeoEmulation]) -> Option<String> {
+    let labels = combined_labels(all);
+    if labels.is_empty() {
+        return None;
+    }
+    let mut evidence = Vec::new();
+    if all.iter().any(|e| e.kernel_driver.is_none()) {
+        evidence.push(EVIDENCE);
+    }
+    if all.iter().any(|e| e.kernel_driver.is_some()) {
+        evidence.push(KERNEL_PATH_EVIDENCE);
+    }
+    Some(format!("{} {}", labels.join("; "), evidence.join(" ")))
 }
 
 /// Whether a platform is NEO, by its `CL_PLATFORM_NAME`: "Intel(R) OpenCL HD Graphics"
