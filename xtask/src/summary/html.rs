@@ -99,10 +99,18 @@ pub fn header_lines(view: &View<'_>) -> Vec<String> {
     let mut emulated: Vec<String> = clmulti_probe::neo::combined_statement(&neo)
         .into_iter()
         .collect();
-    let layers: BTreeSet<&String> = view.runs.iter().filter_map(|r| r.layers.as_ref()).collect();
-    emulated.extend(layers.into_iter().map(|l| {
-        format!("the OpenCL layers {l}: what a layer models is part of what was measured")
-    }));
+    let layers: BTreeSet<&str> = view
+        .runs
+        .iter()
+        .filter_map(|r| r.layers.as_deref())
+        .collect();
+    if !layers.is_empty() {
+        let layers: Vec<&str> = layers.into_iter().collect();
+        emulated.push(format!(
+            "OpenCL layers (what a layer models is part of what was measured): {}",
+            layers.join("; ")
+        ));
+    }
     lines.insert(
         3,
         if emulated.is_empty() {

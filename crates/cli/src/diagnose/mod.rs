@@ -494,7 +494,7 @@ fn text(d: &Diagnosis, args: &Args) -> String {
     let context = d.context.as_ref().map_or_else(String::new, |c| c.text());
     let answer: String = d.answer().iter().map(|l| format!("{l}\n")).collect();
     let mut out = format!(
-        "clmulti diagnose: {}\n\n{answer}\n{context}\nverdict\n",
+        "clmulti diagnose: {}\n{context}\n{answer}\nverdict\n",
         d.devices_line()
     );
     for s in d.headline() {

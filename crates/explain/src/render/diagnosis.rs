@@ -282,7 +282,7 @@ impl Diagnosis {
             .map(|l| format!("> {}\n>\n", super::markdown_escape(l)))
             .collect();
         let mut out = format!(
-            "# clmulti diagnose\n\n{answer}\n{context}{}\n\n## Verdict\n\n",
+            "# clmulti diagnose\n\n{context}## Verdict\n\n{answer}\n{}\n\n",
             self.devices_line()
         );
         for s in self.headline() {
@@ -341,7 +341,7 @@ impl Diagnosis {
             .map(|l| format!("<p>{}</p>", html_escape(l)))
             .collect();
         let mut out = format!(
-            "<div class=\"answer\" id=\"answer\">{answer}</div>\n{context}<section class=\"verdict\"><h2>Verdict</h2><p class=\"devices\">{}</p><ul>",
+            "{context}<section class=\"verdict\"><h2>Verdict</h2><div class=\"answer\">{answer}</div><p class=\"devices\">{}</p><ul>",
             html_escape(&self.devices_line())
         );
         for s in self.headline() {

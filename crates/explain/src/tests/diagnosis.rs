@@ -196,8 +196,10 @@ fn a_confirmed_limit_of_sharing_is_named_with_its_experiments() {
     );
     assert!(d
         .markdown()
-        .starts_with("# clmulti diagnose\n\n> Compared:"));
-    assert!(d.html().starts_with("<div class=\"answer\""));
+        .starts_with("# clmulti diagnose\n\n## Verdict\n\n> Compared:"));
+    assert!(d
+        .html()
+        .starts_with("<section class=\"verdict\"><h2>Verdict</h2><div class=\"answer\">"));
 }
 
 #[test]
