@@ -67,13 +67,13 @@ fn committed_pages_say_where_they_ran_and_answer_first() {
         }
         if diagnose_with_context {
             assert!(
-                text.contains("Verdict Compared: 1 device"),
+                text.contains("Verdict Compared: "),
                 "{name}: the verdict does not open with its answer"
             );
         }
         if sweep {
             let verdicts = text.matches("Verdict: ").count();
-            let answers = text.matches(" Compared: 1 device").count();
+            let answers = text.matches(" Compared: ").count();
             assert_eq!(verdicts, answers, "{name}: a verdict without its answer");
         }
         // Diagnose pages made before pages carried their context (on machines not at

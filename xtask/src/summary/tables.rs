@@ -44,6 +44,10 @@ impl Exporter for Markdown {
         }
         for (title, d) in &view.verdicts {
             out.push_str(&format!("## Verdict: {}\n\n", markdown_cell(title)));
+            for line in d.answer() {
+                out.push_str(&format!("> {}\n>\n", markdown_cell(&line)));
+            }
+            out.push('\n');
             for s in d.headline() {
                 out.push_str(&format!("- {}\n", markdown_cell(&s.to_string())));
             }

@@ -76,6 +76,19 @@ impl Diagnosis {
             let per_device_ran = self.runs.iter().any(|r| r.role == Role::PerDevice);
             // Only runs that ran are cited: without a per-device run there is nothing
             // to hold the shared context against.
+            // A limit ahead that sharing makes nearer is no reason for "not needed".
+            let ahead = self.limit_ahead();
+            let sharing_adds = self
+                .sharing_costs
+                .iter()
+                .any(|c| c.measurable && c.extra.is_some_and(|e| e > 0.0));
+            if let (false, true, Some(ahead), true) =
+                (shared_failed, per_device_ran, &ahead, sharing_adds)
+            {
+                return vec![format!(
+                    "[inferred from the runs' readings] not needed yet: the shared context did not fail here, but heads for {ahead}, and sharing adds to what it grows by: one context per device keeps further from it"
+                )];
+            }
             return vec![match (shared_failed, per_device_ran) {
                 (false, true) => "[inferred from the runs' readings] not needed: the shared context neither failed nor heads for a limit the per-device contexts do not".into(),
                 (false, false) => "[measured] not needed: the shared context did not fail (no per-device run here to compare it with)".into(),
@@ -210,8 +223,19 @@ impl Diagnosis {
         if self.runs.is_empty() {
             return vec!["Nothing ran.".into()];
         }
+        let has = |role: Role| self.runs.iter().any(|r| r.role == role);
+        let cases: Vec<String> = [
+            (Role::OneDevice, "1 device".to_owned()),
+            (Role::Shared, format!("{n} devices in one shared context")),
+            (Role::PerDevice, format!("{n} with one context each")),
+        ]
+        .into_iter()
+        .filter(|(role, _)| has(*role))
+        .map(|(_, words)| words)
+        .collect();
         let mut lines = vec![format!(
-            "Compared: 1 device, {n} devices in one shared context, {n} with one context each ({}; each run in a fresh process).",
+            "Compared: {} ({}; each run in a fresh process).",
+            cases.join(", "),
             strategies.join(" and ")
         )];
         let first = self.runs[0].strategy;
@@ -265,9 +289,21 @@ impl Diagnosis {
                 let fix = worked.map_or_else(String::new, |f| format!("; a fix that worked: {f}"));
                 format!("The shared context {}{cause}{fix}.", r.headline)
             }
-            None => "No shared context failed.".into(),
+            None => match self.limit_ahead() {
+                Some(ahead) => format!("No shared context failed; it heads for {ahead}."),
+                None => "No shared context failed.".into(),
+            },
         });
         lines
+    }
+
+    /// The shared context's first limit ahead, as the verdict says it.
+    fn limit_ahead(&self) -> Option<String> {
+        self.verdict.iter().find_map(|s| {
+            s.text
+                .strip_prefix("first limit ahead for the shared context: ")
+                .map(str::to_owned)
+        })
     }
 
     /// The diagnosis as Markdown: the verdict first, then the numbers behind it.
