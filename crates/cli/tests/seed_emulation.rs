@@ -251,19 +251,9 @@ fn another_library_named_as_a_layer_is_said_opened_not_in_the_call_path() {
     // measured under it, nor that it did not load.
     let dir = std::env::temp_dir().join(format!("clmulti-otherlayer-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let source = dir.join("ran.c");
     let marker = dir.join("constructor-ran");
     let _ = std::fs::remove_file(&marker);
-    std::fs::write(
-        &source,
-        format!(
-            "#include <stdio.h>\n__attribute__((constructor)) static void ran(void) {{ FILE *f = fopen(\"{}\", \"w\"); if (f) fclose(f); }}\n",
-            marker.display()
-        ),
-    )
-    .unwrap();
-    let fake = dir.join("libnot_a_layer.so");
-    shared_library(&source, &fake);
+    let fake = marking_library(&dir, "libnot_a_layer.so", &marker);
     let path = scenario_file(
         "other-layer.toml",
         &format!(

@@ -4,23 +4,7 @@
 
 mod common;
 use common::*;
-use std::path::{Path, PathBuf};
-
-/// A library whose constructor leaves `marker` behind: proof that its code ran.
-fn marking_library(dir: &Path, marker: &Path) -> PathBuf {
-    let source = dir.join("mark.c");
-    std::fs::write(
-        &source,
-        format!(
-            "#include <stdio.h>\n__attribute__((constructor)) static void mark(void) {{ FILE *f = fopen(\"{}\", \"w\"); if (f) fclose(f); }}\n",
-            marker.display()
-        ),
-    )
-    .unwrap();
-    let lib = dir.join("libmark.so");
-    shared_library(&source, &lib);
-    lib
-}
+use std::path::Path;
 
 #[test]
 fn a_file_that_preloads_a_library_is_refused_then_allowed_then_trusted() {
@@ -28,7 +12,7 @@ fn a_file_that_preloads_a_library_is_refused_then_allowed_then_trusted() {
     std::fs::create_dir_all(&dir).unwrap();
     let marker = dir.join("constructor-ran");
     let _ = std::fs::remove_file(&marker);
-    let lib = marking_library(&dir, &marker);
+    let lib = marking_library(&dir, "libmark.so", &marker);
     let text = format!(
         "[allocation]\ncount = 5\nsize = \"4KiB\"\n[env]\nLD_PRELOAD = \"{}\"\n",
         lib.display()

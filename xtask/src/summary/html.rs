@@ -43,6 +43,16 @@ fn machines(view: &View<'_>) -> String {
     }
 }
 
+/// The OpenCL layers the runs named, each once, in order.
+fn run_layers<'a>(view: &'a View<'_>) -> Vec<&'a str> {
+    let layers: BTreeSet<&str> = view
+        .runs
+        .iter()
+        .filter_map(|r| r.layers.as_deref())
+        .collect();
+    layers.into_iter().collect()
+}
+
 /// The machine the runs ran on, in a few lines: hosts, OS, platforms and drivers,
 /// devices, clmulti's version, dates, counts.
 pub fn header_lines(view: &View<'_>) -> Vec<String> {
@@ -99,13 +109,8 @@ pub fn header_lines(view: &View<'_>) -> Vec<String> {
     let mut emulated: Vec<String> = clmulti_probe::neo::combined_statement(&neo)
         .into_iter()
         .collect();
-    let layers: BTreeSet<&str> = view
-        .runs
-        .iter()
-        .filter_map(|r| r.layers.as_deref())
-        .collect();
+    let layers = run_layers(view);
     if !layers.is_empty() {
-        let layers: Vec<&str> = layers.into_iter().collect();
         emulated.push(format!(
             "OpenCL layers (what a layer models is part of what was measured): {}",
             layers.join("; ")
@@ -228,15 +233,11 @@ impl Exporter for Html {
                 "<div class=\"banner\" id=\"fallback\"><b>No GPU here:</b> {fell_back} run(s) asked for GPUs and ran on CPU devices instead (see each run's warning). Their costs are those of the CPU runtime, not of a GPU.</div>\n"
             ));
         }
-        let layers: BTreeSet<&str> = view
-            .runs
-            .iter()
-            .filter_map(|r| r.layers.as_deref())
-            .collect();
+        let layers = run_layers(view);
         if !layers.is_empty() {
             out.push_str(&format!(
                 "<div class=\"banner\" id=\"emulation\"><b>Emulation:</b> runs under the OpenCL layer(s) {}: what the layer models is part of what was measured.</div>\n",
-                esc(&layers.into_iter().collect::<Vec<_>>().join("; "))
+                esc(&layers.join("; "))
             ));
         }
         if view.verdicts.is_empty() {

@@ -22,7 +22,15 @@ fn build_clmulti() -> PathBuf {
     let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
-        .args(["build", "-p", "clmulti", "-p", "clmulti-layer"])
+        .args([
+            "build",
+            "-p",
+            "clmulti",
+            "-p",
+            "clmulti-layer",
+            "-p",
+            "clmulti-trace",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .status()
         .unwrap();

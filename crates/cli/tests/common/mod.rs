@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 mod native;
 #[allow(unused_imports)] // each test binary uses some
-pub use native::{abort_after_layer, fault_layer, shared_library};
+pub use native::{abort_after_layer, fault_layer, marking_library, shared_library};
 
 /// The PoCL ICD file the tests pin the loader to.
 pub const POCL_ICD: &str = "/etc/OpenCL/vendors/pocl.icd";
@@ -46,6 +46,9 @@ pub fn pocl_devices(n: usize) -> String {
 
 /// The binary under test.
 pub fn bin() -> PathBuf {
+    // Every run child is traced by the tracer beside the binary (cargo test builds no
+    // cdylib of its own accord): build it first, once per test binary.
+    library(&clmulti_scenario::TRACE);
     PathBuf::from(env!("CARGO_BIN_EXE_clmulti"))
 }
 
@@ -166,7 +169,8 @@ pub fn library(library: &clmulti_scenario::ProjectLibrary) -> PathBuf {
                 .status()
                 .expect("run cargo");
             assert!(status.success(), "building {} failed", library.package);
-            let path = bin().with_file_name(library.file_name);
+            let path =
+                PathBuf::from(env!("CARGO_BIN_EXE_clmulti")).with_file_name(library.file_name);
             assert!(path.exists(), "{} missing after the build", path.display());
             path
         })

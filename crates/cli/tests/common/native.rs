@@ -59,3 +59,20 @@ pub fn fault_layer() -> PathBuf {
         })
         .clone()
 }
+
+/// A library named `name` in `dir` whose constructor leaves `marker` behind: proof that
+/// its code ran.
+pub fn marking_library(dir: &Path, name: &str, marker: &Path) -> PathBuf {
+    let source = dir.join(format!("{name}.c"));
+    std::fs::write(
+        &source,
+        format!(
+            "#include <stdio.h>\n__attribute__((constructor)) static void mark(void) {{ FILE *f = fopen(\"{}\", \"w\"); if (f) fclose(f); }}\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let lib = dir.join(name);
+    shared_library(&source, &lib);
+    lib
+}
