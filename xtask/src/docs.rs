@@ -126,6 +126,8 @@ Bad input: an invalid scenario file (the message names file:line:col and the key
 .TP
 \\fB129\\fR, \\fB130\\fR, \\fB143\\fR
 SIGHUP, SIGINT or SIGTERM stopped it part way: what finished is reported. A signal inherited ignored (\\fBnohup\\fR) stays ignored.
+.PP
+\\fBclmulti emulate\\fR is replaced by its program: its exit status is the program's (1 when the program cannot be started, 2 for bad arguments).
 ";
 
 const ENVIRONMENT: &str = ".SH ENVIRONMENT

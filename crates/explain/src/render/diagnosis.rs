@@ -69,31 +69,7 @@ impl Diagnosis {
             ];
         }
         if self.fixes.is_empty() {
-            let shared_failed = self
-                .runs
-                .iter()
-                .any(|r| r.role == Role::Shared && r.outcome.ended_early());
-            let per_device_ran = self.runs.iter().any(|r| r.role == Role::PerDevice);
-            // Only runs that ran are cited: without a per-device run there is nothing
-            // to hold the shared context against.
-            // A limit ahead that sharing makes nearer is no reason for "not needed".
-            let ahead = self.limit_ahead();
-            let sharing_adds = self
-                .sharing_costs
-                .iter()
-                .any(|c| c.measurable && c.extra.is_some_and(|e| e > 0.0));
-            if let (false, true, Some(ahead), true) =
-                (shared_failed, per_device_ran, &ahead, sharing_adds)
-            {
-                return vec![format!(
-                    "[inferred from the runs' readings] not needed yet: the shared context did not fail here, but heads for {ahead}, and sharing adds to what it grows by: one context per device keeps further from it"
-                )];
-            }
-            return vec![match (shared_failed, per_device_ran) {
-                (false, true) => "[inferred from the runs' readings] not needed: the shared context neither failed nor heads for a limit the per-device contexts do not".into(),
-                (false, false) => "[measured] not needed: the shared context did not fail (no per-device run here to compare it with)".into(),
-                (true, _) => "[not run] none tried: no run here re-runs the failing shared case another way (clmulti diagnose does)".into(),
-            }];
+            return self.no_fix_lines();
         }
         // What the fixes are measured against: the shared case that failed.
         let shared_failed = self
@@ -211,12 +187,40 @@ impl Diagnosis {
         rows
     }
 
+    /// The fix lines when no fix was tried: why none was, or none was needed.
+    fn no_fix_lines(&self) -> Vec<String> {
+        let shared_failed = self
+            .runs
+            .iter()
+            .any(|r| r.role == Role::Shared && r.outcome.ended_early());
+        let per_device_ran = self.runs.iter().any(|r| r.role == Role::PerDevice);
+        // Only runs that ran are cited: without a per-device run there is nothing
+        // to hold the shared context against. A limit ahead that sharing makes nearer
+        // is no reason for "not needed".
+        let ahead = self.limit_ahead();
+        let sharing_adds = self
+            .sharing_costs
+            .iter()
+            .any(|c| c.measurable && c.extra.is_some_and(|e| e > 0.0));
+        if let (false, true, Some(ahead), true) =
+            (shared_failed, per_device_ran, &ahead, sharing_adds)
+        {
+            return vec![format!(
+                "[inferred from the runs' readings] not needed yet: the shared context did not fail here, but heads for {ahead}, and sharing adds to what it grows by: one context per device keeps further from it"
+            )];
+        }
+        vec![match (shared_failed, per_device_ran) {
+            (false, true) => "[inferred from the runs' readings] not needed: the shared context neither failed nor heads for a limit the per-device contexts do not".into(),
+            (false, false) => "[measured] not needed: the shared context did not fail (no per-device run here to compare it with)".into(),
+            (true, _) => "[not run] none tried: no run here re-runs the failing shared case another way (clmulti diagnose does)".into(),
+        }]
+    }
+
     /// The answer in at most three lines, before everything else: what was compared,
     /// what sharing a context costs per buffer here, and what failed, why and the
     /// first fix that worked (or that nothing failed). Each line sums statements of
     /// the verdict below it, which carry their bases.
     pub fn answer(&self) -> Vec<String> {
-        use crate::diagnosis::Outcome;
         let n = self.devices.len().max(2);
         let mut strategies: Vec<&str> = self.runs.iter().map(|r| r.strategy.name()).collect();
         strategies.dedup();
@@ -268,6 +272,13 @@ impl Diagnosis {
                 )
             });
         }
+        lines.push(self.outcome_line());
+        lines
+    }
+
+    /// The answer's last line: what failed, why and the first fix that worked, or
+    /// that nothing failed (and the limit ahead).
+    fn outcome_line(&self) -> String {
         let failed = self
             .runs
             .iter()
@@ -276,7 +287,7 @@ impl Diagnosis {
             Outcome::Worked { .. } => Some(f.fix.label()),
             _ => None,
         });
-        lines.push(match failed {
+        match failed {
             Some(r) => {
                 // The headline names a confirmed cause itself; else the verdict's.
                 let cause = self
@@ -293,8 +304,7 @@ impl Diagnosis {
                 Some(ahead) => format!("No shared context failed; it heads for {ahead}."),
                 None => "No shared context failed.".into(),
             },
-        });
-        lines
+        }
     }
 
     /// The shared context's first limit ahead, as the verdict says it.
