@@ -117,7 +117,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                 }
             }
             let loads = f.loads();
-            let trusted = f.untrusted_loads(&[]).is_empty();
+            let trusted = f.untrusted_of(&loads, &[]).is_empty();
             // Listing the platforms loads the runtime under the file's [env]: not for
             // code nothing trusts.
             let not_checked = if trusted {
@@ -283,7 +283,13 @@ fn check_platforms(
 fn warnings(file: &ScenarioFile) -> Vec<String> {
     let own = clmulti_probe::UsageReader::open().statm().rss_bytes;
     let mut out = Vec::new();
-    for run in file.runs().flatten() {
+    // The first run says it for all unless the grid varies the guard.
+    let runs = if file.varies("guards.max_rss") {
+        file.len()
+    } else {
+        file.len().min(1)
+    };
+    for run in file.runs().take(runs).flatten() {
         if let clmulti_scenario::RssLimit::Bytes(limit) = run.guards.max_rss {
             let warning = format!(
                 "guards.max_rss = {}: below the {} this check's own process holds, so a run stops before its first buffer; a fraction of RAM is written with a % (\"50%\")",

@@ -301,7 +301,9 @@ impl Diagnosis {
                 format!("The shared context {}{cause}{fix}.", r.headline)
             }
             None => match self.limit_ahead() {
-                Some(ahead) => format!("No shared context failed; it heads for {ahead}."),
+                Some(ahead) => {
+                    format!("No shared context failed; by its growth it heads for {ahead}.")
+                }
                 None => "No shared context failed.".into(),
             },
         }

@@ -83,13 +83,16 @@ impl ScenarioFile {
     /// What the file's runs would load or write outside themselves (every run's
     /// `[env]`, each load once): see [`crate::loads`].
     pub fn loads(&self) -> Vec<crate::loads::Load> {
-        // Every run: a grid varies `[env]` directly or through a placeholder
-        // (`{devices.count}`); each distinct `[env]` once.
+        // Each distinct `[env]` once: every run's where a grid varies it, directly or
+        // through a placeholder (`{devices.count}`), else the first run's (expanding
+        // 90 000 runs would cost seconds).
+        let runs = if self.env_varies() {
+            self.runs
+        } else {
+            self.runs.min(1)
+        };
         let mut envs: Vec<std::collections::BTreeMap<String, String>> = Vec::new();
-        for env in (0..self.runs)
-            .filter_map(|i| self.run(i).ok())
-            .map(|s| s.env)
-        {
+        for env in (0..runs).filter_map(|i| self.run(i).ok()).map(|s| s.env) {
             if !envs.contains(&env) {
                 envs.push(env);
             }
@@ -103,6 +106,25 @@ impl ScenarioFile {
         all
     }
 
+    /// Whether a grid axis sets `key` (`guards.max_rss`): the runs can differ in it.
+    pub fn varies(&self, key: &str) -> bool {
+        self.axes.iter().any(|(k, _)| k == key)
+    }
+
+    /// Whether the runs can differ in `[env]`: an axis sets an `env.` key, or an
+    /// `[env]` value names an axis as a placeholder (`{devices.count}`).
+    fn env_varies(&self) -> bool {
+        let values: Vec<&str> = self
+            .base
+            .get("env")
+            .and_then(toml::Value::as_table)
+            .map(|t| t.values().filter_map(toml::Value::as_str).collect())
+            .unwrap_or_default();
+        self.axes.iter().any(|(k, _)| {
+            k.starts_with("env.") || values.iter().any(|v| v.contains(&format!("{{{k}}}")))
+        })
+    }
+
     /// The SHA-256 of the file's text, what [`crate::trust`] records.
     pub fn digest(&self) -> String {
         crate::trust::digest(self.doc.raw().as_bytes())
@@ -111,12 +133,16 @@ impl ScenarioFile {
     /// The loads nothing trusts (see [`crate::trust::untrusted_loads`]), `allowed`
     /// naming libraries allowed for this run: empty when the file may run.
     pub fn untrusted_loads(&self, allowed: &[PathBuf]) -> Vec<crate::loads::Load> {
-        crate::trust::untrusted_loads(
-            &self.loads(),
-            &self.digest(),
-            Path::new(&self.file),
-            allowed,
-        )
+        self.untrusted_of(&self.loads(), allowed)
+    }
+
+    /// [`untrusted_loads`](Self::untrusted_loads) of loads already listed.
+    pub fn untrusted_of(
+        &self,
+        loads: &[crate::loads::Load],
+        allowed: &[PathBuf],
+    ) -> Vec<crate::loads::Load> {
+        crate::trust::untrusted_loads(loads, &self.digest(), Path::new(&self.file), allowed)
     }
 
     /// The folder of the project's libraries, for `{clmulti-layer}` and
