@@ -53,7 +53,7 @@ pub mod runtime_log;
 
 pub use engine::{
     blank_report, hang_margin, run, time_limit, BufferCheck, BufferPair, EngineError, Observer,
-    OnHang, RunOptions, Watchdog, CL_MEM_DEVICE_ID_INTEL,
+    OnHang, RunOptions, Watchdog, CL_MEM_DEVICE_ID_INTEL, HOLD_ENV,
 };
 
 use clmulti_scenario::Limits;

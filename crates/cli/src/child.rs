@@ -4,7 +4,7 @@
 use crate::{note, render, Failure};
 use clmulti_explain::Report;
 use clmulti_scenario::Scenario;
-use clmulti_supervise::{ChildCommand, INTERRUPT};
+use clmulti_supervise::{ChildCommand, Placement, INTERRUPT};
 use std::time::Duration;
 
 /// How long an interrupted child may take to stop, release and print its report.
@@ -14,12 +14,23 @@ pub(crate) const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
 /// runtime becomes a report with the signal instead of taking this process down.
 /// SIGINT or SIGTERM here is passed on: the child stops, releases and reports.
 pub(crate) fn run_child(scenario: &Scenario, timeout: Option<Duration>) -> Result<Report, Failure> {
+    run_child_placed(scenario, timeout, Placement::default())
+}
+
+/// [`run_child`] as another user, in other cgroups or under a wrapper (an
+/// experiment's second process, a system-call observer).
+pub(crate) fn run_child_placed(
+    scenario: &Scenario,
+    timeout: Option<Duration>,
+    placement: Placement,
+) -> Result<Report, Failure> {
     let program = std::env::current_exe()
         .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
     note!("run: {} (child process)", scenario.name);
     let command = ChildCommand {
         interrupt: Some(&INTERRUPT),
         interrupt_grace: INTERRUPT_GRACE,
+        placement,
         ..ChildCommand::scenario_run(program, scenario, &Default::default(), timeout)
     };
     crate::verbose!(

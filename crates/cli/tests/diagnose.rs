@@ -3,7 +3,7 @@
 
 mod common;
 use clmulti_explain::diagnosis::{Diagnosis, Fix, Outcome};
-use clmulti_explain::verdict::{Basis, Candidate, CandidateTest, ShapeAnswer, ShapeQuestion};
+use clmulti_explain::verdict::{Basis, Candidate, CandidateTest, ShapeQuestion};
 use clmulti_explain::Resource;
 use clmulti_scenario::Rlimit;
 use common::*;
@@ -108,13 +108,24 @@ fn with_nofile(cmd: &mut Command, soft: u64) -> &mut Command {
     }
 }
 
-fn shape(d: &Diagnosis, question: ShapeQuestion) -> Option<ShapeAnswer> {
-    d.investigation
+/// What a shape question's claim left: the keys of the alternatives no experiment
+/// ruled out, in order (`None` when it was not asked).
+fn shape(d: &Diagnosis, question: ShapeQuestion) -> Option<Vec<String>> {
+    let claim = d
+        .investigation
         .as_ref()?
         .shape
         .iter()
         .find(|f| f.question == question)?
-        .answer
+        .claim
+        .as_ref()?;
+    let mut keys: Vec<String> = claim.remaining().iter().map(|a| a.key.clone()).collect();
+    keys.dedup();
+    Some(keys)
+}
+
+fn left(keys: &[&str]) -> Option<Vec<String>> {
+    Some(keys.iter().map(|k| (*k).to_owned()).collect())
 }
 
 fn first_candidate(d: &Diagnosis) -> &Candidate {
@@ -218,40 +229,43 @@ fn a_counter_that_also_holds_descriptors_is_not_blamed_on_them_and_its_shape_is_
     );
     assert_eq!(
         shape(&d, ShapeQuestion::CountOrBytes),
-        Some(ShapeAnswer::Buffers),
+        left(&["buffers", "granules"]),
         "{}",
         verdict(&d)
     );
     assert_eq!(
         shape(&d, ShapeQuestion::LiveOrCumulative),
-        Some(ShapeAnswer::Cumulative),
+        left(&["given-back", "cumulative", "rate"]),
         "{}",
         verdict(&d)
     );
     assert_eq!(
         shape(&d, ShapeQuestion::PerContextOrProcess),
-        Some(ShapeAnswer::PerProcess),
+        left(&["process"]),
         "{}",
         verdict(&d)
     );
     // A third device holds a third descriptor per buffer: that re-run fails at the
-    // descriptor limit, which says nothing of peers and the counter.
-    assert_eq!(shape(&d, ShapeQuestion::PerPeer), None, "{}", verdict(&d));
+    // descriptor limit, which says nothing of peers and the counter: no device model
+    // is claimed, and the evidence says why.
+    let peers = d
+        .investigation
+        .as_ref()
+        .and_then(|i| {
+            i.shape
+                .iter()
+                .find(|f| f.question == ShapeQuestion::PerPeer)
+        })
+        .and_then(|f| f.claim.as_ref())
+        .expect("the per-peer question was asked");
+    assert!(peers.settled().is_none(), "{}", peers.sentence());
     assert!(
-        says(
-            &d,
-            "measured",
-            "per peer: no answer: the re-run met open fds"
-        ),
-        "{}",
-        verdict(&d)
-    );
-    assert!(
-        d.experiment_rows()
+        peers
+            .evidence()
             .iter()
-            .any(|r| r[4].starts_with("no answer, met open fds")),
+            .any(|e| e.contains("met open fds at RLIMIT_NOFILE")),
         "{:?}",
-        d.experiment_rows()
+        peers.evidence()
     );
 }
 
@@ -327,20 +341,17 @@ fn fail_after_is_not_explained_and_its_shape_is_a_per_process_counter_of_buffers
     assert!(!says(&d, "inferred", "failed because"), "{}", verdict(&d));
     assert_eq!(
         shape(&d, ShapeQuestion::CountOrBytes),
-        Some(ShapeAnswer::Buffers)
+        left(&["buffers", "granules"])
     );
     assert_eq!(
         shape(&d, ShapeQuestion::LiveOrCumulative),
-        Some(ShapeAnswer::Cumulative)
+        left(&["given-back", "cumulative", "rate"])
     );
     assert_eq!(
         shape(&d, ShapeQuestion::PerContextOrProcess),
-        Some(ShapeAnswer::PerProcess)
+        left(&["process"])
     );
-    assert_eq!(
-        shape(&d, ShapeQuestion::PerPeer),
-        Some(ShapeAnswer::NotPerPeer)
-    );
+    assert_eq!(shape(&d, ShapeQuestion::PerPeer), left(&["none"]));
     assert!(matches!(
         outcome(&d, |f| *f == Fix::PerDeviceContexts),
         Outcome::Worked { .. }
@@ -361,7 +372,7 @@ fn a_per_context_counter_is_found_per_context() {
     );
     assert_eq!(
         shape(&d, ShapeQuestion::PerContextOrProcess),
-        Some(ShapeAnswer::PerContext),
+        left(&["context"]),
         "{}",
         verdict(&d)
     );
@@ -386,18 +397,18 @@ fn a_byte_budget_is_found_to_count_live_bytes() {
     );
     assert_eq!(
         shape(&d, ShapeQuestion::CountOrBytes),
-        Some(ShapeAnswer::Bytes),
+        left(&["bytes"]),
         "{}",
         verdict(&d)
     );
     assert_eq!(
         shape(&d, ShapeQuestion::LiveOrCumulative),
-        Some(ShapeAnswer::Live),
+        left(&["given-back"]),
         "{}",
         verdict(&d)
     );
     assert!(
-        says(&d, "measured", "the limit counts bytes"),
+        says(&d, "inferred", "what the limit counts: bytes"),
         "{}",
         verdict(&d)
     );
@@ -409,16 +420,12 @@ fn a_byte_budget_is_found_to_count_live_bytes() {
 fn memory_release_never_frees_is_found_and_told_from_a_cache() {
     let d = diagnose(&mut under("leak", &[]), 200);
     assert!(
-        says(
-            &d,
-            "measured",
-            "every release call succeeded, yet readings stayed up after release"
-        ),
+        says(&d, "measured", "every release call succeeded, yet"),
         "{}",
         verdict(&d)
     );
     assert!(
-        says(&d, "measured", "it keeps growing, a leak"),
+        says(&d, "inferred", "grows every round (a leak)"),
         "{}",
         verdict(&d)
     );

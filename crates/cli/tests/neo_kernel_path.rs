@@ -432,10 +432,7 @@ fn at_nofile_256_the_descriptor_cause_is_confirmed_and_not_per_peer() {
         .iter()
         .find(|f| f.question == clmulti_explain::verdict::ShapeQuestion::PerPeer)
         .expect("the per-peer run");
-    assert_eq!(
-        per_peer.answer,
-        Some(clmulti_explain::verdict::ShapeAnswer::NotPerPeer),
-        "{verdict}"
-    );
+    // One descriptor a buffer at 2, 3 and 4 devices: the same whatever the devices.
+    assert!(per_peer.settles_on("none"), "{verdict}");
     assert!(!verdict.contains("not explained"), "{verdict}");
 }

@@ -100,7 +100,7 @@ fn a_failure_that_strikes_at_random_is_not_reproducible_and_voids_the_fixes() {
     let d = diagnose("random", &[("CLMULTI_FAULT_ONE_IN", "300")], 3000, None);
     let v = verdict(&d);
     assert!(
-        v.contains("[measured] not reproducible: the same case failed at"),
+        v.contains("re-run unchanged: not reproducible: chance"),
         "{v}"
     );
     for shape in [
@@ -149,7 +149,7 @@ fn a_limit_kept_outside_the_process_persists_and_no_fix_is_judged() {
     );
     let _ = std::fs::remove_file(&file);
     let v = verdict(&d);
-    assert!(v.contains("the limit persists across processes"), "{v}");
+    assert!(v.contains("a limit that persists across processes"), "{v}");
     for f in &d.fixes {
         match &f.outcome {
             Outcome::Untested { reason } => {
@@ -183,7 +183,10 @@ fn two_limits_close_together_confirm_the_first_and_name_the_second() {
     let after = second_limit_after.expect("a second limit");
     assert!((20..=40).contains(&after), "{after}");
     let v = verdict(&d);
-    assert!(v.contains("a second limit stopped the run"), "{v}");
+    assert!(
+        v.contains("short of its raised limit: a second limit (not explained)"),
+        "{v}"
+    );
     assert!(!v.contains("refuted"), "{v}");
 }
 
@@ -211,9 +214,12 @@ fn a_limit_that_cannot_be_raised_is_consistent_not_confirmed() {
             fds_test(&d)
         );
         assert!(
-            v.contains(
-                "consistent with open fds at RLIMIT_NOFILE (soft) (only lowering could be tried"
-            ),
+            v.contains("open fds at RLIMIT_NOFILE (soft): lowering the limit moved the failure as its line predicts; raising it could not be tried"),
+            "{v}"
+        );
+        // The failing call (openat, EMFILE) is what the limit gives: it settles it.
+        assert!(
+            v.contains("buffers: open fds at RLIMIT_NOFILE (soft)\n"),
             "{v}"
         );
         assert!(!v.contains("confirmed:"), "{v}");
@@ -264,13 +270,16 @@ fn rounds_tell_a_cache_from_a_leak_in_create_and_fill() {
     };
     let (create, fill, v) = kept("leak");
     assert_eq!((create, fill), (Kept::Leak, Kept::Leak), "{v}");
-    assert!(v.contains("it keeps growing, a leak"), "{v}");
+    assert!(v.contains("grows every round (a leak)"), "{v}");
     let (create, fill, v) = kept("cache");
     assert!(
         create == Kept::Reused && fill == Kept::Reused,
         "{create:?} {fill:?}\n{v}"
     );
-    assert!(v.contains("reused, a cache"), "{v}");
+    assert!(
+        v.contains("kept once and reused by later rounds (a cache)"),
+        "{v}"
+    );
 }
 
 /// `pre_exec` setting the descriptor limit, on a `&mut Command`.

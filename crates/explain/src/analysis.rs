@@ -52,6 +52,12 @@ pub(crate) fn growing(cost: &Cost) -> bool {
     !negligible(&cost.resource, cost.per_buffer) && cost.per_buffer > cost.margin
 }
 
+/// Whether a cost is a measurement worth saying: it grows, and its line runs through
+/// enough samples (an estimate says what it comes from instead).
+pub(crate) fn measured(cost: &Cost) -> bool {
+    growing(cost) && (cost.estimated || cost.samples >= crate::thresholds::MIN_COST_SAMPLES)
+}
+
 /// The resource's reading when the run stopped, as its limit counts it.
 fn reading_at_end(cost: &Cost) -> f64 {
     match &cost.limit {
@@ -88,50 +94,6 @@ pub fn candidates(report: &Report) -> Vec<Candidate> {
         .collect()
 }
 
-/// The cause the candidates support: a confirmed one; else untested ones (pending, or
-/// ones no experiment could move: a system-wide setting stays a candidate, with its
-/// command); else none.
-pub fn cause_of(candidates: &[Candidate], unmeasured: Vec<String>) -> Cause {
-    if let Some(c) = candidates
-        .iter()
-        .find(|c| matches!(c.test, CandidateTest::Confirmed { .. }))
-    {
-        return Cause::Resource {
-            resource: c.resource.clone(),
-            limit: c.limit.clone(),
-            reading: c.reading,
-            per_buffer: c.per_buffer,
-            predicted_count: c.predicted_count,
-            observed_count: c.observed_count,
-        };
-    }
-    if let Some((c, why)) = candidates.iter().find_map(|c| match &c.test {
-        CandidateTest::Consistent { why, .. } => Some((c, why)),
-        _ => None,
-    }) {
-        return Cause::OneSided {
-            resource: c.resource.clone(),
-            limit: c.limit.clone(),
-            why: why.clone(),
-        };
-    }
-    let pending: Vec<Resource> = candidates
-        .iter()
-        .filter(|c| {
-            matches!(
-                c.test,
-                CandidateTest::Pending | CandidateTest::NotTested { .. }
-            )
-        })
-        .map(|c| c.resource.clone())
-        .collect();
-    if pending.is_empty() {
-        Cause::NotExplained { unmeasured }
-    } else {
-        Cause::Untested { resources: pending }
-    }
-}
-
 /// What this run did not read, from what its samples hold: where a "not explained"
 /// leaves room.
 pub fn unmeasured(report: &Report) -> Vec<String> {
@@ -155,10 +117,13 @@ pub fn unmeasured(report: &Report) -> Vec<String> {
     if report.samples.iter().all(|s| s.host.threads == 0) {
         list.push("threads and locked memory (not in these samples)".to_owned());
     } else if report.host_limits.root {
-        list.push(
-            "RLIMIT_NPROC and RLIMIT_MEMLOCK, which the kernel does not enforce for root (threads and locked memory were read, but meet no limit here)"
-                .to_owned(),
+        let threads = report.host_limits.cgroup_pids.as_ref().map_or_else(
+            || "threads meet only kernel.threads-max here".to_owned(),
+            |p| format!("threads are bounded by {} ({})", p.name, p.max),
         );
+        list.push(format!(
+            "RLIMIT_NPROC and RLIMIT_MEMLOCK, which the kernel does not enforce for root (threads and locked memory were read; {threads})"
+        ));
     }
     if report.host_limits.nproc_soft.is_some() && !report.host_limits.root {
         list.push(
@@ -205,31 +170,47 @@ pub(crate) fn conclusions(
     statements.extend(growth_statement(report));
     statements.extend(lazy_statement(report));
     statements.extend(oversize_statement(report));
-    statements.extend(words::failing_call(report));
+    statements.extend(crate::cause::failing_call_statement(report));
     let replicates = report.analysis.replicates.clone();
-    let cause = failed_in_loop(report).then(|| {
-        reproduction_cause(report, replicates.as_ref(), &shape)
-            .unwrap_or_else(|| cause_of(&candidates, unmeasured(report)))
-    });
-    statements.extend(replicates.as_ref().map(words::replicates));
+    let observed = report.analysis.observed.clone();
+    let failed = failed_in_loop(report);
+    let cause_claim = failed.then(|| crate::cause::cause_claim(report, &candidates));
+    let unsteady = failed
+        .then(|| reproduction_cause(report, replicates.as_ref(), &shape))
+        .flatten();
+    let cause = match (&unsteady, &cause_claim) {
+        (Some(c), _) => Some(c.clone()),
+        (None, Some(claim)) => Some(crate::cause::cause_from(
+            claim,
+            &candidates,
+            unmeasured(report),
+        )),
+        (None, None) => None,
+    };
+    statements.extend(replicates.as_ref().map(|r| {
+        words::replicates(
+            r,
+            crate::reproduction::claim(r, paused(&shape), moved(&candidates)),
+        )
+    }));
     statements.extend(own_fds_statement(report, &candidates));
     statements.extend(system_noise_statement(report));
     for c in &candidates {
         let estimated = cost_of(report, &c.resource).is_some_and(|cost| cost.estimated);
         statements.push(words::candidate(c, estimated));
     }
-    match &cause {
-        Some(Cause::NotExplained { unmeasured }) => {
-            statements.push(words::not_explained(unmeasured, !candidates.is_empty()));
+    // A failure that does not hold still has no cause among limits: its replicates'
+    // claim says what it is. One that does gets the cause claim.
+    if unsteady.is_none() {
+        if let Some(claim) = cause_claim {
+            statements.push(words::cause(claim));
         }
-        Some(
-            c
-            @ (Cause::NotReproducible { .. } | Cause::TimeLimit { .. } | Cause::Persistent { .. }),
-        ) => statements.push(words::unsteady(c)),
-        _ => {}
+        if let Some(Cause::NotExplained { unmeasured }) = &cause {
+            statements.push(words::not_measured(unmeasured));
+        }
     }
     statements.extend(shape.iter().map(words::shape));
-    statements.extend(crate::release::release_statement(report));
+    statements.extend(crate::release::release_statements(report));
     let quiet = matches!(
         report.stop,
         StopReason::Skipped { .. } | StopReason::Unsupported { .. }
@@ -243,8 +224,28 @@ pub(crate) fn conclusions(
         candidates,
         shape,
         replicates,
+        observed,
         statements,
     }
+}
+
+/// Whether moving a candidate's limit moved the failure as its line predicts.
+fn moved(candidates: &[Candidate]) -> bool {
+    candidates.iter().any(|c| {
+        c.test
+            .experiments()
+            .first()
+            .is_some_and(|e| e.outcome == crate::verdict::ExperimentOutcome::AsPredicted)
+    })
+}
+
+/// What the pause after each buffer found, when it ran.
+fn paused(shape: &[ShapeFinding]) -> Option<&crate::claim::Claim> {
+    shape
+        .iter()
+        .find(|f| f.question == crate::verdict::ShapeQuestion::TimeOrCount)?
+        .claim
+        .as_ref()
 }
 
 /// The cause when the failure itself does not hold still: re-runs that spread,
@@ -254,7 +255,7 @@ fn reproduction_cause(
     replicates: Option<&crate::verdict::Replicates>,
     shape: &[ShapeFinding],
 ) -> Option<Cause> {
-    use crate::verdict::{Reproduced, ShapeAnswer, ShapeQuestion};
+    use crate::verdict::{Reproduced, ShapeQuestion};
     if let Some(r) = replicates {
         match r.reproduced() {
             Reproduced::Yes => {}
@@ -265,12 +266,14 @@ fn reproduction_cause(
                     counts: r.counts(),
                 })
             }
-            Reproduced::Persistent => return Some(Cause::Persistent { counts: r.counts() }),
+            Reproduced::Persistent | Reproduced::Depleted => {
+                return Some(Cause::Persistent { counts: r.counts() })
+            }
         }
     }
-    let paused = shape.iter().find(|f| {
-        f.question == ShapeQuestion::TimeOrCount && f.answer == Some(ShapeAnswer::Time)
-    })?;
+    let paused = shape
+        .iter()
+        .find(|f| f.question == ShapeQuestion::TimeOrCount && f.settles_on("time"))?;
     let mut counts = vec![report.buffers];
     counts.extend(paused.experiments.iter().map(|e| e.observed_count));
     Some(Cause::TimeLimit {
@@ -320,13 +323,28 @@ fn horizon(report: &Report) -> u64 {
     report.buffers.max(1).saturating_mul(HORIZON)
 }
 
+/// Whether a resource's readings are an emulated driver's model (its memory totals),
+/// not what a real kernel reported.
+pub(crate) fn modelled(report: &Report, resource: &Resource) -> bool {
+    report
+        .neo_emulation
+        .as_ref()
+        .is_some_and(|n| n.kernel_driver.is_some())
+        && matches!(
+            resource,
+            Resource::Drm { .. } | Resource::DeviceMemory { .. }
+        )
+}
+
 /// The nearest limit the growing resources meet, however far. A system-wide reading
-/// (other processes move it) counts only against a cap on what the run adds to it.
+/// (other processes move it) counts only against a cap on what the run adds to it;
+/// an emulated driver's modelled totals are no reading a real system gives, and meet
+/// no limit here.
 pub(crate) fn nearest_limit(report: &Report) -> Option<LimitAhead> {
     report
         .costs
         .iter()
-        .filter(|c| growing(c))
+        .filter(|c| measured(c) && !modelled(report, &c.resource))
         .filter_map(|c| Some((c, c.limit.clone()?, c.predicted_count?)))
         .filter(|(c, limit, _)| !c.resource.system_wide() || limit.of_growth)
         .min_by_key(|(_, _, n)| *n)
@@ -364,11 +382,29 @@ fn growth_statement(report: &Report) -> Option<Statement> {
     if report.samples.len() < 2 {
         return None;
     }
+    let min = crate::thresholds::MIN_COST_SAMPLES;
+    if report.samples.len() < min {
+        return Some(Statement::measured(format!(
+            "growth per buffer not measurable: {} samples before the run ended, fewer than the {min} a slope needs",
+            report.samples.len()
+        )));
+    }
     let growth: Vec<String> = report
         .costs
         .iter()
-        .filter(|c| growing(c) && !c.estimated && !c.resource.system_wide())
-        .map(|c| format!("{} {} per buffer", c.resource.label(), c.per_buffer_words()))
+        .filter(|c| measured(c) && !c.estimated && !c.resource.system_wide())
+        .map(|c| {
+            let modelled = if modelled(report, &c.resource) {
+                " (as the emulated driver models it)"
+            } else {
+                ""
+            };
+            format!(
+                "{}{modelled} {} per buffer",
+                c.resource.label(),
+                c.per_buffer_words()
+            )
+        })
         .collect();
     Some(Statement::measured(if growth.is_empty() {
         "no measured resource grows per buffer".to_owned()

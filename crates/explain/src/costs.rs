@@ -41,7 +41,10 @@ pub fn costs(samples: &[Sample], facts: Facts<'_>) -> Vec<Cost> {
             let reading = |s: &Sample| Some((s.live() as f64, resource.reading(s, facts.host)?));
             let points: Vec<(f64, f64)> = samples.iter().filter_map(reading).collect();
             let on_line: Vec<(f64, f64)> = fitted.iter().filter_map(reading).collect();
-            let line = fit(&on_line).or_else(|| fit(&points))?;
+            let (line, samples) = match fit(&on_line) {
+                Some(line) => (line, on_line.len()),
+                None => (fit(&points)?, points.len()),
+            };
             let limit = resource.limit(&facts);
             let first = points.first()?.1;
             let predicted_count = limit.as_ref().and_then(|l| {
@@ -67,6 +70,7 @@ pub fn costs(samples: &[Sample], facts: Facts<'_>) -> Vec<Cost> {
                 limit,
                 predicted_count,
                 estimated: false,
+                samples,
             })
         })
         .collect();
@@ -152,6 +156,7 @@ fn device_memory_estimates(measured: &[Cost], facts: Facts<'_>) -> Vec<Cost> {
                     of_growth: false,
                 }),
                 estimated: true,
+                samples: 0,
             })
         })
         .collect()

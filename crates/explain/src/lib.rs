@@ -61,6 +61,8 @@
 //! ```
 
 mod analysis;
+mod cause;
+pub mod claim;
 pub mod context;
 mod costs;
 pub mod diagnosis;
@@ -69,6 +71,7 @@ pub mod knowledge;
 mod release;
 pub mod render;
 mod report;
+mod reproduction;
 mod resource;
 mod sample;
 mod stats;

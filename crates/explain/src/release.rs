@@ -2,6 +2,7 @@
 //! released, and what rounds (and their control) say about it: a cache the runtime
 //! reuses, a leak that grows, or freed heap the C library keeps.
 
+use crate::claim::{Alternative, Claim, Range, Topic};
 use crate::report::{Kept, NotReturned, Report, RoundReadings, RoundsControl, Sample, SecondRound};
 use crate::resource::{Resource, Unit};
 use crate::verdict::Statement;
@@ -65,9 +66,26 @@ pub(crate) fn judge_release(report: &mut Report) {
     report.leak_check.not_returned = not_returned;
 }
 
-/// What the leak check by readings found, as one statement (none without a reading
-/// after release).
-pub fn release_statement(report: &Report) -> Option<Statement> {
+/// What the leak check by readings found, as statements: what stayed (none without a
+/// reading after release), and the claim each resource's rounds make, where rounds ran.
+pub fn release_statements(report: &Report) -> Vec<Statement> {
+    let mut out: Vec<Statement> = release_statement(report).into_iter().collect();
+    if let Some(round) = &report.leak_check.second_round {
+        out.extend(kept_claims(round).into_iter().map(kept_statement));
+    }
+    out
+}
+
+/// A rounds claim as a statement.
+pub(crate) fn kept_statement(claim: Claim) -> Statement {
+    Statement::claim(
+        "what each round added, released in full, beside the C library's heap",
+        "",
+        claim,
+    )
+}
+
+fn release_statement(report: &Report) -> Option<Statement> {
     let check = &report.leak_check;
     check.after_release_sample.as_ref()?;
     if !check.objects_released() {
@@ -93,17 +111,34 @@ pub fn release_statement(report: &Report) -> Option<Statement> {
         )));
     }
     let parts: Vec<String> = check.not_returned.iter().map(words::not_returned).collect();
-    let mut out = format!(
-        "every release call succeeded, yet {}: what the runtime (or a layer) keeps after release",
-        parts.join("; ")
-    );
-    out.push_str(&trim_words(report));
+    let mut detail = parts.join("; ");
+    detail.push_str(&trim_words(report));
     match (&check.second_round, report.scenario.allocation.release_every) {
-        (Some(round), _) => out.push_str(&rounds_words(round)),
-        (None, Some(every)) => out.push_str(&own_rounds_words(report, every)),
-        (None, None) => out.push_str("; a second round (allocation.release_every) tells a cache it reuses from a leak that grows"),
+        (Some(round), _) => detail.push_str(&rounds_words(round)),
+        (None, Some(every)) => detail.push_str(&own_rounds_words(report, every)),
+        (None, None) => detail.push_str("; a second round (allocation.release_every) tells a cache it reuses from a leak that grows"),
     }
-    Some(Statement::measured(out))
+    Some(
+        Statement::measured(format!(
+            "every release call succeeded, yet {} stayed above the start after release",
+            kept_list(&check.not_returned)
+        ))
+        .with_detail(detail),
+    )
+}
+
+/// What stayed after release, each with how much: `host RSS 12.85 MiB, open fds 3`.
+pub(crate) fn kept_list(kept: &[NotReturned]) -> String {
+    kept.iter()
+        .map(|n| {
+            format!(
+                "{} {}",
+                n.resource.label(),
+                n.resource.unit().format(n.after - n.before)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What a run's own release rounds read right after each release, for the
@@ -138,8 +173,9 @@ fn own_rounds_words(report: &Report, every: u64) -> String {
 }
 
 /// What the rounds of a run that kept memory after release found, as a clause: per
-/// resource, what each round added and what that means; the C library's heap beside
-/// host memory; the one-device control.
+/// resource, what each round added and the claim that makes (a cache, a leak, one
+/// that stopped, with what the rounds cannot tell apart); host memory split by who
+/// holds it; the one-device control.
 pub(crate) fn rounds_words(round: &SecondRound) -> String {
     if round.readings.is_empty() {
         return format!(
@@ -147,13 +183,11 @@ pub(crate) fn rounds_words(round: &SecondRound) -> String {
             round.experiment.stop
         );
     }
-    let find = |r: Resource| round.readings.iter().find(|x| x.resource == r);
-    let heap = find(Resource::HeapInUse).zip(find(Resource::HeapFree));
     let rounds: Vec<String> = round
         .readings
         .iter()
         .filter(|r| r.resource != Resource::HeapFree)
-        .map(|r| round_words(r, heap))
+        .map(above_words)
         .collect();
     let mut out = format!(
         "; in {} rounds of {} buffers, each released in full: {}",
@@ -161,49 +195,214 @@ pub(crate) fn rounds_words(round: &SecondRound) -> String {
         round.experiment.change.to,
         rounds.join("; ")
     );
-    out.push_str(&allocator_words(&round.readings));
+    out.push_str(&holders_words(&round.readings));
     if let Some(control) = &round.control {
         out.push_str(&control_words(round, control));
     }
     out
 }
 
-/// One resource over the rounds; memory that grows is set against the C library's
-/// heap (in use, kept free) where it was read.
-fn round_words(r: &RoundReadings, heap: Option<(&RoundReadings, &RoundReadings)>) -> String {
-    let unit = r.resource.unit();
-    let above: Vec<f64> = r.after_rounds.iter().map(|a| a - r.before).collect();
-    let added = signed_list(unit, &r.increments());
-    let noise = unit.format(r.tolerance);
-    let meaning = match r.kept() {
-        Kept::Leak | Kept::Settling if fragments(r, heap) => format!(
-            "rounds added {added} while the C library's live allocations grew less than a quarter of that and its kept-free heap at least half as much: freed heap the C library keeps and fragments, not a leak of live allocations"
-        ),
-        Kept::TooFew => format!(
-            "only {} rounds ran, too few to tell a cache from a leak (each round added {added})",
-            r.after_rounds.len()
-        ),
-        Kept::Reused if r.increments().iter().any(|d| *d < -r.tolerance) => format!(
-            "rounds gave memory back as well as took it ({added}): reused, a cache, however single rounds swing"
-        ),
-        Kept::Reused => format!(
-            "the last rounds added no more than the {noise} noise ({added}): reused, a cache (a leak under {noise} a round would not show)"
-        ),
-        Kept::Settling => format!(
-            "rounds added unevenly, never giving back ({added}): not a steady leak, not yet a settled cache"
-        ),
-        Kept::Leak => format!(
-            "every round added about as much again ({added}, each beyond the {noise} noise): it keeps growing, a leak"
-        ),
+/// The claims the rounds make, one per resource (the C library's kept-free heap is
+/// part of the split, not a claim of its own).
+pub(crate) fn kept_claims(round: &SecondRound) -> Vec<Claim> {
+    let find = |r: Resource| round.readings.iter().find(|x| x.resource == r);
+    let heap = find(Resource::HeapInUse).zip(find(Resource::HeapFree));
+    round
+        .readings
+        .iter()
+        .filter(|r| r.resource != Resource::HeapFree)
+        .map(|r| {
+            let mut claim = kept_claim(r);
+            if let (Some(heap), Unit::Bytes, false) =
+                (heap, r.resource.unit(), r.resource == Resource::HeapInUse)
+            {
+                weigh_freed_heap(&mut claim, r, heap);
+            }
+            claim
+        })
+        .collect()
+}
+
+/// Memory growing over the rounds set against the C library's heap: growth its
+/// kept-free heap accounts for is freed memory it keeps and fragments, not a leak;
+/// growth its live allocations or anything outside its heap account for is. Adds the
+/// freed-heap alternative and judges both by what each accounts for.
+fn weigh_freed_heap(
+    claim: &mut Claim,
+    r: &RoundReadings,
+    (in_use, free): (&RoundReadings, &RoundReadings),
+) {
+    let g = growth(r);
+    if g <= r.tolerance {
+        return;
+    }
+    let (g_free, g_in) = (growth(free).max(0.0), growth(in_use).max(0.0));
+    let held = (g - g_free).max(0.0);
+    let said = format!(
+        "over the rounds it grew {}: the C library's kept-free heap {}, its live allocations {}, the rest (outside its heap) {}",
+        format_bytes(g),
+        format_bytes(g_free),
+        format_bytes(g_in),
+        format_bytes((held - g_in).max(0.0))
+    );
+    let mut freed = Alternative::new(
+        "freed-heap",
+        "the C library's freed heap, kept and fragmenting (no live allocation holds it: not a leak)",
+    );
+    freed = if g_free >= 0.5 * g {
+        freed.supported(said.clone())
+    } else if g_free < 0.1 * g {
+        freed.excluded(said.clone())
+    } else {
+        freed.open(said.clone())
     };
+    let rounds = r.after_rounds.len().max(2) as f64 - 1.0;
+    for a in &mut claim.alternatives {
+        if a.key == "leak" && !a.is_excluded() {
+            a.words = "live allocations or mappings that grow every round (a leak)".into();
+            // What neither the freed heap nor noise accounts for: too little for a
+            // leak that shows, but one under the noise stays possible.
+            if held / rounds <= r.tolerance {
+                *a = a
+                    .clone()
+                    .over(Range::between(0.0, r.tolerance))
+                    .open(format!(
+                        "{said}: a leak under {} a round would not show",
+                        format_bytes(r.tolerance)
+                    ));
+            }
+        }
+    }
+    claim.alternatives.push(freed);
+}
+
+/// `host RSS 1.00 MiB, 2.00 MiB above its start after each round`.
+fn above_words(r: &RoundReadings) -> String {
+    let unit = r.resource.unit();
     format!(
-        "{} {} above its start after each round: {meaning}",
+        "{} {} above its start after each round (each round added {})",
         r.resource.label(),
-        above
+        r.after_rounds
             .iter()
-            .map(|v| unit.format(*v))
+            .map(|a| unit.format(a - r.before))
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", "),
+        signed_list(unit, &r.increments())
+    )
+}
+
+/// What one resource's rounds say: reused, grew and stopped, grows every round, or
+/// grows unevenly; each with what the same readings would also fit (a leak that
+/// stopped after the first round reads as a cache; one smaller than the noise shows
+/// nothing; one that will stop after these rounds reads as a leak).
+pub(crate) fn kept_claim(r: &RoundReadings) -> Claim {
+    let unit = r.resource.unit();
+    let noise = unit.format(r.tolerance);
+    let increments = r.increments();
+    let added = signed_list(unit, &increments);
+    let subject = format!("what {} kept after release", r.resource.label());
+    let reused = Alternative::new("reused", "kept once and reused by later rounds (a cache)");
+    let stopped = Alternative::new(
+        "stopped",
+        "grew for some rounds, then stopped (a cache that filled, or a leak that stopped)",
+    );
+    let leak = Alternative::new("leak", "grows every round (a leak)");
+    let filling = Alternative::new("filling", "a cache still filling past these rounds");
+    // A leak under the noise adds nothing these readings see.
+    let small_leak = || {
+        leak.clone()
+            .over(Range::between(0.0, r.tolerance))
+            .open(format!("a leak under {noise} a round would not show"))
+    };
+    let kept = r.kept();
+    let alternatives = match kept {
+        Kept::TooFew => {
+            let why = format!(
+                "only {} rounds ran (each added {added})",
+                r.after_rounds.len()
+            );
+            vec![
+                reused.open(why.clone()),
+                stopped.open(why.clone()),
+                leak.open(why.clone()),
+                filling.open(why),
+            ]
+        }
+        Kept::Leak => {
+            let by = format!(
+                "every round added about as much again ({added}), each beyond the {noise} noise"
+            );
+            vec![
+                reused.excluded(by.clone()),
+                stopped.excluded(by.clone()),
+                leak.supported(by),
+                filling.open(format!(
+                    "one that stops after these {} rounds would read the same",
+                    r.after_rounds.len()
+                )),
+            ]
+        }
+        Kept::Reused if increments.iter().any(|d| *d < -r.tolerance) => {
+            let by = format!("rounds gave memory back as well as took it ({added})");
+            vec![
+                reused.supported(by.clone()),
+                stopped.excluded(by.clone()),
+                small_leak(),
+                filling.excluded(by),
+            ]
+        }
+        Kept::Reused if increments.iter().all(|d| *d <= r.tolerance) => {
+            let by =
+                format!("no round after the first added more than the {noise} noise ({added})");
+            vec![
+                reused.supported(by.clone()),
+                stopped.open("a leak that stopped after the first round reads the same"),
+                small_leak(),
+                filling.excluded(by),
+            ]
+        }
+        Kept::Reused => {
+            let by = format!("rounds added {added}, the last ones no more than the {noise} noise");
+            vec![
+                reused.excluded(format!(
+                    "rounds after the first added beyond the {noise} noise ({added})"
+                )),
+                stopped.supported(by.clone()),
+                small_leak(),
+                filling.excluded(by),
+            ]
+        }
+        Kept::Settling => {
+            let why = format!("rounds added unevenly, never giving back ({added})");
+            vec![
+                reused.excluded(why.clone()),
+                stopped.open(why.clone()),
+                leak.open(why.clone()),
+                filling.open(why),
+            ]
+        }
+    };
+    Claim::new(Topic::Kept, subject, alternatives)
+}
+
+/// Who holds host memory kept after the last round, as measured: the C library's live
+/// allocations, its freed heap, and the rest outside its heap (what the runtime or a
+/// layer mapped itself, or pages of files it loaded).
+fn holders_words(readings: &[RoundReadings]) -> String {
+    let find = |r: Resource| readings.iter().find(|x| x.resource == r);
+    let (Some(rss), Some(in_use)) = (find(Resource::HostRss), find(Resource::HeapInUse)) else {
+        return String::new();
+    };
+    let last = |r: &RoundReadings| r.after_rounds.last().map_or(0.0, |a| a - r.before).max(0.0);
+    let free = find(Resource::HeapFree).map_or(0.0, last);
+    let kept = last(rss);
+    let outside = (kept - last(in_use) - free).max(0.0);
+    format!(
+        "; of the {} of RSS above the start after the last round, the C library's live allocations hold {}, it keeps {} of freed heap (resident or not), and at least {} is outside its heap (memory the runtime or a layer mapped itself, or pages of files it loaded)",
+        format_bytes(kept),
+        format_bytes(last(in_use)),
+        format_bytes(free),
+        format_bytes(outside)
     )
 }
 
@@ -224,40 +423,6 @@ fn growth(r: &RoundReadings) -> f64 {
     match r.after_rounds.as_slice() {
         [first, .., last] => last - first,
         _ => 0.0,
-    }
-}
-
-/// Whether memory growing over the rounds is the C library's kept-free heap: its live
-/// allocations grew less than a quarter as much, what it keeps free at least half.
-fn fragments(r: &RoundReadings, heap: Option<(&RoundReadings, &RoundReadings)>) -> bool {
-    let Some((in_use, free)) = heap else {
-        return false;
-    };
-    if r.resource.unit() != Unit::Bytes || r.resource == Resource::HeapInUse {
-        return false;
-    }
-    growth(in_use) < 0.25 * growth(r) && growth(free) >= 0.5 * growth(r)
-}
-
-/// The C library's part of what stayed after the last round: live allocations, and
-/// the freed heap it keeps.
-fn allocator_words(readings: &[RoundReadings]) -> String {
-    let find = |r: Resource| readings.iter().find(|x| x.resource == r);
-    let (Some(rss), Some(in_use)) = (find(Resource::HostRss), find(Resource::HeapInUse)) else {
-        return String::new();
-    };
-    let last = |r: &RoundReadings| r.after_rounds.last().map_or(0.0, |a| a - r.before);
-    if last(in_use) < 0.5 * last(rss) {
-        let free = find(Resource::HeapFree).map_or(String::new(), |f| {
-            format!(", and it keeps {} of freed heap", format_bytes(last(f)))
-        });
-        format!(
-            "; of the {} of RSS above the start after the last round, the C library's live allocations hold {}{free}: most of what stays is not held by any live allocation",
-            format_bytes(last(rss)),
-            format_bytes(last(in_use).max(0.0))
-        )
-    } else {
-        String::new()
     }
 }
 

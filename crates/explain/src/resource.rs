@@ -249,8 +249,22 @@ impl Resource {
             Resource::OpenFds => soft(Rlimit::NoFile),
             Resource::LockedMemory => soft(Rlimit::MemLock),
             Resource::DataSize => soft(Rlimit::Data),
+            // The tightest of the user's process limit, the cgroup's pids.max (less the
+            // tasks other processes hold there) and the kernel's.
             Resource::Threads => {
-                soft(Rlimit::NProc).or_else(|| limit(host.threads_max?, "kernel.threads-max"))
+                let cgroup = host
+                    .cgroup_pids
+                    .as_ref()
+                    .and_then(|p| limit(p.max.saturating_sub(p.others), &p.name));
+                [
+                    soft(Rlimit::NProc),
+                    cgroup,
+                    host.threads_max
+                        .and_then(|t| limit(t, "kernel.threads-max")),
+                ]
+                .into_iter()
+                .flatten()
+                .min_by(|a, b| a.value.total_cmp(&b.value))
             }
             Resource::MemoryMaps => limit(host.max_map_count?, "vm.max_map_count"),
             Resource::SystemMemoryUsed => limit(host.ram_bytes?, "physical RAM (MemTotal)"),

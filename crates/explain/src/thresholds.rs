@@ -26,6 +26,9 @@ pub const TIME_SHARE: f64 = 0.15;
 pub const MIN_TIME_LIMIT_SECONDS: f64 = 0.01;
 /// A paused run's failure within this share of the original's time held its time.
 pub const TIME_HELD: f64 = 0.2;
+/// A slope through fewer samples than this is not measurable: too few points before
+/// the failure to tell growth from noise.
+pub const MIN_COST_SAMPLES: usize = 5;
 
 /// How far a count may move and still be the same failure, given the replicates'
 /// spread: three times it, at least [`MIN_SLACK`] buffers.

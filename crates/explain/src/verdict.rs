@@ -3,6 +3,7 @@
 //! experiments found out about a limit no reading shows. The reasoning that fills
 //! these in is in [`analysis`](crate::analysis) and [`experiment`](crate::experiment).
 
+use crate::claim::Claim;
 use crate::resource::{Limit, Resource};
 use clmulti_scenario::Rlimit;
 use serde::{Deserialize, Serialize};
@@ -20,14 +21,22 @@ pub enum Basis {
     Known(String),
 }
 
-/// One sentence of a conclusion, with its basis.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One sentence of a conclusion, with its basis; a sentence about a mechanism carries
+/// its [`Claim`]: every alternative considered and what judged each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Statement {
     /// Where it comes from.
     #[serde(flatten)]
     pub basis: Basis,
     /// The sentence.
     pub text: String,
+    /// The claim it states, when it states one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<Claim>,
+    /// The evidence behind the sentence, for a reader who asks (`-v`, a page's
+    /// details): the runs, the readings, what ruled out each alternative.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl Statement {
@@ -36,6 +45,8 @@ impl Statement {
         Statement {
             basis: Basis::Measured,
             text: text.into(),
+            claim: None,
+            detail: None,
         }
     }
 
@@ -44,6 +55,8 @@ impl Statement {
         Statement {
             basis: Basis::Inferred(from.into()),
             text: text.into(),
+            claim: None,
+            detail: None,
         }
     }
 
@@ -52,7 +65,40 @@ impl Statement {
         Statement {
             basis: Basis::Known(source.into()),
             text: text.into(),
+            claim: None,
+            detail: None,
         }
+    }
+
+    /// A claim, said in its sentence (after `lead`, when there is one) and inferred
+    /// from `from`: the runs that judged its alternatives.
+    pub fn claim(from: impl Into<String>, lead: &str, claim: Claim) -> Self {
+        let sentence = claim.sentence();
+        Statement {
+            basis: Basis::Inferred(from.into()),
+            text: if lead.is_empty() {
+                sentence
+            } else {
+                format!("{lead}{sentence}")
+            },
+            detail: Some(claim.evidence().join("; ")),
+            claim: Some(claim),
+        }
+    }
+
+    /// With the evidence behind it, for a reader who asks.
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        let detail = detail.into();
+        self.detail = Some(match self.detail.take() {
+            Some(before) if !before.is_empty() => format!("{detail}; {before}"),
+            _ => detail,
+        });
+        self
+    }
+
+    /// The words of its text.
+    pub fn words(&self) -> usize {
+        self.text.split_whitespace().count()
     }
 
     /// `measured`, `inferred` or `known`.
@@ -265,9 +311,48 @@ pub enum Knob {
     Devices,
     /// Nothing: the failing case again, unchanged (`to` numbers the replicate).
     Replicate,
+    /// A wait before the run starts, milliseconds: what time restores.
+    Wait,
+    /// A wait after each release of every buffer, microseconds
+    /// (`allocation.release_pause_us`): capacity a runtime gives back late.
+    ReleasePause,
+    /// A second process beside the run, holding `to` buffers of the same case while
+    /// the run goes: who shares the limit.
+    Sibling {
+        /// Where the second process runs.
+        place: Place,
+    },
+    /// The run watched by a system-call observer (every call of every thread, raw ones
+    /// too): what failed inside the failing call.
+    Observe,
+    /// The run on one of its devices alone (`to`: its place among the run's devices).
+    OnlyDevice,
     /// A pause after each buffer, microseconds (`allocation.pause_us`): a limit on
     /// time fails sooner in buffers, one on buffers does not.
     Pause,
+}
+
+/// Where a second process beside the run runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Place {
+    /// The same user, the same cgroups.
+    Beside,
+    /// Another user (`nobody`), the same cgroups.
+    OtherUser,
+    /// The same user, outside every cgroup of the run (each hierarchy's root).
+    OtherCgroup,
+}
+
+impl Place {
+    /// The place in words: `as another user`.
+    pub fn words(self) -> &'static str {
+        match self {
+            Place::Beside => "as the same user in the same cgroups",
+            Place::OtherUser => "as another user (nobody) in the same cgroups",
+            Place::OtherCgroup => "as the same user outside the run's cgroups",
+        }
+    }
 }
 
 /// How an environment knob's value is written.
@@ -289,9 +374,16 @@ impl Knob {
             Knob::SoftLimit { limit } => limit.in_bytes(),
             Knob::Env { unit, .. } => *unit != EnvUnit::Count,
             Knob::BufferSize => true,
-            Knob::ReleaseEvery | Knob::Contexts | Knob::Devices | Knob::Replicate | Knob::Pause => {
-                false
-            }
+            Knob::ReleaseEvery
+            | Knob::Contexts
+            | Knob::Devices
+            | Knob::Replicate
+            | Knob::Pause
+            | Knob::Wait
+            | Knob::ReleasePause
+            | Knob::Sibling { .. }
+            | Knob::Observe
+            | Knob::OnlyDevice => false,
         }
     }
 
@@ -306,6 +398,13 @@ impl Knob {
             Knob::Devices => "devices in the context".into(),
             Knob::Replicate => "replicate".into(),
             Knob::Pause => "pause after each buffer (us)".into(),
+            Knob::Wait => "a wait before the run (ms)".into(),
+            Knob::ReleasePause => "a pause after each release (us)".into(),
+            Knob::Sibling { place } => {
+                format!("buffers held by a second process {}", place.words())
+            }
+            Knob::Observe => "a system-call observer".into(),
+            Knob::OnlyDevice => "the run on one device alone".into(),
         }
     }
 }
@@ -343,6 +442,9 @@ pub enum ExperimentOutcome {
     /// The limit was raised and the run went further than before (beyond the
     /// replicates' spread), but not as far as predicted: another limit stopped it.
     MovedUp,
+    /// The run ran and failed before its first buffer: the change made it fail at
+    /// once (a runtime that uses the value some other way), which is evidence too.
+    FailedAtOnce,
     /// The run ended some other way (completed, crashed, a guard), or could not run.
     DidNotRun {
         /// How it ended, or why it could not run.
@@ -371,68 +473,129 @@ pub struct Experiment {
     pub observed_seconds: Option<f64>,
     /// What that means.
     pub outcome: ExperimentOutcome,
+    /// The resource its own readings found at a limit when it failed, if one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub met: Option<LimitMet>,
+    /// The errno of the call that failed inside its failing call, where one was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_errno: Option<String>,
+}
+
+/// A resource a run's own readings found at its limit when it failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LimitMet {
+    /// Which.
+    #[serde(flatten)]
+    pub resource: Resource,
+    /// The limit's name.
+    pub limit: String,
+    /// The reading at the failure.
+    pub reading: f64,
+    /// The limit's value.
+    pub value: f64,
+}
+
+impl LimitMet {
+    /// `open fds at RLIMIT_NOFILE (soft) (2048 of 2048)`.
+    pub fn words(&self) -> String {
+        let unit = self.resource.unit();
+        format!(
+            "{} at {} ({} of {})",
+            self.resource.label(),
+            self.limit,
+            unit.format(self.reading),
+            unit.format(self.value)
+        )
+    }
+
+    /// The first candidate of a run's own analysis.
+    pub fn of(report: &crate::Report) -> Option<LimitMet> {
+        let c = report.analysis.candidates.first()?;
+        Some(LimitMet {
+            resource: c.resource.clone(),
+            limit: c.limit.name.clone(),
+            reading: c.reading,
+            value: c.limit.value,
+        })
+    }
+
+    /// Whether it is the same kind of limit as `candidate` (the same resource against
+    /// a limit of the same name), whatever its value.
+    pub fn same_as(&self, candidate: &Candidate) -> bool {
+        self.resource == candidate.resource && self.limit == candidate.limit.name
+    }
 }
 
 /// What experiments establish about a limit clmulti cannot read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ShapeQuestion {
-    /// Does it count buffers or bytes? (the failing case at another buffer size)
+    /// Does it count buffers, bytes, or bytes in granules? (the failing case at three
+    /// other buffer sizes)
     CountOrBytes,
-    /// Does capacity come back after release? (release half way, go on)
+    /// Does capacity come back after release, at once, later, never? (release half
+    /// way and go on; again with a pause after the release)
     LiveOrCumulative,
-    /// Is it per context or per process? (two shared contexts in one process)
+    /// Who shares it: a context, the process, the user, a cgroup, the system? (two
+    /// contexts; a second process beside it, as another user, outside the cgroups)
     PerContextOrProcess,
-    /// Does it depend on the peers of each buffer? (more devices in the context)
+    /// How does it depend on the devices in the context? (more devices; each device
+    /// alone)
     PerPeer,
-    /// Does it come after a time or after a count? (a pause after each buffer)
+    /// Does it come after a time, a count, or a budget time restores? (a pause after
+    /// each buffer)
     TimeOrCount,
 }
 
-/// An answer to a [`ShapeQuestion`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ShapeAnswer {
-    /// The same number of buffers at another size.
-    Buffers,
-    /// The same number of bytes at another size.
-    Bytes,
-    /// Capacity came back after release: a limit on what is live.
-    Live,
-    /// Capacity did not come back: a leak, or a counter of buffers ever created.
-    Cumulative,
-    /// Two contexts together reached twice as far.
-    PerContext,
-    /// Two contexts together reached as far as one.
-    PerProcess,
-    /// The count fell as peers were added: each peer costs its own share.
-    PerPeer,
-    /// The count stayed with more peers.
-    NotPerPeer,
-    /// Paused, it failed at about the same time and fewer buffers: a time limit.
-    Time,
-    /// Paused, it failed at the same count, later: a limit on buffers, not time.
-    Count,
-    /// The runs answered none of the above.
-    Neither,
+impl ShapeQuestion {
+    /// The claim's topic for this question.
+    pub fn topic(self) -> crate::claim::Topic {
+        use crate::claim::Topic;
+        match self {
+            ShapeQuestion::CountOrBytes => Topic::Unit,
+            ShapeQuestion::LiveOrCumulative => Topic::Lifetime,
+            ShapeQuestion::PerContextOrProcess => Topic::Scope,
+            ShapeQuestion::PerPeer => Topic::Peers,
+            ShapeQuestion::TimeOrCount => Topic::TimeOrCount,
+        }
+    }
 }
 
-/// One question about an unexplained limit, answered by experiment or not.
+/// One question about a limit, answered by experiment as a claim, or not asked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShapeFinding {
     /// The question.
     pub question: ShapeQuestion,
-    /// The answer, when the experiment ran.
-    pub answer: Option<ShapeAnswer>,
+    /// What the runs say, every alternative judged; `None` when it was not asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<Claim>,
     /// The runs that answer it.
     pub experiments: Vec<Experiment>,
     /// Why it was not asked, when it was not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_tested: Option<String>,
-    /// When the re-run met a measured limit first (a resource at its limit when it
-    /// failed): that limit, in words; its count then says nothing of the shape.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub met_other_limit: Option<String>,
+}
+
+impl ShapeFinding {
+    /// Whether its claim settled on `key`.
+    pub fn settles_on(&self, key: &str) -> bool {
+        self.claim.as_ref().is_some_and(|c| c.settles_on(key))
+    }
+}
+
+/// What an observer that saw every system call found in a replicate of the failing
+/// case: the calls that failed inside its failing OpenCL call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ObservedRun {
+    /// Buffers the observed run reached.
+    pub count: u64,
+    /// Whether it failed in its loop, so that its failing call was watched.
+    pub watched_failure: bool,
+    /// How it ended, in one line.
+    pub stop: String,
+    /// The system calls that failed inside the failing OpenCL call, on every thread,
+    /// in order.
+    pub failed_calls: Vec<clmulti_probe::trace::TracedCall>,
 }
 
 /// One run's conclusions.
@@ -452,8 +615,24 @@ pub struct RunAnalysis {
     /// experiment is judged against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicates: Option<Replicates>,
+    /// A replicate of the failing case watched by a system-call observer, when the
+    /// libc tracer saw no call fail inside the failing call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<ObservedRun>,
     /// The conclusions, each with its basis.
     pub statements: Vec<Statement>,
+}
+
+impl RunAnalysis {
+    /// Every claim its statements make, in order.
+    pub fn claims(&self) -> impl Iterator<Item = &Claim> {
+        self.statements.iter().filter_map(|s| s.claim.as_ref())
+    }
+
+    /// The first claim on `topic`.
+    pub fn claim(&self, topic: crate::claim::Topic) -> Option<&Claim> {
+        self.claims().find(|c| c.topic == topic)
+    }
 }
 
 /// The failing case re-run unchanged, each in a fresh process.
@@ -463,6 +642,18 @@ pub struct Replicates {
     pub runs: Vec<ReplicateRun>,
     /// How far apart two counts may be and still be the same failure.
     pub tolerance: u64,
+    /// When every re-run fell short of the first: one more, after a wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_wait: Option<WaitedRun>,
+}
+
+/// A re-run made after waiting: whether time gave back what earlier runs used up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitedRun {
+    /// How long it waited before it started, seconds.
+    pub wait_seconds: f64,
+    /// How it went.
+    pub run: ReplicateRun,
 }
 
 /// Where one replicate failed, and when.
@@ -516,6 +707,9 @@ impl Replicates {
         if self.agree() {
             return Reproduced::Yes;
         }
+        if self.depleted() {
+            return Reproduced::Depleted;
+        }
         // The failures at one time; a run that did not fail ended before it.
         let mut seconds: Vec<f64> = self
             .runs
@@ -548,6 +742,54 @@ impl Replicates {
     pub fn slack(&self) -> u64 {
         crate::thresholds::noise_slack(self.spread())
     }
+
+    /// Whether every re-run failed well short of the first run while agreeing among
+    /// themselves: the first used up something the later ones found gone.
+    fn depleted(&self) -> bool {
+        let Some((first, rest)) = self.runs.split_first() else {
+            return false;
+        };
+        if rest.len() < 2 || !self.runs.iter().all(|r| r.failed) {
+            return false;
+        }
+        let counts: Vec<u64> = rest.iter().map(|r| r.count).collect();
+        let (low, high) = (
+            counts.iter().min().copied().unwrap_or(0),
+            counts.iter().max().copied().unwrap_or(0),
+        );
+        let together = high - low <= (3 * crate::thresholds::MIN_SLACK).max(high / 4);
+        together && high.saturating_mul(2) + self.tolerance < first.count
+    }
+
+    /// Whether the re-runs fell: persistently, or all short of the first.
+    pub fn fell(&self) -> bool {
+        matches!(
+            self.reproduced(),
+            Reproduced::Persistent | Reproduced::Depleted
+        ) || self.short_of_first()
+    }
+
+    /// Whether every re-run (two at least) failed at under half the first run's
+    /// count, however they spread: the first may have used up what the later ones met.
+    pub fn short_of_first(&self) -> bool {
+        let Some((first, rest)) = self.runs.split_first() else {
+            return false;
+        };
+        rest.len() >= 2
+            && rest
+                .iter()
+                .all(|r| r.failed && r.count.saturating_mul(2) + self.tolerance < first.count)
+    }
+
+    /// Whether the run after the wait got well past the re-runs before it.
+    pub fn recovered(&self) -> bool {
+        let Some(waited) = &self.after_wait else {
+            return false;
+        };
+        // Well past every re-run before it: time gave some back (all of it or not).
+        let before = self.runs[1..].iter().map(|r| r.count).max().unwrap_or(0);
+        waited.run.count > before + 3 * self.tolerance.max(crate::thresholds::MIN_SLACK)
+    }
 }
 
 /// Whether counts fall on a straight line (R² of at least 0.9 against their order).
@@ -574,4 +816,7 @@ pub enum Reproduced {
     },
     /// Re-runs failed earlier and earlier, or at once.
     Persistent,
+    /// Every re-run failed well short of the first, at about the same count: the
+    /// first run used up something outside the process.
+    Depleted,
 }

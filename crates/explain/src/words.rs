@@ -5,8 +5,7 @@
 
 use crate::resource::Unit;
 use crate::verdict::{
-    Candidate, CandidateTest, Change, Experiment, Knob, ShapeAnswer, ShapeFinding, ShapeQuestion,
-    Statement,
+    Candidate, CandidateTest, Change, Experiment, Knob, ShapeFinding, ShapeQuestion, Statement,
 };
 
 /// A change in words: `soft RLIMIT_NOFILE 1024 -> 512`.
@@ -20,6 +19,21 @@ pub fn change(change: &Change) -> String {
         Knob::ReleaseEvery => format!("every buffer released after each {}", change.to),
         Knob::Replicate => format!("unchanged (replicate {})", change.to),
         Knob::Pause => format!("a pause of {} us after each buffer", change.to),
+        Knob::Wait => format!(
+            "unchanged, after a wait of {}",
+            seconds(change.to as f64 / 1000.0)
+        ),
+        Knob::ReleasePause => format!(
+            "a pause of {} after each release",
+            seconds(change.to as f64 / 1e6)
+        ),
+        Knob::Sibling { place } => format!(
+            "beside a second process {} holding {} buffers",
+            place.words(),
+            change.to
+        ),
+        Knob::Observe => "unchanged, watched by a system-call observer".into(),
+        Knob::OnlyDevice => format!("device {} alone", change.to),
         knob => format!(
             "{} {} -> {}",
             knob.label(),
@@ -29,7 +43,9 @@ pub fn change(change: &Change) -> String {
     }
 }
 
-fn experiment_words(e: &Experiment) -> String {
+/// One experiment in words: `soft RLIMIT_NOFILE 1024 -> 512: failed: ... at 12 ms
+/// (before 1014, predicted 502)`.
+pub(crate) fn experiment_words(e: &Experiment) -> String {
     let predicted = e
         .predicted_count
         .map_or(String::new(), |p| format!(", predicted {p}"));
@@ -44,34 +60,30 @@ fn experiment_words(e: &Experiment) -> String {
     )
 }
 
-/// The statement a tested candidate adds to the verdict.
+/// What the experiments on one candidate did, as a statement of what they measured;
+/// what they mean for the cause is the cause's claim ([`cause`]).
 pub fn candidate(c: &Candidate, estimated: bool) -> Statement {
     let label = c.resource.label();
     let runs: Vec<String> = c.test.experiments().iter().map(experiment_words).collect();
-    let from = format!("re-runs with {} moved", c.limit.name);
+    let limit = &c.limit.name;
     match &c.test {
         CandidateTest::Confirmed {
             second_limit_after, ..
         } => {
             let second = second_limit_after.map_or(String::new(), |after| {
                 format!(
-                    "; raised, a second limit stopped the run {after} buffers past the old failure (not explained)"
+                    "; raised, the run stopped {after} buffers past the old failure with {label} short of its raised limit: a second limit (not explained)"
                 )
             });
             Statement::measured(format!(
-                "confirmed: {label} at {} is the cause; lowering the limit moved the failure down as its line predicts and raising it let the run go further{second}: {}",
-                c.limit.name,
-                runs.join("; ")
+                "confirmed: {label} at {limit} is the cause; lowering the limit moved the failure down as its line predicts and raising it let the run go further{second}"
             ))
+            .with_detail(runs.join("; "))
         }
-        CandidateTest::Consistent { why, .. } => Statement::inferred(
-            from.clone(),
-            format!(
-                "consistent with {label} at {} ({why}): {}",
-                c.limit.name,
-                runs.join("; ")
-            ),
-        ),
+        CandidateTest::Consistent { why, .. } => Statement::measured(format!(
+            "{label} at {limit}: lowering the limit moved the failure as its line predicts; raising it could not be tried"
+        ))
+        .with_detail(format!("{why}; {}", runs.join("; "))),
         CandidateTest::Refuted { experiments } => {
             let lowered_moved = experiments
                 .first()
@@ -82,50 +94,76 @@ pub fn candidate(c: &Candidate, estimated: bool) -> Statement {
                 "moving the limit left the failure where it was"
             };
             Statement::measured(format!(
-                "refuted: {label} was at {} when the run failed, but {why}, so it is not the cause: {}",
-                c.limit.name,
-                runs.join("; ")
+                "refuted: {label} was at {limit} when the run failed, but {why}, so it is not the cause"
             ))
+            .with_detail(runs.join("; "))
         }
-        CandidateTest::Inconclusive { .. } => Statement::inferred(
-            from,
-            format!(
-                "inconclusive: moving {} moved the failure, but not to where {label}'s line predicts: {}",
-                c.limit.name,
-                runs.join("; ")
-            ),
-        ),
+        CandidateTest::Inconclusive { experiments } => {
+            let at_once = experiments
+                .iter()
+                .any(|e| e.outcome == crate::verdict::ExperimentOutcome::FailedAtOnce);
+            Statement::measured(format!(
+                "inconclusive: moving {limit} {}",
+                if at_once {
+                    "made the run fail at once (the runtime uses the limit's value some other way)"
+                } else {
+                    "moved the failure, but not to where its line predicts"
+                },
+            ))
+            .with_detail(runs.join("; "))
+        }
         CandidateTest::NotTested { reason, command } => Statement::inferred(
-            format!("{label} readings against {}", c.limit.name),
+            format!("{label} readings against {limit}"),
             format!(
-                "not tested: {label} was at {} when the run failed ({reason}){}",
-                c.limit.name,
+                "not tested: {label} was at {limit} when the run failed ({reason}){}",
                 command.as_ref().map_or(String::new(), |c| format!("; to test it, run `{c}` and run clmulti again"))
             ),
         ),
         CandidateTest::Pending => {
             let unit = c.resource.unit();
             Statement::inferred(
-                format!("{label} readings against {}", c.limit.name),
+                format!("{label} readings against {limit}"),
                 format!(
-                    "{label} was at {} of {} {} ({:.0}%) when the run failed, growing {} per buffer; its line meets the limit at {} buffers, the run failed at {}: a candidate cause{}, not yet tested by moving {}",
+                    "{label} was at {} of {limit} {} ({:.0}%) when the run failed, growing {} per buffer; its line meets the limit at {} buffers, the run failed at {}: a candidate cause{}, not yet tested by moving {limit}",
                     unit.format(c.reading),
-                    c.limit.name,
                     unit.format(c.limit.value),
                     c.reading / c.limit.value * 100.0,
                     unit.format(c.per_buffer),
                     c.predicted_count,
                     c.observed_count,
                     if estimated { " (device memory estimated from the strategy and declared capacity)" } else { "" },
-                    c.limit.name,
                 ),
             )
         }
     }
 }
 
-/// What re-running the failing case unchanged showed, as a statement.
-pub fn replicates(r: &crate::verdict::Replicates) -> Statement {
+/// The cause claim as a statement.
+pub fn cause(claim: crate::claim::Claim) -> Statement {
+    Statement::claim(
+        "the readings at the failure, the experiments on each limit and the failing call",
+        "",
+        claim,
+    )
+}
+
+/// What the run could not read, where no limit it read explains the failure.
+pub fn not_measured(unmeasured: &[String]) -> Statement {
+    // The lead of each item (before its parenthesis) names it; the rest is detail.
+    let names: Vec<&str> = unmeasured
+        .iter()
+        .map(|u| u.split(" (").next().unwrap_or(u).trim())
+        .collect();
+    Statement::measured(format!(
+        "not measured here, so not ruled out: {}",
+        names.join("; ")
+    ))
+    .with_detail(unmeasured.join("; "))
+}
+
+/// What re-running the failing case unchanged showed: the counts, and the claim they
+/// make about the failure.
+pub fn replicates(r: &crate::verdict::Replicates, claim: crate::claim::Claim) -> Statement {
     let run = |run: &crate::verdict::ReplicateRun| {
         if run.failed {
             format!("{} ({})", run.count, seconds(run.seconds))
@@ -134,18 +172,28 @@ pub fn replicates(r: &crate::verdict::Replicates) -> Statement {
         }
     };
     let again: Vec<String> = r.runs.iter().skip(1).map(run).collect();
-    let verdict = match r.reproduced() {
+    let waited = r.after_wait.as_ref().map_or(String::new(), |w| {
+        format!(
+            "; after a wait of {}, {}",
+            seconds(w.wait_seconds),
+            run(&w.run)
+        )
+    });
+    let slack = match r.reproduced() {
         crate::verdict::Reproduced::Yes => format!(
-            "the same failure; every experiment is judged against a slack of {} buffers (three times their spread, at least {})",
+            "; every experiment is judged against a slack of {} buffers (three times their spread, at least {})",
             r.slack(),
             crate::thresholds::MIN_SLACK
         ),
-        _ => "they do not agree (see the cause)".to_owned(),
+        _ => String::new(),
     };
-    Statement::measured(format!(
-        "the failing case failed at {}; re-run unchanged, each in a fresh process: {} (counts within {} buffers of each other are one failure): {verdict}",
+    let lead = format!(
+        "the failing case failed at {}; re-run unchanged, each in a fresh process: {}{waited}. ",
         r.runs.first().map_or_else(String::new, run),
         again.join(", "),
+    );
+    Statement::claim("the failing case re-run unchanged", &lead, claim).with_detail(format!(
+        "counts within {} buffers of each other are one failure{slack}",
         r.tolerance
     ))
 }
@@ -170,29 +218,6 @@ pub fn counts(counts: &[u64]) -> String {
         .join(", ")
 }
 
-/// A failure that does not hold still, as a statement.
-pub fn unsteady(cause: &crate::verdict::Cause) -> Statement {
-    use crate::verdict::Cause;
-    let list = counts;
-    let text = match cause {
-        Cause::NotReproducible { counts } => format!(
-            "not reproducible: the same case failed at {} buffers, so no count-based cause or shape is claimed from runs within that spread",
-            list(counts)
-        ),
-        Cause::TimeLimit { seconds: at, counts } => format!(
-            "a time limit (after about {}): the failures held their time while their counts did not ({} buffers); not a limit on buffers or bytes",
-            seconds(*at),
-            list(counts)
-        ),
-        Cause::Persistent { counts } => format!(
-            "the limit persists across processes: re-runs failed earlier and earlier, or at once ({} buffers), so something outside the process (a file, a daemon, the driver) keeps the count; experiments and fixes after the first run are void",
-            list(counts)
-        ),
-        _ => String::new(),
-    };
-    Statement::measured(text)
-}
-
 /// A shape question in words: `buffers or bytes`.
 pub fn question(q: ShapeQuestion) -> &'static str {
     match q {
@@ -204,71 +229,24 @@ pub fn question(q: ShapeQuestion) -> &'static str {
     }
 }
 
-/// A shape answer in a word or two: `bytes`, `per process`.
-pub fn answer(a: ShapeAnswer) -> &'static str {
-    match a {
-        ShapeAnswer::Buffers => "buffers",
-        ShapeAnswer::Bytes => "bytes",
-        ShapeAnswer::Live => "live",
-        ShapeAnswer::Cumulative => "cumulative",
-        ShapeAnswer::PerContext => "per context",
-        ShapeAnswer::PerProcess => "per process",
-        ShapeAnswer::PerPeer => "per peer",
-        ShapeAnswer::NotPerPeer => "not per peer",
-        ShapeAnswer::Time => "time",
-        ShapeAnswer::Count => "count",
-        ShapeAnswer::Neither => "neither",
-    }
-}
-
-/// The statement a shape finding adds to the verdict.
+/// The statement a shape finding adds to the verdict: its claim, or why it was not
+/// asked.
 pub fn shape(f: &ShapeFinding) -> Statement {
-    let runs: Vec<String> = f.experiments.iter().map(experiment_words).collect();
     let question = question(f.question);
-    let Some(answer) = f.answer else {
-        let why = match (&f.not_tested, &f.met_other_limit) {
-            (Some(not_tested), _) => not_tested.clone(),
-            (None, Some(limit)) => format!(
-                "no answer: the re-run met {limit} first, a limit of its own, so its count says nothing of this one ({})",
-                runs.join("; ")
-            ),
-            (None, None) => format!("no answer ({})", runs.join("; ")),
-        };
-        return Statement::measured(format!("{question}: {why}"));
+    let Some(claim) = &f.claim else {
+        return Statement::measured(format!(
+            "{question}: not asked: {}",
+            f.not_tested
+                .as_deref()
+                .unwrap_or("no re-run could answer it")
+        ));
     };
-    let meaning = match answer {
-        ShapeAnswer::Buffers => "the limit counts buffers: another size failed at the same count",
-        ShapeAnswer::Bytes => "the limit counts bytes: another size failed at the same number of bytes",
-        ShapeAnswer::Live => "the limit is on live buffers: capacity came back after release",
-        ShapeAnswer::Cumulative => "the limit is cumulative (a leak or a counter): releasing every buffer gave no capacity back",
-        ShapeAnswer::PerContext => "the limit is per context: two contexts reached twice as far",
-        ShapeAnswer::PerProcess => "the limit is per process: two contexts together reached as far as one",
-        ShapeAnswer::PerPeer => "the limit is per peer: one more device in the context cut the count by its share",
-        ShapeAnswer::NotPerPeer => "the limit does not depend on peers: one more device left the count where it was",
-        ShapeAnswer::Time => "the limit is on time: paused after each buffer, the run failed at about the same time and fewer buffers",
-        ShapeAnswer::Count => "the limit is not on time: paused after each buffer, the run failed at the same count, later",
-        ShapeAnswer::Neither => "the runs fit none of the simple answers",
-    };
-    Statement::measured(format!("{question}: {meaning} ({})", runs.join("; ")))
-}
-
-/// The statement of a failure no candidate explains.
-pub fn not_explained(unmeasured: &[String], had_candidates: bool) -> Statement {
-    let why = if had_candidates {
-        "no candidate was confirmed by moving its limit".to_owned()
-    } else {
-        format!(
-            "no growing resource was within one buffer's growth (or {:.0}%) of its limit with a line that meets it at the failing count",
-            crate::thresholds::AT_LIMIT_SHARE * 100.0
-        )
-    };
-    Statement::inferred(
-        "every measured resource",
-        format!(
-            "the failure is not explained by what was measured: {why}. Not measured here: {}",
-            unmeasured.join("; ")
-        ),
-    )
+    let runs: Vec<String> = f.experiments.iter().map(experiment_words).collect();
+    let statement = Statement::claim("re-runs of the failing case", "", claim.clone());
+    if runs.is_empty() {
+        return statement;
+    }
+    statement.with_detail(format!("runs: {}", runs.join("; ")))
 }
 
 /// A resource that stayed up after release, in words: `host RSS stayed 12.00 MiB
@@ -375,45 +353,6 @@ pub fn figure(v: f64) -> String {
     }
 }
 
-/// What the tracer saw fail inside the OpenCL call that stopped a run: "clCreateBuffer
-/// returned CL_OUT_OF_HOST_MEMORY (-6) after ioctl(3, DRM_IOCTL_PRIME_HANDLE_TO_FD)
-/// failed with EMFILE in libigdrcl.so+0x742f3c <- ...", or that nothing failed.
-pub fn failing_call(report: &crate::Report) -> Option<Statement> {
-    let traced = report.traced.as_ref()?;
-    let crate::StopReason::Failed { error, call, .. } = &report.stop else {
-        return None;
-    };
-    let returned = format!("{} returned {error}", call.c_name());
-    let Some(last) = traced.failing_calls.last() else {
-        return Some(Statement::measured(format!(
-            "{returned} with no system call failing inside it: the runtime refused by itself (clmulti's tracer saw {})",
-            clmulti_probe::trace::UNSEEN
-        )));
-    };
-    let earlier = match traced.failing_calls.len() {
-        1 => String::new(),
-        n => format!(
-            " ({n} calls failed inside it; the first: {})",
-            traced.failing_calls[0].summary()
-        ),
-    };
-    let in_layer = last
-        .stack
-        .first()
-        .is_some_and(|f| f.module == clmulti_scenario::LAYER.file_name);
-    let layer = if in_layer {
-        " (inside clmulti's emulation layer: the policy it emulates made the call)"
-    } else {
-        ""
-    };
-    Some(Statement::measured(format!(
-        "{returned} after {} in {}{layer}{earlier} [traced by clmulti-trace, which sees {}]",
-        last.summary(),
-        last.where_(4),
-        clmulti_probe::trace::UNSEEN
-    )))
-}
-
 /// What the runtime itself printed just before the run failed (its debug log, kept in
 /// the report around clmulti's mark): the lines that speak of an error.
 pub fn runtime_log(report: &crate::Report) -> Option<Statement> {
@@ -451,57 +390,4 @@ pub fn runtime_log(report: &crate::Report) -> Option<Statement> {
             quoted.join("; ")
         )
     }))
-}
-
-/// The errnos a call returns when a resource's limit is reached.
-fn errnos_at_limit(resource: &crate::Resource) -> &'static [&'static str] {
-    use crate::Resource;
-    match resource {
-        Resource::OpenFds | Resource::DmabufFds => &["EMFILE", "ENFILE"],
-        Resource::MemoryMaps | Resource::VirtualSize | Resource::DataSize => &["ENOMEM"],
-        Resource::Threads => &["EAGAIN"],
-        Resource::LockedMemory => &["ENOMEM", "EAGAIN", "EPERM"],
-        _ => &[],
-    }
-}
-
-/// The errno of the run's failing call, when it is one a call gets with `resource`
-/// at its limit.
-pub fn failing_errno_of<'a>(resource: &crate::Resource, run: &'a crate::Report) -> Option<&'a str> {
-    let call = run.traced.as_ref()?.failing_calls.last()?;
-    errnos_at_limit(resource)
-        .contains(&call.errno_name.as_str())
-        .then_some(call.errno_name.as_str())
-}
-
-/// Whether the call that failed inside the shared run agrees with the cause its
-/// readings name: the errno that limit gives, or not (both are then shown).
-pub fn call_agrees(resource: &crate::Resource, run: &crate::Report) -> Option<Statement> {
-    let call = run.traced.as_ref()?.failing_calls.last()?;
-    let expected = errnos_at_limit(resource);
-    if expected.is_empty() {
-        return None;
-    }
-    let basis = format!("the failing call and the {} readings", resource.label());
-    Some(if expected.contains(&call.errno_name.as_str()) {
-        Statement::inferred(
-            basis,
-            format!(
-                "the failing call agrees with the readings: {} is what a call gets when {} is at its limit",
-                call.errno_name,
-                resource.label()
-            ),
-        )
-    } else {
-        Statement::inferred(
-            basis,
-            format!(
-                "the failing call does not agree with the readings: {} failed with {}, while {} at its limit gives {}: one of them is not the cause; both are shown",
-                call.call,
-                call.errno_name,
-                resource.label(),
-                expected.join(" or ")
-            ),
-        )
-    })
 }

@@ -67,6 +67,23 @@ pub struct HostLimits {
     /// Page size, bytes (`page_size` in reports of schema 3 and earlier).
     #[serde(alias = "page_size")]
     pub page_size_bytes: u64,
+    /// Whether the cgroup memory limit is a cgroup v1 one (`memory.limit_in_bytes`).
+    #[serde(default)]
+    pub cgroup_memory_v1: bool,
+    /// The tasks this process's cgroups allow (`pids.max`), where one does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_pids: Option<CgroupPids>,
+}
+
+/// A cgroup's limit on tasks, and what other processes there held when it was read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CgroupPids {
+    /// `pids.max`: tasks (processes and threads) the cgroup may hold.
+    pub max: u64,
+    /// Tasks of the cgroup other than this process's threads, when read.
+    pub others: u64,
+    /// The file, as a person finds it: `pids.max (cgroup v1)`.
+    pub name: String,
 }
 
 /// Which memory ceiling applies to this process, and where it comes from.
@@ -75,8 +92,10 @@ pub struct HostLimits {
 pub enum MemoryCeiling {
     /// Physical RAM.
     Ram,
-    /// The cgroup's memory limit.
+    /// The cgroup's memory limit (cgroup v2, `memory.max`).
     Cgroup,
+    /// The cgroup's memory limit (cgroup v1, `memory.limit_in_bytes`).
+    CgroupV1,
     /// The Slurm job's memory.
     SlurmJob,
 }
@@ -86,7 +105,8 @@ impl MemoryCeiling {
     pub fn label(self) -> &'static str {
         match self {
             MemoryCeiling::Ram => "physical RAM",
-            MemoryCeiling::Cgroup => "the cgroup's memory.max",
+            MemoryCeiling::Cgroup => "the cgroup's memory.max (cgroup v2)",
+            MemoryCeiling::CgroupV1 => "the cgroup's memory.limit_in_bytes (cgroup v1)",
             MemoryCeiling::SlurmJob => "the Slurm job's memory",
         }
     }
@@ -129,6 +149,8 @@ impl HostLimits {
             may_raise_hard: clmulti_scenario::may_raise_hard_limits(),
             nr_open: clmulti_scenario::nr_open(),
             page_size_bytes: page_size(),
+            cgroup_memory_v1: cgroup_memory_is_v1(Path::new("/proc/self/cgroup")),
+            cgroup_pids: cgroup_pids(Path::new("/proc/self/cgroup"), Path::new("/sys/fs/cgroup")),
         }
     }
 
@@ -136,7 +158,14 @@ impl HostLimits {
     pub fn memory_ceiling(&self) -> Option<(u64, MemoryCeiling)> {
         [
             (self.ram_bytes, MemoryCeiling::Ram),
-            (self.cgroup_memory_bytes, MemoryCeiling::Cgroup),
+            (
+                self.cgroup_memory_bytes,
+                if self.cgroup_memory_v1 {
+                    MemoryCeiling::CgroupV1
+                } else {
+                    MemoryCeiling::Cgroup
+                },
+            ),
             (self.slurm_memory_bytes, MemoryCeiling::SlurmJob),
         ]
         .into_iter()
@@ -381,6 +410,67 @@ fn smallest_along_cgroup(
         }
     }
     smallest
+}
+
+/// Whether this process's memory cgroup is a v1 one.
+fn cgroup_memory_is_v1(proc_cgroup: &Path) -> bool {
+    fs::read_to_string(proc_cgroup).is_ok_and(|t| {
+        t.lines().any(|l| {
+            l.split(':')
+                .nth(1)
+                .is_some_and(|c| c.split(',').any(|c| c == "memory"))
+        })
+    })
+}
+
+/// The tightest `pids.max` along this process's pids cgroup (v1's `pids` controller,
+/// or v2), with the tasks other processes hold there: what limits its threads.
+pub fn cgroup_pids(proc_cgroup: &Path, mount: &Path) -> Option<CgroupPids> {
+    let text = fs::read_to_string(proc_cgroup).ok()?;
+    let own = fs::read_dir("/proc/self/task").map_or(1, |d| d.count() as u64);
+    let mut tightest: Option<CgroupPids> = None;
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let (base, version) = if controllers.is_empty() {
+            // A hybrid layout mounts cgroup v2 at `unified`.
+            let unified = mount.join("unified");
+            (
+                if unified.is_dir() {
+                    unified
+                } else {
+                    mount.to_path_buf()
+                },
+                2,
+            )
+        } else if controllers.split(',').any(|c| c == "pids") {
+            (mount.join("pids"), 1)
+        } else {
+            continue;
+        };
+        let mut dir = base.join(path.trim_start_matches('/'));
+        loop {
+            let max = read_limit(&dir.join("pids.max"));
+            let current = read_limit(&dir.join("pids.current"));
+            if let (Some(max), Some(current)) = (max, current) {
+                let room = max.saturating_sub(current);
+                if tightest
+                    .as_ref()
+                    .is_none_or(|t| room < t.max.saturating_sub(t.others + own))
+                {
+                    tightest = Some(CgroupPids {
+                        max,
+                        others: current.saturating_sub(own),
+                        name: format!("the cgroup's pids.max (cgroup v{version})"),
+                    });
+                }
+            }
+            if dir == base || !dir.pop() {
+                break;
+            }
+        }
+    }
+    tightest
 }
 
 /// This process's cgroup memory headroom ([`cgroup_memory_headroom`]) on this

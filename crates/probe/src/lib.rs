@@ -64,6 +64,7 @@ mod nvml;
 mod platform;
 pub mod raw;
 mod select;
+pub mod strace;
 pub mod trace;
 mod usage;
 

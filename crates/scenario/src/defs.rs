@@ -217,6 +217,7 @@ pub(crate) const KEYS: &[Key] = &[
     key("allocation.pool_size", "Strategy pool: bytes per pool buffer (default the larger of size and 256MiB).", Value::Size { min: 1 }).reads(&["allocation.strategy", "allocation.size"]),
     key("allocation.release_every", "Release every live buffer after each N buffers, then go on (default: never).", integer(1, None)).reads(&["allocation.keep", "allocation.strategy"]),
     key("allocation.pause_us", "Microseconds to wait after each buffer (default 0): a limit on time then fails sooner in buffers, a limit on buffers does not.", Value::Integer { min: 0, max: Some(MAX_PAUSE_US), unit: Some("microseconds"), note: None }).default("0"),
+    key("allocation.release_pause_us", "Microseconds to wait after each release of every live buffer (default 0): capacity a runtime gives back some time after release then comes back.", Value::Integer { min: 0, max: Some(MAX_PAUSE_US * 10), unit: Some("microseconds"), note: None }).default("0").reads(&["allocation.release_every"]),
     key("limits.nofile", "RLIMIT_NOFILE: open file descriptors (at least 3, at most the hard limit).", Value::Integer { min: 1, max: None, unit: None, note: Some("at most this machine's hard limit") }),
     key("limits.as", "RLIMIT_AS: virtual address space (at least \"64MiB\").", Value::Size { min: MIN_ADDRESS_SPACE }),
     key("limits.memlock", "RLIMIT_MEMLOCK: locked memory (a size; root is exempt).", Value::Size { min: 0 }),

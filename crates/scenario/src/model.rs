@@ -346,6 +346,10 @@ pub struct Allocation {
     /// buffers, a limit on buffers does not.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub pause_us: u64,
+    /// Microseconds to wait after each release of every live buffer: capacity given
+    /// back some time after release comes back.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub release_pause_us: u64,
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -127,6 +127,8 @@ pub struct RawAllocation {
     /// Microseconds to wait after each buffer (default 0): tells a limit on time
     /// from one on buffers.
     pub pause_us: Option<i64>,
+    /// Microseconds to wait after each release of every live buffer (default 0).
+    pub release_pause_us: Option<i64>,
 }
 
 /// Resource limits (soft) for the process that runs the scenario.

@@ -45,6 +45,22 @@ pub struct ChildCommand {
     /// A resolved scenario (JSON) the child runs: handed over in a memfd named by
     /// the last argument (`/dev/fd/N`).
     pub resolved: Option<String>,
+    /// Where it runs: as which user, in which cgroups, under which wrapper.
+    pub placement: Placement,
+}
+
+/// Where a child runs, when not simply as this process does: for experiments that ask
+/// who shares a limit, and what a system-call observer sees.
+#[derive(Debug, Clone, Default)]
+pub struct Placement {
+    /// Run as this user and group (`setgid`, `setuid` before exec; needs root).
+    pub user: Option<(u32, u32)>,
+    /// `cgroup.procs` files the child writes its pid into before exec: moved into
+    /// those cgroups (each hierarchy's root leaves every cgroup of this process).
+    pub cgroups: Vec<PathBuf>,
+    /// A command the child runs under, the program and its arguments after it
+    /// (`strace -f -o LOG --`).
+    pub wrapper: Vec<OsString>,
 }
 
 impl ChildCommand {
@@ -83,6 +99,7 @@ impl ChildCommand {
             interrupt: None,
             interrupt_grace: Duration::ZERO,
             resolved: Some(serde_json::to_string(scenario).unwrap_or_default()),
+            placement: Placement::default(),
         }
     }
 
@@ -101,6 +118,7 @@ impl ChildCommand {
             interrupt: None,
             interrupt_grace: Duration::ZERO,
             resolved: None,
+            placement: Placement::default(),
         }
     }
 }
@@ -155,6 +173,32 @@ pub struct ChildOutcome {
     pub progress: Progress,
 }
 
+/// Writes this process's pid into a `cgroup.procs` file (between fork and exec: no
+/// allocation, only open, write and close). A cgroup it cannot enter leaves it where
+/// it was; the experiment reads where it ran from the child.
+fn enter_cgroup(procs: &std::ffi::CStr) {
+    let mut digits = [0u8; 20];
+    // SAFETY: getpid has no preconditions.
+    let mut pid = unsafe { libc::getpid() } as u64;
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (pid % 10) as u8;
+        pid /= 10;
+        if pid == 0 {
+            break;
+        }
+    }
+    // SAFETY: a NUL-terminated path; the buffer outlives the write.
+    unsafe {
+        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd >= 0 {
+            libc::write(fd, digits[at..].as_ptr().cast(), digits.len() - at);
+            libc::close(fd);
+        }
+    }
+}
+
 /// An anonymous file (memfd) closed on exec: it has no path, so nothing is left
 /// behind whatever happens to this process.
 fn anonymous_file(name: &std::ffi::CStr) -> std::io::Result<std::fs::File> {
@@ -174,8 +218,24 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
     use std::os::fd::AsRawFd;
     let progress_file = anonymous_file(c"clmulti-progress")?;
     let mut inherited = vec![progress_file.as_raw_fd()];
-    let mut cmd = Command::new(&command.program);
+    let mut cmd = match command.placement.wrapper.split_first() {
+        Some((wrapper, args)) => {
+            let mut cmd = Command::new(wrapper);
+            cmd.args(args).arg(&command.program);
+            cmd
+        }
+        None => Command::new(&command.program),
+    };
     cmd.args(&command.args);
+    if let Some((uid, gid)) = command.placement.user {
+        cmd.uid(uid).gid(gid);
+    }
+    let cgroups: Vec<std::ffi::CString> = command
+        .placement
+        .cgroups
+        .iter()
+        .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).ok())
+        .collect();
     let resolved = match &command.resolved {
         Some(json) => {
             let mut file = anonymous_file(c"clmulti-scenario")?;
@@ -205,6 +265,9 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             if libc::getppid() != parent {
                 libc::_exit(137);
+            }
+            for path in &cgroups {
+                enter_cgroup(path);
             }
             // The child, and only it, keeps the progress file and the scenario.
             for &fd in &inherited {

@@ -298,7 +298,7 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
             if received == 0 && bounds.graceful_signals {
                 // Said at once: what is in flight may take a while to finish.
                 (bounds.note)(&format!(
-                    "clmulti {}: stopping on {}: what is in flight finishes, then what finished is reported; a second signal ends it at once, without a report",
+                    "clmulti {}: stopping on {}: what is in flight stops where it can (a run at its next buffer, keeping what it measured) and what finished is reported; a second signal ends it at once, without a report",
                     bounds.command,
                     clmulti_explain::signal_name(RECEIVED.load(Ordering::SeqCst))
                 ));

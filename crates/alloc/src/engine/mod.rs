@@ -235,6 +235,7 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     if let Some(traced) = &mut report.traced {
         traced.failing_calls = backend.failing_calls();
     }
+    report.failing_window = backend.failing_window();
     if let StopReason::Failed { error, call, index } = &outcome.stop {
         mark_output(&format!(
             "buffer {index}: {} returned {error}",
@@ -278,6 +279,7 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     if report.axpy_check.is_some() {
         clock.mark(&mut report, "dAxpy check over kept buffers");
     }
+    hold_while_asked(interrupt);
     let mut leak_check = backend.release_all();
     leak_check.before = before;
     let after = released_sample(&usage, &mut memory, &outcome);
@@ -314,6 +316,28 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
 }
 
 use clmulti_probe::trace::FAILURE_MARK;
+
+/// Set in a run that holds its buffers beside another run (an experiment on who
+/// shares a limit): once its loop ends it creates `PATH.ready` and keeps every buffer
+/// until `PATH` is gone (or a signal, or ten minutes), then releases as usual.
+pub const HOLD_ENV: &str = "CLMULTI_HOLD";
+
+fn hold_while_asked(interrupt: Option<&AtomicI32>) {
+    let stopped = || interrupt.is_some_and(|i| i.load(Ordering::Relaxed) != 0);
+    let Some(path) = std::env::var_os(HOLD_ENV).map(std::path::PathBuf::from) else {
+        return;
+    };
+    let mut ready = path.clone().into_os_string();
+    ready.push(".ready");
+    // The runner waits for this file: it says the buffers are held, and where (the
+    // cgroups this process is in; its owner is the user it runs as).
+    let cgroups = std::fs::read("/proc/self/cgroup").unwrap_or_default();
+    let _ = std::fs::write(&ready, cgroups);
+    let until = Instant::now() + Duration::from_secs(600);
+    while path.exists() && !stopped() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
 
 /// Writes [`FAILURE_MARK`] and `what` on stdout after whatever the runtime printed
 /// (its stdio buffers flushed first, so the line lands in order).
@@ -441,6 +465,7 @@ fn loop_plan(scenario: &Scenario, host: &HostLimits) -> (LoopPlan, EffectiveGuar
         max_seconds: scenario.guards.max_seconds,
         rss_per_byte: if host_pointer { 2.0 } else { 1.0 },
         pause: std::time::Duration::from_micros(alloc.pause_us),
+        release_pause: std::time::Duration::from_micros(alloc.release_pause_us),
     };
     let guards = EffectiveGuards {
         max_total_bytes: (max_total != u64::MAX).then_some(max_total),

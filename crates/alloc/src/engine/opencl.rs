@@ -85,6 +85,8 @@ pub(crate) struct OpenClBackend {
     tracer: Option<clmulti_probe::trace::Tracer>,
     /// What the tracer saw fail inside the call that failed.
     failing_calls: Vec<clmulti_probe::trace::TracedCall>,
+    /// Under a system-call observer: when the call that failed began and ended.
+    observed: Option<Option<(f64, f64)>>,
     pools: Vec<Pools>,
     tracker: CallTracker,
     leak: LeakCheck,
@@ -230,6 +232,7 @@ impl OpenClBackend {
             pin_property: CL_MEM_DEVICE_ID_INTEL,
             tracer: None,
             failing_calls: Vec::new(),
+            observed: std::env::var_os(clmulti_probe::strace::OBSERVED_ENV).map(|_| None),
             pools,
             tracker,
             leak,
@@ -428,6 +431,12 @@ impl OpenClBackend {
         std::mem::take(&mut self.failing_calls)
     }
 
+    /// Under a system-call observer, when the call that failed began and ended (Unix
+    /// seconds): the observer's calls in it are the ones inside it.
+    pub fn failing_window(&self) -> Option<(f64, f64)> {
+        self.observed.flatten()
+    }
+
     fn allocate_one(&mut self, index: u64, device: usize) -> Result<(), (ClCode, Call)> {
         let slot = self.slot(index, device);
         if self.plain_create {
@@ -465,13 +474,20 @@ impl OpenClBackend {
 
 impl Backend for OpenClBackend {
     fn allocate(&mut self, index: u64, device: usize) -> Result<(), (ClCode, Call)> {
-        let Some(tracer) = self.tracer else {
-            return self.allocate_one(index, device);
+        let began = self.observed.map(|_| clmulti_probe::strace::unix_seconds());
+        let result = match self.tracer {
+            None => self.allocate_one(index, device),
+            Some(tracer) => {
+                let mark = tracer.mark();
+                let result = self.allocate_one(index, device);
+                if result.is_err() {
+                    self.failing_calls = tracer.failures_since(mark);
+                }
+                result
+            }
         };
-        let mark = tracer.mark();
-        let result = self.allocate_one(index, device);
-        if result.is_err() {
-            self.failing_calls = tracer.failures_since(mark);
+        if let (Err(_), Some(began)) = (&result, began) {
+            self.observed = Some(Some((began, clmulti_probe::strace::unix_seconds())));
         }
         result
     }

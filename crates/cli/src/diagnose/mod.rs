@@ -447,7 +447,13 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                 reports.len()
             )),
         );
+        diagnosis.stopped = Some(format!(
+            "{} after {} of the {planned} cases{partial}; what did not run is not compared",
+            clmulti_explain::signal_name(signal),
+            reports.len()
+        ));
     }
+    diagnosis.finish();
     if let Some(dir) = &args.out {
         write_out(dir, &diagnosis, &reports)?;
     }
@@ -497,8 +503,12 @@ fn text(d: &Diagnosis, args: &Args) -> String {
         "clmulti diagnose: {}\n{context}\n{answer}\nverdict\n",
         d.devices_line()
     );
+    let evidence = crate::format::shows(crate::format::Verbosity::Verbose);
     for s in d.headline() {
         out.push_str(&format!("  {s}\n"));
+        if let (true, Some(detail)) = (evidence, &s.detail) {
+            out.push_str(&format!("      evidence: {detail}\n"));
+        }
     }
     out.push_str("\nfixes\n");
     for line in d.fix_lines() {

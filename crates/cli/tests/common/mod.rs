@@ -7,7 +7,9 @@ use std::sync::OnceLock;
 
 mod native;
 #[allow(unused_imports)] // each test binary uses some
-pub use native::{abort_after_layer, fault_layer, marking_library, shared_library};
+pub use native::{
+    abort_after_layer, fault_layer, fault_space_layer, marking_library, shared_library,
+};
 
 /// The PoCL ICD file the tests pin the loader to.
 pub const POCL_ICD: &str = "/etc/OpenCL/vendors/pocl.icd";

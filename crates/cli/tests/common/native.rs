@@ -60,6 +60,33 @@ pub fn fault_layer() -> PathBuf {
         .clone()
 }
 
+/// The fault space's layer (`fault_space/layer.c`): every dimension of a fault an
+/// environment variable (`clmulti_explain::testing::fault_space` writes them). Built
+/// once.
+pub fn fault_space_layer() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let source = hostile().with_file_name("fault_space").join("layer.c");
+            let lib =
+                std::env::temp_dir().join(format!("clmulti-fault-space-{}.so", std::process::id()));
+            let out = Command::new("cc")
+                .args(["-O2", "-shared", "-fPIC", "-o"])
+                .arg(&lib)
+                .arg(&source)
+                .args(["-lm", "-lpthread"])
+                .output()
+                .expect("run cc (gcc is part of the test setup)");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            lib
+        })
+        .clone()
+}
+
 /// A library named `name` in `dir` whose constructor leaves `marker` behind: proof that
 /// its code ran.
 pub fn marking_library(dir: &Path, name: &str, marker: &Path) -> PathBuf {

@@ -170,3 +170,137 @@ fn raise(shared: &Report, which: Rlimit) -> (Fix, Option<String>) {
     };
     (Fix::RaiseSoftLimit { limit: which, to }, why_not)
 }
+
+/// For a fix whose run failed too: the same limit reached again (at its raised value,
+/// or in each context of its own) or another one, judged by the fix run's own readings
+/// and by what the shared case's cause and shape predict for it.
+pub(crate) fn fix_claim(fix: &Fix, run: &Report, shared: &Report) -> Option<crate::claim::Claim> {
+    use crate::claim::{Alternative, Claim, Topic};
+    use crate::report::StopReason;
+    if !matches!(run.stop, StopReason::Failed { .. }) {
+        return None;
+    }
+    let mut same = Alternative::new(
+        "same-limit",
+        "the limit the shared context met, reached again",
+    );
+    let mut other = Alternative::new("other-limit", "another limit");
+    let cause = cause_resource(shared);
+    let met = crate::verdict::LimitMet::of(run);
+    match (&met, &cause) {
+        (Some(m), Some((resource, _))) if &m.resource == resource => {
+            let by = format!("the fix run's own readings show {}", m.words());
+            same = same.supported(by.clone());
+            other = other.excluded(by);
+        }
+        (Some(m), _) => {
+            other = other.supported(format!("the fix run's own readings show {}", m.words()));
+            if let Some((resource, _)) = &cause {
+                same = same.excluded(format!(
+                    "{} was not at its limit in the fix run",
+                    resource.label()
+                ));
+            }
+        }
+        (None, Some((resource, limit))) => {
+            let room = run
+                .costs
+                .iter()
+                .find(|c| &c.resource == resource)
+                .and_then(|c| c.limit.as_ref().map(|l| (c.last, l.value)));
+            match room {
+                Some((reading, value))
+                    if value - reading > 2.0 * cost_of(run, resource).unwrap_or(1.0).max(1.0) =>
+                {
+                    let unit = resource.unit();
+                    same = same.excluded(format!(
+                        "{} read {} of {} when the fix run failed: room left",
+                        resource.label(),
+                        unit.format(reading),
+                        unit.format(value)
+                    ));
+                    other = other.supported("no other explanation is left".to_owned());
+                }
+                _ => {
+                    let why = format!("the fix run's readings do not show whether {limit} was met");
+                    same = same.open(why.clone());
+                    other = other.open(why);
+                }
+            }
+        }
+        (None, None) => match predicted_by_shape(fix, shared) {
+            Some((predicted, why)) if crate::analysis::counts_match(predicted, run.buffers) => {
+                let by = format!(
+                    "{why} predicts about {predicted} buffers; the fix run failed at {}",
+                    run.buffers
+                );
+                same = same.supported(by.clone());
+                other = other.open(format!(
+                    "{by}: another limit at the same place would read the same"
+                ));
+            }
+            _ => {
+                let why = "neither the fix run's readings nor what the experiments found of the limit say which";
+                same = same.open(why);
+                other = other.open(why);
+            }
+        },
+    }
+    Some(Claim::new(
+        Topic::Fix,
+        format!("what stopped the run with {}", fix.label()),
+        vec![same, other],
+    ))
+}
+
+/// The resource the shared case's cause names, confirmed or settled by its failing call.
+fn cause_resource(shared: &Report) -> Option<(Resource, String)> {
+    use crate::verdict::Cause;
+    match &shared.analysis.cause {
+        Some(
+            Cause::Resource {
+                resource, limit, ..
+            }
+            | Cause::OneSided {
+                resource, limit, ..
+            },
+        ) => Some((resource.clone(), limit.name.clone())),
+        _ => None,
+    }
+}
+
+/// Where a fix run fails if the shared case's unseen limit is what its shape
+/// experiments settled on: one of its own per context, or the same bytes in pools.
+fn predicted_by_shape(fix: &Fix, shared: &Report) -> Option<(u64, String)> {
+    use crate::verdict::ShapeQuestion;
+    let settled = |q: ShapeQuestion, key: &str| {
+        shared
+            .analysis
+            .shape
+            .iter()
+            .any(|f| f.question == q && f.settles_on(key))
+    };
+    let n = shared.buffers;
+    let devices = shared.devices.len().max(shared.scenario.devices.set.len()) as u64;
+    match fix {
+        Fix::PerDeviceContexts if settled(ShapeQuestion::PerContextOrProcess, "context") => Some((
+            n * devices,
+            "a limit each context has of its own (the experiments found it per context)".into(),
+        )),
+        Fix::PerDeviceContexts
+            if ["process", "user", "cgroup", "system"]
+                .iter()
+                .any(|k| settled(ShapeQuestion::PerContextOrProcess, k)) =>
+        {
+            Some((
+                n,
+                "a limit shared by every context (the experiments found it so)".into(),
+            ))
+        }
+        Fix::Pool if settled(ShapeQuestion::CountOrBytes, "bytes") => Some((
+            n,
+            "a limit on bytes (the experiments found it counts bytes)".into(),
+        )),
+        _ => None,
+    }
+}

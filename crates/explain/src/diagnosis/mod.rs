@@ -15,6 +15,7 @@ mod compare;
 mod fixes;
 mod matrix;
 
+pub(crate) use fixes::fix_claim;
 pub use fixes::fixes_for;
 
 use crate::report::{Report, StopKind, StopReason};
@@ -25,7 +26,7 @@ use clmulti_scenario::{ContextMode, Rlimit, Strategy};
 use serde::{Deserialize, Serialize};
 
 /// Version of the [`Diagnosis`] JSON shape; bumped when a field changes meaning.
-pub const DIAGNOSIS_SCHEMA_VERSION: u32 = 4;
+pub const DIAGNOSIS_SCHEMA_VERSION: u32 = 5;
 
 /// Which of the seed's three cases a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -161,6 +162,10 @@ pub struct FixOutcome {
     pub fix: Fix,
     /// Run or not, and what happened.
     pub outcome: Outcome,
+    /// For a fix whose run still failed: whether the same limit stopped it again or
+    /// another, with what each rests on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<crate::claim::Claim>,
 }
 
 /// What became of a fix.
@@ -207,6 +212,20 @@ pub struct SharingCost {
     /// Whether `extra` stands out: beyond the noise floor and both fits' margins.
     #[serde(default)]
     pub measurable: bool,
+    /// Whether the readings are an emulated driver's model, not a real kernel's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub modelled: bool,
+}
+
+impl SharingCost {
+    /// The resource in words, with `(as modelled)` for an emulated driver's readings.
+    pub fn label(&self) -> String {
+        if self.modelled {
+            format!("{} (as modelled)", self.resource.label())
+        } else {
+            self.resource.label()
+        }
+    }
 }
 
 /// A limit as a scenario writes it: a byte limit in the largest unit that holds it
@@ -243,6 +262,12 @@ pub struct Investigation {
     /// The failing case re-run unchanged first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicates: Option<crate::verdict::Replicates>,
+    /// What the replicates say about the failure (steady, chance, time, outside).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduction: Option<crate::claim::Claim>,
+    /// What stopped the run, every alternative judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<crate::claim::Claim>,
 }
 
 /// What the runtime logged per buffer in one case of the matrix.
@@ -359,6 +384,9 @@ pub struct RunBrief {
     pub headline: String,
     /// The outcome kind: completed, failed, guard, ...
     pub outcome: StopKind,
+    /// Seconds of its allocation loop.
+    #[serde(default)]
+    pub seconds: f64,
     /// Driver messages, when there were any.
     pub driver_messages: Vec<String>,
 }
@@ -397,6 +425,16 @@ pub struct Diagnosis {
     pub fixes: Vec<FixOutcome>,
     /// The conclusion, each statement with its basis.
     pub verdict: Vec<Statement>,
+    /// The answer it opens with ([`Diagnosis::answer`]), as [`Diagnosis::finish`] left it.
+    #[serde(default)]
+    pub answer: Vec<String>,
+    /// The limit the shared context heads for at its growth, in words, when it heads
+    /// for one (a reading the real system gives, not an emulation's model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_ahead: Option<String>,
+    /// What a signal that stopped the diagnosis left out, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
     /// Where and how it ran (machine, OS, runtime, clmulti, date, emulated parts),
     /// as the command that ran it saw; `None` when built without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -26,11 +26,10 @@ use crate::report::{Report, StopReason};
 use crate::resource::Resource;
 use crate::thresholds::MOVED_SHARE;
 use crate::verdict::{
-    Candidate, CandidateTest, Change, EnvUnit, Experiment, ExperimentOutcome, Knob, ShapeAnswer,
-    ShapeFinding, ShapeQuestion,
+    Candidate, CandidateTest, Change, EnvUnit, Experiment, ExperimentOutcome, Knob, LimitMet,
 };
 use clmulti_scenario::layer::{DEVICE_MEMORY, MIRROR_LIMIT};
-use clmulti_scenario::{format_size, ContextMode, Count, DeviceSet, Scenario};
+use clmulti_scenario::{format_size, Count, DeviceSet, Scenario};
 
 mod replicate;
 mod rounds;
@@ -346,7 +345,9 @@ pub fn judge(
         Ok(report) => {
             let stop = report.stop.summary();
             let moved = |n: u64| !noise.same(n, before);
+            let at_once = matches!(report.stop, StopReason::Failed { .. }) && report.buffers == 0;
             let verdict = match failing_count(report) {
+                _ if at_once => ExperimentOutcome::FailedAtOnce,
                 Ok(n) if trial.predicted.is_some_and(|p| near(n, p, noise)) && moved(n) => {
                     ExperimentOutcome::AsPredicted
                 }
@@ -366,6 +367,7 @@ pub fn judge(
             (report.buffers, Some(report.elapsed_seconds), stop, verdict)
         }
     };
+    let run = outcome.ok();
     Experiment {
         change: trial.change.clone(),
         asked: trial.asked,
@@ -375,6 +377,8 @@ pub fn judge(
         stop,
         observed_seconds: seconds,
         outcome: verdict,
+        met: run.and_then(LimitMet::of),
+        failing_errno: run.and_then(crate::cause::failing_errno),
     }
 }
 
@@ -386,6 +390,7 @@ pub fn judge(
 /// as predicted, raising impossible (`one_sided` says why) or not run. Refuted:
 /// either stayed where the run failed before.
 pub fn test_of(
+    resource: &Resource,
     experiments: Vec<Experiment>,
     one_sided: Option<String>,
     failing_call: Option<&str>,
@@ -419,13 +424,17 @@ pub fn test_of(
         };
         let second_limit_after = match &raised.outcome {
             ExperimentOutcome::AsPredicted => None,
-            // Short of what it was allowed: it failed, at a second limit.
-            ExperimentOutcome::MovedUp => (raised.observed_count < raised.asked)
-                .then(|| raised.observed_count.saturating_sub(raised.before_count)),
+            // Short of its allowance, it failed: at this limit again (its own readings
+            // show it there, at the raised value), or at a second one.
+            ExperimentOutcome::MovedUp => (raised.observed_count < raised.asked
+                && !raised.met.as_ref().is_some_and(|m| &m.resource == resource))
+            .then(|| raised.observed_count.saturating_sub(raised.before_count)),
+            // It could not run at all (a signal, a refused change): one side only.
             ExperimentOutcome::DidNotRun { why } => {
                 let why = format!("the raised run could not run: {why}");
                 return CandidateTest::Consistent { experiments, why };
             }
+            // It ran and failed at once, or moved elsewhere: evidence, not a side missing.
             _ => return CandidateTest::Inconclusive { experiments },
         };
         return CandidateTest::Confirmed {
@@ -464,6 +473,8 @@ pub fn investigate(report: &mut Report, runner: &mut dyn Runner) {
     let steady = replicates.reproduced() == crate::verdict::Reproduced::Yes;
     let noise = Noise::of(&replicates);
     report.analysis.replicates = Some(replicates);
+    // What failed inside a failure that holds still, seen by an observer of every call.
+    report.analysis.observed = steady.then(|| observe(report, runner)).flatten();
     let mut candidates = report.analysis.candidates.clone();
     if !steady {
         for candidate in &mut candidates {
@@ -482,6 +493,7 @@ pub fn investigate(report: &mut Report, runner: &mut dyn Runner) {
         candidate.test = match plan(candidate, report) {
             Plan::NotTestable { reason, command } => CandidateTest::NotTested { reason, command },
             Plan::Trials { trials, one_sided } => test_of(
+                &candidate.resource,
                 trials
                     .iter()
                     .map(|t| {
@@ -490,23 +502,49 @@ pub fn investigate(report: &mut Report, runner: &mut dyn Runner) {
                     })
                     .collect(),
                 one_sided,
-                crate::words::failing_errno_of(&candidate.resource, report),
+                crate::cause::failing_errno_of(&candidate.resource, report),
             ),
         };
     }
-    // A cause shown by moving its limit (both sides, or the one that could move)
-    // needs no shape: only whether it is per peer, by its own cost.
-    let confirmed = candidates.iter().find(|c| {
-        matches!(
-            c.test,
-            CandidateTest::Confirmed { .. } | CandidateTest::Consistent { .. }
-        )
+    // A cause the claim settles on (moved both ways, or one way with the failing call
+    // naming it) needs no shape: only how it depends on the devices, by its own cost.
+    let claim = crate::cause::cause_claim(report, &candidates);
+    let settled = claim.settled().and_then(|a| {
+        candidates
+            .iter()
+            .find(|c| crate::cause::resource_key(&c.resource) == a.key)
     });
-    let shape = match confirmed {
+    let shape = match settled {
         Some(c) => shape::per_peer(report, runner, noise, &c.resource),
         None => shape(report, runner, noise),
     };
     report.analysis = conclusions(report, candidates, shape);
+}
+
+/// A replicate watched by a system-call observer, when the libc tracer saw no call
+/// fail inside the failing call (or did not run): what failed that it cannot see.
+fn observe(report: &Report, runner: &mut dyn Runner) -> Option<crate::verdict::ObservedRun> {
+    let seen = report
+        .traced
+        .as_ref()
+        .is_some_and(|t| !t.failing_calls.is_empty());
+    if seen {
+        return None;
+    }
+    let change = Change {
+        knob: Knob::Observe,
+        from: 0,
+        to: 1,
+    };
+    let asked = allowance(report.buffers.saturating_mul(2));
+    let run = runner.run(std::slice::from_ref(&change), asked).ok()?;
+    let calls = run.observed_calls.clone()?;
+    Some(crate::verdict::ObservedRun {
+        count: run.buffers,
+        watched_failure: matches!(run.stop, StopReason::Failed { .. }),
+        stop: run.stop.summary(),
+        failed_calls: calls,
+    })
 }
 
 /// Applies a change to a scenario (the Runner's first step); `Knob::Devices` sets
@@ -529,8 +567,19 @@ pub fn apply(scenario: &Scenario, change: &Change, count: u64) -> Result<Scenari
         Knob::BufferSize => s.allocation.size_bytes = change.to,
         Knob::ReleaseEvery => s.allocation.release_every = Some(change.to),
         Knob::Contexts => s.context_count = change.to,
-        Knob::Replicate => {}
+        // What the runner does around the run, not the scenario.
+        Knob::Replicate | Knob::Wait | Knob::Sibling { .. } | Knob::Observe => {}
         Knob::Pause => s.allocation.pause_us = change.to,
+        Knob::ReleasePause => s.allocation.release_pause_us = change.to,
+        Knob::OnlyDevice => {
+            let index = match &s.devices.set {
+                DeviceSet::Count(_) => change.to as usize,
+                DeviceSet::Indices(list) => *list
+                    .get(change.to as usize)
+                    .ok_or_else(|| format!("the run has no device {} of its own", change.to))?,
+            };
+            s.devices.set = DeviceSet::Indices(vec![index]);
+        }
         Knob::Devices => match &s.devices.set {
             DeviceSet::Count(_) => s.devices.set = DeviceSet::Count(change.to as usize),
             DeviceSet::Indices(list) => {

@@ -1,13 +1,17 @@
 //! The failing case again, unchanged: whether it reproduces, and how much its count
-//! moves on its own (the noise every experiment is judged against).
+//! moves on its own (the noise every experiment is judged against). Re-runs that all
+//! fall short of the first run are run once more after a wait: something outside the
+//! process that time restores, or that stays used up.
 
 use super::{allowance, Runner};
 use crate::report::{Report, StopReason};
 use crate::thresholds::{noise_slack, MIN_SLACK, REPLICATE_SHARE};
-use crate::verdict::{Change, Knob, ReplicateRun, Replicates, Reproduced};
+use crate::verdict::{Change, Knob, ReplicateRun, Replicates, Reproduced, WaitedRun};
 
 /// Replicates run first; as many again when they disagree.
 pub const REPLICATES: u64 = 2;
+/// How long the re-run after re-runs that fell waits, milliseconds.
+pub const WAIT_MS: u64 = 2000;
 
 /// How far a count moves on its own: from the replicates' spread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -36,7 +40,8 @@ impl Noise {
 
 /// Re-runs the failing case of `report` unchanged, each in a fresh process:
 /// [`REPLICATES`] times, and as many again when they disagree (and do not already
-/// fall run after run, a limit kept outside the process).
+/// fall run after run); when every re-run fell short of the first, once more after
+/// [`WAIT_MS`].
 pub fn replicate(report: &Report, runner: &mut dyn Runner) -> Replicates {
     let count = report.buffers;
     let mut replicates = Replicates {
@@ -46,6 +51,7 @@ pub fn replicate(report: &Report, runner: &mut dyn Runner) -> Replicates {
             failed: true,
         }],
         tolerance: ((count as f64 * REPLICATE_SHARE).round() as u64).max(MIN_SLACK),
+        after_wait: None,
     };
     // The case as it ran: its own count, or room to fail twice as late when it ran
     // until failure (a replicate that completes says the failure moved).
@@ -66,11 +72,7 @@ pub fn replicate(report: &Report, runner: &mut dyn Runner) -> Replicates {
             let Ok(run) = runner.run(std::slice::from_ref(&change), asked) else {
                 return replicates;
             };
-            replicates.runs.push(ReplicateRun {
-                count: run.buffers,
-                seconds: run.elapsed_seconds,
-                failed: matches!(run.stop, StopReason::Failed { .. }),
-            });
+            replicates.runs.push(replicate_run(&run));
         }
         if matches!(
             replicates.reproduced(),
@@ -79,5 +81,33 @@ pub fn replicate(report: &Report, runner: &mut dyn Runner) -> Replicates {
             break;
         }
     }
+    if replicates.fell() {
+        let wait = [
+            Change {
+                knob: Knob::Wait,
+                from: 0,
+                to: WAIT_MS,
+            },
+            Change {
+                knob: Knob::Replicate,
+                from: 0,
+                to: next,
+            },
+        ];
+        if let Ok(run) = runner.run(&wait, asked) {
+            replicates.after_wait = Some(WaitedRun {
+                wait_seconds: WAIT_MS as f64 / 1000.0,
+                run: replicate_run(&run),
+            });
+        }
+    }
     replicates
+}
+
+fn replicate_run(run: &Report) -> ReplicateRun {
+    ReplicateRun {
+        count: run.buffers,
+        seconds: run.elapsed_seconds,
+        failed: matches!(run.stop, StopReason::Failed { .. }),
+    }
 }

@@ -32,7 +32,7 @@ impl Diagnosis {
             .map(|c| {
                 [
                     c.strategy.name().to_owned(),
-                    c.resource.label(),
+                    c.label(),
                     c.resource.unit().format_or_dash(c.one_device),
                     c.resource.unit().format_or_dash(c.shared),
                     c.resource.unit().format_or_dash(c.per_device),
@@ -87,21 +87,31 @@ impl Diagnosis {
                         f.fix.how()
                     )
                 }
-                Outcome::DidNotWork { stop, buffers } => match shared_failed {
-                    // Further only beyond what two runs of one case differ by.
-                    Some(before)
-                        if *buffers > before
-                            && before > 0
-                            && !crate::analysis::counts_match(*buffers, before) =>
-                    {
+                Outcome::DidNotWork { stop, buffers } => {
+                    let further = match shared_failed {
+                        Some(before)
+                            if *buffers > before
+                                && before > 0
+                                && !crate::analysis::counts_match(*buffers, before) =>
+                        {
+                            format!(
+                                ", further than the shared context's {before} ({:.2}x)",
+                                *buffers as f64 / before as f64
+                            )
+                        }
+                        _ => String::new(),
+                    };
+                    let why = f.claim.as_ref().map_or(String::new(), |c| {
                         format!(
-                        "[measured] did not work: {} ({stop}), though it went further than the shared context's {before} ({:.2}x): another limit stopped it",
-                        f.fix.label(),
-                        *buffers as f64 / before as f64
+                            "; [inferred from the fix run's readings and the experiments] {}",
+                            c.sentence()
                         )
-                    }
-                    _ => format!("[measured] did not work: {} ({stop})", f.fix.label()),
-                },
+                    });
+                    format!(
+                        "[measured] did not work: {} ({stop}){further}{why}",
+                        f.fix.label()
+                    )
+                }
                 // A setting clmulti may not change is worth trying by hand: its command.
                 Outcome::Untested { reason } => match &f.fix {
                     Fix::SystemSetting { .. } => format!(
@@ -168,19 +178,17 @@ impl Diagnosis {
             }
         }
         for f in &inv.shape {
+            let answer = f.claim.as_ref().map_or_else(
+                || "not asked".to_owned(),
+                |c| crate::claim::or_list(c.remaining().iter().map(|a| a.key.as_str())),
+            );
             for e in &f.experiments {
                 rows.push([
                     format!("shape: {}?", words::question(f.question)),
                     words::change(&e.change),
                     "-".into(),
                     format!("{} (before {})", e.observed_count, e.before_count),
-                    match (f.answer, &f.met_other_limit) {
-                        (Some(a), _) => format!("{}: {}", words::answer(a), e.stop),
-                        (None, Some(limit)) => {
-                            format!("no answer, met {limit} first: {}", e.stop)
-                        }
-                        (None, None) => e.stop.clone(),
-                    },
+                    format!("left: {answer}: {}", e.stop),
                 ]);
             }
         }
@@ -197,7 +205,7 @@ impl Diagnosis {
         // Only runs that ran are cited: without a per-device run there is nothing
         // to hold the shared context against. A limit ahead that sharing makes nearer
         // is no reason for "not needed".
-        let ahead = self.limit_ahead();
+        let ahead = self.limit_ahead.clone();
         let sharing_adds = self
             .sharing_costs
             .iter()
@@ -214,108 +222,6 @@ impl Diagnosis {
             (false, false) => "[measured] not needed: the shared context did not fail (no per-device run here to compare it with)".into(),
             (true, _) => "[not run] none tried: no run here re-runs the failing shared case another way (clmulti diagnose does)".into(),
         }]
-    }
-
-    /// The answer in at most three lines, before everything else: what was compared,
-    /// what sharing a context costs per buffer here, and what failed, why and the
-    /// first fix that worked (or that nothing failed). Each line sums statements of
-    /// the verdict below it, which carry their bases.
-    pub fn answer(&self) -> Vec<String> {
-        let n = self.devices.len().max(2);
-        let mut strategies: Vec<&str> = self.runs.iter().map(|r| r.strategy.name()).collect();
-        strategies.dedup();
-        if self.runs.is_empty() {
-            return vec!["Nothing ran.".into()];
-        }
-        let has = |role: Role| self.runs.iter().any(|r| r.role == role);
-        let cases: Vec<String> = [
-            (Role::OneDevice, "1 device".to_owned()),
-            (Role::Shared, format!("{n} devices in one shared context")),
-            (Role::PerDevice, format!("{n} with one context each")),
-        ]
-        .into_iter()
-        .filter(|(role, _)| has(*role))
-        .map(|(_, words)| words)
-        .collect();
-        let mut lines = vec![format!(
-            "Compared: {} ({}; each run in a fresh process).",
-            cases.join(", "),
-            strategies.join(" and ")
-        )];
-        let first = self.runs[0].strategy;
-        let extras: Vec<String> = self
-            .sharing_costs
-            .iter()
-            .filter(|c| c.measurable && c.strategy == first)
-            .filter_map(|c| {
-                let e = c.extra?;
-                let sign = if e >= 0.0 { "+" } else { "-" };
-                Some(format!(
-                    "{} {sign}{}",
-                    c.resource.label(),
-                    c.resource.unit().format(e.abs())
-                ))
-            })
-            .take(3)
-            .collect();
-        if self.runs.iter().any(|r| r.role == Role::PerDevice) {
-            lines.push(if extras.is_empty() {
-                format!(
-                    "Sharing a context adds no measurable cost per buffer here ({}).",
-                    first.name()
-                )
-            } else {
-                format!(
-                    "Sharing a context adds per buffer ({}): {}.",
-                    first.name(),
-                    extras.join(", ")
-                )
-            });
-        }
-        lines.push(self.outcome_line());
-        lines
-    }
-
-    /// The answer's last line: what failed, why and the first fix that worked, or
-    /// that nothing failed (and the limit ahead).
-    fn outcome_line(&self) -> String {
-        let failed = self
-            .runs
-            .iter()
-            .find(|r| r.role == Role::Shared && r.outcome == StopKind::Failed);
-        let worked = self.fixes.iter().find_map(|f| match f.outcome {
-            Outcome::Worked { .. } => Some(f.fix.label()),
-            _ => None,
-        });
-        match failed {
-            Some(r) => {
-                // The headline names a confirmed cause itself; else the verdict's.
-                let cause = self
-                    .verdict
-                    .iter()
-                    .find_map(|s| s.text.strip_prefix("confirmed: "))
-                    .and_then(|t| t.split(';').next())
-                    .filter(|_| !r.headline.contains("confirmed"))
-                    .map_or_else(String::new, |c| format!("; {c} (confirmed by experiment)"));
-                let fix = worked.map_or_else(String::new, |f| format!("; a fix that worked: {f}"));
-                format!("The shared context {}{cause}{fix}.", r.headline)
-            }
-            None => match self.limit_ahead() {
-                Some(ahead) => {
-                    format!("No shared context failed; by its growth it heads for {ahead}.")
-                }
-                None => "No shared context failed.".into(),
-            },
-        }
-    }
-
-    /// The shared context's first limit ahead, as the verdict says it.
-    fn limit_ahead(&self) -> Option<String> {
-        self.verdict.iter().find_map(|s| {
-            s.text
-                .strip_prefix("first limit ahead for the shared context: ")
-                .map(str::to_owned)
-        })
     }
 
     /// The diagnosis as Markdown: the verdict first, then the numbers behind it.
@@ -335,6 +241,12 @@ impl Diagnosis {
         );
         for s in self.headline() {
             out.push_str(&format!("- {s}\n"));
+            if let Some(detail) = &s.detail {
+                out.push_str(&format!(
+                    "  <details><summary>evidence</summary>{}</details>\n",
+                    html_escape(detail)
+                ));
+            }
         }
         out.push_str("\n## Known from documented sources\n\n");
         for s in self
@@ -393,8 +305,14 @@ impl Diagnosis {
             html_escape(&self.devices_line())
         );
         for s in self.headline() {
+            let detail = s.detail.as_ref().map_or(String::new(), |d| {
+                format!(
+                    "<details><summary>evidence</summary>{}</details>",
+                    html_escape(d)
+                )
+            });
             out.push_str(&format!(
-                "<li class=\"{}\"><span class=\"tag\">{}</span> {}</li>",
+                "<li class=\"{}\"><span class=\"tag\">{}</span> {}{detail}</li>",
                 s.tag(),
                 html_escape(&tag(s)),
                 html_escape(&s.text)

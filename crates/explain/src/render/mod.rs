@@ -1,6 +1,7 @@
 //! Wording for people: the one-line headline of a run and a diagnosis as terminal
 //! text, Markdown and HTML. Everything here reads conclusions; nothing concludes.
 
+mod answer;
 mod context;
 mod diagnosis;
 pub mod reproducer;

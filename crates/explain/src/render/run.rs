@@ -30,21 +30,25 @@ impl Report {
                 resource.label(),
                 limit.name
             ),
-            Some(Cause::Untested { resources }) => format!(
-                "; candidate: {} at its limit (not tested)",
-                resources
-                    .iter()
-                    .map(|r| r.label())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            Some(Cause::OneSided {
-                resource, limit, ..
-            }) => format!(
-                "; consistent with {} at {} (only lowering could be tried)",
-                resource.label(),
-                limit.name
-            ),
+            Some(c @ (Cause::Untested { .. } | Cause::OneSided { .. })) => {
+                let how = if matches!(c, Cause::OneSided { .. }) {
+                    "lowering its limit moved the failure as predicted, raising it could not be tried, and the failing call names it"
+                } else {
+                    "at its limit and named by the failing call; its limit was not moved"
+                };
+                match self.analysis.claim(crate::claim::Topic::Cause) {
+                    Some(claim) => match claim.settled() {
+                        Some(a) => format!("; {} ({how})", a.words),
+                        None => format!(
+                            "; not settled: {}",
+                            crate::claim::or_list(
+                                claim.remaining().iter().map(|a| a.words.as_str())
+                            )
+                        ),
+                    },
+                    None => String::new(),
+                }
+            }
             Some(Cause::NotExplained { .. }) => "; not explained by what was measured".into(),
             Some(Cause::NotReproducible { counts }) => format!(
                 "; not reproducible (re-runs failed at {})",

@@ -45,6 +45,10 @@ pub struct Cost {
     /// residency) rather than a measurement.
     #[serde(default)]
     pub estimated: bool,
+    /// Samples the slope was fitted through: fewer than
+    /// [`MIN_COST_SAMPLES`](crate::thresholds::MIN_COST_SAMPLES) measure nothing.
+    #[serde(default)]
+    pub samples: usize,
 }
 
 impl Cost {
@@ -281,6 +285,15 @@ pub struct Report {
     /// traced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traced: Option<Traced>,
+    /// For a run watched by a system-call observer (every call of every thread, raw
+    /// ones too): the calls that failed inside its failing OpenCL call; `None` when
+    /// nothing watched it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_calls: Option<Vec<clmulti_probe::trace::TracedCall>>,
+    /// Under a system-call observer: when the OpenCL call that failed began and ended
+    /// (Unix seconds), which the observer's log is read between.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing_window: Option<(f64, f64)>,
     /// Resource readings.
     pub samples: Vec<Sample>,
     /// Growth per buffer of each resource.
@@ -357,6 +370,8 @@ impl Report {
             environment: None,
             clmulti_fds: None,
             traced: None,
+            observed_calls: None,
+            failing_window: None,
             fresh_process: true,
             buffers: 0,
             bytes_requested: 0,

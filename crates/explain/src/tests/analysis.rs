@@ -142,7 +142,7 @@ fn memory_that_stays_after_release_fails_the_leak_check_though_every_call_succee
     assert_eq!(r.leak_check.not_returned[0].resource, Resource::HostRss);
     let t = text(&r);
     assert!(
-        t.contains("every release call succeeded, yet host RSS stayed 1000.00 MiB above its start"),
+        t.contains("every release call succeeded, yet host RSS 1000.00 MiB stayed above the start after release"),
         "{t}"
     );
 }

@@ -1,12 +1,10 @@
 //! Experiments over a runner that answers from a rule: confirmed, refuted, not
 //! testable, and the shape answers.
 
-use super::text;
+use super::{keys, left, text};
 use crate::experiment::{investigate, plan, Plan, Runner};
 use crate::testing::{failed_at_limit, rerun_failing_at, run};
-use crate::verdict::{
-    CandidateTest, Cause, Change, ExperimentOutcome, Knob, ShapeAnswer, ShapeQuestion,
-};
+use crate::verdict::{CandidateTest, Cause, Change, ExperimentOutcome, Knob, ShapeQuestion};
 use crate::{Report, Resource};
 use clmulti_scenario::{ContextMode, Rlimit};
 
@@ -58,14 +56,6 @@ fn rule<F: FnMut(&[Change], u64) -> Option<u64>>(f: F) -> Rule<F> {
     Rule(f, Vec::new(), None)
 }
 
-fn answer(r: &Report, q: ShapeQuestion) -> Option<ShapeAnswer> {
-    r.analysis
-        .shape
-        .iter()
-        .find(|f| f.question == q)
-        .and_then(|f| f.answer)
-}
-
 #[test]
 fn moving_the_descriptor_limit_moves_the_failure_so_the_candidate_is_confirmed() {
     let mut r = failed_at_limit(1014, 1024, 10);
@@ -110,9 +100,16 @@ fn moving_the_descriptor_limit_moves_the_failure_so_the_candidate_is_confirmed()
         r.analysis
             .shape
             .iter()
-            .map(|f| (f.question, f.answer))
+            .map(|f| f.question)
             .collect::<Vec<_>>(),
-        [(ShapeQuestion::PerPeer, Some(ShapeAnswer::NotPerPeer))]
+        [ShapeQuestion::PerPeer]
+    );
+    // One descriptor a buffer at 2, 3 and 4 devices: the same whatever the devices.
+    assert_eq!(
+        left(&r, ShapeQuestion::PerPeer),
+        keys(&["none"]),
+        "{}",
+        text(&r)
     );
     let t = text(&r);
     assert!(
@@ -156,26 +153,27 @@ fn a_failure_that_stays_put_refutes_the_candidate_and_the_shape_runs_describe_it
     assert!(!t.contains("is the cause"), "{t}");
     assert!(!r.headline().contains("reached"), "{}", r.headline());
     // A counter of buffers ever created, per process, whatever the peers.
+    // Three sizes failed at 1000: buffers, or granules coarser than every size tried.
     assert_eq!(
-        answer(&r, ShapeQuestion::CountOrBytes),
-        Some(ShapeAnswer::Buffers)
+        left(&r, ShapeQuestion::CountOrBytes),
+        keys(&["buffers", "granules"])
+    );
+    // Released half way, at once and after a pause: nothing came back; later than
+    // the pause stays open.
+    assert_eq!(
+        left(&r, ShapeQuestion::LiveOrCumulative),
+        keys(&["given-back", "cumulative", "rate"])
     );
     assert_eq!(
-        answer(&r, ShapeQuestion::LiveOrCumulative),
-        Some(ShapeAnswer::Cumulative)
+        left(&r, ShapeQuestion::PerContextOrProcess),
+        keys(&["process"])
     );
-    assert_eq!(
-        answer(&r, ShapeQuestion::PerContextOrProcess),
-        Some(ShapeAnswer::PerProcess)
-    );
-    assert_eq!(
-        answer(&r, ShapeQuestion::PerPeer),
-        Some(ShapeAnswer::NotPerPeer)
-    );
+    assert_eq!(left(&r, ShapeQuestion::PerPeer), keys(&["none"]));
     assert!(
-        t.contains("buffers or bytes: the limit counts buffers"),
+        t.contains("what the limit counts: buffers or bytes charged in granules of at least"),
         "{t}"
     );
+    super::assert_claims_name_what_is_left(&r);
 }
 
 /// The case: descriptors are a real limit (lowering them moves the failure
@@ -201,71 +199,70 @@ fn a_limit_that_lowering_moves_but_raising_does_not_is_refuted_as_the_cause() {
     assert!(text(&r).contains("refuted"), "{}", text(&r));
 }
 
-/// (limit, rule, question, answer): each shape of unseen limit, as a runner would
-/// behave under it, with the failing case at 1000 x 1 MiB on two devices.
+/// (limit, rule, question, what is left): each shape of unseen limit, as a runner
+/// would behave under it, with the failing case at 1000 x 1 MiB on two devices. A
+/// device alone never fails: each is a cost of sharing.
 #[test]
 fn the_shape_runs_tell_bytes_from_buffers_live_from_cumulative_context_from_process_and_peers() {
     type Behaviour = fn(&[Change], u64) -> Option<u64>;
     let byte_budget: Behaviour = |changes, _| match &changes[0].knob {
         Knob::BufferSize => Some(1000 * (1 << 20) / changes[0].to),
-        Knob::ReleaseEvery => None,
+        Knob::ReleaseEvery | Knob::OnlyDevice => None,
         _ => Some(1000),
     };
     let per_context: Behaviour = |changes, _| match &changes[0].knob {
         Knob::Contexts => Some(1000 * changes[0].to),
-        Knob::ReleaseEvery => None,
+        Knob::ReleaseEvery | Knob::OnlyDevice => None,
         _ => Some(1000),
     };
     let per_peer: Behaviour = |changes, _| match &changes[0].knob {
-        // One descriptor per peer: 1000 with one peer, 500 with two.
+        // One descriptor per peer: 1000 with one peer, 500 with two, 333 with three.
         Knob::Devices => Some(1000 / (changes[0].to - 1)),
-        Knob::ReleaseEvery => None,
+        Knob::ReleaseEvery | Knob::OnlyDevice => None,
         _ => Some(1000),
     };
-    let cases: [(&str, Behaviour, ShapeQuestion, ShapeAnswer); 5] = [
+    let cases: [(&str, Behaviour, ShapeQuestion, &[&str]); 5] = [
         (
             "byte budget: size",
             byte_budget,
             ShapeQuestion::CountOrBytes,
-            ShapeAnswer::Bytes,
+            &["bytes"],
         ),
         (
             "byte budget: release",
             byte_budget,
             ShapeQuestion::LiveOrCumulative,
-            ShapeAnswer::Live,
+            &["given-back"],
         ),
         (
             "per context",
             per_context,
             ShapeQuestion::PerContextOrProcess,
-            ShapeAnswer::PerContext,
+            &["context"],
         ),
-        (
-            "per peer",
-            per_peer,
-            ShapeQuestion::PerPeer,
-            ShapeAnswer::PerPeer,
-        ),
+        ("per peer", per_peer, ShapeQuestion::PerPeer, &["linear"]),
         (
             "per peer: not per context",
             per_peer,
             ShapeQuestion::PerContextOrProcess,
-            ShapeAnswer::PerProcess,
+            &["process"],
         ),
     ];
     for (case, behaviour, question, expected) in cases {
         let mut r = rerun_failing_at(1000);
         let mut runner = rule(behaviour);
         investigate(&mut r, &mut runner);
-        assert_eq!(answer(&r, question), Some(expected), "{case}\n{}", text(&r));
-        // Each question ran once, each with one thing moved (time or count first).
-        assert_eq!(runner.experiments().len(), 5, "{case}");
-        assert!(runner.1.iter().all(|c| c.len() == 1), "{case}");
+        assert_eq!(left(&r, question), keys(expected), "{case}\n{}", text(&r));
+        // Each run moves one thing, or a release with its pause.
+        assert!(runner.1.iter().all(|c| c.len() <= 2), "{case}");
+        // The same count, later, when paused: a count, or a budget restored too
+        // slowly to show in the pause.
         assert_eq!(
-            answer(&r, ShapeQuestion::TimeOrCount),
-            Some(ShapeAnswer::Count)
+            left(&r, ShapeQuestion::TimeOrCount),
+            keys(&["count", "rate"]),
+            "{case}"
         );
+        super::assert_claims_name_what_is_left(&r);
     }
 }
 
@@ -304,24 +301,24 @@ fn a_shape_rerun_that_met_a_measured_limit_answers_nothing() {
         .iter()
         .find(|f| f.question == ShapeQuestion::PerPeer)
         .unwrap();
-    assert_eq!(per_peer.answer, None, "{}", text(&r));
+    // The device-count re-runs met RLIMIT_NOFILE, a limit of their own: they say
+    // nothing of peers, and no per-peer model is claimed from them.
+    let claim = per_peer.claim.as_ref().expect("a claim");
+    assert!(!claim.leaves("linear"), "{}", text(&r));
     assert!(
-        per_peer
-            .met_other_limit
-            .as_deref()
-            .is_some_and(|l| l.contains("RLIMIT_NOFILE")),
-        "{per_peer:?}"
+        claim.evidence().iter().any(|e| e.contains("RLIMIT_NOFILE")),
+        "{:?}",
+        claim.evidence()
     );
     let t = text(&r);
     assert!(
-        t.contains("per peer: no answer: the re-run met open fds"),
+        !t.contains("once per peer (each other device in the context)\n"),
         "{t}"
     );
-    assert!(!t.contains("the limit is per peer"), "{t}");
     // The other questions, whose re-runs met no measured limit, still answer.
     assert_eq!(
-        answer(&r, ShapeQuestion::CountOrBytes),
-        Some(ShapeAnswer::Buffers)
+        left(&r, ShapeQuestion::CountOrBytes),
+        keys(&["buffers", "granules"])
     );
 }
 

@@ -8,7 +8,7 @@ use crate::report::{Kept, RoundReadings};
 use crate::testing::run;
 use crate::verdict::{
     CandidateTest, Cause, Change, ExperimentOutcome, Knob, ReplicateRun, Replicates, Reproduced,
-    ShapeAnswer, ShapeQuestion,
+    ShapeQuestion,
 };
 use crate::{Report, Resource};
 use clmulti_scenario::{ContextMode, Rlimit};
@@ -73,11 +73,16 @@ fn a_failure_that_strikes_at_random_is_not_reproducible_and_gets_no_shape() {
         })
     );
     assert!(r.analysis.shape.is_empty());
-    // Replicates only: no experiment judged against a spread this wide.
-    assert!(runner.runs.iter().all(|c| c.knob == Knob::Replicate));
+    // Replicates only (every one short of the first, the last after a wait): no
+    // experiment judged against a spread this wide.
+    assert!(runner
+        .runs
+        .iter()
+        .all(|c| matches!(c.knob, Knob::Replicate | Knob::Wait)));
     let t = text(&r);
     assert!(
-        t.contains("not reproducible: the same case failed at 1000, 58, 460, 486, 171"),
+        t.contains("failed at 1000 (1 ms); re-run unchanged, each in a fresh process: 58 (0 ms), 460 (0 ms), 486 (0 ms), 171 (0 ms)")
+            && t.contains("re-run unchanged: not reproducible: chance"),
         "{t}"
     );
     for shape in ["counts buffers", "per context", "live", "cumulative"] {
@@ -128,7 +133,15 @@ fn a_failure_whose_time_holds_while_its_count_does_not_is_a_time_limit() {
     // Disagreeing counts ask for two more.
     assert_eq!(counts, &[2000, 1600, 2300, 1600, 2300]);
     let t = text(&r);
-    assert!(t.contains("a time limit (after about 0.40 s)"), "{t}");
+    assert!(
+        t.contains("re-run unchanged: a time limit (after about 0.40 s)"),
+        "{t}"
+    );
+    assert!(
+        r.headline().contains("a time limit (after about 0.40 s)"),
+        "{}",
+        r.headline()
+    );
     assert!(
         !t.contains("counts buffers") && !t.contains("cumulative"),
         "{t}"
@@ -160,16 +173,15 @@ fn a_pause_tells_a_steady_time_limit_from_a_count() {
     assert!(runner
         .runs
         .iter()
-        .all(|c| matches!(c.knob, Knob::Replicate | Knob::Pause)));
+        .all(|c| matches!(c.knob, Knob::Replicate | Knob::Pause | Knob::Observe)));
     assert!(text(&r).contains("the failure follows time, not buffers"));
     // A count: paused, the same count, twice the time.
     let mut r = unexplained(2000);
     let mut runner = table(vec![(2000, 1e-6)], |_| Some(2000));
     investigate(&mut r, &mut runner);
-    let time = &r.analysis.shape[0];
     assert_eq!(
-        (time.question, time.answer),
-        (ShapeQuestion::TimeOrCount, Some(ShapeAnswer::Count))
+        super::left(&r, ShapeQuestion::TimeOrCount),
+        super::keys(&["count", "rate"])
     );
 }
 
@@ -184,8 +196,16 @@ fn a_limit_kept_outside_the_process_is_persistent_and_voids_what_follows() {
             counts: vec![1000, 0, 0]
         })
     );
-    assert!(runner.runs.iter().all(|c| c.knob == Knob::Replicate));
-    assert!(text(&r).contains("the limit persists across processes"));
+    // Replicates only, the last after a wait: time gave nothing back.
+    assert!(runner
+        .runs
+        .iter()
+        .all(|c| matches!(c.knob, Knob::Replicate | Knob::Wait)));
+    assert!(
+        text(&r).contains("something outside the process (a file, a daemon, the driver) that runs use up and that stays used"),
+        "{}",
+        text(&r)
+    );
     // Earlier and earlier on a line, not at once: the same.
     let falling = Replicates {
         runs: [1000, 800, 600, 400, 200]
@@ -196,6 +216,7 @@ fn a_limit_kept_outside_the_process_is_persistent_and_voids_what_follows() {
             })
             .to_vec(),
         tolerance: 20,
+        after_wait: None,
     };
     assert_eq!(falling.reproduced(), Reproduced::Persistent);
     // A random failure: falling three times, or at once once, is not persistence.
@@ -209,6 +230,7 @@ fn a_limit_kept_outside_the_process_is_persistent_and_voids_what_follows() {
             })
             .collect(),
         tolerance: 27,
+        after_wait: None,
     };
     assert_eq!(random(&[1337, 100, 32]).reproduced(), Reproduced::No);
     assert_eq!(
@@ -229,6 +251,7 @@ fn a_limit_kept_outside_the_process_is_persistent_and_voids_what_follows() {
             })
             .to_vec(),
         tolerance: 2,
+        after_wait: None,
     };
     assert_eq!(early.reproduced(), Reproduced::No);
 }
@@ -263,7 +286,7 @@ fn two_limits_close_together_confirm_the_first_and_name_the_second() {
     );
     assert!(
         t.contains(
-            "a second limit stopped the run 23 buffers past the old failure (not explained)"
+            "raised, the run stopped 23 buffers past the old failure with open fds short of its raised limit: a second limit (not explained)"
         ),
         "{t}"
     );
@@ -312,12 +335,56 @@ fn a_limit_that_can_only_be_lowered_is_consistent_never_confirmed() {
     );
     let t = text(&r);
     assert!(!t.contains("confirmed"), "{t}");
+    // Lowering moved it; raising could not be tried; no call was seen failing: the
+    // descriptors stay open beside a limit no reading shows.
     assert!(
-        t.contains("consistent with open fds at RLIMIT_NOFILE (soft) (only lowering could be tried: a limit, not shown to be the one met"),
+        t.contains("open fds at RLIMIT_NOFILE (soft): lowering the limit moved the failure as its line predicts; raising it could not be tried"),
         "{t}"
     );
-    assert!(matches!(r.analysis.cause, Some(Cause::OneSided { .. })));
-    assert!(r.headline().contains("consistent with"), "{}", r.headline());
+    assert!(
+        matches!(r.analysis.cause, Some(Cause::Untested { .. })),
+        "{t}"
+    );
+    assert!(
+        r.headline().contains(
+            "not settled: open fds at RLIMIT_NOFILE (soft) or not explained by what was measured"
+        ),
+        "{}",
+        r.headline()
+    );
+    super::assert_claims_name_what_is_left(&r);
+    // The same, with the failing call seen: open() failing with EMFILE is what the
+    // limit gives, so it is the one met.
+    let mut r = run(2, ContextMode::Shared)
+        .fds(7.0, 1.0)
+        .limit(Rlimit::NoFile, 1015, Some(1015))
+        .failed_at(1008);
+    r.traced = Some(crate::Traced {
+        failing_calls: vec![clmulti_probe::trace::TracedCall {
+            call: "openat".into(),
+            args: "AT_FDCWD, \"/dev/null\", O_RDONLY".into(),
+            errno: 24,
+            errno_name: "EMFILE".into(),
+            thread: 1,
+            stack: Vec::new(),
+        }],
+    });
+    r.conclude();
+    let mut runner = table(vec![(1008, 1e-6)], |c| match c.knob {
+        Knob::SoftLimit { .. } => Some(c.to.saturating_sub(7).min(1000)),
+        _ => Some(1008),
+    });
+    investigate(&mut r, &mut runner);
+    assert!(
+        matches!(r.analysis.cause, Some(Cause::OneSided { .. })),
+        "{}",
+        text(&r)
+    );
+    assert!(
+        r.headline().contains("open fds at RLIMIT_NOFILE (soft) (lowering its limit moved the failure as predicted, raising it could not be tried, and the failing call names it)"),
+        "{}",
+        r.headline()
+    );
 }
 
 #[test]
@@ -458,6 +525,8 @@ fn freed_heap_the_c_library_keeps_is_named_as_such() {
             observed_count: 1800,
             stop: "completed".into(),
             observed_seconds: None,
+            met: None,
+            failing_errno: None,
             outcome: ExperimentOutcome::MovedOtherwise,
         },
         readings: vec![
@@ -467,13 +536,21 @@ fn freed_heap_the_c_library_keeps_is_named_as_such() {
         control: None,
     };
     let words = crate::release::rounds_words(&round);
+    // Who holds the RSS that stays, measured: little of it the C library's.
     assert!(
-        words.contains("the C library's live allocations hold 204.80 KiB: most of what stays is not held by any live allocation"),
+        words.contains("the C library's live allocations hold 204.80 KiB, it keeps 0 B of freed heap (resident or not), and at least 299.80 MiB is outside its heap"),
         "{words}"
     );
-    assert!(words.contains("reused, a cache"), "{words}");
+    let claims = crate::release::kept_claims(&round);
+    // Flat after the first round: reused, or a leak that stopped after it.
+    assert!(
+        claims[0].leaves("reused") && claims[0].leaves("stopped"),
+        "{:?}",
+        claims[0].sentence()
+    );
+    assert!(!claims[0].leaves("filling"), "{}", claims[0].sentence());
     // A heap that grows the same every round, under a megabyte: a leak of live
-    // allocations, told by the C library's exact count, and RSS no cache of it.
+    // allocations, told by the C library's exact count.
     let leak: Vec<f64> = (0..6).map(|i| (1.0 + 0.85 * i as f64) * MIB).collect();
     let rss: Vec<f64> = (0..6).map(|i| (20.0 + 1.3 * i as f64) * MIB).collect();
     let round = crate::report::SecondRound {
@@ -484,16 +561,22 @@ fn freed_heap_the_c_library_keeps_is_named_as_such() {
         ],
         ..round
     };
-    let words = crate::release::rounds_words(&round);
+    let claims = crate::release::kept_claims(&round);
+    let heap = claims
+        .iter()
+        .find(|c| c.subject.contains("C heap in use"))
+        .unwrap();
     assert!(
-        words.contains("C heap in use 1.00 MiB, 1.85 MiB")
-            && words.contains("it keeps growing, a leak"),
-        "{words}"
+        heap.leaves("leak") && !heap.leaves("reused"),
+        "{}",
+        heap.sentence()
     );
-    assert!(
-        !words.contains("freed heap the C library keeps and fragments"),
-        "{words}"
-    );
+    // The RSS grows with it, not with the C library's freed heap (flat here).
+    let rss = claims
+        .iter()
+        .find(|c| c.subject.contains("host RSS"))
+        .unwrap();
+    assert!(!rss.leaves("freed-heap"), "{}", rss.sentence());
 }
 
 #[test]
@@ -569,6 +652,7 @@ fn a_confirmed_cost_that_falls_with_peers_is_said_per_peer() {
             };
             let per_buffer = (devices - 1) as f64;
             Ok(run(devices as usize, ContextMode::Shared)
+                .every(20)
                 .fds(10.0, per_buffer)
                 .limit(Rlimit::NoFile, soft, Some(20000))
                 .failed_at((soft - 10) / (devices - 1)))

@@ -140,8 +140,13 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
         "allocation.pause_us",
         or_default(raw.pause_us, "allocation.pause_us"),
     )?;
+    let release_pause_us = in_range(
+        "allocation.release_pause_us",
+        or_default(raw.release_pause_us, "allocation.release_pause_us"),
+    )?;
     Ok(Allocation {
         pause_us,
+        release_pause_us,
         size_bytes,
         count,
         flags,

@@ -82,6 +82,8 @@ pub(crate) struct LoopPlan {
     pub rss_per_byte: f64,
     /// Waited after each buffer (`allocation.pause_us`).
     pub pause: std::time::Duration,
+    /// Waited after each release of every live buffer (`allocation.release_pause_us`).
+    pub release_pause: std::time::Duration,
 }
 
 /// Why a run must not start: its first buffer alone, beside `fixed_host_bytes` the
@@ -381,6 +383,7 @@ pub(crate) fn allocation_loop(
         if released {
             backend.release_live();
             out.live = 0;
+            pause(plan.release_pause);
         }
         let due = out.buffers == next_sample;
         if due {

@@ -133,6 +133,7 @@ fn plan() -> LoopPlan {
         max_seconds: 60.0,
         rss_per_byte: 1.0,
         pause: std::time::Duration::ZERO,
+        release_pause: std::time::Duration::ZERO,
     }
 }
 

@@ -12,8 +12,22 @@ pub(super) fn shared_cause(shared: &Report, per: Option<&Report>, n: usize) -> V
         return Vec::new();
     }
     let mut out: Vec<Statement> = Vec::new();
-    out.extend(words::failing_call(shared));
-    out.extend(shared.analysis.replicates.as_ref().map(words::replicates));
+    out.extend(crate::cause::failing_call_statement(shared));
+    out.extend(shared.analysis.replicates.as_ref().map(|r| {
+        let paused = shared
+            .analysis
+            .shape
+            .iter()
+            .find(|f| f.question == crate::verdict::ShapeQuestion::TimeOrCount)
+            .and_then(|f| f.claim.as_ref());
+        let moved = shared.analysis.candidates.iter().any(|c| {
+            c.test
+                .experiments()
+                .first()
+                .is_some_and(|e| e.outcome == crate::verdict::ExperimentOutcome::AsPredicted)
+        });
+        words::replicates(r, crate::reproduction::claim(r, paused, moved))
+    }));
     match &shared.analysis.cause {
         Some(Cause::Resource {
             resource,
@@ -55,7 +69,7 @@ pub(super) fn shared_cause(shared: &Report, per: Option<&Report>, n: usize) -> V
             let per_peer = per_peer.unwrap_or_default();
             let whose = if same_in_per_device {
                 format!(
-                    "; one context per device failed the same way (at {}): a limit of the process, not of sharing a context",
+                    "; one context per device failed the same way (at {}): not a cost of sharing a context",
                     per.map_or(0, |p| p.buffers)
                 )
             } else {
@@ -77,13 +91,18 @@ pub(super) fn shared_cause(shared: &Report, per: Option<&Report>, n: usize) -> V
                     unit.format(elsewhere),
                 ),
             ));
-            out.extend(words::call_agrees(resource, shared));
+            out.extend(crate::cause::call_agrees(resource, shared));
         }
+        // The replicates' claim above says what a failure that does not hold still is.
         Some(
-            c
-            @ (Cause::NotReproducible { .. } | Cause::TimeLimit { .. } | Cause::Persistent { .. }),
-        ) => out.push(words::unsteady(c)),
-        Some(Cause::Untested { .. } | Cause::NotExplained { .. } | Cause::OneSided { .. }) => {}
+            Cause::NotReproducible { .. } | Cause::TimeLimit { .. } | Cause::Persistent { .. },
+        ) => {}
+        Some(Cause::Untested { .. } | Cause::NotExplained { .. } | Cause::OneSided { .. }) => {
+            out.push(words::cause(crate::cause::cause_claim(
+                shared,
+                &shared.analysis.candidates,
+            )));
+        }
         None => out.push(Statement::measured(format!(
             "the shared context stopped: {}",
             shared.stop.summary()
@@ -96,10 +115,7 @@ pub(super) fn shared_cause(shared: &Report, per: Option<&Report>, n: usize) -> V
         out.push(words::candidate(c, false));
     }
     if let Some(Cause::NotExplained { unmeasured }) = &shared.analysis.cause {
-        out.push(words::not_explained(
-            unmeasured,
-            !shared.analysis.candidates.is_empty(),
-        ));
+        out.push(words::not_measured(unmeasured));
     }
     out.extend(shared.analysis.shape.iter().map(words::shape));
     out

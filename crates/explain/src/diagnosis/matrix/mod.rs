@@ -128,6 +128,11 @@ impl Diagnosis {
                     candidates: shared.analysis.candidates.clone(),
                     shape: shared.analysis.shape.clone(),
                     replicates: shared.analysis.replicates.clone(),
+                    reproduction: shared
+                        .analysis
+                        .claim(crate::claim::Topic::Reproduction)
+                        .cloned(),
+                    cause: shared.analysis.claim(crate::claim::Topic::Cause).cloned(),
                 });
             }
         }
@@ -140,9 +145,9 @@ impl Diagnosis {
             verdict.extend(no_failure(shared_any));
         }
         let release = release_findings(runs);
-        verdict.extend(release_statement(&release));
+        verdict.extend(release_statement(runs, &release));
         verdict.extend(known(&platform, shared_any.map(seen_in)));
-        Diagnosis {
+        let mut diagnosis = Diagnosis {
             schema_version: DIAGNOSIS_SCHEMA_VERSION,
             platform,
             devices,
@@ -155,8 +160,13 @@ impl Diagnosis {
             release,
             fixes: fixes.iter().map(|f| fix_outcome(f, shared_any)).collect(),
             verdict,
+            answer: Vec::new(),
+            limit_ahead: shared_any.and_then(limit_ahead),
+            stopped: None,
             context: None,
-        }
+        };
+        diagnosis.finish();
+        diagnosis
     }
 
     /// Adds what the runtime logged per buffer in each case (NEO's allocation log),
@@ -204,6 +214,15 @@ impl Diagnosis {
         self.allocation_log = cases;
     }
 
+    /// Sets the answer from everything the diagnosis now holds: call it once the
+    /// verdict is complete (after a compare, a stop).
+    pub fn finish(&mut self) {
+        for s in &mut self.verdict {
+            shorten(s);
+        }
+        self.answer = self.answer();
+    }
+
     /// The statements a person reads first: measured and inferred ones.
     pub fn headline(&self) -> Vec<&Statement> {
         self.verdict
@@ -211,6 +230,22 @@ impl Diagnosis {
             .filter(|s| !matches!(s.basis, Basis::Known(_)))
             .collect()
     }
+}
+
+/// The limit a shared run heads for at its measured growth, in words: `RLIMIT_NOFILE
+/// (soft) at about 1000 buffers`.
+fn limit_ahead(shared: &Report) -> Option<String> {
+    let ahead = shared.analysis.first_limit.as_ref()?;
+    Some(format!(
+        "{} at about {} buffers{}",
+        ahead.limit.name,
+        clmulti_scenario::format_count(ahead.count as f64),
+        if ahead.estimated {
+            " (estimated from declared capacity)"
+        } else {
+            ""
+        }
+    ))
 }
 
 fn brief(p: &Placed<'_>) -> RunBrief {
@@ -221,6 +256,7 @@ fn brief(p: &Placed<'_>) -> RunBrief {
         buffers: p.report.buffers,
         headline: p.report.headline(),
         outcome: p.report.stop.kind(),
+        seconds: p.report.elapsed_seconds,
         driver_messages: p.report.driver_messages.clone(),
     }
 }
@@ -309,12 +345,17 @@ fn sharing(
         let mut measurable = false;
         if let (Some(e), Some(s), Some(p)) = (extra, s, p) {
             // Apart beyond both fits' margins, not only beyond the noise floor.
-            let margin = |r: Option<&Report>| {
-                r.and_then(|r| r.costs.iter().find(|c| c.resource == resource))
-                    .map_or(0.0, |c| c.margin)
-            };
+            fn fitted<'a>(r: Option<&'a Report>, resource: &Resource) -> Option<&'a crate::Cost> {
+                r.and_then(|r| r.costs.iter().find(|c| &c.resource == resource))
+            }
+            let margin = |r: Option<&Report>| fitted(r, &resource).map_or(0.0, |c| c.margin);
             let margins = margin(Some(shared)).hypot(margin(per));
-            measurable = differs(&resource, s, p) && e.abs() > margins;
+            // A slope through a few samples (a run that failed early) measures nothing.
+            let enough = [Some(shared), per].into_iter().all(|r| {
+                fitted(r, &resource)
+                    .is_some_and(|c| c.samples >= crate::thresholds::MIN_COST_SAMPLES)
+            });
+            measurable = enough && differs(&resource, s, p) && e.abs() > margins;
             if measurable {
                 let unit = resource.unit();
                 extras.push(format!(
@@ -329,6 +370,7 @@ fn sharing(
         }
         rows.push(SharingCost {
             strategy,
+            modelled: crate::analysis::modelled(shared, &resource),
             resource,
             one_device: o,
             shared: s,
@@ -351,12 +393,12 @@ fn sharing(
     (rows, statement)
 }
 
-/// Whether the run's experiments found its confirmed cause grows per peer.
+/// Whether the run's experiments found its confirmed cause costs once per peer.
 fn per_peer_of(run: &Report) -> bool {
-    run.analysis.shape.iter().any(|f| {
-        f.question == crate::verdict::ShapeQuestion::PerPeer
-            && f.answer == Some(crate::verdict::ShapeAnswer::PerPeer)
-    })
+    run.analysis
+        .shape
+        .iter()
+        .any(|f| f.question == crate::verdict::ShapeQuestion::PerPeer && f.settles_on("linear"))
 }
 
 /// A resource's label, with who exported a run's dma-bufs where that was read:
@@ -365,6 +407,9 @@ pub(crate) fn labelled(resource: &Resource, run: &Report) -> String {
     match (resource, crate::report::Sample::exporters(&run.samples)) {
         (Resource::DmabufFds | Resource::DmabufBytes, Some(exporters)) => {
             format!("{} (exported by {exporters})", resource.label())
+        }
+        _ if crate::analysis::modelled(run, resource) => {
+            format!("{} (as the emulated driver models it)", resource.label())
         }
         _ => resource.label(),
     }
@@ -404,32 +449,43 @@ fn release_findings(runs: &[Placed<'_>]) -> Vec<ReleaseFinding> {
         .collect()
 }
 
-/// One statement for every run whose readings stayed up after release: what each
-/// kept, and what rounds found where they ran.
-fn release_statement(findings: &[ReleaseFinding]) -> Option<Statement> {
-    if findings.is_empty() {
-        return None;
-    }
-    let runs: Vec<String> = findings
-        .iter()
-        .map(|f| {
-            let rounds = f
-                .second_round
-                .as_ref()
-                .map_or(String::new(), crate::release::rounds_words);
-            format!(
-                "{}: {}{}{rounds}",
+/// One statement for every run whose readings stayed up after release (what each kept,
+/// and what rounds read where they ran), then the claim each resource's rounds make.
+fn release_statement(runs: &[Placed<'_>], findings: &[ReleaseFinding]) -> Vec<Statement> {
+    let mut out = Vec::new();
+    for f in findings {
+        let Some(report) = runs
+            .iter()
+            .map(|p| p.report)
+            .find(|r| r.run_name == f.run_name)
+        else {
+            continue;
+        };
+        let rounds = f
+            .second_round
+            .as_ref()
+            .map_or(String::new(), crate::release::rounds_words);
+        out.push(
+            Statement::measured(format!(
+                "{}: every release call succeeded, yet {} stayed above the start after release",
                 f.run_name,
+                crate::release::kept_list(&report.leak_check.not_returned)
+            ))
+            .with_detail(format!(
+                "{}{}{rounds}",
                 f.not_returned.join(", "),
                 f.trimmed
-            )
-        })
-        .collect();
-    Some(Statement::measured(format!(
-        "every release call succeeded, yet readings stayed up after release in {} of the runs (what the runtime, or a layer, keeps): {}",
-        findings.len(),
-        runs.join(". ")
-    )))
+            )),
+        );
+        let Some(round) = &f.second_round else {
+            continue;
+        };
+        for mut claim in crate::release::kept_claims(round) {
+            claim.subject = format!("{}: {}", f.run_name, claim.subject);
+            out.push(crate::release::kept_statement(claim));
+        }
+    }
+    out
 }
 
 /// What the runs showed of the machine, for the facts' scopes.
@@ -529,8 +585,47 @@ fn fix_outcome(
             },
         },
     };
+    let claim = match (result, shared) {
+        (Ok(r), Some(s)) if matches!(outcome, Outcome::DidNotWork { .. }) => {
+            super::fix_claim(fix, r, s)
+        }
+        _ => None,
+    };
     FixOutcome {
         fix: fix.clone(),
         outcome,
+        claim,
     }
+}
+
+/// The most words a statement's text holds; the rest of a longer one is evidence,
+/// moved to its detail at a clause boundary.
+pub const MAX_WORDS: usize = 80;
+
+/// Cuts a statement over [`MAX_WORDS`] at the last clause boundary (`; `, `: `, `, `)
+/// that leaves it within them, moving the rest to its detail.
+fn shorten(s: &mut Statement) {
+    if s.words() <= MAX_WORDS {
+        return;
+    }
+    // The byte where the word after MAX_WORDS - 5 begins: the cut comes before it.
+    let limit = s
+        .text
+        .match_indices(char::is_whitespace)
+        .filter(|(i, _)| *i > 0)
+        .nth(MAX_WORDS - 5)
+        .map_or(s.text.len(), |(i, _)| i);
+    let head = &s.text[..limit];
+    let cut = ["; ", ": ", ", "]
+        .iter()
+        .filter_map(|sep| head.rfind(sep).map(|i| (i, sep.len())))
+        .max_by_key(|(i, _)| *i)
+        .unwrap_or((limit, 0));
+    let rest = s.text[cut.0 + cut.1..].trim().to_owned();
+    s.text = format!("{} (more in the evidence)", s.text[..cut.0].trim_end());
+    let moved = std::mem::take(&mut s.detail);
+    s.detail = Some(match moved {
+        Some(d) if !d.is_empty() => format!("{rest}; {d}"),
+        _ => rest,
+    });
 }

@@ -3,7 +3,9 @@
 
 use crate::note;
 use clmulti_explain::experiment::{apply, NotRun, Runner};
-use clmulti_explain::verdict::{Change, Knob};
+use clmulti_explain::verdict::{Change, Knob, Place};
+
+mod beside;
 use clmulti_explain::{Report, StopReason};
 use clmulti_scenario::Scenario;
 
@@ -64,6 +66,14 @@ impl ChildRunner {
     }
 }
 
+/// What a runner does around one run beside applying its changes to the scenario.
+#[derive(Debug, Default)]
+struct Around {
+    wait_ms: Option<u64>,
+    observe: bool,
+    sibling: Option<(Place, u64)>,
+}
+
 impl Runner for ChildRunner {
     fn run(&mut self, changes: &[Change], count: u64) -> Result<Report, NotRun> {
         // Asked to stop: no further run, and none stopped part way is judged.
@@ -71,15 +81,30 @@ impl Runner for ChildRunner {
             return Err(NotRun::Stopped(signal));
         }
         let mut scenario = self.base.clone();
+        let mut around = Around::default();
         for change in changes {
             scenario = apply(&scenario, change, count).map_err(NotRun::Failed)?;
-            if change.knob == Knob::Devices {
-                self.expose(&mut scenario, change.to);
+            match change.knob {
+                Knob::Devices => self.expose(&mut scenario, change.to),
+                Knob::Wait => around.wait_ms = Some(change.to),
+                Knob::Observe => around.observe = true,
+                Knob::Sibling { place } => around.sibling = Some((place, change.to)),
+                _ => {}
             }
         }
+        if let Some(ms) = around.wait_ms {
+            beside::wait(std::time::Duration::from_millis(ms))?;
+        }
         note!("experiment: {}", scenario.name);
-        let report = crate::child::run_child(&scenario, None)
-            .map_err(|e| NotRun::Failed(e.into_message()))?;
+        let report = match around {
+            Around {
+                sibling: Some((place, held)),
+                ..
+            } => beside::run_beside(&scenario, place, held)?,
+            Around { observe: true, .. } => beside::run_observed(&scenario)?,
+            _ => crate::child::run_child(&scenario, None)
+                .map_err(|e| NotRun::Failed(e.into_message()))?,
+        };
         // Where it stopped only: its own analysis would answer another question.
         note!(
             "experiment:   {} ({})",

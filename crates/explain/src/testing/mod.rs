@@ -43,6 +43,8 @@ pub fn host(nofile_soft: u64, nofile_hard: u64) -> HostLimits {
         may_raise_hard: false,
         nr_open: Some(1 << 20),
         page_size_bytes: 4096,
+        cgroup_memory_v1: false,
+        cgroup_pids: None,
     }
 }
 
@@ -274,3 +276,5 @@ pub fn failed_at_limit(buffers: u64, nofile: u64, base: u64) -> Report {
 pub fn rerun_failing_at(buffers: u64) -> Report {
     run(2, ContextMode::Shared).failed_at(buffers)
 }
+
+pub mod fault_space;
