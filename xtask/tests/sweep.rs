@@ -502,8 +502,11 @@ fn summary_files_are_valid_and_shards_merge() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     // Run names are Markdown-escaped: brackets read as brackets, not a link.
-    assert!(text.contains("| grid\\[allocation.strategy=create,context.mode=shared\\] | buffers reached | 3000.00 | 3000.00 | +0.0% |  |"), "{text}");
+    assert!(text.contains("| grid\\[allocation.strategy=create,context.mode=shared\\] | buffers reached | 3000 | 3000 | +0.0% |  |"), "{text}");
     assert!(text.contains("Only in old (3)"), "{text}");
+    // Every figure a person reads is rounded and carries its unit.
+    assert!(long_numbers(&text).is_empty(), "{:?}", long_numbers(&text));
+    assert!(text.contains(" B |") || text.contains("iB |"), "{text}");
     assert!(!text.contains("**changed**"), "{text}");
 }
 
