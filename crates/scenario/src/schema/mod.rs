@@ -104,16 +104,20 @@ fn layer_knobs() -> Map<String, Value> {
 /// What an `[env]` name may be: not empty, without `=`, spaces or control
 /// characters; a name clmulti knows only in its own case ([`crate::env_keys`]).
 fn env_names() -> Value {
-    let known: Vec<&str> = crate::env_keys::known().collect();
+    // One test per known name, each in the `else` of the one before.
+    let in_another_case = crate::env_keys::known().fold(json!({}), |others, known| {
+        json!({
+            "if": {"pattern": one_of_any_case([known])},
+            "then": {
+                "if": {"const": known},
+                "else": refuse(&format!("environment variables are case-sensitive, and nothing reads this name: did you mean {known}?")),
+            },
+            "else": others,
+        })
+    });
     json!({
         "if": {"pattern": ENV_NAME},
-        "then": {
-            "if": {"pattern": one_of_any_case(known.iter().copied())},
-            "then": {
-                "if": {"enum": known},
-                "else": refuse("environment variables are case-sensitive: this is a variable clmulti knows in another case (LD_PRELOAD, OPENCL_LAYERS, POCL_DEVICES, CLMULTI_LAYER_POLICY, ...), which nothing reads as written"),
-            },
-        },
+        "then": in_another_case,
         "else": refuse("a variable's name: not empty, without '=', spaces or control characters"),
     })
 }

@@ -140,7 +140,7 @@ fn bounded(min_bytes: u64) -> Value {
     checks.push((overflow(), "too large: a size is at most 16 EiB less one byte (18446744073709551615 B)".to_owned()));
     // Innermost first: each refusal is the `then` of its pattern, the next check its `else`.
     checks.into_iter().fold(json!({}), |inner, (pattern, words)| {
-        json!({"if": {"pattern": pattern}, "then": refuse(&words), "else": inner})
+        json!({"if": {"type": "string", "pattern": pattern}, "then": refuse(&words), "else": inner})
     })
 }
 
