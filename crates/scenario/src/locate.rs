@@ -344,7 +344,8 @@ pub(crate) fn value_at<'a>(table: &'a toml::Table, path: &[String]) -> Option<&'
         })
 }
 
-/// serde's `unknown field `x`, expected one of `a`, `b`` (or `expected `a``), read
+/// serde's `unknown field `x`, expected one of `a`, `b`` (`expected `a` or `b``,
+/// `expected `a``), read
 /// back: the unknown key and the keys expected (a hint after them left out).
 pub(crate) fn unknown_field(message: &str) -> Option<(&str, Vec<&str>)> {
     let rest = message.strip_prefix("unknown field `")?;
@@ -353,6 +354,7 @@ pub(crate) fn unknown_field(message: &str) -> Option<(&str, Vec<&str>)> {
     let expected = expected
         .trim_start_matches("one of ")
         .split(", ")
+        .flat_map(|e| e.split(" or "))
         .map(|e| e.trim_matches('`'))
         .collect();
     Some((own, expected))

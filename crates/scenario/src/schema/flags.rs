@@ -68,7 +68,10 @@ pub(super) fn flags(description: &str) -> Value {
     .iter()
     .map(|(a, b)| json!({"allOf": [contains_flag(a), contains_flag(b)]}))
     .collect();
-    let docs: Vec<String> = names.iter().map(|n| format!("{n}: {}", meaning(n))).collect();
+    let docs: Vec<String> = names
+        .iter()
+        .map(|n| format!("{n}: {}", meaning(n)))
+        .collect();
     json!({
         "description": format!(
             "{description}\n\n{}\n\nREAD_WRITE, READ_ONLY and WRITE_ONLY exclude each other; USE_HOST_PTR excludes ALLOC_HOST_PTR and COPY_HOST_PTR; each flag once.",

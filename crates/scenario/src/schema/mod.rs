@@ -66,7 +66,9 @@ fn layer_knobs() -> Map<String, Value> {
     );
     knobs.insert(
         DEVICE_MEMORY.into(),
-        size_text("Any policy: each device's memory as the layer reports and enforces it (a size)."),
+        size_text(
+            "Any policy: each device's memory as the layer reports and enforces it (a size).",
+        ),
     );
     knobs.insert(
         FAIL_AFTER.into(),
@@ -96,7 +98,9 @@ fn layer_knobs() -> Map<String, Value> {
     );
     knobs.insert(
         BYTE_BUDGET.into(),
-        size_text("byte-budget: the most bytes of live multi-device buffers (a size, default 1GiB)."),
+        size_text(
+            "byte-budget: the most bytes of live multi-device buffers (a size, default 1GiB).",
+        ),
     );
     knobs
 }
@@ -138,7 +142,9 @@ fn env(description: &str) -> Value {
     );
     properties.insert(
         "OCL_ICD_FILENAMES".into(),
-        plain(format!("Runtime libraries the ICD loader loads instead of its vendors folder. {paths}")),
+        plain(format!(
+            "Runtime libraries the ICD loader loads instead of its vendors folder. {paths}"
+        )),
     );
     properties.insert(
         "LD_PRELOAD".into(),

@@ -81,13 +81,15 @@ fn allocation_rules() -> Vec<Value> {
 
 /// Between `[devices]`, `[context]`, `[axpy]` and `[env]`.
 fn other_rules() -> Vec<Value> {
-    let several = json!({"allOf": [present("context.count"), at("context.count", json!({"minimum": 2}))]});
+    let several =
+        json!({"allOf": [present("context.count"), at("context.count", json!({"minimum": 2}))]});
     let checks = json!({"allOf": [present("axpy.check"), {"anyOf": [is_word("axpy.check", "sample"), is_word("axpy.check", "all")]}]});
     let layer = format!(
         "(?:\\{{clmulti-layer\\}}|{})",
         crate::LAYER_FILE_NAME.replace('.', "\\.")
     );
-    let env_has = |key: &str| json!({"required": ["env"], "properties": {"env": {"required": [key]}}});
+    let env_has =
+        |key: &str| json!({"required": ["env"], "properties": {"env": {"required": [key]}}});
     let names_layer = json!({"allOf": [env_has("OPENCL_LAYERS"), {"properties": {"env": {"properties": {"OPENCL_LAYERS": {"pattern": layer}}}}}]});
     vec![
         rule(
@@ -156,9 +158,7 @@ fn other_rules() -> Vec<Value> {
 /// A device index given as placement is among the selected devices.
 fn placement_rules() -> Vec<Value> {
     let keys = ["allocation.placement", "devices.count", "devices.indices"];
-    let beyond = |n: usize| {
-        json!({"allOf": [present("allocation.placement"), at("allocation.placement", json!({"type": "integer", "minimum": n}))]})
-    };
+    let beyond = |n: usize| json!({"allOf": [present("allocation.placement"), at("allocation.placement", json!({"type": "integer", "minimum": n}))]});
     let words = "is not among the selected devices (indices start at 0)";
     let mut out = vec![rule(
         &keys,

@@ -132,12 +132,18 @@ fn missed(words: &str) -> Value {
 fn bounded(min_bytes: u64) -> Value {
     let mut checks = Vec::new();
     if min_bytes >= 64 << 20 {
-        checks.push((BELOW_64_MIB.to_owned(), format!("at least {}", crate::format_size(min_bytes))));
+        checks.push((
+            BELOW_64_MIB.to_owned(),
+            format!("at least {}", crate::format_size(min_bytes)),
+        ));
     }
     if min_bytes >= 1 {
         checks.push((ZERO.to_owned(), "at least 1 byte".to_owned()));
     }
-    checks.push((overflow(), "too large: a size is at most 16 EiB less one byte (18446744073709551615 B)".to_owned()));
+    checks.push((
+        overflow(),
+        "too large: a size is at most 16 EiB less one byte (18446744073709551615 B)".to_owned(),
+    ));
     // Innermost first: each refusal is the `then` of its pattern, the next check its `else`.
     checks.into_iter().fold(json!({}), |inner, (pattern, words)| {
         json!({"if": {"type": "string", "pattern": pattern}, "then": refuse(&words), "else": inner})

@@ -80,7 +80,10 @@ mod tests {
 
     #[test]
     fn words_read_in_any_case_and_are_listed_in_words() {
-        assert_eq!(any_case("per-device"), "[Pp][Ee][Rr]-[Dd][Ee][Vv][Ii][Cc][Ee]");
+        assert_eq!(
+            any_case("per-device"),
+            "[Pp][Ee][Rr]-[Dd][Ee][Vv][Ii][Cc][Ee]"
+        );
         assert_eq!(any_case("a.b"), "[Aa]\\.[Bb]");
         assert_eq!(listed(["a", "b", "c"]), "\"a\", \"b\" or \"c\"");
         assert_eq!(listed(["a"]), "\"a\"");

@@ -20,7 +20,9 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
     }
     let count = match &or_default(raw.count.clone(), "allocation.count") {
         RawNumberOrWord::Number(n) => Count::Fixed(positive("allocation.count", *n)?),
-        RawNumberOrWord::Word(w) if crate::defs::same_word(w, "until-failure") => Count::UntilFailure,
+        RawNumberOrWord::Word(w) if crate::defs::same_word(w, "until-failure") => {
+            Count::UntilFailure
+        }
         RawNumberOrWord::Word(w) => {
             return Err(problem(
                 "allocation.count",
@@ -62,7 +64,9 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
     }
 
     let placement = match &or_default(raw.placement.clone(), "allocation.placement") {
-        RawNumberOrWord::Word(w) if crate::defs::same_word(w, "round-robin") => Placement::RoundRobin,
+        RawNumberOrWord::Word(w) if crate::defs::same_word(w, "round-robin") => {
+            Placement::RoundRobin
+        }
         RawNumberOrWord::Word(w) => {
             return Err(problem(
                 "allocation.placement",

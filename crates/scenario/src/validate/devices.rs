@@ -94,7 +94,9 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
     )?;
     let partition = match &raw.partition {
         None => None,
-        Some(RawPartition::Word(w)) if crate::defs::same_word(w, "equally") => Some(Partition::Equally(1)),
+        Some(RawPartition::Word(w)) if crate::defs::same_word(w, "equally") => {
+            Some(Partition::Equally(1))
+        }
         Some(RawPartition::Word(w)) => {
             return Err(problem(
                 "devices.partition",
