@@ -305,6 +305,12 @@ fn runs_the_machine_cannot_do_are_skipped_not_failed() {
         "a run this machine cannot do is no failure: {}",
         stderr(&out)
     );
+    assert!(
+        stderr(&out)
+            .contains("sweep: 1 run(s) skipped: they ask for more devices than this machine has"),
+        "{}",
+        stderr(&out)
+    );
     let records = results(&out_dir);
     assert_eq!(records[0]["report"]["stop"]["kind"], "completed");
     let skipped = &records[1]["report"]["stop"];

@@ -142,6 +142,13 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
                         say!("error: {}: loading the OpenCL runtime did not finish within {seconds:.1} s: clGetPlatformIDs never returned (an ICD the loader opened hangs while loading)", scenario.name);
                         tool_failures += 1;
                     }
+                    // A run this machine cannot do measured nothing: the input asks
+                    // for what is not here (a sweep records it as skipped instead,
+                    // as it must on a node with fewer devices).
+                    if let StopReason::Skipped { reason } = &report.stop {
+                        say!("error: {}: {reason}: this machine cannot run it, so nothing was measured (`clmulti check` says so before a run; a sweep records such a run as skipped)", scenario.name);
+                        problems += 1;
+                    }
                     // A child that ended without a report measured nothing: its
                     // input's fault when it said so (exit 2), else the tool's.
                     if let StopReason::NoReport { exit_code, .. } = &report.stop {

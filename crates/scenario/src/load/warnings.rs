@@ -4,6 +4,11 @@
 use super::*;
 
 impl ScenarioFile {
+    /// Whether a grid axis sets a key starting with `prefix` (`"devices."`).
+    pub fn varies_under(&self, prefix: &str) -> bool {
+        self.axes.iter().any(|(k, _)| k.starts_with(prefix))
+    }
+
     /// Likely mistakes in a valid file, each once, in file order: an `[env]` name one
     /// edit from a name clmulti knows (`POCL_DEVICE`), which the runtime would not
     /// read. What the machine decides (a size above a device's largest buffer, too
