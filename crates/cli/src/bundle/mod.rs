@@ -295,6 +295,12 @@ pub fn write(
     }
     let readme = readme(&files, &environment.left_out, &redactor, libraries.len());
     files.insert(0, ("README.txt", readme));
+    archive(path, &files)
+}
+
+/// The files as `clmulti-bundle/NAME` in a gzipped tar at `path`, written beside it
+/// and renamed over it.
+fn archive(path: &Path, files: &[(&str, String)]) -> Result<(), Failure> {
     let io = |e: std::io::Error| Failure::Tool(format!("--bundle {}: {e}", path.display()));
     let (tmp, file) = crate::output::temporary_beside(path).map_err(io)?;
     let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
@@ -302,7 +308,7 @@ pub fn write(
     let mtime = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    for (name, text) in &files {
+    for (name, text) in files {
         let mut header = tar::Header::new_gnu();
         header.set_size(text.len() as u64);
         header.set_mode(0o644);
