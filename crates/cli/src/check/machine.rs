@@ -1,7 +1,8 @@
 //! What only this machine's runtime can say of a file, asked through `clmulti
 //! devices` children (one per distinct `[env]`, and per `[env]` and `[limits]` for a
 //! run that limits its address space): devices beyond the machine (an error: `run`
-//! refuses such a run with exit 2, a sweep records it as skipped), a buffer above
+//! refuses such a run with exit 2, a sweep records it as skipped; a warning where a
+//! grid varies the devices, a scaling file for machines of several sizes), a buffer above
 //! its device's largest allocation, an address space the runtime does not load in
 //! (warnings: the run goes ahead and fails at once).
 
@@ -76,10 +77,24 @@ fn devices(
                     }),
                 _ => e.key().to_owned(),
             };
+            // A grid over devices is meant for machines of several sizes (a scaling
+            // sweep over Slurm nodes): its runs beyond this one are skipped here, said
+            // as a warning. A file that asks for more everywhere is an error.
+            let scaling = file.varies_under("devices.");
             let message = format!(
-                "{e}: `clmulti run` refuses this run here (exit 2); a sweep records it as skipped, as it must on a node with fewer devices (a Slurm node), and says so"
+                "{e}: `clmulti run` refuses this run here (exit 2); a sweep records it as skipped{}",
+                if scaling {
+                    ", as it must on a node with fewer devices (a Slurm node), and says so"
+                } else {
+                    ""
+                }
             );
-            Said::add(&mut said.errors, file.error_in_run(index, &key, &message));
+            let list = if scaling {
+                &mut said.warnings
+            } else {
+                &mut said.errors
+            };
+            Said::add(list, file.error_in_run(index, &key, &message));
         }
     }
 }
