@@ -249,7 +249,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__diagnose)
-            opts="-q -v -h --device --count --size --partition --format --out --no-experiments --bundle --runtime-log --compare --quiet --verbose --timeout --help"
+            opts="-q -v -h --device --count --size --partition --format --out --no-experiments --bundle --no-redact --runtime-log --compare --quiet --verbose --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -100,11 +100,14 @@ pub fn compare_files(old: &Path, new: &Path, threshold: f64) -> Result<String, S
     let mut flagged = 0;
     for (key, n) in &new_runs {
         let Some(o) = old_runs.get(key) else { continue };
+        // Each measure with the unit it reads in: a person reads "1.00 GiB", never
+        // "1073747968.00".
         let mut measures = vec![(
             "buffers reached".to_owned(),
             o.report.buffers as f64,
             n.report.buffers as f64,
             0.0,
+            clmulti_explain::Unit::Count,
         )];
         for c in &n.report.costs {
             // System-wide figures move with every other process: not the run's change.
@@ -120,18 +123,21 @@ pub fn compare_files(old: &Path, new: &Path, threshold: f64) -> Result<String, S
                     oc.per_buffer,
                     c.per_buffer,
                     oc.margin.hypot(c.margin),
+                    c.resource.unit(),
                 ));
             }
         }
-        for (name, a, b, margin) in measures {
+        for (name, a, b, margin, unit) in measures {
             let change = relative(a, b);
             // Beyond the threshold and beyond both fits' margins: a slope that moved
             // within its own uncertainty did not change.
             let flag = change.abs() > threshold && (b - a).abs() > margin;
             flagged += usize::from(flag);
             out.push_str(&format!(
-                "| {} | {name} | {a:.2} | {b:.2} | {} | {} |\n",
+                "| {} | {name} | {} | {} | {} | {} |\n",
                 markdown_cell(&key.1),
+                unit.format(a),
+                unit.format(b),
                 if change.is_finite() {
                     format!("{:+.1}%", change * 100.0)
                 } else {

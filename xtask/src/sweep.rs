@@ -419,6 +419,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     let mut child_seconds = 0.0;
     let mut progress = Progress::new(todo.len());
     let mut without_report = 0;
+    let mut skipped = 0;
     let mut last_render = Instant::now();
     let render_every = Duration::from_secs_f64(args.render_every.max(0.0));
     // A render costs O(runs): waiting 500 times its cost keeps the sweep's own time
@@ -470,6 +471,9 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         if matches!(record.report.stop, StopReason::NoReport { .. }) {
             without_report += 1;
         }
+        if matches!(record.report.stop, StopReason::Skipped { .. }) {
+            skipped += 1;
+        }
         progress.finish_run(&format!(
             "{}: {} ({:.2} s)",
             record.report.run_name,
@@ -512,6 +516,11 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         "sweep: {ran} run(s) in {}",
         args.out.join("index.html").display()
     );
+    if skipped > 0 {
+        eprintln!(
+            "sweep: {skipped} run(s) skipped: they ask for more devices than this machine has (by design on a node with fewer, such as a Slurm node; each record says why, and `clmulti check FILE` names the key); `clmulti run` refuses such a run with exit 2"
+        );
+    }
     if let Some(old) = &args.compare {
         let text = compare::compare_files(old, &results, args.threshold)?;
         crate::write_stdout(&text)?;

@@ -2,6 +2,8 @@
 //! JSON Schema editors use to complete and check keys.
 
 mod common;
+#[path = "../../crates/scenario/tests/cases/editing.rs"]
+mod editing;
 #[path = "../../crates/scenario/tests/cases/malformed.rs"]
 mod malformed;
 
@@ -73,7 +75,62 @@ const VALID: &[&str] = &[
     "[allocation]\nsize = \"2PB\"\n[guards]\nmax_total = \"15EiB\"\n[limits]\ndata = \"1.5 PiB\"\n",
     "[guards]\nmax_total = \"18446744073709551615\"\n[limits]\nas = \"18EB\"\n",
     "[sampling]\nmaps = \"every-sample\"\n[grid]\n\"env.A\" = [\"1,env.B=2\", \"1\"]\n",
+    // Words in any case, as documented; flags with CL_MEM_ in any case.
+    "[devices]\ntype = \"GPU\"\nfallback = \"Any-Type\"\npartition = \"EQUALLY\"\n[context]\nmode = \"Shared\"\n",
+    "[allocation]\nflags = [\"read_write\", \"cl_mem_alloc_host_ptr\"]\nstrategy = \"FILL\"\ncount = \"UNTIL-FAILURE\"\nplacement = \"Round-Robin\"\n",
+    "[allocation]\nflags = [\" CL_MEM_Read_Only \"]\n[axpy]\ncheck = \"Sample\"\nsamples = 2\n[sampling]\nmaps = \"EVERY-SAMPLE\"\n",
+    "[env]\nPOCL_DEVICE = \"pthread pthread\"\nMY_OWN = \"x\"\nLD_PRELOAD = \"libm.so.6\"\n",
+    "[allocation]\ncount = 100\nrelease_every = 99\n",
+    "[limits]\nnofile = 3\n",
 ];
+
+/// Each editing mistake of the corpus, as check and the schema see it: the schema
+/// refuses every file check refuses and accepts every file check only warns about,
+/// except where JSON Schema cannot state the rule (said, with why); no message of
+/// the schema is a pattern.
+#[test]
+fn check_and_the_schema_agree_on_every_editing_mistake() {
+    use editing::{Says, Schema, MISTAKES};
+    let validator = validator();
+    let mut disagree = Vec::new();
+    let mut decided = 0;
+    for m in MISTAKES {
+        let check_refuses =
+            !clmulti_scenario::ScenarioFile::problems_in_text(m.text, "case.toml").is_empty();
+        assert_eq!(check_refuses, m.says == Says::Error, "{}: check", m.what);
+        let messages: Vec<String> = validator
+            .iter_errors(&as_json(m.text))
+            .map(|e| e.to_string())
+            .collect();
+        for message in &messages {
+            assert!(
+                !message.contains("does not match") && message.len() < 400,
+                "{}: a pattern or a dump: {message}",
+                m.what
+            );
+        }
+        let schema_refuses = !messages.is_empty();
+        match m.schema {
+            Schema::Cannot(why) => assert!(!why.is_empty()),
+            Schema::Refuses | Schema::Accepts => {
+                decided += 1;
+                if schema_refuses != check_refuses {
+                    disagree.push(format!(
+                        "{}: check {check_refuses}, schema {schema_refuses} {messages:?}",
+                        m.what
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        disagree.is_empty(),
+        "{} of {decided}:\n{}",
+        disagree.len(),
+        disagree.join("\n")
+    );
+    assert!(decided >= 60, "{decided}");
+}
 
 /// The schema and the parser agree on where each unit's sizes stop fitting in 64
 /// bits: the largest whole number of each unit that fits, and the next.

@@ -305,6 +305,12 @@ fn runs_the_machine_cannot_do_are_skipped_not_failed() {
         "a run this machine cannot do is no failure: {}",
         stderr(&out)
     );
+    assert!(
+        stderr(&out)
+            .contains("sweep: 1 run(s) skipped: they ask for more devices than this machine has"),
+        "{}",
+        stderr(&out)
+    );
     let records = results(&out_dir);
     assert_eq!(records[0]["report"]["stop"]["kind"], "completed");
     let skipped = &records[1]["report"]["stop"];
@@ -502,8 +508,11 @@ fn summary_files_are_valid_and_shards_merge() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     // Run names are Markdown-escaped: brackets read as brackets, not a link.
-    assert!(text.contains("| grid\\[allocation.strategy=create,context.mode=shared\\] | buffers reached | 3000.00 | 3000.00 | +0.0% |  |"), "{text}");
+    assert!(text.contains("| grid\\[allocation.strategy=create,context.mode=shared\\] | buffers reached | 3000 | 3000 | +0.0% |  |"), "{text}");
     assert!(text.contains("Only in old (3)"), "{text}");
+    // Every figure a person reads is rounded and carries its unit.
+    assert!(long_numbers(&text).is_empty(), "{:?}", long_numbers(&text));
+    assert!(text.contains(" B |") || text.contains("iB |"), "{text}");
     assert!(!text.contains("**changed**"), "{text}");
 }
 

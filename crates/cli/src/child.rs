@@ -50,8 +50,10 @@ pub(crate) fn run_child_placed(
         command.timeout.as_secs_f64(),
         command.resolved.as_deref().unwrap_or("{}")
     );
-    let outcome = clmulti_supervise::run_child(&command)
+    let mut progress = ProgressLine::new();
+    let outcome = clmulti_supervise::run_child_watching(&command, &mut |s| progress.show(s))
         .map_err(|e| Failure::Tool(format!("cannot run a child process: {e}")))?;
+    progress.clear();
     crate::verbose!(
         "run: child exited with {} after {:.3} s{}",
         outcome.status,
@@ -97,5 +99,44 @@ fn shell_word(word: &str) -> String {
         word.to_owned()
     } else {
         format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// The terminal's progress line for a run in a child: buffers, RSS and elapsed time
+/// from the child's samples, once the run has gone a second (on a terminal, unless
+/// `-q`).
+struct ProgressLine {
+    terminal: bool,
+    start: std::time::Instant,
+    shown: bool,
+}
+
+impl ProgressLine {
+    fn new() -> Self {
+        use std::io::IsTerminal;
+        ProgressLine {
+            terminal: std::io::stderr().is_terminal()
+                && crate::format::shows(crate::format::Verbosity::Normal),
+            start: std::time::Instant::now(),
+            shown: false,
+        }
+    }
+
+    fn show(&mut self, sample: &clmulti_explain::Sample) {
+        if self.terminal && self.start.elapsed() > Duration::from_secs(1) {
+            crate::format::progress_line(&format!(
+                "  {} buffers, {} RSS, {:.1} s",
+                sample.allocations,
+                clmulti_scenario::format_bytes(sample.host.rss_bytes as f64),
+                sample.elapsed_seconds
+            ));
+            self.shown = true;
+        }
+    }
+
+    fn clear(&self) {
+        if self.shown {
+            crate::format::clear_progress_line();
+        }
     }
 }

@@ -12,9 +12,19 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     format: Format,
+    /// Internal: soft limits (a scenario's `[limits]`, as JSON) set before the
+    /// runtime loads: `check` asks whether it loads under a file's limits.
+    #[arg(long, hide = true, value_name = "JSON")]
+    under_limits: Option<String>,
 }
 
 pub fn run(args: &Args) -> Result<(), Failure> {
+    if let Some(json) = &args.under_limits {
+        let limits: clmulti_scenario::Limits = serde_json::from_str(json)
+            .map_err(|e| Failure::Input(format!("--under-limits: {e}")))?;
+        clmulti_alloc::apply_limits(&limits)
+            .map_err(|e| Failure::Input(format!("--under-limits: {e}")))?;
+    }
     let start = std::time::Instant::now();
     let platforms = clmulti_probe::platforms().map_err(|e| Failure::Tool(e.to_string()))?;
     let loaded = start.elapsed().as_secs_f64();

@@ -243,6 +243,22 @@ fn last_words(s: &mut String, r: &Report, shown: &mut std::collections::HashSet<
             line(s, "stderr", l.to_owned());
         }
     }
+    // ld.so's refusal is its only word: the library did not run, whatever the
+    // outcome says.
+    for refused in r
+        .stderr_tail
+        .lines()
+        .filter(|l| l.contains("ld.so: object") && l.contains("cannot be preloaded"))
+    {
+        line(
+            s,
+            "warning",
+            format!(
+                "the dynamic linker refused a preload, so this run ran without it: {}",
+                refused.trim()
+            ),
+        );
+    }
     for w in &r.warnings {
         let text = format!("{} ({})", w.message, w.advice);
         if shown.insert(text.clone()) {

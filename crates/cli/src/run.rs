@@ -1,16 +1,15 @@
 //! `clmulti run`: run scenario runs, each in a process of its own when more than one
 //! shares the invocation or when it sets `[env]` or `[limits]`, and print reports.
 
-use crate::format::{shows, Format, Verbosity};
+use crate::format::Format;
 use crate::{render, say, Failure};
 use clmulti_alloc::{Observer, RunOptions, Watchdog};
 use clmulti_explain::{Report, Sample, StopReason};
 use clmulti_scenario::{Scenario, ScenarioFile};
 use clmulti_supervise::{ProgressWriter, INTERRUPT};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Arguments of `clmulti run`.
 #[derive(Debug, clap::Args)]
@@ -115,7 +114,7 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
             // A child of its own for every run: a fresh process to measure, and the
             // runtime's output (NEO's debug keys print on stdout) never in the report.
             let result = if args.child {
-                let here = run_here(&scenario, args.format, args.child, timeout);
+                let here = run_here(&scenario, args.format, timeout);
                 if let (false, Ok((report, _))) = (args.child, &here) {
                     crate::verbose!("{}", render::details(report));
                 }
@@ -142,6 +141,13 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
                     {
                         say!("error: {}: loading the OpenCL runtime did not finish within {seconds:.1} s: clGetPlatformIDs never returned (an ICD the loader opened hangs while loading)", scenario.name);
                         tool_failures += 1;
+                    }
+                    // A run this machine cannot do measured nothing: the input asks
+                    // for what is not here (a sweep records it as skipped instead,
+                    // as it must on a node with fewer devices).
+                    if let StopReason::Skipped { reason } = &report.stop {
+                        say!("error: {}: {reason}: this machine cannot run it, so nothing was measured (`clmulti check` says so before a run; a sweep records such a run as skipped)", scenario.name);
+                        problems += 1;
                     }
                     // A child that ended without a report measured nothing: its
                     // input's fault when it said so (exit 2), else the tool's.
@@ -217,7 +223,7 @@ fn run_resolved(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
         .map_err(|e| Failure::Tool(format!("{}: {e}", path.display())))?;
     let scenario: Scenario = serde_json::from_str(&text)
         .map_err(|e| Failure::Tool(format!("{}: not a resolved scenario: {e}", path.display())))?;
-    let (report, watchdog) = run_here(&scenario, args.format, true, timeout)?;
+    let (report, watchdog) = run_here(&scenario, args.format, timeout)?;
     // To the parent through the progress file when it gave one: stdout is the
     // runtime's (NEO's debug keys print there).
     if !ProgressWriter::report_to_parent(&report) {
@@ -304,14 +310,11 @@ struct Seen {
     last: Option<Sample>,
 }
 
-/// Tells the parent (progress file), the terminal (a progress line) and the watchdog
-/// (the setup and last sample) how the run goes.
+/// Tells the parent (progress file: it draws the terminal's progress line) and the
+/// watchdog (the setup and last sample) how the run goes.
 struct CliObserver {
     progress: Option<ProgressWriter>,
     seen: Arc<Mutex<Seen>>,
-    terminal: bool,
-    start: Instant,
-    shown: bool,
 }
 
 impl Observer for CliObserver {
@@ -327,15 +330,6 @@ impl Observer for CliObserver {
             p.sampled(sample);
         }
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).last = Some(sample.clone());
-        if self.terminal && self.start.elapsed() > Duration::from_secs(1) {
-            crate::format::progress_line(&format!(
-                "  {} buffers, {} RSS, {:.1} s",
-                sample.allocations,
-                clmulti_scenario::format_bytes(sample.host.rss_bytes as f64),
-                sample.elapsed_seconds
-            ));
-            self.shown = true;
-        }
     }
 }
 
@@ -347,7 +341,6 @@ impl Observer for CliObserver {
 fn run_here(
     scenario: &Scenario,
     format: Format,
-    is_child: bool,
     timeout: Option<Duration>,
 ) -> Result<(Report, Option<Watchdog>), Failure> {
     let seen = Arc::new(Mutex::new(Seen::default()));
@@ -397,9 +390,6 @@ fn run_here(
     let mut observer = CliObserver {
         progress,
         seen: Arc::clone(&seen),
-        terminal: !is_child && std::io::stderr().is_terminal() && shows(Verbosity::Normal),
-        start: Instant::now(),
-        shown: false,
     };
     let mut check = crate::axpy::BufferCheckAxpy;
     // The scenario's `[axpy] split`: a short split in the run's own context mode.
@@ -450,9 +440,6 @@ fn run_here(
             ..RunOptions::default()
         },
     );
-    if observer.shown {
-        crate::format::clear_progress_line();
-    }
     let report = result.map_err(|e| match e {
         clmulti_alloc::EngineError::Probe(p) => Failure::Tool(p.to_string()),
         devices @ clmulti_alloc::EngineError::Devices { .. } => Failure::Input(devices.to_string()),

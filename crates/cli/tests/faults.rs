@@ -184,13 +184,29 @@ fn a_hung_runtime_call_ends_by_the_time_limit_and_is_named() {
 }
 
 #[test]
-fn a_run_asking_for_more_devices_than_exist_is_skipped() {
+fn a_run_asking_for_more_devices_than_exist_is_refused_and_said() {
     let path = scenario_file(
         "four.toml",
         "[devices]\ntype = \"gpu\"\ncount = 4\n[allocation]\ncount = 10\n",
     );
+    // Bad input for this machine: exit 2, the report still printed, the reason said.
     let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("this machine cannot run it, so nothing was measured"),
+        "{}",
+        stderr(&out)
+    );
+    // check says it before a run, at the key.
+    let checked = run(clmulti(2).arg("check").arg(&path));
+    assert_eq!(checked.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&checked.stdout)
+            .contains("four.toml:3:9: key `devices.count`: asked for 4 devices")
+            || stderr(&checked).contains("four.toml:3:9: key `devices.count`: asked for 4 devices"),
+        "{}",
+        stderr(&checked)
+    );
     match &reports(&out)[0].stop {
         StopReason::Skipped { reason } => assert!(
             reason.contains("asked for 4 devices of type gpu on platform 0 (Portable Computing Language), found 2"),

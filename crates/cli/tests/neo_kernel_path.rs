@@ -258,7 +258,9 @@ fn diagnose_confirms_dmabuf_descriptors_from_both_sides_and_measures_the_fixes()
         .unwrap();
     let listing = String::from_utf8_lossy(&listing.stdout);
     for file in [
-        "MANIFEST.txt",
+        "README.txt",
+        "libraries.txt",
+        "runs-summary.txt",
         "machine.txt",
         "opencl.txt",
         "emulated.txt",
@@ -289,6 +291,7 @@ fn diagnose_confirms_dmabuf_descriptors_from_both_sides_and_measures_the_fixes()
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&emulated.stdout).contains("the kernel driver is emulated"));
+    bundle_names_no_one_and_every_library(&bundle);
     let _ = std::fs::remove_file(&bundle);
     // The versioned fact applies to 22.43; the GTT-mirror reports do not.
     assert!(verdict.contains("first in tag 26.18.38308.1"), "{verdict}");
@@ -435,4 +438,72 @@ fn at_nofile_256_the_descriptor_cause_is_confirmed_and_not_per_peer() {
     // One descriptor a buffer at 2, 3 and 4 devices: the same whatever the devices.
     assert!(per_peer.settles_on("none"), "{verdict}");
     assert!(!verdict.contains("not explained"), "{verdict}");
+}
+
+/// The bundle as a maintainer gets it: no host name, no user name (root names no
+/// one), no checkout path in any file; a build ID for every library it lists.
+fn bundle_names_no_one_and_every_library(bundle: &std::path::Path) {
+    let dir = bundle.with_extension("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new("tar")
+        .arg("xzf")
+        .arg(bundle)
+        .arg("-C")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let checkout = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_owned();
+    let user = std::env::var("USER").unwrap_or_default();
+    // A name standing alone: `vm` in `vm.max_map_count` is not the host `vm`.
+    let alone = |text: &str, name: &str| {
+        let inside = |c: char| c.is_alphanumeric() || "_-.".contains(c);
+        text.match_indices(name).any(|(at, _)| {
+            !text[..at].chars().next_back().is_some_and(inside)
+                && !text[at + name.len()..].chars().next().is_some_and(inside)
+        })
+    };
+    let mut libraries = String::new();
+    for entry in std::fs::read_dir(dir.join("clmulti-bundle")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.display();
+        assert!(
+            !text.contains(checkout.to_str().unwrap()),
+            "{name} holds the checkout"
+        );
+        assert!(!alone(&text, &host), "{name} holds the host name {host}");
+        if !user.is_empty() && user != "root" {
+            assert!(!alone(&text, &user), "{name} holds the user name");
+        }
+        if path.ends_with("libraries.txt") {
+            libraries = text;
+        }
+    }
+    let listed: Vec<&str> = libraries
+        .split("\n\n")
+        .skip(1)
+        .filter(|b| !b.trim().is_empty())
+        .collect();
+    assert!(listed.len() >= 10, "{libraries}");
+    assert!(libraries.contains("intel-opencl-icd 22.43"), "{libraries}");
+    for block in listed {
+        let id = block
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("build ID "))
+            .unwrap_or("");
+        assert!(
+            id.len() >= 16 && id.chars().all(|c| c.is_ascii_hexdigit()),
+            "no build ID: {block}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

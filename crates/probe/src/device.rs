@@ -137,6 +137,17 @@ impl std::fmt::Display for DeviceTypeFilter {
 }
 
 impl DeviceTypeFilter {
+    /// Whether a device of `kind` is of this type (one whose kind is unknown is of
+    /// `All` only).
+    pub fn admits(self, kind: Option<&DeviceKind>) -> bool {
+        match self {
+            DeviceTypeFilter::All => true,
+            DeviceTypeFilter::Gpu => kind == Some(&DeviceKind::Gpu),
+            DeviceTypeFilter::Cpu => kind == Some(&DeviceKind::Cpu),
+            DeviceTypeFilter::Accelerator => kind == Some(&DeviceKind::Accelerator),
+        }
+    }
+
     pub(crate) fn bits(self) -> u64 {
         match self {
             DeviceTypeFilter::Gpu => cl_sys::CL_DEVICE_TYPE_GPU,

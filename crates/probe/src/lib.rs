@@ -86,7 +86,8 @@ pub use platform::{
     PlatformInfo, DEVICES_SCHEMA_VERSION,
 };
 pub use select::{
-    check_platform, select, DeviceChoice, DeviceRequest, PlatformSelector, SelectError, Selection,
+    check_platform, select, select_listed, DeviceChoice, DeviceRequest, PlatformSelector,
+    SelectError, Selection,
 };
 pub use usage::{ProcessUsage, Statm, SystemMemory, Usage, UsageReader};
 

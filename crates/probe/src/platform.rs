@@ -1,6 +1,6 @@
 //! Platforms as the ICD loader reports them, each with its devices.
 
-use crate::device::{to_text, Device, DeviceInfo, DeviceKind, DeviceTypeFilter, Queried};
+use crate::device::{to_text, Device, DeviceInfo, DeviceTypeFilter, Queried};
 use crate::host::HostLimits;
 use crate::raw;
 use crate::ClCode;
@@ -149,15 +149,9 @@ impl Platform {
 
     /// Devices of the given type, in the platform's order.
     pub fn devices_of(&self, filter: DeviceTypeFilter) -> impl Iterator<Item = &Device> {
-        self.devices.iter().filter(move |d| {
-            let kind = d.info().kind.value();
-            match filter {
-                DeviceTypeFilter::All => true,
-                DeviceTypeFilter::Gpu => kind == Some(&DeviceKind::Gpu),
-                DeviceTypeFilter::Cpu => kind == Some(&DeviceKind::Cpu),
-                DeviceTypeFilter::Accelerator => kind == Some(&DeviceKind::Accelerator),
-            }
-        })
+        self.devices
+            .iter()
+            .filter(move |d| filter.admits(d.info().kind.value()))
     }
 }
 

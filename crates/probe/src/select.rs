@@ -3,7 +3,7 @@
 //! The loader's platform order changes between boots (seen with NVIDIA and PoCL on
 //! one machine), so names are the reliable selector; indices are for one session.
 
-use crate::device::{Device, DeviceTypeFilter};
+use crate::device::{Device, DeviceInfo, DeviceTypeFilter};
 use crate::platform::{Platform, PlatformInfo};
 use crate::ClCode;
 use clmulti_scenario::{DeviceSet, DeviceType, Devices, Partition};
@@ -249,66 +249,198 @@ impl SelectError {
 
 /// Resolves a request against enumerated platforms.
 pub fn select(platforms: &[Platform], request: &DeviceRequest) -> Result<Selection, SelectError> {
-    match try_select(platforms, request, request.device_type) {
+    let (mut selection, fell_back) =
+        with_fallback(request, |filter| try_select(platforms, request, filter))?;
+    selection.fell_back_to_any_type = fell_back;
+    Ok(selection)
+}
+
+/// The devices a run with `request` would get from `platforms` as `clmulti devices`
+/// lists them (they live in the process that loaded them), chosen as [`select`]
+/// chooses; `Ok(None)` for a partitioned request, whose sub-devices only the
+/// runtime can make.
+pub fn select_listed(
+    platforms: &[PlatformInfo],
+    request: &DeviceRequest,
+) -> Result<Option<Vec<DeviceInfo>>, SelectError> {
+    if request.partition.is_some() {
+        return Ok(None);
+    }
+    let (devices, _) = with_fallback(request, |filter| {
+        let platform = pick_platform(platforms, &request.platform, filter)?;
+        pick_devices(
+            platform.devices_of(filter),
+            &request.devices,
+            filter,
+            platform,
+        )
+    })?;
+    Ok(Some(devices))
+}
+
+/// `choose(request.device_type)`, or, when no device of that type exists and the
+/// request allows it, `choose(All)`, with errors naming the type asked for; and
+/// whether it fell back.
+fn with_fallback<T>(
+    request: &DeviceRequest,
+    choose: impl Fn(DeviceTypeFilter) -> Result<T, SelectError>,
+) -> Result<(T, bool), SelectError> {
+    match choose(request.device_type) {
         Err(SelectError::NoDevices { .. })
             if request.fallback_to_any_type && request.device_type != DeviceTypeFilter::All =>
         {
-            let mut selection =
-                try_select(platforms, request, DeviceTypeFilter::All).map_err(|mut e| {
-                    if let SelectError::NotEnough {
-                        fell_back_from,
-                        device_type,
-                        ..
-                    }
-                    | SelectError::NoSuchIndex {
-                        fell_back_from,
-                        device_type,
-                        ..
-                    } = &mut e
-                    {
-                        *fell_back_from = Some(request.device_type);
-                        *device_type = request.device_type;
-                    }
-                    e
-                })?;
-            selection.fell_back_to_any_type = true;
-            Ok(selection)
+            let chosen = choose(DeviceTypeFilter::All).map_err(|mut e| {
+                if let SelectError::NotEnough {
+                    fell_back_from,
+                    device_type,
+                    ..
+                }
+                | SelectError::NoSuchIndex {
+                    fell_back_from,
+                    device_type,
+                    ..
+                } = &mut e
+                {
+                    *fell_back_from = Some(request.device_type);
+                    *device_type = request.device_type;
+                }
+                e
+            })?;
+            Ok((chosen, true))
         }
-        other => other,
+        other => other.map(|chosen| (chosen, false)),
     }
 }
 
-// long: platform, type fallback, partition and choice of devices, each refusing with its own error, in the order the request is read.
-fn try_select(
-    platforms: &[Platform],
-    request: &DeviceRequest,
+/// A platform as selection reads it: loaded ([`Platform`]) or listed
+/// ([`PlatformInfo`]).
+trait Listed {
+    type Device: Clone;
+    fn index(&self) -> usize;
+    fn name(&self) -> &str;
+    fn has(&self, needle: &str) -> bool;
+    fn devices_of(&self, filter: DeviceTypeFilter) -> Vec<Self::Device>;
+    /// `platform 0 (Portable Computing Language)`.
+    fn label(&self) -> String {
+        format!("platform {} ({})", self.index(), self.name())
+    }
+}
+
+impl Listed for Platform {
+    type Device = Device;
+    fn index(&self) -> usize {
+        self.index
+    }
+    fn name(&self) -> &str {
+        self.display_name()
+    }
+    fn has(&self, needle: &str) -> bool {
+        self.matches(needle)
+    }
+    fn devices_of(&self, filter: DeviceTypeFilter) -> Vec<Device> {
+        Platform::devices_of(self, filter).cloned().collect()
+    }
+}
+
+impl Listed for PlatformInfo {
+    type Device = DeviceInfo;
+    fn index(&self) -> usize {
+        self.index
+    }
+    fn name(&self) -> &str {
+        self.display_name()
+    }
+    fn has(&self, needle: &str) -> bool {
+        self.matches(needle)
+    }
+    fn devices_of(&self, filter: DeviceTypeFilter) -> Vec<DeviceInfo> {
+        self.devices
+            .iter()
+            .filter(|d| filter.admits(d.kind.value()))
+            .cloned()
+            .collect()
+    }
+}
+
+/// The platform `selector` names (for `Auto`: the first with devices of `filter`).
+fn pick_platform<'a, P: Listed>(
+    platforms: &'a [P],
+    selector: &PlatformSelector,
     filter: DeviceTypeFilter,
-) -> Result<Selection, SelectError> {
-    let platform = match &request.platform {
+) -> Result<&'a P, SelectError> {
+    let listed = || platforms.iter().map(|p| (p.index(), p.name()));
+    let platform = match selector {
         PlatformSelector::Auto => platforms
             .iter()
-            .find(|p| p.devices_of(filter).next().is_some())
+            .find(|p| !p.devices_of(filter).is_empty())
             .ok_or_else(|| SelectError::NoDevices {
                 device_type: filter,
                 where_: "any platform".into(),
             })?,
         PlatformSelector::Index(i) => platforms
             .iter()
-            .find(|p| p.index == *i)
-            .ok_or_else(|| unknown(listed(platforms), &request.platform))?,
+            .find(|p| p.index() == *i)
+            .ok_or_else(|| unknown(listed(), selector))?,
         PlatformSelector::Name(n) => platforms
             .iter()
-            .find(|p| p.matches(n))
-            .ok_or_else(|| unknown(listed(platforms), &request.platform))?,
+            .find(|p| p.has(n))
+            .ok_or_else(|| unknown(listed(), selector))?,
     };
-    let mut available: Vec<Device> = platform.devices_of(filter).cloned().collect();
-    let label = format!("platform {} ({})", platform.index, platform.display_name());
-    if available.is_empty() {
+    if platform.devices_of(filter).is_empty() {
         return Err(SelectError::NoDevices {
             device_type: filter,
-            where_: label,
+            where_: platform.label(),
         });
     }
+    Ok(platform)
+}
+
+/// The devices `choice` takes of `available` (of type `filter`, on `platform`).
+fn pick_devices<D: Clone>(
+    mut available: Vec<D>,
+    choice: &DeviceChoice,
+    filter: DeviceTypeFilter,
+    platform: &impl Listed,
+) -> Result<Vec<D>, SelectError> {
+    match choice {
+        DeviceChoice::All => Ok(available),
+        DeviceChoice::Count(n) if *n > available.len() => Err(SelectError::NotEnough {
+            fell_back_from: None,
+            wanted: *n,
+            found: available.len(),
+            device_type: filter,
+            platform: platform.label(),
+        }),
+        DeviceChoice::Count(n) => {
+            available.truncate(*n);
+            Ok(available)
+        }
+        DeviceChoice::Indices(indices) => indices
+            .iter()
+            .map(|&index| {
+                available
+                    .get(index)
+                    .cloned()
+                    .ok_or_else(|| SelectError::NoSuchIndex {
+                        fell_back_from: None,
+                        index,
+                        found: available.len(),
+                        device_type: filter,
+                        platform: platform.label(),
+                    })
+            })
+            .collect(),
+    }
+}
+
+/// Platform, partition, then the devices asked for.
+fn try_select(
+    platforms: &[Platform],
+    request: &DeviceRequest,
+    filter: DeviceTypeFilter,
+) -> Result<Selection, SelectError> {
+    let platform = pick_platform(platforms, &request.platform, filter)?;
+    let mut available: Vec<Device> = Platform::devices_of(platform, filter).cloned().collect();
     if let Some(partition) = &request.partition {
         let mut subs = Vec::new();
         for device in &available {
@@ -325,37 +457,7 @@ fn try_select(
         }
         available = subs;
     }
-    let devices = match &request.devices {
-        DeviceChoice::All => available,
-        DeviceChoice::Count(n) => {
-            if *n > available.len() {
-                return Err(SelectError::NotEnough {
-                    fell_back_from: None,
-                    wanted: *n,
-                    found: available.len(),
-                    device_type: filter,
-                    platform: label,
-                });
-            }
-            available.truncate(*n);
-            available
-        }
-        DeviceChoice::Indices(indices) => indices
-            .iter()
-            .map(|&index| {
-                available
-                    .get(index)
-                    .cloned()
-                    .ok_or_else(|| SelectError::NoSuchIndex {
-                        fell_back_from: None,
-                        index,
-                        found: available.len(),
-                        device_type: filter,
-                        platform: label.clone(),
-                    })
-            })
-            .collect::<Result<_, _>>()?,
-    };
+    let devices = pick_devices(available, &request.devices, filter, platform)?;
     Ok(Selection {
         platform_index: platform.index,
         platform_name: platform.display_name().to_owned(),
@@ -363,10 +465,6 @@ fn try_select(
         devices,
         fell_back_to_any_type: false,
     })
-}
-
-fn listed(platforms: &[Platform]) -> impl Iterator<Item = (usize, &str)> {
-    platforms.iter().map(|p| (p.index, p.display_name()))
 }
 
 /// Whether `selector` names one of `platforms` (as `clmulti devices --format json`

@@ -93,6 +93,8 @@ pub const MAX_PAUSE_US: i64 = 1_000_000;
 /// The smallest `RLIMIT_AS` and `RLIMIT_DATA` under which clmulti itself starts
 /// (below, not even the ICD loader loads).
 pub(crate) const MIN_ADDRESS_SPACE: u64 = 64 << 20;
+/// The smallest `RLIMIT_NOFILE`: the standard streams alone take 3 descriptors.
+pub(crate) const MIN_NOFILE: u64 = 3;
 
 /// `devices.type`.
 pub(crate) const DEVICE_TYPES: [(&str, DeviceType); 4] = [
@@ -117,6 +119,19 @@ pub(crate) const MEM_FLAGS: [(&str, MemFlag); 6] = [
     ("USE_HOST_PTR", MemFlag::UseHostPtr),
     ("COPY_HOST_PTR", MemFlag::CopyHostPtr),
 ];
+/// A memory flag as written, as [`MEM_FLAGS`] names it: spaces around it, the
+/// `CL_MEM_` prefix and the case do not matter (`" cl_mem_read_write"`).
+pub(crate) fn flag_name(written: &str) -> String {
+    let upper = written.trim().to_ascii_uppercase();
+    upper.strip_prefix("CL_MEM_").unwrap_or(&upper).to_owned()
+}
+
+/// Words (`devices.type`, `context.mode`, ...) are read in any case: `"GPU"` is
+/// `"gpu"`. The schema's patterns are made from this too.
+pub(crate) fn same_word(written: &str, word: &str) -> bool {
+    written.eq_ignore_ascii_case(word)
+}
+
 /// `allocation.strategy`.
 pub(crate) const STRATEGIES: [(&str, Strategy); 5] = [
     ("create", Strategy::Create),
@@ -215,10 +230,10 @@ pub(crate) const KEYS: &[Key] = &[
         ("pool", "sub-buffers carved out of large pool buffers"),
     ])).default("\"create\""),
     key("allocation.pool_size", "Strategy pool: bytes per pool buffer (default the larger of size and 256MiB).", Value::Size { min: 1 }).reads(&["allocation.strategy", "allocation.size"]),
-    key("allocation.release_every", "Release every live buffer after each N buffers, then go on (default: never).", integer(1, None)).reads(&["allocation.keep", "allocation.strategy"]),
+    key("allocation.release_every", "Release every live buffer after each N buffers, then go on (default: never).", integer(1, None)).reads(&["allocation.keep", "allocation.strategy", "allocation.count"]),
     key("allocation.pause_us", "Microseconds to wait after each buffer (default 0): a limit on time then fails sooner in buffers, a limit on buffers does not.", Value::Integer { min: 0, max: Some(MAX_PAUSE_US), unit: Some("microseconds"), note: None }).default("0"),
     key("allocation.release_pause_us", "Microseconds to wait after each release of every live buffer (default 0): capacity a runtime gives back some time after release then comes back.", Value::Integer { min: 0, max: Some(MAX_PAUSE_US * 10), unit: Some("microseconds"), note: None }).default("0").reads(&["allocation.release_every"]),
-    key("limits.nofile", "RLIMIT_NOFILE: open file descriptors (at least 3, at most the hard limit).", Value::Integer { min: 1, max: None, unit: None, note: Some("at most this machine's hard limit") }),
+    key("limits.nofile", "RLIMIT_NOFILE: open file descriptors (at least 3, at most the hard limit).", Value::Integer { min: MIN_NOFILE as i64, max: None, unit: None, note: Some("at most this machine's hard limit") }),
     key("limits.as", "RLIMIT_AS: virtual address space (at least \"64MiB\").", Value::Size { min: MIN_ADDRESS_SPACE }),
     key("limits.memlock", "RLIMIT_MEMLOCK: locked memory (a size; root is exempt).", Value::Size { min: 0 }),
     key("limits.nproc", "RLIMIT_NPROC: processes and threads of this user (root is exempt).", Value::Integer { min: 1, max: None, unit: None, note: Some("at most this machine's hard limit") }),

@@ -57,13 +57,31 @@ pub(crate) fn not_a_grid_key(key: &str) -> Option<String> {
         [table, field] => match table_keys(table) {
             Some(fields) if fields.contains(&field) => None,
             Some(fields) => Some(format!(
-                "[{table}] has no key `{field}`; its keys are {}",
-                fields.join(", ")
+                "[{table}] has no key `{field}`; its keys are {}{}",
+                fields.join(", "),
+                crate::suggest::hint(field, fields.iter().copied())
             )),
-            None => Some(format!("`{key}` is not a scenario key; {}", keys())),
+            None => Some(format!(
+                "`{key}` is not a scenario key; {}{}",
+                keys(),
+                crate::suggest::hint(key, grid_keys().iter().map(String::as_str))
+            )),
         },
-        _ => Some(format!("`{key}` is not a scenario key; {}", keys())),
+        _ => Some(format!(
+            "`{key}` is not a scenario key; {}{}",
+            keys(),
+            crate::suggest::hint(key, grid_keys().iter().map(String::as_str))
+        )),
     }
+}
+
+/// Every key a grid can vary, as written in `[grid]` (`allocation.size`).
+fn grid_keys() -> Vec<String> {
+    crate::defs::KEYS
+        .iter()
+        .filter(|k| k.name != "env")
+        .map(|k| k.name.to_owned())
+        .collect()
 }
 
 fn words<T>(choices: &[(&str, T)]) -> String {

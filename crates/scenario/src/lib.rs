@@ -48,6 +48,7 @@
 //! The schema, with defaults, is documented in `configs/README.md` of the workspace.
 
 mod defs;
+mod env_keys;
 mod error;
 mod keys;
 pub mod kmd_emu;
@@ -61,6 +62,7 @@ mod raw;
 #[cfg(feature = "schema")]
 mod schema;
 mod size;
+mod suggest;
 pub mod trust;
 mod validate;
 

@@ -315,6 +315,9 @@ fn find_in_value(value: &Value, offset: usize, path: &mut Vec<String>) -> bool {
 /// in the words of a scenario file: what was found and what the key takes.
 pub(crate) fn friendly(message: &str, key: &str, found: Option<&toml::Value>) -> String {
     let message = message.trim();
+    if let Some((own, expected)) = unknown_field(message) {
+        return format!("{message}{}", crate::suggest::hint(own, expected));
+    }
     let wrong_type = message.starts_with("data did not match any variant of untagged enum")
         || message.starts_with("invalid type: ");
     let Some(takes) = takes(key).filter(|_| wrong_type) else {
@@ -339,4 +342,20 @@ pub(crate) fn value_at<'a>(table: &'a toml::Table, path: &[String]) -> Option<&'
             toml::Value::Array(a) => a.get(segment.parse::<usize>().ok()?),
             _ => None,
         })
+}
+
+/// serde's `unknown field `x`, expected one of `a`, `b`` (`expected `a` or `b``,
+/// `expected `a``), read
+/// back: the unknown key and the keys expected (a hint after them left out).
+pub(crate) fn unknown_field(message: &str) -> Option<(&str, Vec<&str>)> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (own, expected) = rest.split_once("`, expected ")?;
+    let expected = expected.split("; did you mean").next().unwrap_or(expected);
+    let expected = expected
+        .trim_start_matches("one of ")
+        .split(", ")
+        .flat_map(|e| e.split(" or "))
+        .map(|e| e.trim_matches('`'))
+        .collect();
+    Some((own, expected))
 }

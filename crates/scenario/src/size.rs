@@ -16,6 +16,20 @@ pub enum SizeError {
         "unknown unit {0:?}; use B, KiB, MiB, GiB, TiB, PiB, EiB (binary) or KB, MB, GB, TB, PB, EB (decimal)"
     )]
     UnknownUnit(String),
+    /// A unit's letter alone (`1M`, `64k`, `2Gi`): binary or decimal is not said.
+    #[error("{text:?}: a unit needs its B, binary or decimal: did you mean {binary:?} ({binary_bytes} bytes) or {decimal:?} ({decimal_bytes} bytes)?")]
+    BareLetter {
+        /// The size as written.
+        text: String,
+        /// The number with the binary unit (`1MiB`).
+        binary: String,
+        /// Its bytes.
+        binary_bytes: String,
+        /// The number with the decimal unit (`1MB`).
+        decimal: String,
+        /// Its bytes.
+        decimal_bytes: String,
+    },
     /// The value does not fit in 64 bits.
     #[error("{0:?} is too large: a size is at most 16 EiB less one byte (18446744073709551615 B)")]
     Overflow(String),
@@ -30,7 +44,9 @@ pub enum SizeError {
 }
 
 /// The units a size may take, in any case: name, bytes, and whether its final B may
-/// be left out (`4096`, `64k`). P and E need theirs: `1e` reads as a cut-off exponent.
+/// be left out (only bytes': `4096`). A letter alone (`1M`, `64k`) is refused with
+/// both readings offered ([`SizeError::BareLetter`]): `1M` ran as 1000000 bytes
+/// where 1 MiB was meant.
 pub const SIZE_UNITS: [(&str, u64, bool); 13] = [
     ("B", 1, true),
     ("KiB", 1 << 10, false),
@@ -39,10 +55,10 @@ pub const SIZE_UNITS: [(&str, u64, bool); 13] = [
     ("TiB", 1 << 40, false),
     ("PiB", 1 << 50, false),
     ("EiB", 1 << 60, false),
-    ("KB", 1_000, true),
-    ("MB", 1_000_000, true),
-    ("GB", 1_000_000_000, true),
-    ("TB", 1_000_000_000_000, true),
+    ("KB", 1_000, false),
+    ("MB", 1_000_000, false),
+    ("GB", 1_000_000_000, false),
+    ("TB", 1_000_000_000_000, false),
     ("PB", 1_000_000_000_000_000, false),
     ("EB", 1_000_000_000_000_000_000, false),
 ];
@@ -56,6 +72,31 @@ fn unit_bytes(unit: &str) -> Option<u64> {
     })
 }
 
+/// `1M`, `64k`, `2Gi`: a unit's letter without its B (`Gi`: without it), read
+/// both ways for the message.
+fn bare_letter(text: &str, number: &str, unit: &str) -> Option<SizeError> {
+    let letter = unit.strip_suffix(['i', 'I']).unwrap_or(unit);
+    let letter = letter.to_ascii_uppercase();
+    if letter.len() != 1 || !"KMGTPE".contains(letter.as_str()) {
+        return None;
+    }
+    let reading = |suffix: &str| {
+        let unit = format!("{letter}{suffix}");
+        let bytes = parse_size(&format!("{number}{unit}"))
+            .map_or_else(|_| "too many".to_owned(), |b| b.to_string());
+        (format!("{number}{unit}"), bytes)
+    };
+    let (binary, binary_bytes) = reading("iB");
+    let (decimal, decimal_bytes) = reading("B");
+    Some(SizeError::BareLetter {
+        text: text.to_owned(),
+        binary,
+        binary_bytes,
+        decimal,
+        decimal_bytes,
+    })
+}
+
 /// Parses a size with an optional unit (case-insensitive, spaces allowed).
 ///
 /// ```
@@ -64,6 +105,10 @@ fn unit_bytes(unit: &str) -> Option<u64> {
 /// assert_eq!(parse_size("1.5 GiB"), Ok(3 << 29));
 /// assert_eq!(parse_size("64KB"), Ok(64_000));
 /// assert!(parse_size("1 MiBs").is_err());
+/// assert_eq!(
+///     parse_size("1M").unwrap_err().to_string(),
+///     "\"1M\": a unit needs its B, binary or decimal: did you mean \"1MiB\" (1048576 bytes) or \"1MB\" (1000000 bytes)?"
+/// );
 /// ```
 pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     let text = text.trim();
@@ -78,8 +123,10 @@ pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     if number.is_empty() {
         return Err(SizeError::NotANumber(text.to_owned()));
     }
-    let multiplier =
-        unit_bytes(unit.trim()).ok_or_else(|| SizeError::UnknownUnit(unit.trim().to_owned()))?;
+    let multiplier = unit_bytes(unit.trim()).ok_or_else(|| {
+        bare_letter(text, &number, unit.trim())
+            .unwrap_or_else(|| SizeError::UnknownUnit(unit.trim().to_owned()))
+    })?;
     let (whole, fraction) = number.split_once('.').unwrap_or((&number, ""));
     let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
     if whole.is_empty() && fraction.is_empty() || !all_digits(whole) || !all_digits(fraction) {
@@ -298,7 +345,16 @@ mod tests {
             parse_size("1.00000000000000000000000000000000000000001KiB"),
             Err(SizeError::TooPrecise(_))
         ));
-        assert!(matches!(parse_size("1e"), Err(SizeError::UnknownUnit(_))));
+        for bare in ["1M", "64k", "2Gi", "1e", "1.5 t"] {
+            assert!(
+                matches!(parse_size(bare), Err(SizeError::BareLetter { .. })),
+                "{bare}"
+            );
+        }
+        assert!(parse_size("64k")
+            .unwrap_err()
+            .to_string()
+            .contains("\"64KiB\" (65536 bytes) or \"64KB\" (64000 bytes)"));
         assert_eq!(parse_size("2PB"), Ok(2_000_000_000_000_000));
         assert_eq!(format_size(3 << 50), "3PiB");
         let too_large = parse_size("16EiB").unwrap_err().to_string();

@@ -443,7 +443,7 @@ fn an_integer_beyond_toml_names_its_key_and_what_it_takes() {
         (
             "limits",
             "nofile",
-            "a positive integer, at most this machine's hard limit",
+            "an integer from 3, at most this machine's hard limit",
         ),
         (
             "limits",

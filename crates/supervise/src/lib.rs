@@ -46,7 +46,8 @@ pub mod signal;
 pub mod worker;
 
 pub use child::{
-    hang_margin, run_child, tracer_beside, ChildCommand, ChildOutcome, Placement, TRACE_ENV,
+    hang_margin, run_child, run_child_watching, tracer_beside, ChildCommand, ChildOutcome,
+    Placement, TRACE_ENV,
 };
 pub use protocol::{read_resolved, Progress, ProgressWriter, PROGRESS_ENV};
 pub use signal::{handle_unless_ignored, Interrupt, INTERRUPT};

@@ -136,6 +136,44 @@ pub fn read_resolved(path: &Path) -> std::io::Result<String> {
     Ok(text)
 }
 
+/// How far the parent has read a running child's progress file: read at its own
+/// offset (`pread`), never moving the file's, which the child writes at.
+#[derive(Debug, Default)]
+pub(crate) struct Tail {
+    offset: u64,
+    partial: Vec<u8>,
+}
+
+impl Tail {
+    /// The newest sample written since the last look, if any.
+    pub(crate) fn latest_sample(&mut self, file: &std::fs::File) -> Option<Sample> {
+        use std::os::unix::fs::FileExt;
+        let mut chunk = vec![0u8; 1 << 16];
+        let mut latest = None;
+        while let Ok(n) = file.read_at(&mut chunk, self.offset) {
+            if n == 0 {
+                break;
+            }
+            self.offset += n as u64;
+            self.partial.extend_from_slice(&chunk[..n]);
+            while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = self.partial.drain(..=end).collect();
+                if let Some(json) = line.strip_prefix(b"sample\t") {
+                    latest = Some(json.to_vec());
+                }
+            }
+            // A line longer than a sample ever is: not a sample, not kept.
+            if self.partial.len() > PROGRESS_LINE_MAX {
+                self.partial.clear();
+            }
+        }
+        latest.and_then(|json| serde_json::from_slice(&json).ok())
+    }
+}
+
+/// The longest progress line the parent keeps while a child runs, bytes.
+const PROGRESS_LINE_MAX: usize = 16 << 20;
+
 pub(crate) fn read_progress(mut file: std::fs::File) -> Progress {
     use std::io::Seek;
     let mut progress = Progress::default();

@@ -61,11 +61,16 @@ pub struct Args {
     #[arg(long = "no-experiments", action = clap::ArgAction::SetFalse)]
     experiments: bool,
     /// Also write one archive (.tar.gz) a runtime's maintainer can triage: machine,
-    /// kernel drivers, ICD loader, the OpenCL part of the environment, emulated parts,
-    /// the failing calls with errno and stack, the runtime's log, every run, a
-    /// reproducer, the page.
+    /// kernel drivers, ICD loader, every loaded library with its package and build ID,
+    /// the OpenCL part of the environment, emulated parts, the failing calls with
+    /// errno and stack, the runtime's log, the failing run, a line for each other, a
+    /// reproducer, the page; this machine's names as placeholders.
     #[arg(long, value_name = "FILE")]
     bundle: Option<PathBuf>,
+    /// Keep this machine's host name, user name, home and checkout paths in the
+    /// bundle (by default they are placeholders: <host>, <user>, <home>, <checkout>).
+    #[arg(long, requires = "bundle")]
+    no_redact: bool,
     /// Turn on the runtime's own debug log in every case (NEO: NEOReadDebugKeys=1
     /// PrintDebugMessages=1 PrintIoctlEntries=1; PoCL: POCL_DEBUG); the runtime's
     /// output around each failure is kept in its report (runs.jsonl) and quoted.
@@ -458,7 +463,13 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         write_out(dir, &diagnosis, &reports)?;
     }
     if let Some(path) = &args.bundle {
-        crate::bundle::write(path, &diagnosis, &reports, &page(&diagnosis))?;
+        crate::bundle::write(
+            path,
+            &diagnosis,
+            &reports,
+            &page(&diagnosis),
+            !args.no_redact,
+        )?;
         note!("diagnose: bundle written to {}", path.display());
     }
     match args.format {

@@ -1,7 +1,8 @@
 //! A run as a stand-alone C program a runtime's maintainer can build with the ICD
 //! loader alone: the same platform (by name), devices (by their place in it), context
 //! mode, flags, buffer size and strategy, under the same soft limits, with as many
-//! descriptors held as clmulti held itself, so that it fails where clmulti's run did.
+//! descriptors held as clmulti held itself (and none inherited, as a run's child
+//! inherits none), so that it fails where clmulti's run did.
 //! It prints the index and error of the first failure.
 
 use crate::report::Report;
@@ -115,7 +116,7 @@ pub fn c_program(report: &Report) -> Result<String, String> {
             .collect::<String>()
             .replace("*/", "* /")
     );
-    c.push_str("#define CL_TARGET_OPENCL_VERSION 300\n#include <CL/cl.h>\n#include <fcntl.h>\n#include <stdio.h>\n#include <string.h>\n#include <sys/resource.h>\n\n");
+    c.push_str("#define CL_TARGET_OPENCL_VERSION 300\n#include <CL/cl.h>\n#include <fcntl.h>\n#include <stdio.h>\n#include <string.h>\n#include <sys/resource.h>\n#include <unistd.h>\n\n");
     let _ = writeln!(
         c,
         "static const char *PLATFORM = {};",
@@ -160,6 +161,8 @@ int main(void) {
     struct rlimit l; getrlimit(RLIMIT_NOFILE, &l); l.rlim_cur = NOFILE;
     if (setrlimit(RLIMIT_NOFILE, &l) != 0) { perror("setrlimit"); return 2; }
   }
+  /* As clmulti's run: only the standard streams inherited, then its own descriptors. */
+  for (int fd = 3; fd < 4096; fd++) close(fd);
   for (int i = 0; i < EXTRA_FDS; i++) open("/dev/null", O_RDONLY);
   cl_platform_id ps[16], p = NULL; cl_uint np = 0; char text[256];
   clGetPlatformIDs(16, ps, &np);

@@ -2,6 +2,7 @@
 //! file, line, column and key.
 
 mod problems;
+mod warnings;
 
 use crate::defs::TABLES;
 use crate::error::Problem;

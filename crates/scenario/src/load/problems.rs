@@ -135,17 +135,11 @@ impl ScenarioFile {
         key: &str,
         message: &str,
     ) -> Vec<(String, Option<ScenarioError>)> {
-        let Some(rest) = message.strip_prefix("unknown field `") else {
+        let Some((own, expected)) = crate::locate::unknown_field(message) else {
             return Vec::new();
         };
-        let Some((own, expected)) = rest.split_once("`, expected ") else {
-            return Vec::new();
-        };
-        let expected: Vec<&str> = expected
-            .trim_start_matches("one of ")
-            .split(", ")
-            .map(|e| e.trim_matches('`'))
-            .collect();
+        // The message without its hint: each sibling gets its own.
+        let message = message.split("; did you mean").next().unwrap_or(message);
         let mut path = split_key(key);
         if path.last().map(String::as_str) != Some(own) {
             return Vec::new();
@@ -180,7 +174,11 @@ impl ScenarioFile {
                 let sibling = at.join(".");
                 let error = (i < SEARCHED_PROBLEMS).then(|| {
                     let name = at.last().map_or("", String::as_str);
-                    let text = message.replacen(&format!("`{own}`"), &format!("`{name}`"), 1);
+                    let text = format!(
+                        "{}{}",
+                        message.replacen(&format!("`{own}`"), &format!("`{name}`"), 1),
+                        crate::suggest::hint(name, expected.iter().copied())
+                    );
                     let mut error = crate::locate::at_key(&self.doc, &self.file, &at, &text);
                     error.key = Some(crate::locate::short(&sibling));
                     error

@@ -12,147 +12,14 @@
 use crate::defs::{Key, Value as Kind, KEYS, TABLES};
 use serde_json::{json, Map, Value};
 
+mod flags;
 mod rules;
+mod size;
+mod words;
+use flags::flags;
 use rules::rules;
-
-/// Digits with `_` between them, at least one digit: the whole part of a size.
-const WHOLE: &str = "[0-9_]*[0-9][0-9_]*";
-
-/// A fraction that adds at most `digits` significant digits (zeros after them are
-/// fine): sizes in decimal units are whole bytes up to their power of ten.
-fn fraction(digits: usize, required: bool) -> String {
-    let body = if digits == 0 {
-        "[0_]*".to_owned()
-    } else {
-        format!("(?:_*[0-9]){{0,{digits}}}[0_]*")
-    };
-    if required {
-        format!("\\.{body}")
-    } else {
-        format!("(?:\\.{body})?")
-    }
-}
-
-/// The body of a size string (no anchors): a number and an optional unit, spaces
-/// allowed, the unit in any case; a fraction only where it can be whole bytes.
-fn size_body() -> String {
-    let mut alternatives = Vec::new();
-    let mut binary = Vec::new();
-    for (name, bytes, optional_b) in crate::SIZE_UNITS {
-        let unit = unit_pattern(name, optional_b);
-        if bytes == 1 {
-            // Bytes: no fraction but zeros.
-            alternatives.push(format!("{WHOLE}{}\\s*{unit}", fraction(0, false)));
-        } else if bytes.is_power_of_two() {
-            binary.push(unit);
-        } else {
-            // Decimal units: a fraction of at most as many digits as the unit's zeros.
-            let digits = bytes.ilog10() as usize;
-            alternatives.push(format!(
-                "(?:{WHOLE}{}|_*{})\\s*{unit}",
-                fraction(digits, false),
-                fraction(digits, true)
-            ));
-        }
-    }
-    // Binary units: any fraction (0.5KiB is 512 bytes).
-    alternatives.push(format!(
-        "(?:{WHOLE}(?:\\.[0-9_]*)?|[0-9_]*\\.[0-9_]*[0-9][0-9_]*)\\s*(?:{})",
-        binary.join("|")
-    ));
-    format!("\\s*(?:{})\\s*", alternatives.join("|"))
-}
-
-/// A unit's name in any case, its final B optional where the unit allows:
-/// `[Kk][Ii][Bb]`, `[Kk][Bb]?`.
-fn unit_pattern(name: &str, optional_b: bool) -> String {
-    let mut pattern: String = name
-        .chars()
-        .map(|c| format!("[{}{}]", c.to_ascii_uppercase(), c.to_ascii_lowercase()))
-        .collect();
-    if optional_b {
-        pattern.push('?');
-    }
-    pattern
-}
-
-/// A percentage in (0, 100].
-const PERCENT_BODY: &str =
-    "\\s*0*(?:100(?:\\.0*)?|[1-9][0-9]?(?:\\.[0-9]*)?|\\.[0-9]*[1-9][0-9]*)\\s*%\\s*";
-
-/// Sizes too large for 64 bits: a whole part above what fits in each unit (bytes
-/// above 18446744073709551615, EiB above 15, ...), whatever fraction follows.
-fn overflow() -> String {
-    let alternatives: Vec<String> = crate::SIZE_UNITS
-        .iter()
-        .map(|&(name, bytes, optional_b)| {
-            format!(
-                "(?:{})(?:\\.[0-9_]*)?\\s*{}",
-                integers_above(u64::MAX / bytes),
-                unit_pattern(name, optional_b)
-            )
-        })
-        .collect();
-    format!("^\\s*0*(?:{})\\s*$", alternatives.join("|"))
-}
-
-/// A pattern for the decimal integers (no leading zeros) above `n`: longer ones, and
-/// those of its length that pass it at some digit.
-fn integers_above(n: u64) -> String {
-    let digits = n.to_string();
-    let mut alternatives = vec![format!("[1-9][0-9]{{{},}}", digits.len())];
-    for (i, d) in digits.bytes().enumerate() {
-        if d < b'9' {
-            let rest = digits.len() - i - 1;
-            alternatives.push(format!(
-                "{}[{}-9][0-9]{{{rest}}}",
-                &digits[..i],
-                (d + 1) as char
-            ));
-        }
-    }
-    alternatives.join("|")
-}
-
-/// A size string that is zero.
-const ZERO: &str = "^\\s*[0_]*(?:\\.[0_]*)?\\s*[A-Za-z]*\\s*$";
-
-/// Sizes certainly below 64 MiB: bytes of up to 7 digits, K of up to 4, M below 67,
-/// MiB below 64.
-const BELOW_64_MIB: &str = "^\\s*0*(?:[0-9]{1,7}(?:\\.[0-9]*)?\\s*[Bb]?|[0-9]{1,4}(?:\\.[0-9]*)?\\s*[Kk][Ii]?[Bb]?|(?:[0-9]|[1-5][0-9]|6[0-6])(?:\\.[0-9]*)?\\s*[Mm][Bb]?|(?:[0-9]|[1-5][0-9]|6[0-3])(?:\\.[0-9]*)?\\s*[Mm][Ii][Bb])\\s*$";
-
-/// A size: an integer of bytes or a string with a unit. (No `allOf` in a value's
-/// schema: taplo 0.9's key completion recurses into it until its stack runs out.)
-fn size(description: &str, min_bytes: u64) -> Value {
-    let mut not = vec![json!({"type": "string", "pattern": overflow()})];
-    if min_bytes >= 1 {
-        not.push(json!({"type": "string", "pattern": ZERO}));
-    }
-    if min_bytes >= 64 << 20 {
-        not.push(json!({"type": "string", "pattern": BELOW_64_MIB}));
-    }
-    json!({
-        "description": description,
-        "type": ["integer", "string"],
-        "minimum": min_bytes,
-        "pattern": format!("^{}$", size_body()),
-        "not": {"anyOf": not},
-        "examples": ["1MiB", "64KiB", "1.5GiB", "64KB", 4096],
-    })
-}
-
-/// One of a few words, each with what it means (taplo shows `x-taplo.docs`).
-fn words(description: &str, values: &[(&str, &str)]) -> Value {
-    let names: Vec<&str> = values.iter().map(|(n, _)| *n).collect();
-    let docs: Vec<String> = values.iter().map(|(n, d)| format!("{n}: {d}")).collect();
-    json!({
-        "description": format!("{description}\n\n{}", docs.join("\n")),
-        "type": "string",
-        "enum": names,
-        "x-taplo": {"docs": {"enumValues": values.iter().map(|(_, d)| *d).collect::<Vec<_>>()}},
-        "enumDescriptions": values.iter().map(|(_, d)| *d).collect::<Vec<_>>(),
-    })
-}
+use size::{size, size_or_percent, size_text};
+use words::{listed, matching, one_of_any_case, refuse, with, words};
 
 fn integer(description: &str, minimum: i64, maximum: Option<i64>) -> Value {
     let mut v = json!({"description": description, "type": "integer", "minimum": minimum});
@@ -162,82 +29,20 @@ fn integer(description: &str, minimum: i64, maximum: Option<i64>) -> Value {
     v
 }
 
-/// The memory flags, with and without `CL_MEM_`.
-const FLAGS: [(&str, &str); 6] = [
-    ("READ_WRITE", "kernels read and write the buffer (default)"),
-    ("READ_ONLY", "kernels only read the buffer"),
-    ("WRITE_ONLY", "kernels only write the buffer"),
-    (
-        "ALLOC_HOST_PTR",
-        "the runtime allocates the buffer from host-accessible memory",
-    ),
-    (
-        "USE_HOST_PTR",
-        "the buffer lives in a host block clmulti allocates per buffer",
-    ),
-    (
-        "COPY_HOST_PTR",
-        "the buffer starts as a copy of a host block",
-    ),
-];
-
-fn flag_names(name: &str) -> Value {
-    json!([name, format!("CL_MEM_{name}")])
-}
-
-fn contains_flag(name: &str) -> Value {
-    json!({"contains": {"enum": flag_names(name)}})
-}
-
-/// Flags: each once (either spelling), the access flags exclusive, USE_HOST_PTR
-/// without ALLOC_HOST_PTR or COPY_HOST_PTR (OpenCL's rules).
-fn flags(description: &str) -> Value {
-    let mut names = Vec::new();
-    let mut docs = Vec::new();
-    for (name, doc) in FLAGS {
-        names.push(name.to_owned());
-        docs.push(doc.to_owned());
-    }
-    for (name, doc) in FLAGS {
-        names.push(format!("CL_MEM_{name}"));
-        docs.push(doc.to_owned());
-    }
-    let mut excluded: Vec<Value> = FLAGS
-        .iter()
-        .map(|(name, _)| {
-            json!({"allOf": [
-                {"contains": {"const": name}},
-                {"contains": {"const": format!("CL_MEM_{name}")}},
-            ]})
-        })
-        .collect();
-    for (a, b) in [
-        ("READ_WRITE", "READ_ONLY"),
-        ("READ_WRITE", "WRITE_ONLY"),
-        ("READ_ONLY", "WRITE_ONLY"),
-        ("USE_HOST_PTR", "ALLOC_HOST_PTR"),
-        ("USE_HOST_PTR", "COPY_HOST_PTR"),
-    ] {
-        excluded.push(json!({"allOf": [contains_flag(a), contains_flag(b)]}));
-    }
-    json!({
-        "description": format!(
-            "{description}\n\nREAD_WRITE, READ_ONLY and WRITE_ONLY exclude each other; USE_HOST_PTR excludes ALLOC_HOST_PTR and COPY_HOST_PTR; each flag once."
-        ),
-        "type": "array",
-        "uniqueItems": true,
-        "items": {
-            "type": "string",
-            "enum": names,
-            "x-taplo": {"docs": {"enumValues": docs.clone()}},
-            "enumDescriptions": docs,
-        },
-        "not": {"anyOf": excluded},
-    })
-}
-
 /// A name: one line, not blank.
 const NAME_PATTERN: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$";
+/// An `[env]` value: one line of printable text.
+const ENV_VALUE: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$";
+/// An `[env]` name: not empty, without `=`, spaces or control characters.
+const ENV_NAME: &str = "^[^=\\s\\u0000-\\u001F\\u007F-\\u009F]+$";
+
+/// A string refused in `words` unless it matches `pattern`.
+fn text(description: &str, pattern: &str, words: &str) -> Value {
+    with(
+        json!({"description": description, "type": "string"}),
+        matching(pattern, words),
+    )
+}
 
 /// The values of the emulation layer's knobs in `[env]`.
 fn layer_knobs() -> Map<String, Value> {
@@ -245,23 +50,19 @@ fn layer_knobs() -> Map<String, Value> {
     let policies: Vec<&str> = Policy::ALL.iter().map(|(n, _)| *n).collect();
     let one = format!("(?:{})", policies.join("|"));
     let mut knobs = Map::new();
-    knobs.insert(
-        POLICY.into(),
-        json!({
-            "description": format!("clmulti's emulation layer: which candidate cause it models, one or more comma-separated of: {}.", policies.join(", ")),
-            "type": "string",
-            "pattern": format!("^\\s*{one}\\s*(?:,\\s*{one}\\s*)*$"),
-            "examples": policies,
-        }),
+    let mut policy = text(
+        &format!("clmulti's emulation layer: which candidate cause it models, one or more comma-separated of: {}.", policies.join(", ")),
+        &format!("^\\s*{one}\\s*(?:,\\s*{one}\\s*)*$"),
+        &format!("one or more policies, comma-separated, each {}", listed(policies.iter().copied())),
     );
-    let size_text = |d: &str| json!({"description": d, "type": "string", "pattern": format!("^{}$", size_body())});
+    policy["examples"] = json!(policies);
+    knobs.insert(POLICY.into(), policy);
     knobs.insert(
         MIRROR_LIMIT.into(),
-        json!({
-            "description": "host-mirror: the most mirror bytes before creation fails: a size, or a percentage of RAM (default 25%).",
-            "type": "string",
-            "pattern": format!("^(?:{}|{PERCENT_BODY})$", size_body()),
-        }),
+        size_or_percent(
+            "host-mirror: the most mirror bytes before creation fails: a size, or a percentage of RAM (default 25%).",
+            json!("string"),
+        ),
     );
     knobs.insert(
         DEVICE_MEMORY.into(),
@@ -271,11 +72,19 @@ fn layer_knobs() -> Map<String, Value> {
     );
     knobs.insert(
         FAIL_AFTER.into(),
-        json!({"description": "fail-after: multi-device buffers created before creation fails (default 1000).", "type": "string", "pattern": "^\\s*[0-9]+\\s*$"}),
+        text(
+            "fail-after: multi-device buffers created before creation fails (default 1000).",
+            "^\\s*[0-9]+\\s*$",
+            "a count of buffers, digits only, like \"1000\"",
+        ),
     );
     knobs.insert(
         FAIL_ERROR.into(),
-        json!({"description": "fail-after: the OpenCL error creation fails with, a negative integer (default -6, CL_OUT_OF_HOST_MEMORY).", "type": "string", "pattern": "^\\s*-0*[1-9][0-9]{0,8}\\s*$"}),
+        text(
+            "fail-after: the OpenCL error creation fails with, a negative integer (default -6, CL_OUT_OF_HOST_MEMORY).",
+            "^\\s*-0*[1-9][0-9]{0,8}\\s*$",
+            "an OpenCL error code: a negative integer like \"-6\" (CL_OUT_OF_HOST_MEMORY)",
+        ),
     );
     knobs.insert(
         FAIL_SCOPE.into(),
@@ -296,32 +105,57 @@ fn layer_knobs() -> Map<String, Value> {
     knobs
 }
 
-/// `[env]`: strings without NUL, names without `=`; the known keys described.
+/// What an `[env]` name may be: not empty, without `=`, spaces or control
+/// characters; a name clmulti knows only in its own case ([`crate::env_keys`]).
+fn env_names() -> Value {
+    // One test per known name, each in the `else` of the one before.
+    let in_another_case = crate::env_keys::known().fold(json!({}), |others, known| {
+        json!({
+            "if": {"pattern": one_of_any_case([known])},
+            "then": {
+                "if": {"const": known},
+                "else": refuse(&format!("environment variables are case-sensitive, and nothing reads this name: did you mean {known}?")),
+            },
+            "else": others,
+        })
+    });
+    json!({
+        "if": {"pattern": ENV_NAME},
+        "then": in_another_case,
+        "else": refuse("a variable's name: not empty, without '=', spaces or control characters"),
+    })
+}
+
+/// `[env]`: one line of printable text each, names as [`env_names`]; the known keys
+/// described.
 fn env(description: &str) -> Value {
     let mut properties = layer_knobs();
     let paths = "A path, or several joined by ':', relative to the scenario's folder; clmulti checks that each exists.";
+    let plain = |d: String| json!({"description": d, "type": "string"});
     properties.insert(
         "OPENCL_LAYERS".into(),
-        json!({"description": format!("OpenCL layers the ICD loader puts in the call path (ocl-icd >= 2.3). {paths} \"{}\" is clmulti's emulation layer, built beside clmulti.", crate::LAYER_TOKEN), "type": "string"}),
+        plain(format!("OpenCL layers the ICD loader puts in the call path (ocl-icd >= 2.3). {paths} \"{}\" is clmulti's emulation layer, built beside clmulti.", crate::LAYER_TOKEN)),
     );
     properties.insert(
         "OCL_ICD_VENDORS".into(),
-        json!({"description": format!("Where the ICD loader looks for runtimes: a folder of .icd files or one .icd file. {paths}"), "type": "string"}),
+        plain(format!("Where the ICD loader looks for runtimes: a folder of .icd files or one .icd file. {paths}")),
     );
     properties.insert(
         "OCL_ICD_FILENAMES".into(),
-        json!({"description": format!("Runtime libraries the ICD loader loads instead of its vendors folder. {paths}"), "type": "string"}),
+        plain(format!(
+            "Runtime libraries the ICD loader loads instead of its vendors folder. {paths}"
+        )),
     );
     properties.insert(
         "LD_PRELOAD".into(),
-        json!({"description": format!("Libraries loaded first, separated by ':' or spaces; a bare name is the dynamic linker's to find, a path is relative to the scenario's folder. \"{}\" is clmulti's emulated i915 kernel driver, built beside clmulti: Intel's GPU runtime NEO then runs its kernel-driver path on emulated Arc A770s.", crate::KMD_EMU.token), "type": "string"}),
+        plain(format!("Libraries loaded first, separated by ':' or spaces; a bare name is the dynamic linker's to find, a path is relative to the scenario's folder. \"{}\" is clmulti's emulated i915 kernel driver, built beside clmulti: Intel's GPU runtime NEO then runs its kernel-driver path on emulated Arc A770s.", crate::KMD_EMU.token)),
     );
     for (key, text) in [
         (crate::kmd_emu::DEVICES, "clmulti's emulated i915 driver: how many Arc A770s it presents, 1 to 8 (default 2)."),
         (crate::kmd_emu::LOCAL_MEMORY, "clmulti's emulated i915 driver: device memory per device, bytes (default 17179869184, an A770's 16 GiB)."),
         (crate::kmd_emu::TRACE, "clmulti's emulated i915 driver: 1 prints every ioctl on an emulated descriptor on stderr."),
     ] {
-        properties.insert(key.into(), json!({"description": text, "type": "string"}));
+        properties.insert(key.into(), plain(text.into()));
     }
     let dependencies: Map<String, Value> = crate::layer::KNOBS
         .iter()
@@ -332,11 +166,21 @@ fn env(description: &str) -> Value {
         "description": description,
         "type": "object",
         "maxProperties": crate::MAX_ENV_VARS,
-        "propertyNames": {"pattern": "^[^=\\u0000]+$"},
+        "propertyNames": env_names(),
         "properties": properties,
-        "additionalProperties": {"type": "string", "pattern": "^[^\\u0000]*$"},
+        // Every value, known key or not: one line of printable text.
+        "patternProperties": {"": env_value()},
         "dependencies": dependencies,
     })
+}
+
+/// An `[env]` value.
+fn env_value() -> Value {
+    text(
+        "A value: one line of printable text.",
+        ENV_VALUE,
+        "one line of printable text (no control characters)",
+    )
 }
 
 /// A key's default, as JSON: editors offer it as the value.
@@ -357,48 +201,45 @@ pub(crate) fn value_schema(key: &Key) -> Value {
 
 fn value_schema_without_default(key: &Key) -> Value {
     let d = key.doc;
+    let either = |examples: Value, pattern: String, words: &str| {
+        with(
+            json!({"description": d, "type": ["integer", "string"], "minimum": 0, "examples": examples}),
+            matching(&pattern, words),
+        )
+    };
     match key.value {
-        Kind::Name => json!({"description": d, "type": "string", "pattern": NAME_PATTERN}),
+        Kind::Name => text(d, NAME_PATTERN, "one line of text, not blank (no control characters)"),
         Kind::Description => json!({"description": d, "type": "string"}),
-        Kind::Platform => json!({
-            "description": d,
-            "type": ["integer", "string"],
-            "minimum": 0,
-            "pattern": "\\S",
-            "examples": ["auto", "NVIDIA", "Intel", 0],
-        }),
+        Kind::Platform => either(
+            json!(["auto", "NVIDIA", "Intel", 0]),
+            "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$".into(),
+            "\"auto\", a platform's index, or a substring of its name or vendor (one line, not blank)",
+        ),
         Kind::Integer { min, max, .. } => integer(d, min, max),
         Kind::Words(choices) => words(d, choices),
         Kind::Bool => json!({"description": d, "type": "boolean"}),
         Kind::Size { min } => size(d, min),
-        Kind::SizeOrPercent => json!({
-            "description": d,
-            "type": ["integer", "string"],
-            "minimum": 0,
-            "pattern": format!("^(?:{}|{PERCENT_BODY})$", size_body()),
-            "not": {"type": "string", "pattern": overflow()},
-            "examples": ["50%", "8GiB"],
-        }),
+        Kind::SizeOrPercent => size_or_percent(d, json!(["integer", "string"])),
         Kind::Seconds => json!({
             "description": d,
             "type": "number",
             "exclusiveMinimum": 0,
             "maximum": crate::defs::MAX_SECONDS,
         }),
-        Kind::Count => json!({
-            "description": d,
-            "type": ["integer", "string"],
-            "minimum": 1,
-            "pattern": "^until-failure$",
-            "examples": [1000, "until-failure"],
-        }),
-        Kind::Placement => json!({
-            "description": d,
-            "type": ["integer", "string"],
-            "minimum": 0,
-            "pattern": "^round-robin$",
-            "examples": ["round-robin", 0],
-        }),
+        Kind::Count => {
+            let mut count = either(
+                json!([1000, "until-failure"]),
+                one_of_any_case(["until-failure"]),
+                "a positive integer, or \"until-failure\"",
+            );
+            count["minimum"] = json!(1);
+            count
+        }
+        Kind::Placement => either(
+            json!(["round-robin", 0]),
+            one_of_any_case(["round-robin"]),
+            "\"round-robin\", or the index of one selected device",
+        ),
         Kind::Indices => json!({
             "description": d,
             "type": "array",
@@ -407,15 +248,20 @@ fn value_schema_without_default(key: &Key) -> Value {
             "uniqueItems": true,
             "items": {"type": "integer", "minimum": 0},
         }),
-        Kind::Partition => json!({
-            "description": d,
-            "type": ["string", "array"],
-            "pattern": "^equally$",
-            "minItems": 1,
-            "maxItems": crate::defs::MAX_DEVICE_LIST,
-            "items": {"type": "integer", "minimum": 1},
-            "examples": ["equally", [1, 1]],
-        }),
+        Kind::Partition => with(
+            json!({
+                "description": d,
+                "type": ["string", "array"],
+                "minItems": 1,
+                "maxItems": crate::defs::MAX_DEVICE_LIST,
+                "items": {"type": "integer", "minimum": 1},
+                "examples": ["equally", [1, 1]],
+            }),
+            matching(
+                &one_of_any_case(["equally"]),
+                "\"equally\", or a list of compute-unit counts like [1, 1]",
+            ),
+        ),
         Kind::Flags => flags(d),
         Kind::Env => env(d),
     }
@@ -438,7 +284,6 @@ fn grid() -> Value {
             }),
         );
     }
-    let env_value = json!({"type": "string", "pattern": "^[^\\u0000]*$"});
     json!({
         "description": format!(
             "Keys to vary: \"table.key\" = [values]; the file expands to every combination (at most {} runs), each run named after its point.",
@@ -446,14 +291,17 @@ fn grid() -> Value {
         ),
         "type": "object",
         "properties": properties,
-        "patternProperties": {"^env\\.[^=\\u0000]+$": {
+        "patternProperties": {"^env\\.": {
             "description": "Values of an [env] variable, one run each.",
             "type": "array",
             "minItems": 1,
             "uniqueItems": true,
-            "items": env_value,
+            "items": env_value(),
         }},
-        "propertyNames": {"pattern": format!("^(?:{}|env\\.[^=\\u0000]+)$", names.join("|"))},
+        "propertyNames": matching(
+            &format!("^(?:{}|env\\.[^=\\s\\u0000-\\u001F\\u007F-\\u009F]+)$", names.join("|")),
+            "a key to vary: \"table.key\" of a scenario key (\"allocation.size\", \"context.mode\", ...) or \"env.NAME\"",
+        ),
     })
 }
 

@@ -20,7 +20,9 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
     }
     let count = match &or_default(raw.count.clone(), "allocation.count") {
         RawNumberOrWord::Number(n) => Count::Fixed(positive("allocation.count", *n)?),
-        RawNumberOrWord::Word(w) if w == "until-failure" => Count::UntilFailure,
+        RawNumberOrWord::Word(w) if crate::defs::same_word(w, "until-failure") => {
+            Count::UntilFailure
+        }
         RawNumberOrWord::Word(w) => {
             return Err(problem(
                 "allocation.count",
@@ -38,7 +40,7 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
     };
     for (i, f) in written.iter().enumerate() {
         let key = format!("allocation.flags[{i}]");
-        let name = f.trim().trim_start_matches("CL_MEM_").to_ascii_uppercase();
+        let name = crate::defs::flag_name(f);
         let flag = one_of(&key, &name, &MEM_FLAGS)?;
         if flags.contains(&flag) {
             return Err(problem(&key, format!("{f} is listed twice")));
@@ -62,7 +64,9 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
     }
 
     let placement = match &or_default(raw.placement.clone(), "allocation.placement") {
-        RawNumberOrWord::Word(w) if w == "round-robin" => Placement::RoundRobin,
+        RawNumberOrWord::Word(w) if crate::defs::same_word(w, "round-robin") => {
+            Placement::RoundRobin
+        }
         RawNumberOrWord::Word(w) => {
             return Err(problem(
                 "allocation.placement",
@@ -135,6 +139,17 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
             "allocation.release_every",
             "releases kept buffers in rounds: it needs keep = true and a strategy other than \"pool\"",
         ));
+    }
+    if let (Some(every), Count::Fixed(count)) = (release_every, count) {
+        if every >= count {
+            return Err(problem(
+                "allocation.release_every",
+                format!(
+                    "{every} with allocation.count = {count}: a round releases after each {every} buffers, so none would come before the run's end; make it smaller than the count (e.g. {}), or leave it out",
+                    (count / 2).max(1)
+                ),
+            ));
+        }
     }
     let pause_us = in_range(
         "allocation.pause_us",

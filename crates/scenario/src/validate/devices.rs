@@ -13,7 +13,7 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
             usize::try_from(*n)
                 .map_err(|_| problem("devices.platform", "a platform index must be >= 0"))?,
         ),
-        RawNumberOrWord::Word(w) if w.eq_ignore_ascii_case("auto") => Platform::Auto,
+        RawNumberOrWord::Word(w) if crate::defs::same_word(w, "auto") => Platform::Auto,
         RawNumberOrWord::Word(w) if w.trim().is_empty() => {
             return Err(problem(
                 "devices.platform",
@@ -94,7 +94,9 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
     )?;
     let partition = match &raw.partition {
         None => None,
-        Some(RawPartition::Word(w)) if w == "equally" => Some(Partition::Equally(1)),
+        Some(RawPartition::Word(w)) if crate::defs::same_word(w, "equally") => {
+            Some(Partition::Equally(1))
+        }
         Some(RawPartition::Word(w)) => {
             return Err(problem(
                 "devices.partition",

@@ -58,15 +58,16 @@ pub(crate) fn positive(key: &str, value: i64) -> Result<u64, Problem> {
 pub(crate) fn one_of<T: Copy>(key: &str, value: &str, choices: &[(&str, T)]) -> Result<T, Problem> {
     choices
         .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case(value))
+        .find(|(name, _)| crate::defs::same_word(value, name))
         .map(|(_, v)| *v)
         .ok_or_else(|| {
             let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
             problem(
                 key,
                 format!(
-                    "unknown value {value:?}; expected one of: {}",
-                    names.join(", ")
+                    "unknown value {value:?}; expected one of: {}{}",
+                    names.join(", "),
+                    crate::suggest::hint(value, names.iter().copied())
                 ),
             )
         })
@@ -248,7 +249,7 @@ pub(crate) fn validate(
 
     let split: bool = or_default(raw.axpy.split, "axpy.split");
     let check: String = or_default(raw.axpy.check.clone(), "axpy.check");
-    let axpy_check = match check.as_str() {
+    let axpy_check = match check.to_ascii_lowercase().as_str() {
         "none" => {
             if raw.axpy.samples.is_some() {
                 return Err(problem(
@@ -267,8 +268,9 @@ pub(crate) fn validate(
             return Err(problem(
                 "axpy.check",
                 format!(
-                    "unknown value {other:?}; expected one of: {}",
-                    AXPY_CHECKS.join(", ")
+                    "unknown value {other:?}; expected one of: {}{}",
+                    AXPY_CHECKS.join(", "),
+                    crate::suggest::hint(other, AXPY_CHECKS)
                 ),
             ))
         }

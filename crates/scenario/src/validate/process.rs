@@ -11,11 +11,7 @@ use crate::raw::RawLimits;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The smallest `RLIMIT_AS` and `RLIMIT_DATA` under which clmulti itself starts
-/// (below, not even the ICD loader loads).
-const MIN_ADDRESS_SPACE: u64 = 64 << 20;
-/// The smallest `RLIMIT_NOFILE`: the standard streams and the run's progress file.
-const MIN_NOFILE: u64 = 3;
+use crate::defs::{MIN_ADDRESS_SPACE, MIN_NOFILE};
 
 pub(super) fn limits(raw: &RawLimits, context: &Context) -> Result<Limits, Problem> {
     let mut soft = BTreeMap::new();
@@ -38,7 +34,10 @@ pub(super) fn limits(raw: &RawLimits, context: &Context) -> Result<Limits, Probl
         if matches!(which, Rlimit::AddressSpace | Rlimit::Data) && value < MIN_ADDRESS_SPACE {
             return Err(problem(
                 &key,
-                "below 64MiB the process cannot even load the OpenCL runtime",
+                format!(
+                    "below {} the process cannot even load the OpenCL runtime",
+                    crate::size::format_size(MIN_ADDRESS_SPACE)
+                ),
             ));
         }
         if which == Rlimit::NoFile && value < MIN_NOFILE {
@@ -99,6 +98,15 @@ pub(super) fn env(
             ),
         ));
     }
+    if raw.contains_key(crate::layer::POLICY) && !names_layer {
+        return Err(problem(
+            &format!("env.{}", crate::layer::POLICY),
+            format!(
+                "sets what clmulti's emulation layer models, but OPENCL_LAYERS does not load the layer: the run would measure the runtime without it; add OPENCL_LAYERS = \"{LAYER_TOKEN}\""
+            ),
+        ));
+    }
+    known_names(&raw)?;
     let mut env = BTreeMap::new();
     for (key, value) in raw {
         let at = format!("env.{key}");
@@ -221,4 +229,20 @@ fn resolve_paths(key: &str, value: &str, context: &Context) -> Result<String, Pr
         resolved.push(path.to_string_lossy().into_owned());
     }
     Ok(resolved.join(":"))
+}
+
+/// `[env]` names are case-sensitive: a name clmulti knows written in another case
+/// (`ld_preload`) would reach the runtime as a variable nothing reads.
+fn known_names(raw: &BTreeMap<String, String>) -> Result<(), Problem> {
+    for key in raw.keys() {
+        if let Some(known) = crate::env_keys::other_case(key) {
+            return Err(problem(
+                &format!("env.{key}"),
+                format!(
+                    "environment variables are case-sensitive, and nothing reads {key}: did you mean {known}?"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

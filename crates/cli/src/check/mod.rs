@@ -11,6 +11,8 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+mod machine;
+
 /// Arguments of `clmulti check`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -22,8 +24,8 @@ pub struct Args {
     format: Format,
 }
 
-/// Version of `clmulti check --format json`.
-const CHECK_SCHEMA_VERSION: u32 = 2;
+/// Version of `clmulti check --format json` (3: warnings placed as errors are).
+const CHECK_SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, Serialize)]
 struct CheckReport {
@@ -47,9 +49,11 @@ struct FileResult {
     loads: Vec<clmulti_scenario::loads::Load>,
     /// Whether the file may run as it is: every load trusted, or the file itself.
     trusted: bool,
-    /// What is valid but would make a run measure nothing (a size guard below what
-    /// the process holds before its first buffer).
-    warnings: Vec<String>,
+    /// What is valid but likely a mistake, each placed as an error is: an `[env]`
+    /// name a typo from one clmulti knows, a size guard below what the process holds
+    /// before its first buffer, a buffer above its device's largest allocation, an
+    /// address space the runtime does not load in.
+    warnings: Vec<ErrorJson>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -71,6 +75,7 @@ pub fn load(path: &Path) -> Result<ScenarioFile, ScenarioError> {
 pub fn run(args: &Args) -> Result<(), Failure> {
     let mut results = Vec::new();
     let mut listings = Listings::new();
+    let mut under = machine::UnderLimits::new();
     for file in &args.files {
         let problems = ScenarioFile::problems_in(file);
         let checked = if problems.is_empty() {
@@ -79,56 +84,30 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             Err(problems)
         };
         let checked = checked.and_then(|f| {
-            if crate::format::shows(crate::format::Verbosity::Verbose) {
-                for (index, run) in f.runs().enumerate() {
-                    let Ok(s) = run else { break };
-                    let a = &s.allocation;
-                    eprintln!(
-                        "check: {} --index {index}: {}: {} device(s) of type {}, context {}, strategy {}, {} x {}{}{}",
-                        file.display(),
-                        s.name,
-                        s.devices.set.len(),
-                        format!("{:?}", s.devices.device_type).to_lowercase(),
-                        s.context_mode.name(),
-                        a.strategy.name(),
-                        clmulti_scenario::format_size(a.size_bytes),
-                        match a.count {
-                            clmulti_scenario::Count::Fixed(n) => n.to_string(),
-                            clmulti_scenario::Count::UntilFailure => "until failure".into(),
-                        },
-                        if s.env.is_empty() {
-                            String::new()
-                        } else {
-                            format!(
-                                ", env {}",
-                                s.env
-                                    .iter()
-                                    .map(|(k, v)| format!("{k}={v}"))
-                                    .collect::<Vec<_>>()
-                                    .join(" ")
-                            )
-                        },
-                        if s.limits.any() {
-                            format!(", limits {:?}", s.limits.soft)
-                        } else {
-                            String::new()
-                        },
-                    );
-                }
-            }
+            show_runs(file, &f);
             let loads = f.loads();
             let trusted = f.untrusted_of(&loads, &[]).is_empty();
+            let mut warnings = f.warnings();
+            warnings.extend(rss_warnings(&f));
             // Listing the platforms loads the runtime under the file's [env]: not for
             // code nothing trusts.
             let not_checked = if trusted {
-                check_platforms(&f, &mut listings).map_err(|e| vec![e])?
+                let not_checked = check_platforms(&f, &mut listings).map_err(|e| vec![e])?;
+                let said = machine::said(&f, &mut listings, &mut under);
+                if !said.errors.is_empty() {
+                    return Err(said.errors);
+                }
+                warnings.extend(said.warnings);
+                not_checked
             } else {
                 Some(format!(
                     "it loads code nothing trusts, which check does not run (`clmulti trust {}`)",
                     file.display()
                 ))
             };
-            Ok((f.len(), not_checked, loads, trusted, warnings(&f)))
+            warnings.sort_by_key(|w| (w.line, w.column));
+            let warnings = warnings.iter().map(ErrorJson::from).collect();
+            Ok((f.len(), not_checked, loads, trusted, warnings))
         });
         results.push(match checked {
             Ok((runs, platforms_not_checked, loads, trusted, warnings)) => FileResult {
@@ -183,7 +162,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                             text.push_str(&format!("  loads: {}\n", crate::trust::describe(load)));
                         }
                         for warning in &r.warnings {
-                            text.push_str(&format!("  warning: {warning}\n"));
+                            text.push_str(&format!("  warning: {}\n", warning.text));
                         }
                         if !r.trusted {
                             text.push_str(&format!(
@@ -211,6 +190,34 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         )));
     }
     Ok(())
+}
+
+/// With `-v`: each run of the file, as check read it.
+fn show_runs(file: &Path, f: &ScenarioFile) {
+    if !crate::format::shows(crate::format::Verbosity::Verbose) {
+        return;
+    }
+    for (index, run) in f.runs().enumerate() {
+        let Ok(s) = run else { break };
+        let a = &s.allocation;
+        let count = match a.count {
+            clmulti_scenario::Count::Fixed(n) => n.to_string(),
+            clmulti_scenario::Count::UntilFailure => "until failure".into(),
+        };
+        let env: Vec<String> = s.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        eprintln!(
+            "check: {} --index {index}: {}: {} device(s) of type {}, context {}, strategy {}, {} x {count}{}{}",
+            file.display(),
+            s.name,
+            s.devices.set.len(),
+            format!("{:?}", s.devices.device_type).to_lowercase(),
+            s.context_mode.name(),
+            a.strategy.name(),
+            clmulti_scenario::format_size(a.size_bytes),
+            if env.is_empty() { String::new() } else { format!(", env {}", env.join(" ")) },
+            if s.limits.any() { format!(", limits {:?}", s.limits.soft) } else { String::new() },
+        );
+    }
 }
 
 impl From<&ScenarioError> for ErrorJson {
@@ -251,7 +258,7 @@ fn check_platforms(
         }
         let listed = listings
             .entry(run.env.clone())
-            .or_insert_with(|| list_platforms(&run.env));
+            .or_insert_with(|| list_platforms(&run.env, None));
         match listed {
             Ok(platforms) => clmulti_probe::check_platform(platforms, &selector)
                 .map_err(|e| file.error_in_run(index, e.key(), &e.to_string()))?,
@@ -280,25 +287,31 @@ fn check_platforms(
 /// Valid settings that would stop a run before it measures anything: a `max_rss`
 /// below what this process already holds (a run's holds more: the runtime too),
 /// usually a `%` forgotten (`"50"` is 50 bytes).
-fn warnings(file: &ScenarioFile) -> Vec<String> {
+fn rss_warnings(file: &ScenarioFile) -> Vec<ScenarioError> {
     let own = clmulti_probe::UsageReader::open().statm().rss_bytes;
-    let mut out = Vec::new();
+    let mut out: Vec<ScenarioError> = Vec::new();
     // The first run says it for all unless the grid varies the guard.
     let runs = if file.varies("guards.max_rss") {
         file.len()
     } else {
         file.len().min(1)
     };
-    for run in file.runs().take(runs).flatten() {
-        if let clmulti_scenario::RssLimit::Bytes(limit) = run.guards.max_rss {
-            let warning = format!(
-                "guards.max_rss = {}: below the {} this check's own process holds, so a run stops before its first buffer; a fraction of RAM is written with a % (\"50%\")",
+    for (index, run) in file.runs().take(runs).enumerate() {
+        let Ok(run) = run else { continue };
+        let clmulti_scenario::RssLimit::Bytes(limit) = run.guards.max_rss else {
+            continue;
+        };
+        let warning = file.error_in_run(
+            index,
+            "guards.max_rss",
+            &format!(
+                "{}: below the {} this check's own process holds, so a run stops before its first buffer; a fraction of RAM is written with a % (\"50%\")",
                 clmulti_scenario::format_bytes(limit as f64),
                 clmulti_scenario::format_bytes(own as f64)
-            );
-            if limit < own && !out.contains(&warning) {
-                out.push(warning);
-            }
+            ),
+        );
+        if limit < own && !out.contains(&warning) {
+            out.push(warning);
         }
     }
     out
@@ -314,10 +327,18 @@ fn lists_an_icd(folder: &Path) -> bool {
 
 /// The platforms a run with `env` would see: listed by this binary in a child, so
 /// that a runtime that hangs or crashes while loading takes only the child down.
-fn list_platforms(env: &BTreeMap<String, String>) -> Result<Vec<PlatformInfo>, String> {
+fn list_platforms(
+    env: &BTreeMap<String, String>,
+    limits: Option<&clmulti_scenario::Limits>,
+) -> Result<Vec<PlatformInfo>, String> {
     let program =
         std::env::current_exe().map_err(|e| format!("cannot find clmulti's own binary: {e}"))?;
-    let outcome = clmulti_supervise::run_child(&ChildCommand::devices(program, env))
+    let mut command = ChildCommand::devices(program, env);
+    if let Some(limits) = limits {
+        let json = serde_json::to_string(limits).map_err(|e| e.to_string())?;
+        command.args.extend(["--under-limits".into(), json.into()]);
+    }
+    let outcome = clmulti_supervise::run_child(&command)
         .map_err(|e| format!("cannot start `clmulti devices`: {e}"))?;
     clmulti_supervise::ended::devices_report(&outcome).map(|r| r.platforms)
 }

@@ -1,10 +1,15 @@
 //! `clmulti diagnose --bundle FILE.tar.gz`: one archive a runtime's maintainer can
 //! triage without asking: the machine, kernel and its drivers, the ICD loader and its
-//! vendor files, the runtime's build, the environment as far as it concerns OpenCL,
-//! every emulated part, the calls that failed with errno and stack, the runtime's own
-//! log around each failure, every run's report (samples, experiments, fits), a
-//! reproducer, and the diagnosis page. Nothing secret: the environment keeps only
-//! what concerns OpenCL, and the archive lists the names it left out.
+//! vendor files, the runtime's build, every loaded library with its package, version
+//! and build ID, the environment as far as it concerns OpenCL, every emulated part,
+//! the calls that failed with errno and stack, the runtime's own log around each
+//! failure, the failing case's report (samples, experiments, fits) and a line for
+//! each other run, a reproducer, and the diagnosis page. Nothing secret: the
+//! environment keeps only what concerns OpenCL, the host, user, home and checkout
+//! are placeholders (unless `--no-redact`), and the README says what is left out.
+
+mod libraries;
+mod redact;
 
 use crate::Failure;
 use clmulti_explain::diagnosis::{Diagnosis, Role};
@@ -225,38 +230,37 @@ fn runtime_log(reports: &[&Report]) -> String {
     out
 }
 
-/// Writes the archive.
-// long: the archive's members in order, each with what it holds
+/// Writes the archive; `redact`: names of this machine and its user replaced.
 pub fn write(
     path: &Path,
     diagnosis: &Diagnosis,
     runs: &[(Role, Report)],
     page: &str,
+    redact: bool,
 ) -> Result<(), Failure> {
     let reports: Vec<&Report> = runs.iter().map(|(_, r)| r).collect();
+    let failed = |r: &Report| matches!(r.stop, clmulti_explain::StopReason::Failed { .. });
     let shared = runs
         .iter()
-        .find(|(role, r)| {
-            *role == Role::Shared && matches!(r.stop, clmulti_explain::StopReason::Failed { .. })
-        })
-        .or_else(|| {
-            runs.iter()
-                .find(|(_, r)| matches!(r.stop, clmulti_explain::StopReason::Failed { .. }))
-        })
+        .find(|(role, r)| *role == Role::Shared && failed(r))
+        .or_else(|| runs.iter().find(|(_, r)| failed(r)))
         .map(|(_, r)| r);
     let environment = shared
         .or(reports.first().copied())
         .and_then(|r| r.environment.clone())
         .unwrap_or_default();
+    let calls = failing_calls(&reports);
+    let libraries = libraries::loaded(&calls);
     let mut files: Vec<(&str, String)> = vec![
         ("machine.txt", machine()),
         ("opencl.txt", opencl(&reports)),
+        ("libraries.txt", libraries::text(&libraries)),
         ("emulated.txt", emulated(diagnosis, &reports)),
         (
             "environment.json",
             serde_json::to_string_pretty(&environment).unwrap_or_default() + "\n",
         ),
-        ("failing-calls.json", failing_calls(&reports)),
+        ("failing-calls.json", calls),
         ("runtime-log.txt", runtime_log(&reports)),
         (
             "diagnose.json",
@@ -266,11 +270,11 @@ pub fn write(
         ("index.html", page.to_owned()),
         (
             "runs.jsonl",
-            reports
-                .iter()
-                .map(|r| serde_json::to_string(r).unwrap_or_default() + "\n")
-                .collect(),
+            shared.map_or_else(String::new, |r| {
+                serde_json::to_string(r).unwrap_or_default() + "\n"
+            }),
         ),
+        ("runs-summary.txt", summary(&reports, shared)),
     ];
     let reproducer = shared.map(clmulti_explain::render::reproducer::c_program);
     match &reproducer {
@@ -281,16 +285,22 @@ pub fn write(
             "no run failed: nothing to reproduce\n".into(),
         )),
     }
-    let mut manifest = String::from("clmulti diagnose bundle\n\n");
-    for (name, text) in &files {
-        let _ = writeln!(manifest, "{name:<20} {} bytes", text.len());
+    let redactor = if redact {
+        redact::Redactor::here()
+    } else {
+        redact::Redactor::default()
+    };
+    for (_, text) in &mut files {
+        *text = redactor.apply(text);
     }
-    let _ = writeln!(
-        manifest,
-        "\nleft out: the environment's other variables, by name only (their values were never read into this archive): {}",
-        if environment.left_out.is_empty() { "none".to_owned() } else { environment.left_out.join(" ") }
-    );
-    files.insert(0, ("MANIFEST.txt", manifest));
+    let readme = readme(&files, &environment.left_out, &redactor, libraries.len());
+    files.insert(0, ("README.txt", readme));
+    archive(path, &files)
+}
+
+/// The files as `clmulti-bundle/NAME` in a gzipped tar at `path`, written beside it
+/// and renamed over it.
+fn archive(path: &Path, files: &[(&str, String)]) -> Result<(), Failure> {
     let io = |e: std::io::Error| Failure::Tool(format!("--bundle {}: {e}", path.display()));
     let (tmp, file) = crate::output::temporary_beside(path).map_err(io)?;
     let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
@@ -298,7 +308,7 @@ pub fn write(
     let mtime = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    for (name, text) in &files {
+    for (name, text) in files {
         let mut header = tar::Header::new_gnu();
         header.set_size(text.len() as u64);
         header.set_mode(0o644);
@@ -314,4 +324,58 @@ pub fn write(
     tar.into_inner().and_then(|gz| gz.finish()).map_err(io)?;
     // Renamed over the name: a link planted there is replaced, not written through.
     std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// One line per run: what each reached and how it stopped; the failing case's
+/// whole report is in runs.jsonl.
+fn summary(reports: &[&Report], kept: Option<&Report>) -> String {
+    let mut out = String::from("Every run of the diagnosis, one line each (runs.jsonl holds the failing case's whole report):\n\n");
+    for r in reports {
+        let _ = writeln!(
+            out,
+            "{}{}: {}",
+            r.run_name,
+            if kept.is_some_and(|k| std::ptr::eq(k, *r)) {
+                " (in runs.jsonl)"
+            } else {
+                ""
+            },
+            r.headline()
+        );
+    }
+    out
+}
+
+/// What the archive holds and what it does not.
+fn readme(
+    files: &[(&str, String)],
+    left_out: &[String],
+    redactor: &redact::Redactor,
+    libraries: usize,
+) -> String {
+    let mut out = String::from("clmulti diagnose bundle\n\nFiles:\n");
+    for (name, text) in files {
+        let _ = writeln!(
+            out,
+            "  {name:<20} {}",
+            clmulti_scenario::format_bytes(text.len() as f64)
+        );
+    }
+    let placeholders = redactor.placeholders();
+    let _ = writeln!(
+        out,
+        "\nlibraries.txt lists {libraries} shared libraries with their build IDs, packages and versions: symbolise the stacks in failing-calls.json with them.\n\nWhat this archive does not contain:\n\
+  - the environment's other variables: their names only, values never read: {}\n\
+  - {}\n\
+  - the other runs' samples, experiments and fits: runs-summary.txt gives a line for each (rerun `clmulti diagnose --out DIR` for all of runs.jsonl)\n\
+  - core dumps, the runtime's debug symbols and the libraries themselves: fetch them by the build IDs in libraries.txt\n\
+  - the fixes' own reports: their outcomes are in diagnose.json and diagnose.md",
+        if left_out.is_empty() { "none".to_owned() } else { left_out.join(" ") },
+        if placeholders.is_empty() {
+            "nothing was redacted (--no-redact): host, user and paths are as they were".to_owned()
+        } else {
+            format!("this machine's names, replaced by {} (--no-redact keeps them)", placeholders.join(", "))
+        }
+    );
+    out
 }
