@@ -64,3 +64,4 @@ pub mod model;
 #[cfg(not(test))]
 mod preload;
 pub mod vfs;
+pub mod xe;

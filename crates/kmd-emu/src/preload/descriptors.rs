@@ -20,17 +20,37 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: u64, arg: *mut c_void) -> c_i
         return -1;
     };
     let mut driver = emu.lock();
-    let result = if driver.device_of(fd).is_some() {
+    let xe = driver.config.kernel == Kernel::Xe;
+    let result = if driver.device_of(fd).is_none() {
+        dmabuf_ioctl(request)
+    } else if xe {
+        // SAFETY: the caller passed the request's structure, as ioctl's contract says.
+        match unsafe { crate::xe::render_ioctl(&mut driver, &NeoHost, fd, request, arg) } {
+            Ok(crate::xe::Reply::Done(value)) => Ok(value),
+            // A fence not yet written: wait without the lock, as the kernel sleeps.
+            Ok(crate::xe::Reply::Wait(wait)) => {
+                drop(driver);
+                let waited = wait.wait(&NeoHost);
+                driver = emu.lock();
+                waited
+            }
+            Err(e) => Err(e),
+        }
+    } else {
         // SAFETY: the caller passed the request's structure, as ioctl's contract says.
         unsafe { render_ioctl(&mut driver, &NeoHost, fd, request, arg) }
-    } else {
-        dmabuf_ioctl(request)
     };
     if result.is_err() {
         driver.failed();
     }
     if driver.config.trace {
-        let name = clmulti_drm_uapi::request_name(request).unwrap_or("unknown request");
+        let name = if xe {
+            clmulti_drm_uapi::xe_request_name(request)
+        } else {
+            None
+        }
+        .or_else(|| clmulti_drm_uapi::request_name(request))
+        .unwrap_or("unknown request");
         match result {
             Ok(_) => eprintln!("clmulti-kmd-emu: ioctl({fd}, {name}) = 0"),
             Err(e) => eprintln!("clmulti-kmd-emu: ioctl({fd}, {name} {request:#x}) = -1 errno {e}"),
