@@ -469,6 +469,9 @@ impl Driver {
     /// recently used idle objects when full. Objects used at `busy_since` or later
     /// (the submission in flight) and mapped ones stay.
     fn make_resident(&mut self, object: ObjectId, busy_since: u64) -> Result<(), Errno> {
+        if self.config.kernel == crate::config::Kernel::Xe {
+            return self.xe_make_resident(object, busy_since);
+        }
         let (device, region, size) = match self.objects.get(&object) {
             Some(o) if !o.resident => (o.device, o.region, o.size),
             _ => return Ok(()),

@@ -131,6 +131,10 @@ impl Driver {
 
     pub(super) fn region_size(&self, device: usize, region: Region) -> u64 {
         match region {
+            // xe's system memory is TTM's GTT: half the RAM (xe_ttm_sys_mgr.c).
+            Region::System if self.config.kernel == crate::config::Kernel::Xe => {
+                self.config.system_bytes / 2
+            }
             Region::System => self.config.system_bytes,
             Region::Local => self.config.devices.get(device).map_or(0, |d| d.local_bytes),
         }

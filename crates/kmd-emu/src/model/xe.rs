@@ -82,6 +82,9 @@ pub(super) struct XeState {
     files: HashMap<u64, XeFile>,
     /// Object -> (its file, its VM) for objects created with a `vm_id`.
     private: HashMap<ObjectId, (u64, u32)>,
+    /// Per device, objects in the order they took VRAM pages: eviction's candidates
+    /// (stale entries are skipped when met).
+    vram_order: HashMap<usize, std::collections::VecDeque<ObjectId>>,
 }
 
 /// xe's own counts.
@@ -172,16 +175,29 @@ impl Driver {
         self.add_handle(fd, object)
     }
 
-    /// Pages for an object created without deferring: VRAM first, then system memory
-    /// when the mask allows it and VRAM cannot make room (TTM's placement order).
+    /// Pages for an object created without deferring, in TTM's order: each allowed
+    /// region without evicting (VRAM first), then VRAM evicting others.
     fn back(&mut self, object: ObjectId, placement: u32) -> Result<(), Errno> {
-        match self.make_resident(object, self.clock + 1) {
-            Err(libc::ENOSPC) if placement & 0b11 == 0b11 => {
-                self.move_to(object, Region::System);
-                self.make_resident(object, self.clock + 1)
-            }
-            other => other,
+        if placement & 0b11 == 0b11
+            && !self.fits(object, Region::Local)
+            && self.fits(object, Region::System)
+        {
+            self.move_to(object, Region::System);
         }
+        self.make_resident(object, self.clock + 1)
+    }
+
+    /// Whether an object's pages fit in a region of its device as it is now.
+    fn fits(&self, object: ObjectId, region: Region) -> bool {
+        let Some(o) = self.objects.get(&object) else {
+            return false;
+        };
+        let used = self
+            .counts
+            .regions
+            .get(&(o.device, region))
+            .map_or(0, |c| c.resident_bytes);
+        used + o.size <= self.region_size(o.device, region)
     }
 
     /// Whether an object may be exported (xe refuses objects private to a VM).
@@ -263,9 +279,13 @@ impl Driver {
                 }
                 Ok(())
             }
-            DRM_XE_VM_BIND_OP_MAP_USERPTR => {
-                self.replace(fd, vm, op.address, op.range, Some(Target::Userptr(op.offset)))
-            }
+            DRM_XE_VM_BIND_OP_MAP_USERPTR => self.replace(
+                fd,
+                vm,
+                op.address,
+                op.range,
+                Some(Target::Userptr(op.offset)),
+            ),
             DRM_XE_VM_BIND_OP_UNMAP => {
                 self.counts.xe.unbinds += 1;
                 self.replace(fd, vm, op.address, op.range, None)
@@ -461,13 +481,7 @@ impl Driver {
         let (_, file) = self.xe_file(fd)?;
         file.next_syncobj += 1;
         let id = file.next_syncobj;
-        file.syncobjs.insert(
-            id,
-            Syncobj {
-                signaled,
-                point: 0,
-            },
-        );
+        file.syncobjs.insert(id, Syncobj { signaled, point: 0 });
         self.counts.xe.syncobjs.up();
         Ok(id)
     }
@@ -504,6 +518,119 @@ impl Driver {
             }
         }
         self.xe.private.retain(|_, (f, _)| *f != file);
+    }
+}
+
+impl Driver {
+    /// Pages for an object, as TTM gives them on xe: VRAM full evicts the objects that
+    /// took their pages first (TTM: least recently used) to system memory (GTT), or out
+    /// of both when GTT is full too (TTM would swap them to shmem); only an object that
+    /// finds no room anywhere fails (`ENOSPC`). GTT full fails a system-memory object
+    /// (`ENOMEM`, TTM's page limit). Objects used at `busy_since` or later and mapped
+    /// ones stay.
+    pub(super) fn xe_make_resident(
+        &mut self,
+        object: ObjectId,
+        busy_since: u64,
+    ) -> Result<(), Errno> {
+        let (device, region, size) = match self.objects.get(&object) {
+            Some(o) if !o.resident => (o.device, o.region, o.size),
+            _ => return Ok(()),
+        };
+        let total = self.region_size(device, region);
+        let used = |d: &Self, region| {
+            d.counts
+                .regions
+                .get(&(device, region))
+                .map_or(0, |c| c.resident_bytes)
+        };
+        if used(self, region) + size > total && region == Region::System {
+            return Err(libc::ENOMEM);
+        }
+        let mut skipped = Vec::new();
+        while used(self, region) + size > total {
+            let Some(victim) = self.xe_next_victim(device, object, busy_since, &mut skipped) else {
+                self.xe
+                    .vram_order
+                    .entry(device)
+                    .or_default()
+                    .extend(skipped);
+                return Err(libc::ENOSPC);
+            };
+            self.xe_evict(victim, device);
+        }
+        let order = self.xe.vram_order.entry(device).or_default();
+        for s in skipped.into_iter().rev() {
+            order.push_front(s);
+        }
+        self.set_resident(object, device, region, size);
+        if region == Region::Local {
+            self.xe
+                .vram_order
+                .entry(device)
+                .or_default()
+                .push_back(object);
+        }
+        Ok(())
+    }
+
+    fn set_resident(&mut self, object: ObjectId, device: usize, region: Region, size: u64) {
+        if let Some(o) = self.objects.get_mut(&object) {
+            o.resident = true;
+        }
+        self.counts
+            .regions
+            .entry((device, region))
+            .or_default()
+            .resident_bytes += size;
+    }
+
+    /// The first object in VRAM order that can go; those that cannot stay set aside.
+    fn xe_next_victim(
+        &mut self,
+        device: usize,
+        object: ObjectId,
+        busy_since: u64,
+        skipped: &mut Vec<ObjectId>,
+    ) -> Option<ObjectId> {
+        let order = self.xe.vram_order.entry(device).or_default();
+        while let Some(id) = order.pop_front() {
+            let Some(o) = self.objects.get(&id) else {
+                continue;
+            };
+            if !o.resident || o.region != Region::Local || id == object {
+                continue;
+            }
+            if o.last_use >= busy_since || o.mappings > 0 {
+                skipped.push(id);
+                continue;
+            }
+            return Some(id);
+        }
+        None
+    }
+
+    /// Moves a VRAM object's pages to GTT, or drops them when GTT has no room.
+    fn xe_evict(&mut self, victim: ObjectId, device: usize) {
+        let size = self.objects.get(&victim).map_or(0, |o| o.size);
+        self.counts.evictions += 1;
+        self.counts
+            .regions
+            .entry((device, Region::Local))
+            .or_default()
+            .resident_bytes -= size;
+        if let Some(o) = self.objects.get_mut(&victim) {
+            o.resident = false;
+        }
+        self.move_to(victim, Region::System);
+        let gtt = self
+            .counts
+            .regions
+            .get(&(device, Region::System))
+            .map_or(0, |c| c.resident_bytes);
+        if gtt + size <= self.region_size(device, Region::System) {
+            self.set_resident(victim, device, Region::System, size);
+        }
     }
 }
 

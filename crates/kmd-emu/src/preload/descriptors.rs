@@ -186,6 +186,44 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
 }
 
 /// # Safety
+/// libc's `lseek`.
+#[no_mangle]
+pub unsafe extern "C" fn lseek(fd: c_int, offset: off_t, whence: c_int) -> off_t {
+    if tracked(fd) {
+        let size = emulation().and_then(|emu| emu.lock().object_of_dmabuf(fd));
+        if let Some((_, size)) = size {
+            return dmabuf_seek(size, offset, whence);
+        }
+    }
+    let Some(real) = next!("lseek" as unsafe extern "C" fn(c_int, off_t, c_int) -> off_t) else {
+        enosys!(-1)
+    };
+    // SAFETY: passing the caller's arguments on.
+    unsafe { real(fd, offset, whence) }
+}
+
+/// # Safety
+/// libc's `lseek64`.
+#[no_mangle]
+pub unsafe extern "C" fn lseek64(fd: c_int, offset: off_t, whence: c_int) -> off_t {
+    // SAFETY: the same function on 64-bit Linux.
+    unsafe { lseek(fd, offset, whence) }
+}
+
+/// A dma-buf's seek (`dma_buf_llseek`): only to its start or its end, which is how a
+/// runtime learns the size of a buffer it imports.
+fn dmabuf_seek(size: u64, offset: off_t, whence: c_int) -> off_t {
+    match (whence, offset) {
+        (libc::SEEK_END, 0) => size as off_t,
+        (libc::SEEK_SET, 0) => 0,
+        _ => {
+            set_errno(libc::EINVAL);
+            -1
+        }
+    }
+}
+
+/// # Safety
 /// libc's `close`.
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {

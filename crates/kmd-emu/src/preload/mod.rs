@@ -338,7 +338,11 @@ fn fdinfo_file(fd: c_int, flags: c_int) -> c_int {
         let driver = emu.lock();
         let kernel = driver.config.kernel;
         if let (Kernel::Xe, Some(usage)) = (kernel, driver.xe_client_usage(fd)) {
-            let bdf = driver.config.devices.get(usage.device).map_or("", |d| &d.bdf);
+            let bdf = driver
+                .config
+                .devices
+                .get(usage.device)
+                .map_or("", |d| &d.bdf);
             crate::xe::sysfs::fdinfo(&header, &usage, bdf, NeoHost.now_ns())
         } else if let Some(usage) = driver.client_usage(fd) {
             vfs::drm_fdinfo(&header, &usage, &driver.config)

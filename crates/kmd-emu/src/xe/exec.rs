@@ -7,7 +7,12 @@ use super::*;
 use crate::batch::{Memory, View};
 
 /// `DRM_IOCTL_XE_EXEC`, checked as xe_exec.c checks it; no GPU runs the batch.
-pub(super) fn exec(driver: &mut Driver, host: &dyn Host, fd: i32, e: &mut XeExec) -> Result<i32, Errno> {
+pub(super) fn exec(
+    driver: &mut Driver,
+    host: &dyn Host,
+    fd: i32,
+    e: &mut XeExec,
+) -> Result<i32, Errno> {
     if e.extensions != 0 || e.pad != [0; 3] || e.reserved != [0; 2] {
         return Err(libc::EINVAL);
     }
@@ -24,8 +29,22 @@ pub(super) fn exec(driver: &mut Driver, host: &dyn Host, fd: i32, e: &mut XeExec
     let views = driver.xe_views(fd, vm)?;
     let outcome = Memory::new(&views, query::timestamp(host)).run(e.address);
     driver.xe_executed(outcome.writes);
-    if let (Some(why), true) = (&outcome.stopped, driver.config.trace) {
-        eprintln!("clmulti-kmd-emu: exec on fd {fd}: batch read stopped: {why}");
+    if driver.config.trace {
+        let fences: Vec<String> = syncs
+            .iter()
+            .filter(|s| s.sync_type == DRM_XE_SYNC_TYPE_USER_FENCE)
+            .map(|s| match cpu_address(&views, s.addr) {
+                Some(cpu) => format!("{:#x} (CPU {cpu:#x}) <- {}", s.addr, s.timeline_value),
+                None => format!("{:#x} (no CPU view) <- {}", s.addr, s.timeline_value),
+            })
+            .collect();
+        eprintln!(
+            "clmulti-kmd-emu: exec on fd {fd} at {:#x}: {} writes{}; user fences: {}",
+            e.address,
+            outcome.writes,
+            outcome.stopped.as_ref().map_or(String::new(), |why| format!(", batch read stopped: {why}")),
+            fences.join(", ")
+        );
     }
     signal(driver, host, fd, &syncs, |_, gpu| cpu_address(&views, gpu))?;
     Ok(0)
@@ -49,9 +68,7 @@ fn check_syncs(driver: &mut Driver, fd: i32, syncs: &[XeSync]) -> Result<(), Err
             return Err(libc::EINVAL);
         }
         match s.sync_type {
-            DRM_XE_SYNC_TYPE_USER_FENCE if !signal || s.addr % 8 != 0 => {
-                return Err(libc::EINVAL)
-            }
+            DRM_XE_SYNC_TYPE_USER_FENCE if !signal || s.addr % 8 != 0 => return Err(libc::EINVAL),
             DRM_XE_SYNC_TYPE_USER_FENCE => {}
             DRM_XE_SYNC_TYPE_SYNCOBJ | DRM_XE_SYNC_TYPE_TIMELINE_SYNCOBJ => {
                 let handle = s.addr as u32;
@@ -84,7 +101,10 @@ pub(super) fn signal(
     to_cpu: impl Fn(&Driver, u64) -> Option<u64>,
 ) -> Result<(), Errno> {
     check_syncs(driver, fd, syncs)?;
-    for s in syncs.iter().filter(|s| s.flags & DRM_XE_SYNC_FLAG_SIGNAL != 0) {
+    for s in syncs
+        .iter()
+        .filter(|s| s.flags & DRM_XE_SYNC_FLAG_SIGNAL != 0)
+    {
         match s.sync_type {
             DRM_XE_SYNC_TYPE_USER_FENCE => {
                 if let Some(address) = to_cpu(driver, s.addr) {
@@ -134,7 +154,12 @@ impl FenceWait {
             (t, false) => start.saturating_add(t as u64),
         };
         let result = loop {
-            if passes(self.op, host.read_user(self.address)?, self.value, self.mask) {
+            if passes(
+                self.op,
+                host.read_user(self.address)?,
+                self.value,
+                self.mask,
+            ) {
                 break Ok(0);
             }
             if host.now_ns() >= deadline {

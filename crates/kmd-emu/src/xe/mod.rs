@@ -190,7 +190,9 @@ unsafe fn with_arg_reply<T: Copy + Default>(
     // IOC_WRITE: the caller passes data in.
     if request & (1 << 30) != 0 {
         // SAFETY: `n` bytes of the caller's structure into a `T` of at least `n`.
-        unsafe { std::ptr::copy_nonoverlapping(arg as *const u8, (&mut value as *mut T).cast(), n) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(arg as *const u8, (&mut value as *mut T).cast(), n)
+        };
     }
     let reply = f(&mut value);
     // IOC_READ: the caller reads data back (the kernel copies even after an error).
@@ -243,7 +245,9 @@ fn gem_create(driver: &mut Driver, fd: i32, c: &mut XeGemCreate) -> Result<i32, 
 }
 
 fn mmap_offset(driver: &mut Driver, fd: i32, m: &mut XeGemMmapOffset) -> Result<i32, Errno> {
-    if m.extensions != 0 || m.reserved != [0; 2] || m.flags & !DRM_XE_MMAP_OFFSET_FLAG_PCI_BARRIER != 0
+    if m.extensions != 0
+        || m.reserved != [0; 2]
+        || m.flags & !DRM_XE_MMAP_OFFSET_FLAG_PCI_BARRIER != 0
     {
         return Err(libc::EINVAL);
     }

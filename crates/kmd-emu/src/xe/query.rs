@@ -45,17 +45,14 @@ pub(super) fn device_query(
         }
         DRM_XE_DEVICE_QUERY_CONFIG => device_config(),
         DRM_XE_DEVICE_QUERY_GT_LIST => gt_list(),
-        // The GuC's hardware table: none here (size 0, as xe gives without one).
-        DRM_XE_DEVICE_QUERY_HWCONFIG => Vec::new(),
+        DRM_XE_DEVICE_QUERY_HWCONFIG => hwconfig(),
         DRM_XE_DEVICE_QUERY_GT_TOPOLOGY => topology(),
         DRM_XE_DEVICE_QUERY_ENGINE_CYCLES => return engine_cycles(host, q),
         DRM_XE_DEVICE_QUERY_UC_FW_VERSION => return uc_fw_version(q),
         // No OA unit is modelled: an empty list.
         DRM_XE_DEVICE_QUERY_OA_UNITS => [0u8; 16].to_vec(),
         // No protected content, no EU-stall sampling here.
-        DRM_XE_DEVICE_QUERY_PXP_STATUS | DRM_XE_DEVICE_QUERY_EU_STALL => {
-            return Err(libc::ENODEV)
-        }
+        DRM_XE_DEVICE_QUERY_PXP_STATUS | DRM_XE_DEVICE_QUERY_EU_STALL => return Err(libc::ENODEV),
         _ => return Err(libc::EINVAL),
     };
     answer(q, &data)
@@ -76,6 +73,28 @@ fn answer(q: &mut XeDeviceQuery, data: &[u8]) -> Result<i32, Errno> {
     // SAFETY: the caller gave a buffer of `size` bytes at `data` (the ioctl's contract).
     unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), q.data as *mut u8, data.len()) };
     Ok(0)
+}
+
+/// The GuC's hardware table (KLV: key, length in dwords, value), with the keys NEO
+/// reads (shared/source/os_interface/linux/system_info.h). Values from a B580's public
+/// specifications; which keys a real GuC table adds, and its CSR size, are invented.
+fn hwconfig() -> Vec<u8> {
+    let entries: [(u32, u32); 9] = [
+        (1, 5),   // max slices (render slices)
+        (2, DSS), // max dual-subslices (Xe2 cores)
+        (3, EUS_PER_DSS),
+        (11, 4),   // memory type: GDDR6
+        (15, 8),   // threads per EU
+        (23, 1),   // render engines
+        (24, 4),   // compute engines
+        (62, 8),   // CSR size, MiB (invented)
+        (65, 128), // SLM per Xe2 core, KiB
+    ];
+    entries
+        .iter()
+        .flat_map(|&(key, value)| [key, 1, value])
+        .flat_map(u32::to_ne_bytes)
+        .collect()
 }
 
 fn engines() -> Vec<u8> {
@@ -105,8 +124,18 @@ fn mem_regions(config: &Config, counts: &crate::model::Counts, device: usize) ->
     let perfmon = unsafe { libc::geteuid() } == 0;
     let vram = config.devices.get(device).map_or(0, |d| d.local_bytes);
     let regions = [
-        (DRM_XE_MEM_REGION_CLASS_SYSMEM, config.system_bytes / 2, used(Region::System), 0),
-        (DRM_XE_MEM_REGION_CLASS_VRAM, vram, used(Region::Local), vram),
+        (
+            DRM_XE_MEM_REGION_CLASS_SYSMEM,
+            config.system_bytes / 2,
+            used(Region::System),
+            0,
+        ),
+        (
+            DRM_XE_MEM_REGION_CLASS_VRAM,
+            vram,
+            used(Region::Local),
+            vram,
+        ),
     ];
     let mut out = Vec::with_capacity(8 + 88 * regions.len());
     out.extend((regions.len() as u32).to_ne_bytes());
@@ -129,8 +158,7 @@ fn device_config() -> Vec<u8> {
     // SAFETY: geteuid has no preconditions.
     let nice = unsafe { libc::geteuid() } == 0;
     let mut info = [0u64; 5];
-    info[DRM_XE_QUERY_CONFIG_REV_AND_DEVICE_ID] =
-        u64::from(DEVICE_ID) | u64::from(REVISION) << 16;
+    info[DRM_XE_QUERY_CONFIG_REV_AND_DEVICE_ID] = u64::from(DEVICE_ID) | u64::from(REVISION) << 16;
     info[DRM_XE_QUERY_CONFIG_FLAGS] = DRM_XE_QUERY_CONFIG_FLAG_HAS_VRAM;
     info[DRM_XE_QUERY_CONFIG_MIN_ALIGNMENT] = 4096;
     info[DRM_XE_QUERY_CONFIG_VA_BITS] = 48;

@@ -45,7 +45,9 @@ fn pci_files(pci: &Path, bdf: &str) -> io::Result<()> {
         ("current_link_width", "8".to_owned()),
         (
             "uevent",
-            format!("DRIVER=xe\nPCI_CLASS=30000\nPCI_ID=8086:{DEVICE_ID:04X}\nPCI_SLOT_NAME={bdf}\n"),
+            format!(
+                "DRIVER=xe\nPCI_CLASS=30000\nPCI_ID=8086:{DEVICE_ID:04X}\nPCI_SLOT_NAME={bdf}\n"
+            ),
         ),
     ];
     std::fs::create_dir_all(pci)?;
@@ -75,7 +77,10 @@ fn drm_nodes(root: &Path, pci: &Path, device: &Device) -> io::Result<()> {
         std::fs::create_dir_all(&dir)?;
         write_if_missing(&dir.join("dev"), &format!("{DRM_MAJOR}:{minor}\n"))?;
         let target = format!("../../devices/pci0000:00/{}/drm/{node}", device.bdf);
-        link(&target, &root.join(format!("sys/dev/char/{DRM_MAJOR}:{minor}")))?;
+        link(
+            &target,
+            &root.join(format!("sys/dev/char/{DRM_MAJOR}:{minor}")),
+        )?;
         link(&target, &root.join("sys/class/drm").join(node))?;
         link("../..", &dir.join("device")).ok();
     }

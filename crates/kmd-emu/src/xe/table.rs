@@ -30,9 +30,7 @@ pub(super) unsafe fn xe_ioctl(
                 driver.xe_vm_destroy(fd, d.vm_id).map(|()| 0)
             }),
             DRM_XE_VM_BIND => with_arg(arg, request, |b| vm::bind(driver, host, fd, b)),
-            DRM_XE_EXEC_QUEUE_CREATE => {
-                with_arg(arg, request, |c| vm::queue_create(driver, fd, c))
-            }
+            DRM_XE_EXEC_QUEUE_CREATE => with_arg(arg, request, |c| vm::queue_create(driver, fd, c)),
             DRM_XE_EXEC_QUEUE_DESTROY => with_arg(arg, request, |d: &mut XeExecQueueDestroy| {
                 if d.pad != 0 || d.reserved != [0; 2] {
                     return Err(libc::EINVAL);

@@ -65,7 +65,16 @@ fn vm(d: &mut Driver, fd: i32) -> u32 {
     c.vm_id
 }
 
-fn bind(d: &mut Driver, fd: i32, vm: u32, op: u32, obj: u32, addr: u64, range: u64, fence: &mut u64) -> Result<i32, Errno> {
+fn bind(
+    d: &mut Driver,
+    fd: i32,
+    vm: u32,
+    op: u32,
+    obj: u32,
+    addr: u64,
+    range: u64,
+    fence: &mut u64,
+) -> Result<i32, Errno> {
     let sync = XeSync {
         sync_type: DRM_XE_SYNC_TYPE_USER_FENCE,
         flags: DRM_XE_SYNC_FLAG_SIGNAL,
@@ -115,31 +124,67 @@ fn the_version_the_config_and_the_regions_are_a_b580s_on_xe() {
         data: regions.as_ptr() as u64,
         ..Default::default()
     };
-    assert_eq!(call(&mut d, 5, DRM_IOCTL_XE_DEVICE_QUERY, &mut q), Err(libc::EINVAL));
+    assert_eq!(
+        call(&mut d, 5, DRM_IOCTL_XE_DEVICE_QUERY, &mut q),
+        Err(libc::EINVAL)
+    );
     q.query = 99;
-    assert_eq!(call(&mut d, 5, DRM_IOCTL_XE_DEVICE_QUERY, &mut q), Err(libc::EINVAL));
+    assert_eq!(
+        call(&mut d, 5, DRM_IOCTL_XE_DEVICE_QUERY, &mut q),
+        Err(libc::EINVAL)
+    );
 }
 
 #[test]
 fn deferred_objects_take_pages_at_their_first_bind_and_others_at_creation() {
     let mut d = driver(1);
     let eager = create(&mut d, 5, 1 << 20, 0b10, 0).unwrap();
-    let lazy = create(&mut d, 5, 1 << 20, 0b10, DRM_XE_GEM_CREATE_FLAG_DEFER_BACKING).unwrap();
+    let lazy = create(
+        &mut d,
+        5,
+        1 << 20,
+        0b10,
+        DRM_XE_GEM_CREATE_FLAG_DEFER_BACKING,
+    )
+    .unwrap();
     let local = |d: &Driver| d.counts().regions[&(0, crate::model::Region::Local)];
     assert_eq!(local(&d).objects, 2);
     assert_eq!(local(&d).deferred, 1);
     assert_eq!(local(&d).resident_bytes, 1 << 20, "only the eager one");
     let vm = vm(&mut d, 5);
     let mut fence = 0u64;
-    bind(&mut d, 5, vm, DRM_XE_VM_BIND_OP_MAP, lazy, 0x10_0000, 1 << 20, &mut fence).unwrap();
+    bind(
+        &mut d,
+        5,
+        vm,
+        DRM_XE_VM_BIND_OP_MAP,
+        lazy,
+        0x10_0000,
+        1 << 20,
+        &mut fence,
+    )
+    .unwrap();
     assert_eq!(fence, 7, "the bind's user fence is written");
     assert_eq!(local(&d).resident_bytes, 2 << 20);
     assert_eq!(d.counts().xe.binds.live, 1);
     // Closing the handle leaves the bound object alive until it is unbound.
-    let mut close = DrmGemClose { handle: lazy, pad: 0 };
+    let mut close = DrmGemClose {
+        handle: lazy,
+        pad: 0,
+    };
     call(&mut d, 5, DRM_IOCTL_GEM_CLOSE, &mut close).unwrap();
     assert_eq!(local(&d).objects, 2);
-    bind(&mut d, 5, vm, DRM_XE_VM_BIND_OP_UNMAP, 0, 0x10_0000, 1 << 20, &mut fence).unwrap();
+    bind(
+        &mut d,
+        5,
+        vm,
+        DRM_XE_VM_BIND_OP_UNMAP,
+        0,
+        0x10_0000,
+        1 << 20,
+        &mut fence,
+    )
+    .unwrap();
     assert_eq!(local(&d).objects, 1);
     assert_eq!(d.counts().xe.binds.live, 0);
     let _ = eager;
@@ -148,9 +193,21 @@ fn deferred_objects_take_pages_at_their_first_bind_and_others_at_creation() {
 #[test]
 fn creation_is_checked_as_xe_checks_it() {
     let mut d = driver(1);
-    assert_eq!(create(&mut d, 5, 1 << 20, 0, 0), Err(libc::EINVAL), "no placement");
-    assert_eq!(create(&mut d, 5, 1 << 20, 0b100, 0), Err(libc::EINVAL), "no third region");
-    assert_eq!(create(&mut d, 5, 1000, 0b10, 0), Err(libc::EINVAL), "not page-sized");
+    assert_eq!(
+        create(&mut d, 5, 1 << 20, 0, 0),
+        Err(libc::EINVAL),
+        "no placement"
+    );
+    assert_eq!(
+        create(&mut d, 5, 1 << 20, 0b100, 0),
+        Err(libc::EINVAL),
+        "no third region"
+    );
+    assert_eq!(
+        create(&mut d, 5, 1000, 0b10, 0),
+        Err(libc::EINVAL),
+        "not page-sized"
+    );
     assert_eq!(create(&mut d, 5, 13 << 30, 0b10, 0), Err(libc::E2BIG));
     let mut wb = XeGemCreate {
         size: 4096,
@@ -158,7 +215,11 @@ fn creation_is_checked_as_xe_checks_it() {
         cpu_caching: DRM_XE_GEM_CPU_CACHING_WB,
         ..Default::default()
     };
-    assert_eq!(call(&mut d, 5, DRM_IOCTL_XE_GEM_CREATE, &mut wb), Err(libc::EINVAL), "WB in VRAM");
+    assert_eq!(
+        call(&mut d, 5, DRM_IOCTL_XE_GEM_CREATE, &mut wb),
+        Err(libc::EINVAL),
+        "WB in VRAM"
+    );
     wb.placement = 0b01;
     call(&mut d, 5, DRM_IOCTL_XE_GEM_CREATE, &mut wb).unwrap();
 }
@@ -169,9 +230,29 @@ fn a_bind_splits_what_it_overlaps_and_an_exported_object_is_imported_on_a_peer()
     let a = create(&mut d, 5, 3 << 12, 0b01, 0).unwrap();
     let vm = vm(&mut d, 5);
     let mut fence = 0;
-    bind(&mut d, 5, vm, DRM_XE_VM_BIND_OP_MAP, a, 0x1000, 3 << 12, &mut fence).unwrap();
+    bind(
+        &mut d,
+        5,
+        vm,
+        DRM_XE_VM_BIND_OP_MAP,
+        a,
+        0x1000,
+        3 << 12,
+        &mut fence,
+    )
+    .unwrap();
     // Unbinding the middle page leaves two mappings of the object.
-    bind(&mut d, 5, vm, DRM_XE_VM_BIND_OP_UNMAP, 0, 0x2000, 0x1000, &mut fence).unwrap();
+    bind(
+        &mut d,
+        5,
+        vm,
+        DRM_XE_VM_BIND_OP_UNMAP,
+        0,
+        0x2000,
+        0x1000,
+        &mut fence,
+    )
+    .unwrap();
     let views = d.xe_views(5, vm).unwrap();
     let spans: Vec<(u64, u64)> = views.iter().map(|v| (v.gpu_address, v.size)).collect();
     assert_eq!(spans, [(0x1000, 0x1000), (0x3000, 0x1000)]);
@@ -191,7 +272,11 @@ fn a_bind_splits_what_it_overlaps_and_an_exported_object_is_imported_on_a_peer()
     call(&mut d, 6, DRM_IOCTL_PRIME_FD_TO_HANDLE, &mut import).unwrap();
     assert_eq!(d.counts().imports.live, 1);
     let usage = d.xe_client_usage(6).unwrap();
-    assert_eq!(usage.regions["gtt"].total, 3 << 12, "the importer's own object, in GTT");
+    assert_eq!(
+        usage.regions["gtt"].total,
+        3 << 12,
+        "the importer's own object, in GTT"
+    );
 }
 
 #[test]
@@ -214,7 +299,10 @@ fn a_vm_with_a_queue_stays_and_a_fence_wait_holds_or_times_out() {
         vm_id: vm,
         ..Default::default()
     };
-    assert_eq!(call(&mut d, 5, DRM_IOCTL_XE_VM_DESTROY, &mut destroy), Err(libc::EBUSY));
+    assert_eq!(
+        call(&mut d, 5, DRM_IOCTL_XE_VM_DESTROY, &mut destroy),
+        Err(libc::EBUSY)
+    );
     let fence = 5u64;
     let mut w = XeWaitUserFence {
         addr: &fence as *const u64 as u64,
@@ -227,7 +315,13 @@ fn a_vm_with_a_queue_stays_and_a_fence_wait_holds_or_times_out() {
     call(&mut d, 5, DRM_IOCTL_XE_WAIT_USER_FENCE, &mut w).unwrap();
     w.value = 6;
     w.timeout = 0;
-    assert_eq!(call(&mut d, 5, DRM_IOCTL_XE_WAIT_USER_FENCE, &mut w), Err(libc::ETIME));
+    assert_eq!(
+        call(&mut d, 5, DRM_IOCTL_XE_WAIT_USER_FENCE, &mut w),
+        Err(libc::ETIME)
+    );
     w.addr += 4;
-    assert_eq!(call(&mut d, 5, DRM_IOCTL_XE_WAIT_USER_FENCE, &mut w), Err(libc::EINVAL));
+    assert_eq!(
+        call(&mut d, 5, DRM_IOCTL_XE_WAIT_USER_FENCE, &mut w),
+        Err(libc::EINVAL)
+    );
 }

@@ -157,7 +157,11 @@ pub(super) fn queue_create(
 /// The `SET_PROPERTY` extensions of a new exec queue.
 fn properties(mut next: u64) -> Result<(), Errno> {
     // SAFETY: geteuid has no preconditions.
-    let max_priority = if unsafe { libc::geteuid() } == 0 { 2 } else { 1 };
+    let max_priority = if unsafe { libc::geteuid() } == 0 {
+        2
+    } else {
+        1
+    };
     let mut seen = 0;
     while next != 0 {
         seen += 1;
@@ -219,5 +223,7 @@ pub(super) unsafe fn read_array<T: Copy>(address: u64, n: usize) -> Result<Vec<T
     }
     let p = address as *const T;
     // SAFETY: the caller's contract.
-    Ok((0..n).map(|i| unsafe { std::ptr::read_unaligned(p.add(i)) }).collect())
+    Ok((0..n)
+        .map(|i| unsafe { std::ptr::read_unaligned(p.add(i)) })
+        .collect())
 }
