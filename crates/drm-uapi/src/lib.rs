@@ -20,7 +20,9 @@
 #![allow(missing_docs)]
 
 mod xe;
+mod xe_tables;
 pub use xe::*;
+pub use xe_tables::*;
 
 // Request numbers (`_IOWR('d', ...)`).
 pub const DRM_IOCTL_VERSION: u64 = 0xc040_6400;
@@ -90,7 +92,12 @@ pub fn request_name(request: u64) -> Option<&'static str> {
         DMA_BUF_IOCTL_SYNC => "DMA_BUF_IOCTL_SYNC",
         // xe's and the syncobj requests at the sizes of Linux 7.2's headers (a driver
         // that knows the file is xe's names any size: `xe_request_name`).
-        _ => return XE_REQUESTS.iter().find(|(_, r)| *r == request).map(|(n, _)| *n),
+        _ => {
+            return XE_REQUESTS
+                .iter()
+                .find(|(_, r)| *r == request)
+                .map(|(n, _)| *n)
+        }
     })
 }
 

@@ -14,7 +14,11 @@ fn the_xe_uapi_matches_the_kernels_header() {
     std::fs::create_dir_all(&dir).unwrap();
     // drm.h includes drm_mode.h (mode setting, which needs newer kernel headers than
     // the machine's): an empty one in the build folder stands in.
-    std::fs::write(dir.join("drm_mode.h"), "/* mode setting: not needed here */\n").unwrap();
+    std::fs::write(
+        dir.join("drm_mode.h"),
+        "/* mode setting: not needed here */\n",
+    )
+    .unwrap();
     let mut c = String::from(
         "#include <stdio.h>\n#include <drm/drm.h>\n#include <drm/xe_drm.h>\nint main(void) {\n",
     );
@@ -62,8 +66,15 @@ fn xe_requests_are_found_by_number_whatever_their_size() {
         let other_size = (*request & !(0x3fff << 16)) | (8 << 16);
         assert_eq!(uapi::xe_request_name(other_size), Some(*name));
     }
-    assert_eq!(uapi::xe_nr(uapi::DRM_IOCTL_XE_EXEC), Some(uapi::DRM_XE_EXEC));
-    assert_eq!(uapi::xe_nr(uapi::DRM_IOCTL_GEM_CLOSE), None, "a core request");
+    assert_eq!(
+        uapi::xe_nr(uapi::DRM_IOCTL_XE_EXEC),
+        Some(uapi::DRM_XE_EXEC)
+    );
+    assert_eq!(
+        uapi::xe_nr(uapi::DRM_IOCTL_GEM_CLOSE),
+        None,
+        "a core request"
+    );
     assert_eq!(uapi::xe_nr(0x6450), None, "past xe's last request");
     assert_eq!(
         uapi::request_name(uapi::DRM_IOCTL_I915_GETPARAM),

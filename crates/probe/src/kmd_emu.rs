@@ -77,7 +77,11 @@ impl EmulatedDriver {
     /// "2 emulated i915 Arc A770 devices".
     pub fn devices_label(&self) -> String {
         let s = if self.devices == 1 { "" } else { "s" };
-        format!("{} emulated {} device{s}", self.devices, self.kernel.devices())
+        format!(
+            "{} emulated {} device{s}",
+            self.devices,
+            self.kernel.devices()
+        )
     }
 }
 
@@ -180,6 +184,9 @@ mod tests {
             ..xe
         })
         .unwrap();
-        assert!(!json.contains("kernel"), "an i915 report reads as before: {json}");
+        assert!(
+            !json.contains("kernel"),
+            "an i915 report reads as before: {json}"
+        );
     }
 }

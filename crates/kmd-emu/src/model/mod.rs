@@ -19,8 +19,10 @@ mod objects;
 mod contexts;
 mod maps;
 mod xe;
+mod xe_memory;
 
-pub use xe::{BindOp, Syncobj, Target, XeClientUsage, XeCounts, XeCreate};
+pub use xe::{BindOp, Syncobj, Target, XeCounts, XeCreate};
+pub use xe_memory::XeClientUsage;
 
 use crate::config::Config;
 use std::collections::{BTreeMap, HashMap};

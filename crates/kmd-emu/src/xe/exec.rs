@@ -42,7 +42,10 @@ pub(super) fn exec(
             "clmulti-kmd-emu: exec on fd {fd} at {:#x}: {} writes{}; user fences: {}",
             e.address,
             outcome.writes,
-            outcome.stopped.as_ref().map_or(String::new(), |why| format!(", batch read stopped: {why}")),
+            outcome
+                .stopped
+                .as_ref()
+                .map_or(String::new(), |why| format!(", batch read stopped: {why}")),
             fences.join(", ")
         );
     }
