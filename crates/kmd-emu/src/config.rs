@@ -20,6 +20,13 @@ pub const CS_TIMESTAMP_HZ: u64 = 100_000_000;
 /// The environment variables the emulation reads (defined once, in clmulti-scenario).
 pub use clmulti_scenario::kmd_emu as env;
 
+/// Arc B580 (Battlemage G21), the xe emulation's device.
+pub const XE_DEVICE_ID: u16 = 0xe20b;
+/// The PCI revision the xe config query and sysfs give (invented: a value NEO accepts).
+pub const XE_REVISION: u16 = 0x00;
+/// The B580's memory: 12 GiB of GDDR6.
+pub const XE_VRAM_BYTES: u64 = 12 << 30;
+
 /// Which kernel driver the emulation is: the files, ioctls and fdinfo it answers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Kernel {
@@ -43,7 +50,7 @@ impl Kernel {
     pub fn device_id(self) -> u16 {
         match self {
             Kernel::I915 => CHIPSET_ID,
-            Kernel::Xe => crate::xe::DEVICE_ID,
+            Kernel::Xe => XE_DEVICE_ID,
         }
     }
 
@@ -59,7 +66,7 @@ impl Kernel {
     pub fn default_local_bytes(self) -> u64 {
         match self {
             Kernel::I915 => DEFAULT_LOCAL_BYTES,
-            Kernel::Xe => crate::xe::VRAM_BYTES,
+            Kernel::Xe => XE_VRAM_BYTES,
         }
     }
 }

@@ -67,6 +67,7 @@
 
 pub mod batch;
 pub mod config;
+pub mod files;
 pub mod ioctl;
 pub mod model;
 #[cfg(not(test))]

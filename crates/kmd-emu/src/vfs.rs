@@ -7,6 +7,7 @@
 //! are rewritten back, so the process sees `/dev/dri/renderD128`, never the folder.
 
 use crate::config::{Config, Device, Kernel, CHIPSET_ID, DRM_MAJOR, REVISION};
+use crate::files::{drm_size, link, write_if_missing};
 use crate::model::{ClientUsage, Counts, Region};
 use std::fmt::Write as _;
 use std::io;
@@ -216,36 +217,6 @@ fn make_device(root: &Path, device: &Device) -> io::Result<()> {
         link("../..", &pci.join("drm").join(node).join("device")).ok();
     }
     Ok(())
-}
-
-pub(crate) fn write_if_missing(path: &Path, text: &str) -> io::Result<()> {
-    match std::fs::symlink_metadata(path) {
-        Ok(_) => Ok(()),
-        Err(_) => std::fs::write(path, text),
-    }
-}
-
-pub(crate) fn link(target: &str, at: &Path) -> io::Result<()> {
-    if let Some(parent) = at.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    match std::os::unix::fs::symlink(target, at) {
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        other => other,
-    }
-}
-
-/// A size as the kernel's `drm_print_memory_stats` prints it: divided by 1024 while
-/// it divides evenly, up to MiB.
-pub(crate) fn drm_size(bytes: u64) -> String {
-    let units = ["", " KiB", " MiB"];
-    let mut value = bytes;
-    let mut unit = 0;
-    while unit < units.len() - 1 && value != 0 && value % 1024 == 0 {
-        value /= 1024;
-        unit += 1;
-    }
-    format!("{value}{}", units[unit])
 }
 
 /// The fdinfo i915 (Linux 6.8 and later) shows for a render-node client.

@@ -27,12 +27,9 @@ use crate::model::{Driver, Errno, XeCreate};
 use clmulti_drm_uapi::*;
 use std::ffi::c_void;
 
-/// Arc B580 (Battlemage G21).
-pub const DEVICE_ID: u16 = 0xe20b;
-/// The PCI revision the config query and sysfs give (invented: a value NEO accepts).
-pub const REVISION: u16 = 0x00;
-/// The B580's memory: 12 GiB of GDDR6.
-pub const VRAM_BYTES: u64 = 12 << 30;
+pub use crate::config::{
+    XE_DEVICE_ID as DEVICE_ID, XE_REVISION as REVISION, XE_VRAM_BYTES as VRAM_BYTES,
+};
 /// Xe2 cores (dual-subslices) of a B580.
 pub const DSS: u32 = 20;
 /// SIMD16 EUs (XVEs) per Xe2 core.

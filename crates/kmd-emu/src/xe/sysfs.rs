@@ -4,13 +4,15 @@
 //! the emulation's counts file.
 
 use crate::config::{Device, DRM_MAJOR};
+use crate::files::{drm_size, link, write_if_missing};
 use crate::model::{XeClientUsage, XeCounts};
-use crate::vfs::{drm_size, link, write_if_missing};
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 
-use super::{DEVICE_ID, REVISION, VRAM_BYTES};
+use crate::config::{
+    XE_DEVICE_ID as DEVICE_ID, XE_REVISION as REVISION, XE_VRAM_BYTES as VRAM_BYTES,
+};
 
 /// One B580's files under `root` (the tree [`crate::vfs::Tree`] sends paths into).
 pub fn make_device(root: &Path, device: &Device) -> io::Result<()> {

@@ -65,14 +65,12 @@ fn vm(d: &mut Driver, fd: i32) -> u32 {
     c.vm_id
 }
 
+/// One bind operation `(op, handle)` over `(address, range)`, with a user fence.
 fn bind(
     d: &mut Driver,
-    fd: i32,
-    vm: u32,
-    op: u32,
-    obj: u32,
-    addr: u64,
-    range: u64,
+    (fd, vm): (i32, u32),
+    (op, obj): (u32, u32),
+    (addr, range): (u64, u64),
     fence: &mut u64,
 ) -> Result<i32, Errno> {
     let sync = XeSync {
@@ -155,12 +153,9 @@ fn deferred_objects_take_pages_at_their_first_bind_and_others_at_creation() {
     let mut fence = 0u64;
     bind(
         &mut d,
-        5,
-        vm,
-        DRM_XE_VM_BIND_OP_MAP,
-        lazy,
-        0x10_0000,
-        1 << 20,
+        (5, vm),
+        (DRM_XE_VM_BIND_OP_MAP, lazy),
+        (0x10_0000, 1 << 20),
         &mut fence,
     )
     .unwrap();
@@ -176,12 +171,9 @@ fn deferred_objects_take_pages_at_their_first_bind_and_others_at_creation() {
     assert_eq!(local(&d).objects, 2);
     bind(
         &mut d,
-        5,
-        vm,
-        DRM_XE_VM_BIND_OP_UNMAP,
-        0,
-        0x10_0000,
-        1 << 20,
+        (5, vm),
+        (DRM_XE_VM_BIND_OP_UNMAP, 0),
+        (0x10_0000, 1 << 20),
         &mut fence,
     )
     .unwrap();
@@ -232,24 +224,18 @@ fn a_bind_splits_what_it_overlaps_and_an_exported_object_is_imported_on_a_peer()
     let mut fence = 0;
     bind(
         &mut d,
-        5,
-        vm,
-        DRM_XE_VM_BIND_OP_MAP,
-        a,
-        0x1000,
-        3 << 12,
+        (5, vm),
+        (DRM_XE_VM_BIND_OP_MAP, a),
+        (0x1000, 3 << 12),
         &mut fence,
     )
     .unwrap();
     // Unbinding the middle page leaves two mappings of the object.
     bind(
         &mut d,
-        5,
-        vm,
-        DRM_XE_VM_BIND_OP_UNMAP,
-        0,
-        0x2000,
-        0x1000,
+        (5, vm),
+        (DRM_XE_VM_BIND_OP_UNMAP, 0),
+        (0x2000, 0x1000),
         &mut fence,
     )
     .unwrap();
