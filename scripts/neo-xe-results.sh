@@ -7,6 +7,7 @@
 #   diagnose-N-devices/        clmulti diagnose, N = 2, 4, 8 (4 and 8 without experiments)
 #   defer-backing-off/         clmulti diagnose at 2 devices, NEOReadDebugKeys=1 EnableDeferBacking=0
 #   level-zero-{xe,i915}.txt   bench/level-zero/peer_resident.c on 2 devices (i915: A770s)
+#   sycl-xe.txt                bench/sycl/peer_access.py (dpctl: malloc_device on one, read from the other)
 #   level-zero-xe-defer-off.txt  the same with EnableDeferBacking=0; -not-resident.txt: no peer residency
 # steps.txt gives the time of each step.
 #
@@ -52,4 +53,5 @@ for driver in xe i915; do
 done
 step "Level Zero, xe, not made resident" bash -c "$next run-kernel-path '$bin/clmulti' emulate --driver xe --devices 2 -- $probe --count 200 --no-resident >'$out/level-zero-xe-not-resident.txt' 2>&1"
 step "Level Zero, xe, EnableDeferBacking=0" bash -c "EnableDeferBacking=0 $next run-kernel-path '$bin/clmulti' emulate --driver xe --devices 2 -- $probe --count 200 >'$out/level-zero-xe-defer-off.txt' 2>&1"
+step "SYCL, xe" bash -c "COUNT=50 $next run-kernel-path '$bin/clmulti' emulate --driver xe --devices 2 -- /opt/sycl/bin/python bench/sycl/peer_access.py >'$out/sycl-xe.txt' 2>&1"
 rm -rf "$seed"
