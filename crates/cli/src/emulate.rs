@@ -1,7 +1,7 @@
-//! `clmulti emulate`: any program on Intel's GPU runtime NEO over emulated Arc A770s.
-//! The program runs with clmulti's emulated i915 driver preloaded (crate
-//! `clmulti-kmd-emu`), so NEO runs its real kernel-driver path; stderr says first which
-//! parts are emulated. The program replaces this process (`exec`, as `env` and
+//! `clmulti emulate`: any program on Intel's GPU runtime NEO over emulated Arc A770s
+//! (i915) or Arc B580s (`--driver xe`). The program runs with clmulti's emulated
+//! kernel driver preloaded (crate `clmulti-kmd-emu`), so NEO runs its real
+//! kernel-driver path; stderr says first which parts are emulated. The program replaces this process (`exec`, as `env` and
 //! `strace` do): its exit status, signals and output are its own.
 
 use crate::Failure;
@@ -14,10 +14,14 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, clap::Args)]
 #[command(trailing_var_arg = true)]
 pub struct Args {
-    /// Emulated Arc A770 devices (1-8).
+    /// The kernel driver: i915 (Arc A770s) or xe (Arc B580s; sets NEO's
+    /// EnableDirectSubmission=0, as no GPU runs NEO's ring here).
+    #[arg(long, value_enum, default_value_t = Driver::I915)]
+    driver: Driver,
+    /// Emulated devices (1-8): Arc A770s on i915, Arc B580s on xe.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=kmd_emu::MAX_DEVICES as i64))]
     devices: u8,
-    /// Device memory per device (default: an A770's 16 GiB).
+    /// Device memory per device (default: an A770's 16 GiB, a B580's 12 GiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
     local_memory: Option<u64>,
     /// Print every ioctl on an emulated descriptor on stderr.
@@ -33,6 +37,39 @@ pub struct Args {
     /// The program and its arguments.
     #[arg(required = true, value_name = "COMMAND")]
     command: Vec<OsString>,
+}
+
+/// The kernel drivers the emulation presents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Driver {
+    /// Linux's i915 driver, on Arc A770s.
+    I915,
+    /// Linux's xe driver, on Arc B580s.
+    Xe,
+}
+
+impl Driver {
+    fn name(self) -> &'static str {
+        match self {
+            Driver::I915 => "i915",
+            Driver::Xe => "xe",
+        }
+    }
+
+    /// "i915 Arc A770".
+    fn devices(self) -> &'static str {
+        match self {
+            Driver::I915 => "i915 Arc A770",
+            Driver::Xe => "xe Arc B580",
+        }
+    }
+
+    fn default_memory(self) -> &'static str {
+        match self {
+            Driver::I915 => "16 GiB",
+            Driver::Xe => "12 GiB",
+        }
+    }
 }
 
 fn parse_memory(text: &str) -> Result<u64, String> {
@@ -106,7 +143,9 @@ fn prepare(args: &Args) -> Result<std::process::Command, Failure> {
     };
     command
         .env("LD_PRELOAD", preload)
+        .env(kmd_emu::DRIVER, args.driver.name())
         .env(kmd_emu::DEVICES, args.devices.to_string());
+    let neo_keys = xe_keys(args.driver, &mut command);
     if let Some(bytes) = args.local_memory {
         command.env(kmd_emu::LOCAL_MEMORY, bytes.to_string());
     }
@@ -126,13 +165,37 @@ fn prepare(args: &Args) -> Result<std::process::Command, Failure> {
         command.env("OCL_ICD_VENDORS", neo);
         runtimes = format!("NEO alone (OCL_ICD_VENDORS={})", neo.display());
     }
-    let memory = args
-        .local_memory
-        .map_or_else(|| "16 GiB".into(), clmulti_scenario::format_size);
+    let memory = args.local_memory.map_or_else(
+        || args.driver.default_memory().into(),
+        clmulti_scenario::format_size,
+    );
     crate::note!(
-        "clmulti emulate: {} emulated i915 Arc A770 device(s) of {memory} ({}): the kernel driver is emulated, no GPU work runs, kernel accounting as modelled; what the runtime does is its own code; {runtimes}",
+        "clmulti emulate: {} emulated {} device(s) of {memory} ({}): the kernel driver is emulated (not modelled: GPU work, the kernel's own memory and GTT mappings, page faults), kernel accounting as modelled; what the runtime does is its own code{neo_keys}; {runtimes}",
         args.devices,
+        args.driver.devices(),
         library.display()
     );
     Ok(command)
+}
+
+/// On xe, NEO's keys the emulation needs (its direct submission off), where the
+/// environment does not set them already; what the note says of them.
+fn xe_keys(driver: Driver, command: &mut std::process::Command) -> String {
+    if driver != Driver::Xe {
+        return String::new();
+    }
+    let mut set = Vec::new();
+    for (key, value) in kmd_emu::XE_NEO_KEYS {
+        match std::env::var(key) {
+            Ok(own) => set.push(format!("{key}={own} (as set)")),
+            Err(_) => {
+                command.env(key, value);
+                set.push(format!("{key}={value}"));
+            }
+        }
+    }
+    format!(
+        ", except {}: NEO's direct submission hands work to a ring the GPU keeps running, and none runs here",
+        set.join(" ")
+    )
 }

@@ -98,10 +98,12 @@ enum Command {
     /// Answer the seed's question on this machine: one device, one shared context,
     /// one context per device; what sharing costs, what fails, which fix works.
     Diagnose(diagnose::Args),
-    /// Run a program on Intel's GPU runtime NEO over emulated Arc A770s (i915).
+    /// Run a program on Intel's GPU runtime NEO over emulated Arc A770s (i915) or
+    /// Arc B580s (xe).
     ///
-    /// The program runs with clmulti's emulated i915 kernel driver preloaded
-    /// (libclmulti_kmd_emu.so beside clmulti): NEO finds N Arc A770 render nodes
+    /// The program runs with clmulti's emulated kernel driver preloaded
+    /// (libclmulti_kmd_emu.so beside clmulti): NEO finds N Arc A770 render nodes on
+    /// i915 (or, with `--driver xe`, N Arc B580s on xe, NEO's direct submission off)
     /// and runs its real kernel-driver path, with no GPU. Stderr first says which
     /// parts are emulated. With OCL_ICD_VENDORS unset, the ICD loader lists NEO
     /// alone. The program then replaces clmulti: its exit status is the program's

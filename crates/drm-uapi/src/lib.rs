@@ -1,12 +1,15 @@
-//! # clmulti-drm-uapi: the DRM and i915 ioctls clmulti speaks
+//! # clmulti-drm-uapi: the DRM, i915 and xe ioctls clmulti speaks
 //!
-//! The slice of Linux's DRM uAPI that Intel's GPU runtime (NEO) uses on i915: request
-//! numbers and `#[repr(C)]` structures as in `include/uapi/drm/{drm,i915_drm}.h`,
-//! and each request's name as the headers spell it. Two parts of clmulti read it: the
-//! emulated i915 driver (`clmulti-kmd-emu`), which answers these requests, and the
-//! tracer (`clmulti-trace`), which names them when one fails. The crate's test
-//! compiles a C program against Debian's libdrm-dev headers and checks every number
-//! and size here against the C compiler's.
+//! The slice of Linux's DRM uAPI that Intel's GPU runtime (NEO) uses on i915 and on xe:
+//! request numbers and `#[repr(C)]` structures as in
+//! `include/uapi/drm/{drm,i915_drm,xe_drm}.h`, and each request's name as the headers
+//! spell it. Two parts of clmulti read it: the
+//! emulated kernel drivers (`clmulti-kmd-emu`), which answer these requests, and the
+//! tracer (`clmulti-trace`), which names them when one fails. The crate's tests
+//! compile C programs against Debian's libdrm-dev headers and against `xe_drm.h` as
+//! Debian's linux-libc-dev 7.2.13 ships it (kept in `tests/include/`, MIT-licensed, so
+//! the check needs no network), and check every number and size here against the C
+//! compiler's.
 //!
 //! ```
 //! use clmulti_drm_uapi::{request_name, DRM_IOCTL_PRIME_HANDLE_TO_FD};
@@ -15,6 +18,11 @@
 //! ```
 
 #![allow(missing_docs)]
+
+mod xe;
+mod xe_tables;
+pub use xe::*;
+pub use xe_tables::*;
 
 // Request numbers (`_IOWR('d', ...)`).
 pub const DRM_IOCTL_VERSION: u64 = 0xc040_6400;
@@ -82,7 +90,14 @@ pub fn request_name(request: u64) -> Option<&'static str> {
         DRM_IOCTL_I915_GEM_VM_DESTROY => "DRM_IOCTL_I915_GEM_VM_DESTROY",
         DRM_IOCTL_I915_GEM_CREATE_EXT => "DRM_IOCTL_I915_GEM_CREATE_EXT",
         DMA_BUF_IOCTL_SYNC => "DMA_BUF_IOCTL_SYNC",
-        _ => return None,
+        // xe's and the syncobj requests at the sizes of Linux 7.2's headers (a driver
+        // that knows the file is xe's names any size: `xe_request_name`).
+        _ => {
+            return XE_REQUESTS
+                .iter()
+                .find(|(_, r)| *r == request)
+                .map(|(n, _)| *n)
+        }
     })
 }
 
@@ -170,21 +185,21 @@ pub struct DrmVersion {
 }
 
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct DrmGetCap {
     pub capability: u64,
     pub value: u64,
 }
 
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct DrmGemClose {
     pub handle: u32,
     pub pad: u32,
 }
 
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct DrmPrimeHandle {
     pub handle: u32,
     pub flags: u32,

@@ -360,9 +360,10 @@ pub(crate) fn nearest_limit(report: &Report) -> Option<LimitAhead> {
 pub fn emulation_statement(neo: &clmulti_probe::neo::NeoEmulation) -> Statement {
     if neo.kernel_driver.is_some() {
         return Statement::measured(format!(
-            "{}: NEO's own code issued every ioctl counted here, against an i915 emulated by clmulti-kmd-emu, which enforces no limit the kernel would not (descriptors are real ones, counted against RLIMIT_NOFILE by the kernel itself); what a real kernel would add (page faults, GPU work, its own memory) is not modelled {}",
+            "{}: NEO's own code issued every ioctl counted here, against an {} emulated by clmulti-kmd-emu, which enforces no limit the kernel would not (descriptors are real ones, counted against RLIMIT_NOFILE by the kernel itself); what a real kernel would add (page faults, GPU work, its own memory) is not modelled {}",
             neo.label(),
-            clmulti_probe::neo::KERNEL_PATH_EVIDENCE
+            neo.kernel_driver.map_or("i915", |d| d.kernel.name()),
+            neo.evidence()
         ));
     }
     Statement::inferred(

@@ -272,9 +272,17 @@ impl Resource {
             Resource::Drm {
                 pdev,
                 device,
+                driver,
                 region,
-                ..
-            } => drm_limit(pdev.as_deref(), *device, region, facts),
+                kind,
+            } => {
+                // xe's `system` memory type holds the objects with no pages yet (created
+                // with DEFER_BACKING, or not yet placed): its total takes no memory.
+                if driver == "xe" && region == "system" && *kind == DrmMemoryKind::Total {
+                    return None;
+                }
+                drm_limit(pdev.as_deref(), *device, region, facts)
+            }
             Resource::SystemShmem => {
                 // The emulation layer's host mirror lives in Shmem, up to its cap.
                 let settings = facts.layers?.settings()?;

@@ -297,6 +297,12 @@ fn kernel_count_name(key: &str) -> Option<String> {
         let (device, region) = rest.split_once('-')?;
         return Some(format!("GEM object in {region} (device {device})"));
     }
+    if let Some(rest) = key.strip_prefix("deferred-objects-") {
+        let (device, region) = rest.split_once('-')?;
+        return Some(format!(
+            "GEM object created with DEFER_BACKING in {region} (device {device})"
+        ));
+    }
     if let Some(rest) = key.strip_prefix("resident-bytes-") {
         let (device, region) = rest.split_once('-')?;
         return Some(format!("resident bytes in {region} (device {device})"));
@@ -314,6 +320,14 @@ fn kernel_count_name(key: &str) -> Option<String> {
             "vms" => "GPU address space",
             "contexts" => "GPU context",
             "failed-ioctls" => "failed ioctl",
+            "vm-binds" => "VM bind of a GEM object (xe)",
+            "vm-unbinds" => "VM unbind (xe)",
+            "vm-prefetches" => "VM prefetch (xe)",
+            "exec-queues" => "exec queue (xe)",
+            "execs" => "submission (xe exec)",
+            "user-fence-writes" => "user fence written (xe)",
+            "syncobjs" => "syncobj",
+            "madvises" => "memory advice (xe madvise)",
             _ => return None,
         }
         .to_owned(),

@@ -160,6 +160,12 @@ impl<'a> Memory<'a> {
                         outcome.writes += u64::from(self.write(qword(2) & !7, value, 8));
                     }
                 }
+                // COMPUTE_WALKER (GFXPIPE 3/2/2, CFE subopcode 2): its POSTSYNC_DATA
+                // sits before the 8 dwords of inline data at its end.
+                3 if header & 0xfffc_0000 == 0x7208_0000 && len >= 14 => {
+                    let at = len - 8 - 5;
+                    outcome.writes += self.walker_post_sync(pc + 4 * at, header & 0xff);
+                }
                 3 | 2 => {}
                 other => {
                     outcome.stopped = Some(format!("unknown command type {other} at {pc:#x}"));
@@ -170,6 +176,31 @@ impl<'a> Memory<'a> {
         }
         outcome.stopped = Some(format!("no MI_BATCH_BUFFER_END within {MAX_DWORDS} dwords"));
         outcome
+    }
+}
+
+impl Memory<'_> {
+    /// A compute walker's post-sync operation (POSTSYNC_DATA at `at`: operation,
+    /// address, immediate data): an immediate qword, or the four timestamps of a
+    /// timestamp packet (context start, global start, context end, global end), 64
+    /// bits each on Xe2 (a walker of 0x26 dwords) and 32 on Xe-HPG.
+    fn walker_post_sync(&self, at: u64, length_field: u32) -> u64 {
+        let Some(op) = self.read_dword(at) else {
+            return 0;
+        };
+        let dw = |i: u64| self.read_dword(at + 4 * i).unwrap_or(0);
+        let qword = |i: u64| u64::from(dw(i)) | u64::from(dw(i + 1)) << 32;
+        let address = qword(1) & !7;
+        match op & 3 {
+            1 => u64::from(self.write(address, qword(3), 8)),
+            3 => {
+                let bytes = if length_field >= 0x26 { 8 } else { 4 };
+                (0..4)
+                    .map(|i| u64::from(self.write(address + i * bytes, self.timestamp, bytes)))
+                    .sum()
+            }
+            _ => 0,
+        }
     }
 }
 
@@ -283,6 +314,34 @@ mod tests {
         assert!(outcome.stopped.unwrap().contains("no CPU view"));
         let (outcome, _) = run(&[0xe000_0000], &mut tag);
         assert!(outcome.stopped.unwrap().contains("unknown command type 7"));
+    }
+
+    #[test]
+    fn a_compute_walkers_post_sync_writes_its_timestamp_packet_or_its_data() {
+        let mut packet = [1u8; 40];
+        let walker = |op: u32, length: u32| {
+            let mut w = vec![0u32; length as usize + 2];
+            w[0] = 0x7208_0000 | length;
+            let at = w.len() - 8 - 5;
+            w[at] = op;
+            w[at + 1] = 0x20_0000;
+            w[at + 3] = 99;
+            w
+        };
+        // Xe2 (0x26): four 64-bit timestamps; NEO waits for context end to change.
+        let mut commands = walker(3, 0x26);
+        commands.push(0x0500_0000);
+        let (outcome, _) = run(&commands, &mut packet);
+        assert_eq!((outcome.writes, outcome.stopped), (4, None));
+        let qword = |p: &[u8], i: usize| u64::from_le_bytes(p[i..i + 8].try_into().unwrap());
+        assert_eq!(qword(&packet, 16), 0x1234_5678_9abc, "context end");
+        assert_eq!(packet[32], 1, "nothing past the packet");
+        let mut data = [0u8; 8];
+        let mut commands = walker(1, 0x25);
+        commands.push(0x0500_0000);
+        let (outcome, _) = run(&commands, &mut data);
+        assert_eq!(outcome.writes, 1);
+        assert_eq!(qword(&data, 0), 99, "immediate data");
     }
 
     #[test]

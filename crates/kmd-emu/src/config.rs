@@ -20,6 +20,57 @@ pub const CS_TIMESTAMP_HZ: u64 = 100_000_000;
 /// The environment variables the emulation reads (defined once, in clmulti-scenario).
 pub use clmulti_scenario::kmd_emu as env;
 
+/// Arc B580 (Battlemage G21), the xe emulation's device.
+pub const XE_DEVICE_ID: u16 = 0xe20b;
+/// The PCI revision the xe config query and sysfs give (invented: a value NEO accepts).
+pub const XE_REVISION: u16 = 0x00;
+/// The B580's memory: 12 GiB of GDDR6.
+pub const XE_VRAM_BYTES: u64 = 12 << 30;
+
+/// Which kernel driver the emulation is: the files, ioctls and fdinfo it answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Kernel {
+    /// i915, on Arc A770s (DG2).
+    #[default]
+    I915,
+    /// xe, on Arc B580s (Battlemage): [`crate::xe`].
+    Xe,
+}
+
+impl Kernel {
+    /// The driver's name, as `DRM_IOCTL_VERSION` and fdinfo give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::I915 => "i915",
+            Kernel::Xe => "xe",
+        }
+    }
+
+    /// The device it presents: its PCI id.
+    pub fn device_id(self) -> u16 {
+        match self {
+            Kernel::I915 => CHIPSET_ID,
+            Kernel::Xe => XE_DEVICE_ID,
+        }
+    }
+
+    /// The device it presents: "Arc A770".
+    pub fn product(self) -> &'static str {
+        match self {
+            Kernel::I915 => "Arc A770",
+            Kernel::Xe => "Arc B580",
+        }
+    }
+
+    /// Each device's memory when the environment does not say.
+    pub fn default_local_bytes(self) -> u64 {
+        match self {
+            Kernel::I915 => DEFAULT_LOCAL_BYTES,
+            Kernel::Xe => XE_VRAM_BYTES,
+        }
+    }
+}
+
 /// One emulated device.
 #[derive(Debug, Clone)]
 pub struct Device {
@@ -41,6 +92,8 @@ impl Device {
 /// The emulation's settings.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The kernel driver.
+    pub kernel: Kernel,
     /// The devices, in PCI order.
     pub devices: Vec<Device>,
     /// System memory the `system0` region reports (the machine's RAM).
@@ -61,10 +114,17 @@ impl Config {
             })
             .collect();
         Self {
+            kernel: Kernel::I915,
             devices,
             system_bytes,
             trace: false,
         }
+    }
+
+    /// The same devices on another kernel driver.
+    pub fn on(mut self, kernel: Kernel) -> Self {
+        self.kernel = kernel;
+        self
     }
 
     /// From the environment ([`env`]); bad values fall back to the defaults, said once
@@ -82,18 +142,31 @@ impl Config {
                 2
             }
         };
+        let kernel = match read(env::DRIVER).as_deref().map(str::trim) {
+            None | Some("i915") => Kernel::I915,
+            Some("xe") => Kernel::Xe,
+            Some(other) => {
+                eprintln!(
+                    "clmulti-kmd-emu: {} must be i915 or xe, not {other:?}; using i915",
+                    env::DRIVER
+                );
+                Kernel::I915
+            }
+        };
+        let default_local = kernel.default_local_bytes();
         let local = match read(env::LOCAL_MEMORY).map(|v| v.trim().parse::<u64>()) {
-            None => DEFAULT_LOCAL_BYTES,
+            None => default_local,
             Some(Ok(n)) if n >= 1 << 20 => n,
             Some(_) => {
                 eprintln!(
-                    "clmulti-kmd-emu: {} must be bytes, at least 1048576; using 16 GiB",
-                    env::LOCAL_MEMORY
+                    "clmulti-kmd-emu: {} must be bytes, at least 1048576; using {} GiB",
+                    env::LOCAL_MEMORY,
+                    default_local >> 30
                 );
-                DEFAULT_LOCAL_BYTES
+                default_local
             }
         };
-        let mut config = Self::new(devices, local, system_memory());
+        let mut config = Self::new(devices, local, system_memory()).on(kernel);
         config.trace = read(env::TRACE).is_some_and(|v| v != "0");
         config
     }

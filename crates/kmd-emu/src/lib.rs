@@ -16,6 +16,10 @@
 //! ```
 //! (`clmulti emulate --devices 2 -- clinfo -l` does the same, with a label saying so.)
 //!
+//! With `CLMULTI_KMD_EMU_DRIVER=xe` it is Linux's xe driver on N Arc B580s (Battlemage,
+//! PCI id 0xe20b, 12 GiB each) instead: [`xe`] (`clmulti emulate --driver xe`; NEO 26.27
+//! then needs `NEOReadDebugKeys=1 EnableDirectSubmission=0`, which `emulate` sets).
+//!
 //! ## What it presents
 //! - `/dev/dri/renderD128..` and `card0..`, `/dev/dri/by-path/pci-<bdf>-{render,card}`,
 //!   and the sysfs files NEO reads (`/sys/bus/pci/devices/<bdf>/drm/cardN/...`,
@@ -48,7 +52,11 @@
 //! per device and region (`objects-0-system0`, `objects-created-0-local0`,
 //! `bytes-...`, `resident-bytes-...`), and `maps`, `exports`, `imports`, `userptrs`,
 //! `files`, `vms`, `contexts` (live, and `<name>-created` since the start),
-//! `execbuffers`, `post-sync-writes`, `evictions`, `failed-ioctls`.
+//! `execbuffers`, `post-sync-writes`, `evictions`, `failed-ioctls`; `driver` and
+//! `device-id` say what is emulated. On xe, regions are xe's (`gtt`, `vram0`) and it adds
+//! `deferred-objects-<device>-<region>` (objects created with DEFER_BACKING), `vm-binds`,
+//! `exec-queues`, `syncobjs` (live and `-created`), `vm-unbinds`, `vm-prefetches`,
+//! `execs`, `user-fence-writes`, `madvises`.
 //!
 //! ## What it is not
 //! No kernel runs: GPU work, page faults, the kernel's own memory and fence timing are
@@ -59,8 +67,10 @@
 
 pub mod batch;
 pub mod config;
+pub mod files;
 pub mod ioctl;
 pub mod model;
 #[cfg(not(test))]
 mod preload;
 pub mod vfs;
+pub mod xe;

@@ -6,7 +6,8 @@
 //! `realpath`, `access`) works by rewriting the path only; results naming the tree
 //! are rewritten back, so the process sees `/dev/dri/renderD128`, never the folder.
 
-use crate::config::{Config, Device, CHIPSET_ID, DRM_MAJOR, REVISION};
+use crate::config::{Config, Device, Kernel, CHIPSET_ID, DRM_MAJOR, REVISION};
+use crate::files::{drm_size, link, write_if_missing};
 use crate::model::{ClientUsage, Counts, Region};
 use std::fmt::Write as _;
 use std::io;
@@ -42,7 +43,10 @@ impl Tree {
         let description = tree_description(config);
         if std::fs::read_to_string(&marker).ok().as_deref() != Some(description.as_str()) {
             for device in &config.devices {
-                make_device(root, device)?;
+                match config.kernel {
+                    Kernel::I915 => make_device(root, device)?,
+                    Kernel::Xe => crate::xe::sysfs::make_device(root, device)?,
+                }
             }
             std::fs::write(&marker, description)?;
         }
@@ -112,7 +116,7 @@ impl Tree {
 }
 
 fn tree_description(config: &Config) -> String {
-    let mut text = String::from("clmulti-kmd-emu tree\n");
+    let mut text = format!("clmulti-kmd-emu tree, {}\n", config.kernel.name());
     for d in &config.devices {
         let _ = writeln!(
             text,
@@ -120,7 +124,7 @@ fn tree_description(config: &Config) -> String {
             d.bdf,
             d.index,
             d.render_minor(),
-            CHIPSET_ID
+            config.kernel.device_id()
         );
     }
     text
@@ -215,36 +219,6 @@ fn make_device(root: &Path, device: &Device) -> io::Result<()> {
     Ok(())
 }
 
-fn write_if_missing(path: &Path, text: &str) -> io::Result<()> {
-    match std::fs::symlink_metadata(path) {
-        Ok(_) => Ok(()),
-        Err(_) => std::fs::write(path, text),
-    }
-}
-
-fn link(target: &str, at: &Path) -> io::Result<()> {
-    if let Some(parent) = at.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    match std::os::unix::fs::symlink(target, at) {
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        other => other,
-    }
-}
-
-/// A size as the kernel's `drm_print_memory_stats` prints it: divided by 1024 while
-/// it divides evenly, up to MiB.
-fn drm_size(bytes: u64) -> String {
-    let units = ["", " KiB", " MiB"];
-    let mut value = bytes;
-    let mut unit = 0;
-    while unit < units.len() - 1 && value != 0 && value % 1024 == 0 {
-        value /= 1024;
-        unit += 1;
-    }
-    format!("{value}{}", units[unit])
-}
-
 /// The fdinfo i915 (Linux 6.8 and later) shows for a render-node client.
 pub fn drm_fdinfo(header: &str, usage: &ClientUsage, config: &Config) -> String {
     let mut text = String::from(header);
@@ -285,22 +259,34 @@ pub fn drm_fdinfo(header: &str, usage: &ClientUsage, config: &Config) -> String 
     text
 }
 
-/// The fdinfo of a dma-buf i915 exported (drivers/dma-buf/dma-buf.c).
-pub fn dmabuf_fdinfo(header: &str, size: u64) -> String {
-    format!("{header}size:\t{size}\ncount:\t1\nexp_name:\ti915\n")
+/// The fdinfo of a dma-buf the driver (`i915`, `xe`) exported (drivers/dma-buf/dma-buf.c).
+pub fn dmabuf_fdinfo(header: &str, size: u64, exporter: &str) -> String {
+    format!("{header}size:\t{size}\ncount:\t1\nexp_name:\t{exporter}\n")
 }
 
 /// The counts file ([`COUNTS_PATH`]): `key: value` lines, documented in the crate docs.
 pub fn counts_text(counts: &Counts, config: &Config) -> String {
+    let kernel = config.kernel;
     let mut text = format!(
-        "# clmulti-kmd-emu: {} emulated i915 device(s), Arc A770 ({CHIPSET_ID:#06x}); this process\n",
-        config.devices.len()
+        "# clmulti-kmd-emu: {} emulated {} device(s), {} ({:#06x}); this process\n",
+        config.devices.len(),
+        kernel.name(),
+        kernel.product(),
+        kernel.device_id()
     );
+    let _ = writeln!(text, "driver: {}", kernel.name());
+    let _ = writeln!(text, "device-id: {}", kernel.device_id());
     let _ = writeln!(text, "devices: {}", config.devices.len());
     let local = config.devices.first().map_or(0, |d| d.local_bytes);
     let _ = writeln!(text, "local-bytes: {local}");
     for ((device, region), c) in &counts.regions {
-        let name = region.name();
+        let name = match kernel {
+            Kernel::I915 => region.name(),
+            Kernel::Xe => region.xe_name(),
+        };
+        if kernel == Kernel::Xe {
+            let _ = writeln!(text, "deferred-objects-{device}-{name}: {}", c.deferred);
+        }
         let _ = writeln!(text, "objects-{device}-{name}: {}", c.objects);
         let _ = writeln!(text, "objects-created-{device}-{name}: {}", c.created);
         let _ = writeln!(text, "bytes-{device}-{name}: {}", c.bytes);
@@ -322,6 +308,9 @@ pub fn counts_text(counts: &Counts, config: &Config) -> String {
     let _ = writeln!(text, "post-sync-writes: {}", counts.post_sync_writes);
     let _ = writeln!(text, "evictions: {}", counts.evictions);
     let _ = writeln!(text, "failed-ioctls: {}", counts.failed_ioctls);
+    if kernel == Kernel::Xe {
+        crate::xe::sysfs::counts_lines(&mut text, &counts.xe);
+    }
     text
 }
 
@@ -445,6 +434,6 @@ mod tests {
         assert!(text.contains("drm-total-local0:\t0\n"));
         assert_eq!(drm_size(1536), "1536", "not a whole KiB: bytes");
         assert_eq!(drm_size(3 << 30), "3072 MiB");
-        assert!(dmabuf_fdinfo("", 4096).contains("exp_name:\ti915\n"));
+        assert!(dmabuf_fdinfo("", 4096, "i915").contains("exp_name:\ti915\n"));
     }
 }

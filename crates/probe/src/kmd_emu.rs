@@ -15,17 +15,73 @@ pub use clmulti_scenario::kmd_emu::COUNTS_PATH;
 /// What the emulation presents to this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EmulatedDriver {
-    /// Emulated devices (Arc A770s on i915).
+    /// Emulated devices (Arc A770s on i915, Arc B580s on xe).
     pub devices: usize,
     /// Device-local memory per device, bytes.
     pub local_bytes: u64,
+    /// The kernel driver emulated (absent in reports: i915).
+    #[serde(default, skip_serializing_if = "Kernel::is_i915")]
+    pub kernel: Kernel,
+}
+
+/// The kernel driver an emulation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kernel {
+    /// i915, on Arc A770s (DG2).
+    #[default]
+    I915,
+    /// xe, on Arc B580s (Battlemage).
+    Xe,
+}
+
+impl Kernel {
+    fn is_i915(&self) -> bool {
+        *self == Kernel::I915
+    }
+
+    /// "i915 Arc A770".
+    pub fn devices(self) -> &'static str {
+        match self {
+            Kernel::I915 => "i915 Arc A770",
+            Kernel::Xe => "xe Arc B580",
+        }
+    }
+
+    /// The driver's name: `i915`, `xe`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::I915 => "i915",
+            Kernel::Xe => "xe",
+        }
+    }
+
+    /// NEO's name of the product: `DG2`, `BMG`.
+    pub fn product(self) -> &'static str {
+        match self {
+            Kernel::I915 => "DG2",
+            Kernel::Xe => "BMG",
+        }
+    }
+
+    /// The kernel driver a product runs on here (`BMG`: xe; anything else: i915).
+    pub fn of_product(product: Option<&str>) -> Self {
+        match product {
+            Some("BMG") => Kernel::Xe,
+            _ => Kernel::I915,
+        }
+    }
 }
 
 impl EmulatedDriver {
     /// "2 emulated i915 Arc A770 devices".
     pub fn devices_label(&self) -> String {
         let s = if self.devices == 1 { "" } else { "s" };
-        format!("{} emulated i915 Arc A770 device{s}", self.devices)
+        format!(
+            "{} emulated {} device{s}",
+            self.devices,
+            self.kernel.devices()
+        )
     }
 }
 
@@ -51,11 +107,26 @@ pub fn read_counts() -> Option<Counts> {
 
 /// The emulation, when this process runs under it.
 pub fn active() -> Option<EmulatedDriver> {
-    let counts = read_counts()?;
+    let text = std::fs::read_to_string(COUNTS_PATH).ok()?;
+    let counts = parse_counts(&text);
     Some(EmulatedDriver {
         devices: usize::try_from(*counts.get("devices")?).ok()?,
         local_bytes: counts.get("local-bytes").copied().unwrap_or(0),
+        kernel: kernel_of(&text),
     })
+}
+
+/// The kernel driver a counts file says it is (`driver: xe`; none said: i915).
+pub fn kernel_of(text: &str) -> Kernel {
+    let xe = text
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .any(|(k, v)| k.trim() == "driver" && v.trim() == "xe");
+    if xe {
+        Kernel::Xe
+    } else {
+        Kernel::I915
+    }
 }
 
 /// What one buffer cost the kernel driver, from two readings of the counts `buffers`
@@ -100,5 +171,22 @@ mod tests {
         );
         assert!(!per.contains_key("imports"), "unmoved counts are left out");
         assert!(read_counts().is_none(), "no emulation in this test process");
+        assert_eq!(kernel_of("driver: xe\ndevices: 2\n"), Kernel::Xe);
+        assert_eq!(kernel_of("devices: 2\n"), Kernel::I915);
+        let xe = EmulatedDriver {
+            devices: 2,
+            local_bytes: 12 << 30,
+            kernel: Kernel::Xe,
+        };
+        assert_eq!(xe.devices_label(), "2 emulated xe Arc B580 devices");
+        let json = serde_json::to_string(&EmulatedDriver {
+            kernel: Kernel::I915,
+            ..xe
+        })
+        .unwrap();
+        assert!(
+            !json.contains("kernel"),
+            "an i915 report reads as before: {json}"
+        );
     }
 }

@@ -58,7 +58,9 @@ impl Diagnosis {
         self.kernel_counts
             .iter()
             .find(|k| {
-                k.role == Role::Shared && k.strategy == strategy && k.source == super::KERNEL_COUNTS
+                k.role == Role::Shared
+                    && k.strategy == strategy
+                    && super::is_kernel_counts(&k.source)
             })
             .map(|k| words::kernel_counts_list(&k.per_buffer))
     }
@@ -172,11 +174,14 @@ fn instead(this: &Diagnosis, other: &Diagnosis, a: &str, b: &str) -> Option<Stat
         .kernel_counts
         .iter()
         .find(|k| {
-            k.role == Role::Shared && k.strategy == strategy && k.source == super::KERNEL_COUNTS
+            k.role == Role::Shared && k.strategy == strategy && super::is_kernel_counts(&k.source)
         })?
         .per_buffer
         .iter()
-        .filter(|(k, _)| k.starts_with("objects-") && k.ends_with("-local0"))
+        // Device memory: i915's local0, xe's vram0.
+        .filter(|(k, _)| {
+            k.starts_with("objects-") && (k.ends_with("-local0") || k.ends_with("-vram0"))
+        })
         .map(|(_, v)| v)
         .sum();
     if more.is_empty() && local < 0.5 {

@@ -349,8 +349,14 @@ impl KernelCounts {
     }
 }
 
-/// The source of counts the emulated i915 driver kept.
-pub const KERNEL_COUNTS: &str = "the emulated i915 driver's counts (clmulti-kmd-emu)";
+/// The source of counts the emulated kernel driver (i915 or xe) kept.
+pub const KERNEL_COUNTS: &str = "the emulated kernel driver's counts (clmulti-kmd-emu)";
+
+/// Whether counts came from the emulated kernel driver (diagnoses written before xe
+/// named it "the emulated i915 driver's counts").
+pub fn is_kernel_counts(source: &str) -> bool {
+    source == KERNEL_COUNTS || source == "the emulated i915 driver's counts (clmulti-kmd-emu)"
+}
 /// The source of counts clmulti's tracer kept.
 pub const TRACED_COUNTS: &str = "the calls clmulti-trace counted in the process";
 

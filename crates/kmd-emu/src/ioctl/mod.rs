@@ -21,6 +21,37 @@ pub trait Host {
     fn new_dmabuf_fd(&self, cloexec: bool) -> Result<i32, Errno>;
     /// Monotonic nanoseconds.
     fn now_ns(&self) -> u64;
+    /// Reads 8 bytes of the process's memory at `address` as the kernel's
+    /// `copy_from_user` does: `EFAULT` where nothing is mapped, never a crash.
+    fn read_user(&self, address: u64) -> Result<u64, Errno> {
+        let mut value = 0u64;
+        let local = libc::iovec {
+            iov_base: (&mut value as *mut u64).cast(),
+            iov_len: 8,
+        };
+        let remote = libc::iovec {
+            iov_base: address as *mut c_void,
+            iov_len: 8,
+        };
+        // SAFETY: one local buffer of 8 bytes; the remote range is checked by the
+        // kernel, which fails with EFAULT instead of faulting.
+        let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        (n == 8).then_some(value).ok_or(libc::EFAULT)
+    }
+    /// Writes 8 bytes of the process's memory at `address` as `copy_to_user` does.
+    fn write_user(&self, address: u64, value: u64) -> Result<(), Errno> {
+        let local = libc::iovec {
+            iov_base: (&value as *const u64).cast_mut().cast(),
+            iov_len: 8,
+        };
+        let remote = libc::iovec {
+            iov_base: address as *mut c_void,
+            iov_len: 8,
+        };
+        // SAFETY: as in `read_user`; the kernel checks the remote range.
+        let n = unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) };
+        (n == 8).then_some(()).ok_or(libc::EFAULT)
+    }
 }
 
 /// Answers `request` on the emulated render-node descriptor `fd`.
@@ -174,7 +205,7 @@ fn timestamp(host: &dyn Host) -> u64 {
 ///
 /// # Safety
 /// `dst` is null or valid for `len` bytes of writes.
-unsafe fn copy_field(dst: *mut u8, len: usize, text: &str) -> usize {
+pub(crate) unsafe fn copy_field(dst: *mut u8, len: usize, text: &str) -> usize {
     if !dst.is_null() {
         let n = len.min(text.len());
         // SAFETY: the caller's contract; `n` <= both lengths.
@@ -196,7 +227,7 @@ unsafe fn version(v: &mut DrmVersion) -> Result<i32, Errno> {
     Ok(0)
 }
 
-fn get_cap(cap: &mut DrmGetCap) -> Result<i32, Errno> {
+pub(crate) fn get_cap(cap: &mut DrmGetCap) -> Result<i32, Errno> {
     cap.value = match cap.capability {
         // DRM_CAP_PRIME: import and export.
         0x5 => 3,

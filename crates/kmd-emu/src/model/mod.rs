@@ -18,6 +18,11 @@ mod objects;
 
 mod contexts;
 mod maps;
+mod xe;
+mod xe_memory;
+
+pub use xe::{BindOp, Syncobj, Target, XeCounts, XeCreate};
+pub use xe_memory::XeClientUsage;
 
 use crate::config::Config;
 use std::collections::{BTreeMap, HashMap};
@@ -68,10 +73,14 @@ struct Object {
     region: Region,
     size: u64,
     origin: Origin,
-    /// Handles in files, open dma-bufs, CPU mappings: the object's references.
+    /// Handles in files, open dma-bufs, CPU mappings, mappings bound in xe VMs: the
+    /// object's references.
     handles: u32,
     dmabufs: u32,
     mappings: u32,
+    binds: u32,
+    /// Created with xe's `DEFER_BACKING`.
+    deferred: bool,
     resident: bool,
     /// Last use for execution (eviction order).
     last_use: u64,
@@ -80,7 +89,7 @@ struct Object {
 
 impl Object {
     fn referenced(&self) -> bool {
-        self.handles + self.dmabufs + self.mappings > 0
+        self.handles + self.dmabufs + self.mappings + self.binds > 0
     }
 }
 
@@ -111,6 +120,8 @@ pub struct RegionCounts {
     pub resident_bytes: u64,
     /// Objects ever created here.
     pub created: u64,
+    /// Live objects created with xe's `DEFER_BACKING` (pages at first bind).
+    pub deferred: u64,
 }
 
 /// A live figure and its total since the process started.
@@ -159,6 +170,8 @@ pub struct Counts {
     pub evictions: u64,
     /// ioctls that returned an error.
     pub failed_ioctls: u64,
+    /// xe's VMs, binds, exec queues and syncobjs.
+    pub xe: XeCounts,
 }
 
 /// The emulated i915 driver of one process.
@@ -182,6 +195,7 @@ pub struct Driver {
     next_offset: u64,
     clock: u64,
     counts: Counts,
+    xe: xe::XeState,
 }
 
 /// The object an execution names, with the GPU address the caller pinned it at.
@@ -221,6 +235,7 @@ impl Driver {
             next_offset: 1 << 32,
             clock: 0,
             counts,
+            xe: xe::XeState::default(),
         }
     }
 
@@ -309,6 +324,7 @@ impl Driver {
                         .live
                         .saturating_sub(f.contexts.len() as u64);
                 }
+                self.xe_forget(file);
                 self.counts.files.down();
             }
         } else if let Some(object) = self.dmabuf_fds.remove(&fd) {
@@ -376,6 +392,9 @@ impl Driver {
         let region = self.counts.regions.entry((o.device, o.region)).or_default();
         region.objects -= 1;
         region.bytes -= o.size;
+        if o.deferred {
+            region.deferred -= 1;
+        }
         if o.resident {
             region.resident_bytes -= o.size;
         }
@@ -452,6 +471,9 @@ impl Driver {
     /// recently used idle objects when full. Objects used at `busy_since` or later
     /// (the submission in flight) and mapped ones stay.
     fn make_resident(&mut self, object: ObjectId, busy_since: u64) -> Result<(), Errno> {
+        if self.config.kernel == crate::config::Kernel::Xe {
+            return self.xe_make_resident(object, busy_since);
+        }
         let (device, region, size) = match self.objects.get(&object) {
             Some(o) if !o.resident => (o.device, o.region, o.size),
             _ => return Ok(()),

@@ -63,7 +63,7 @@ impl Driver {
         self.add_handle(fd, object)
     }
 
-    fn insert_object(
+    pub(super) fn insert_object(
         &mut self,
         device: usize,
         region: Region,
@@ -82,6 +82,8 @@ impl Driver {
                 handles: 0,
                 dmabufs: 0,
                 mappings: 0,
+                binds: 0,
+                deferred: false,
                 resident: false,
                 last_use: 0,
                 mmap_offset: None,
@@ -94,8 +96,45 @@ impl Driver {
         id
     }
 
+    /// Marks a new object as created with xe's `DEFER_BACKING`.
+    pub(super) fn set_deferred(&mut self, object: ObjectId) {
+        if let Some(o) = self.objects.get_mut(&object) {
+            o.deferred = true;
+            let counts = self.counts.regions.entry((o.device, o.region)).or_default();
+            counts.deferred += 1;
+        }
+    }
+
+    /// Moves an object without pages to another region of its device (TTM's next
+    /// placement when the first has no room).
+    pub(super) fn move_to(&mut self, object: ObjectId, region: Region) {
+        let Some(o) = self.objects.get_mut(&object) else {
+            return;
+        };
+        if o.resident || o.region == region {
+            return;
+        }
+        let old = self.counts.regions.entry((o.device, o.region)).or_default();
+        old.objects -= 1;
+        old.bytes -= o.size;
+        if o.deferred {
+            old.deferred -= 1;
+        }
+        o.region = region;
+        let new = self.counts.regions.entry((o.device, region)).or_default();
+        new.objects += 1;
+        new.bytes += o.size;
+        if o.deferred {
+            new.deferred += 1;
+        }
+    }
+
     pub(super) fn region_size(&self, device: usize, region: Region) -> u64 {
         match region {
+            // xe's system memory is TTM's GTT: half the RAM (xe_ttm_sys_mgr.c).
+            Region::System if self.config.kernel == crate::config::Kernel::Xe => {
+                self.config.system_bytes / 2
+            }
             Region::System => self.config.system_bytes,
             Region::Local => self.config.devices.get(device).map_or(0, |d| d.local_bytes),
         }

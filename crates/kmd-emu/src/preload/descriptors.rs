@@ -20,17 +20,37 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: u64, arg: *mut c_void) -> c_i
         return -1;
     };
     let mut driver = emu.lock();
-    let result = if driver.device_of(fd).is_some() {
+    let xe = driver.config.kernel == Kernel::Xe;
+    let result = if driver.device_of(fd).is_none() {
+        dmabuf_ioctl(request)
+    } else if xe {
+        // SAFETY: the caller passed the request's structure, as ioctl's contract says.
+        match unsafe { crate::xe::render_ioctl(&mut driver, &NeoHost, fd, request, arg) } {
+            Ok(crate::xe::Reply::Done(value)) => Ok(value),
+            // A fence not yet written: wait without the lock, as the kernel sleeps.
+            Ok(crate::xe::Reply::Wait(wait)) => {
+                drop(driver);
+                let waited = wait.wait(&NeoHost);
+                driver = emu.lock();
+                waited
+            }
+            Err(e) => Err(e),
+        }
+    } else {
         // SAFETY: the caller passed the request's structure, as ioctl's contract says.
         unsafe { render_ioctl(&mut driver, &NeoHost, fd, request, arg) }
-    } else {
-        dmabuf_ioctl(request)
     };
     if result.is_err() {
         driver.failed();
     }
     if driver.config.trace {
-        let name = clmulti_drm_uapi::request_name(request).unwrap_or("unknown request");
+        let name = if xe {
+            clmulti_drm_uapi::xe_request_name(request)
+        } else {
+            None
+        }
+        .or_else(|| clmulti_drm_uapi::request_name(request))
+        .unwrap_or("unknown request");
         match result {
             Ok(_) => eprintln!("clmulti-kmd-emu: ioctl({fd}, {name}) = 0"),
             Err(e) => eprintln!("clmulti-kmd-emu: ioctl({fd}, {name} {request:#x}) = -1 errno {e}"),
@@ -163,6 +183,44 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
         }
     }
     result
+}
+
+/// # Safety
+/// libc's `lseek`.
+#[no_mangle]
+pub unsafe extern "C" fn lseek(fd: c_int, offset: off_t, whence: c_int) -> off_t {
+    if tracked(fd) {
+        let size = emulation().and_then(|emu| emu.lock().object_of_dmabuf(fd));
+        if let Some((_, size)) = size {
+            return dmabuf_seek(size, offset, whence);
+        }
+    }
+    let Some(real) = next!("lseek" as unsafe extern "C" fn(c_int, off_t, c_int) -> off_t) else {
+        enosys!(-1)
+    };
+    // SAFETY: passing the caller's arguments on.
+    unsafe { real(fd, offset, whence) }
+}
+
+/// # Safety
+/// libc's `lseek64`.
+#[no_mangle]
+pub unsafe extern "C" fn lseek64(fd: c_int, offset: off_t, whence: c_int) -> off_t {
+    // SAFETY: the same function on 64-bit Linux.
+    unsafe { lseek(fd, offset, whence) }
+}
+
+/// A dma-buf's seek (`dma_buf_llseek`): only to its start or its end, which is how a
+/// runtime learns the size of a buffer it imports.
+fn dmabuf_seek(size: u64, offset: off_t, whence: c_int) -> off_t {
+    match (whence, offset) {
+        (libc::SEEK_END, 0) => size as off_t,
+        (libc::SEEK_SET, 0) => 0,
+        _ => {
+            set_errno(libc::EINVAL);
+            -1
+        }
+    }
 }
 
 /// # Safety

@@ -11,7 +11,7 @@
 //! optional argument as a plain third (fourth) parameter: on x86_64 and aarch64 Linux
 //! the caller passes it in the same register either way.
 
-use crate::config::{self, Config};
+use crate::config::{self, Config, Kernel};
 use crate::ioctl::{dmabuf_ioctl, render_ioctl, Host};
 use crate::model::{Driver, Errno};
 use crate::vfs::{self, Node, Tree, COUNTS_PATH};
@@ -87,6 +87,9 @@ fn start() -> Option<Emulation> {
     let report = std::env::var_os(config::env::REPORT)
         .filter(|v| !v.is_empty())
         .and_then(|v| CString::new(v.into_encoded_bytes()).ok());
+    if config.kernel == Kernel::Xe {
+        warn_direct_submission();
+    }
     // SAFETY: registering a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
     Some(Emulation {
@@ -95,6 +98,20 @@ fn start() -> Option<Emulation> {
         owned_root: owned.then_some(root),
         report,
     })
+}
+
+/// NEO 26 on Battlemage hands its work to a ring the GPU keeps running (direct
+/// submission); no GPU runs it here, so NEO must submit each batch itself.
+fn warn_direct_submission() {
+    let set = |k: &str, v: &str| std::env::var(k).is_ok_and(|x| x.trim() == v);
+    let keys = clmulti_scenario::kmd_emu::XE_NEO_KEYS;
+    if !keys.iter().all(|(k, v)| set(k, v)) {
+        let keys: Vec<String> = keys.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        eprintln!(
+            "clmulti-kmd-emu: xe: set {} (clmulti emulate --driver xe does): NEO's direct submission waits on a GPU ring that nothing runs here",
+            keys.join(" ")
+        );
+    }
 }
 
 extern "C" fn at_exit() {
@@ -319,10 +336,18 @@ fn fdinfo_file(fd: c_int, flags: c_int) -> c_int {
     };
     let text = {
         let driver = emu.lock();
-        if let Some(usage) = driver.client_usage(fd) {
+        let kernel = driver.config.kernel;
+        if let (Kernel::Xe, Some(usage)) = (kernel, driver.xe_client_usage(fd)) {
+            let bdf = driver
+                .config
+                .devices
+                .get(usage.device)
+                .map_or("", |d| &d.bdf);
+            crate::xe::sysfs::fdinfo(&header, &usage, bdf, NeoHost.now_ns())
+        } else if let Some(usage) = driver.client_usage(fd) {
             vfs::drm_fdinfo(&header, &usage, &driver.config)
         } else if let Some((_, size)) = driver.object_of_dmabuf(fd) {
-            vfs::dmabuf_fdinfo(&header, size)
+            vfs::dmabuf_fdinfo(&header, size, kernel.name())
         } else {
             header
         }

@@ -59,12 +59,42 @@ pub const KERNEL_PATH_LIMITS: &str =
     "NEO's real kernel-driver path; the kernel driver is emulated \
 (no GPU work runs; kernel accounting as modelled)";
 
+/// The xe kernel-driver path's label beyond the devices: what the xe emulation does not
+/// model, and the one key of NEO's it changes.
+pub const XE_KERNEL_PATH_LIMITS: &str =
+    "NEO's real kernel-driver path; the kernel driver is emulated (not modelled: GPU work, \
+the kernel's own memory and GTT mappings, page faults; NEO's direct submission off, \
+EnableDirectSubmission=0; kernel accounting as modelled)";
+
+/// The limits part of a kernel-path label, by kernel driver.
+fn kernel_path_limits(kernel: crate::kmd_emu::Kernel) -> &'static str {
+    match kernel {
+        crate::kmd_emu::Kernel::I915 => KERNEL_PATH_LIMITS,
+        crate::kmd_emu::Kernel::Xe => XE_KERNEL_PATH_LIMITS,
+    }
+}
+
 /// Where the facts of a NEO on the emulated kernel driver come from.
 pub const KERNEL_PATH_EVIDENCE: &str =
     "[measured: the process reads the emulated driver's counts file \
 (/run/clmulti-kmd-emu/counts), which only clmulti-kmd-emu answers; known: without NEO's AUB keys \
 NEO uses its DRM memory manager and i915 ioctls (intel/compute-runtime \
 shared/source/os_interface/linux/drm_neo.cpp, drm_memory_manager.cpp)]";
+
+/// Where the facts of a NEO on the emulated xe driver come from.
+pub const XE_KERNEL_PATH_EVIDENCE: &str =
+    "[measured: the process reads the emulated driver's counts file \
+(/run/clmulti-kmd-emu/counts), which only clmulti-kmd-emu answers, and it says xe; known: NEO \
+picks its xe ioctl helper when the render node's driver is xe (intel/compute-runtime \
+shared/source/os_interface/linux/drm_neo.cpp, xe/ioctl_helper_xe.cpp)]";
+
+/// The evidence of a kernel-path label, by kernel driver.
+fn kernel_path_evidence(kernel: crate::kmd_emu::Kernel) -> &'static str {
+    match kernel {
+        crate::kmd_emu::Kernel::I915 => KERNEL_PATH_EVIDENCE,
+        crate::kmd_emu::Kernel::Xe => XE_KERNEL_PATH_EVIDENCE,
+    }
+}
 
 /// NEO running on devices that are not there: in AUB mode, or on its kernel-driver path
 /// over clmulti's emulated i915 driver (`kernel_driver`).
@@ -90,9 +120,10 @@ impl NeoEmulation {
     pub fn label(&self) -> String {
         if let Some(driver) = &self.kernel_driver {
             return format!(
-                "Intel GPU runtime NEO {} on {}: {KERNEL_PATH_LIMITS}",
+                "Intel GPU runtime NEO {} on {}: {}",
                 self.version,
-                driver.devices_label()
+                driver.devices_label(),
+                kernel_path_limits(driver.kernel)
             );
         }
         label(
@@ -103,13 +134,17 @@ impl NeoEmulation {
         )
     }
 
+    /// Where its facts come from: AUB mode's evidence, or the kernel path's.
+    pub fn evidence(&self) -> &'static str {
+        match &self.kernel_driver {
+            Some(driver) => kernel_path_evidence(driver.kernel),
+            None => EVIDENCE,
+        }
+    }
+
     /// [`label`](Self::label) with where its facts come from.
     pub fn statement(&self) -> String {
-        let evidence = if self.kernel_driver.is_some() {
-            KERNEL_PATH_EVIDENCE
-        } else {
-            EVIDENCE
-        };
+        let evidence = self.evidence();
         format!("{} {evidence}", self.label())
     }
 }
@@ -148,8 +183,11 @@ pub fn combined_labels(all: &[NeoEmulation]) -> Vec<String> {
             };
             if kernel_path {
                 let s = if devices == "1" { "" } else { "s" };
+                let kernel = crate::kmd_emu::Kernel::of_product(product.as_deref());
                 format!(
-                    "Intel GPU runtime NEO {version} on {devices} emulated i915 Arc A770 device{s}: {KERNEL_PATH_LIMITS}"
+                    "Intel GPU runtime NEO {version} on {devices} emulated {} device{s}: {}",
+                    kernel.devices(),
+                    kernel_path_limits(kernel)
                 )
             } else {
                 label(&version, product.as_deref(), &devices, devices != "1")
@@ -169,8 +207,13 @@ pub fn combined_statement(all: &[NeoEmulation]) -> Option<String> {
     if all.iter().any(|e| e.kernel_driver.is_none()) {
         evidence.push(EVIDENCE);
     }
-    if all.iter().any(|e| e.kernel_driver.is_some()) {
-        evidence.push(KERNEL_PATH_EVIDENCE);
+    for kernel in [crate::kmd_emu::Kernel::I915, crate::kmd_emu::Kernel::Xe] {
+        if all
+            .iter()
+            .any(|e| e.kernel_driver.is_some_and(|d| d.kernel == kernel))
+        {
+            evidence.push(kernel_path_evidence(kernel));
+        }
     }
     Some(format!("{} {}", labels.join("; "), evidence.join(" ")))
 }
@@ -243,7 +286,7 @@ pub fn on_emulated_driver(
     Some(NeoEmulation {
         version: driver_version.trim().to_owned(),
         devices: driver.devices,
-        product: Some("DG2".into()),
+        product: Some(driver.kernel.product().into()),
         capture_file: None,
         kernel_driver: Some(driver),
     })

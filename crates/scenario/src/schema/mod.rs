@@ -151,6 +151,7 @@ fn env(description: &str) -> Value {
         plain(format!("Libraries loaded first, separated by ':' or spaces; a bare name is the dynamic linker's to find, a path is relative to the scenario's folder. \"{}\" is clmulti's emulated i915 kernel driver, built beside clmulti: Intel's GPU runtime NEO then runs its kernel-driver path on emulated Arc A770s.", crate::KMD_EMU.token)),
     );
     for (key, text) in [
+        (crate::kmd_emu::DRIVER, "clmulti's emulated kernel driver: i915 (Arc A770s, the default) or xe (Arc B580s; NEO 26 then needs NEOReadDebugKeys=1 EnableDirectSubmission=0)."),
         (crate::kmd_emu::DEVICES, "clmulti's emulated i915 driver: how many Arc A770s it presents, 1 to 8 (default 2)."),
         (crate::kmd_emu::LOCAL_MEMORY, "clmulti's emulated i915 driver: device memory per device, bytes (default 17179869184, an A770's 16 GiB)."),
         (crate::kmd_emu::TRACE, "clmulti's emulated i915 driver: 1 prints every ioctl on an emulated descriptor on stderr."),
