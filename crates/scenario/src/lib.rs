@@ -61,6 +61,7 @@ mod raw;
 #[cfg(feature = "schema")]
 mod schema;
 mod size;
+pub mod trace;
 pub mod trust;
 mod validate;
 

@@ -64,8 +64,7 @@ fn own_module() -> String {
 /// Every call counted so far: `key: value` lines (`mmap: 12`,
 /// `ioctl:DRM_IOCTL_PRIME_HANDLE_TO_FD: 1001`), sorted.
 pub fn counts_text() -> String {
-    let mut lines: Vec<(String, u64)> = record::COUNTS
-        .snapshot()
+    let mut lines: Vec<(String, u64)> = crate::count::snapshot()
         .into_iter()
         .map(|(k, v)| (names::key_name(k), v))
         .collect();

@@ -9,6 +9,13 @@ pub extern "C" fn clmulti_trace_mark() -> u64 {
     record::mark()
 }
 
+/// Marks the calling thread as the program's own (`on` nonzero) or not; returns 1
+/// when it was marked.
+#[no_mangle]
+pub extern "C" fn clmulti_trace_own(on: libc::c_int) -> libc::c_int {
+    libc::c_int::from(crate::count::set_own(on != 0))
+}
+
 /// The failures after `since` as JSON; returns the length needed.
 ///
 /// # Safety
@@ -86,6 +93,13 @@ fn highest_fd() -> Option<i32> {
 }
 
 extern "C" fn init() {
+    let asked = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    // A program that never asks gets its report in full; so does full mode.
+    let full = asked(crate::MODE_ENV)
+        .is_some_and(|v| clmulti_scenario::trace::is_full(&v.to_string_lossy()));
+    if full || asked(crate::REPORT_ENV).is_some() {
+        record::detail_from_now();
+    }
     // SAFETY: registering a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
 }

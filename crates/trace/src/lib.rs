@@ -27,25 +27,38 @@
 //! A process finds these with `dlsym(RTLD_DEFAULT, ...)`; they exist only when the
 //! tracer is loaded:
 //! - `uint64_t clmulti_trace_mark(void)`: the last failure's number, taken before a
-//!   call;
+//!   call (failures from the first mark on are recorded with arguments and stack);
+//! - `clmulti_trace_seq`: the same number as a variable (an atomic `uint64_t`), for a
+//!   loop that marks before every call;
+//! - `int clmulti_trace_own(int on)`: marks the calling thread as the program's own
+//!   (1) or not (0), returning what it was: while marked, its calls are neither
+//!   counted nor recorded (a program's readings of `/proc` are not the runtime's);
 //! - `size_t clmulti_trace_failures(uint64_t since, char *buf, size_t len)`: the
 //!   failures after the mark, as JSON (see [`api::failures_json`]);
 //! - `size_t clmulti_trace_counts(char *buf, size_t len)`: the counts, `key: value`
 //!   lines.
 //!
 //! Both text functions return the length needed and fill `buf` as far as it goes.
-//! `CLMULTI_TRACE_REPORT=FILE` writes both at exit, for programs that never ask:
+//! `CLMULTI_TRACE_REPORT=FILE` writes both at exit, for programs that never ask
+//! (failures are then recorded in detail from the start):
 //!
 //! ```sh
 //! cargo build -p clmulti-trace
 //! CLMULTI_TRACE_REPORT=trace.json LD_PRELOAD=$PWD/target/debug/libclmulti_trace.so ./program
 //! ```
 //!
-//! Cost: a call that succeeds pays one atomic add (and for DRM ioctls, once per
-//! descriptor, one `DRM_IOCTL_VERSION` to learn the driver); a failure pays a
-//! backtrace.
+//! ## What it costs, and full mode
+//! A call that succeeds pays a thread-local check and an add to its thread's own table
+//! (no lock, no atomic read-modify-write, nothing allocated or formatted; and for DRM
+//! ioctls, once per descriptor, one `DRM_IOCTL_VERSION` to learn the driver). A
+//! failure pays a lock; from the program's first mark on, a backtrace and its
+//! arguments in words too. Before the first mark (a runtime probing for files while
+//! it loads) only its call and errno are kept, unless `CLMULTI_TRACE=full`
+//! ([`clmulti_scenario::trace::MODE`]) asks for every failure in detail from the
+//! start: what a diagnosis asks for in the replicate of a failing case.
 
 pub mod api;
+pub mod count;
 #[cfg(not(test))]
 mod exports;
 #[cfg(not(test))]
@@ -54,4 +67,8 @@ pub mod names;
 pub mod record;
 
 /// The variable naming the file the tracer writes its failures and counts to at exit.
-pub const REPORT_ENV: &str = "CLMULTI_TRACE_REPORT";
+pub const REPORT_ENV: &str = clmulti_scenario::trace::REPORT;
+/// The variable choosing full recording ([`FULL`]).
+pub const MODE_ENV: &str = clmulti_scenario::trace::MODE;
+/// [`MODE_ENV`]'s value for full recording.
+pub const FULL: &str = clmulti_scenario::trace::FULL;

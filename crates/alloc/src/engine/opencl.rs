@@ -80,8 +80,8 @@ pub(crate) struct OpenClBackend {
     use_host_ptr: bool,
     /// The property value `pin` passes (the registered one, or NEO 22's private one).
     pin_property: u64,
-    /// clmulti's tracer, when loaded: marked before each buffer's calls, asked after
-    /// one fails.
+    /// clmulti's tracer, when loaded: its failure count read before each buffer's
+    /// calls, asked after one fails.
     tracer: Option<clmulti_probe::trace::Tracer>,
     /// What the tracer saw fail inside the call that failed.
     failing_calls: Vec<clmulti_probe::trace::TracedCall>,
@@ -468,7 +468,8 @@ impl Backend for OpenClBackend {
         let Some(tracer) = self.tracer else {
             return self.allocate_one(index, device);
         };
-        let mark = tracer.mark();
+        // A load, not a call: the engine marked once before its contexts.
+        let mark = tracer.seq();
         let result = self.allocate_one(index, device);
         if result.is_err() {
             self.failing_calls = tracer.failures_since(mark);

@@ -3,7 +3,10 @@
 //! runtime or reused memory would favour whichever runs second), the order
 //! alternates, every arm runs long enough not to be noise (the count is raised until
 //! the plain loop takes `--min-seconds`), and the verdict comes from the median ratio
-//! and its 95% interval: "not resolved" when the interval straddles the target.
+//! and its 95% interval: "not resolved" when the interval straddles the target, with
+//! the rounds that would resolve it at the spread seen (the rounds are fixed before
+//! the first: stopping at the first interval that clears the target would make it
+//! cover less than it says).
 //! SIGINT or SIGTERM stops it after the arm in flight and reports the rounds that
 //! finished (a second one ends it at once).
 
@@ -48,7 +51,9 @@ pub struct Args {
     #[arg(long, default_value = "1MiB")]
     size: String,
     /// Rounds (each runs both arms, in fresh processes); at least 6 for a 95% interval.
-    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_ROUNDS)))]
+    /// A busy machine's arms vary by a fifth from round to round: 21 rounds put the
+    /// interval within a few percent of the median.
+    #[arg(long, default_value_t = 21, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_ROUNDS)))]
     rounds: u32,
     /// Seconds the plain loop of one arm should take at least (the count is raised
     /// to reach it, within a quarter of the available memory).
@@ -166,6 +171,10 @@ struct BenchReport {
     /// The signal that stopped the bench before every round ran (`SIGTERM`).
     #[serde(skip_serializing_if = "Option::is_none")]
     stopped_by: Option<String>,
+    /// When not resolved: about how many rounds would put the interval wholly on one
+    /// side of the target, were the median and the spread to stay as they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rounds_needed: Option<u32>,
 }
 
 /// What one arm's buffers may take of the host: a quarter of what is left, the
@@ -344,6 +353,26 @@ fn median(sorted: &[f64]) -> f64 {
     }
 }
 
+/// About how many rounds would resolve an unresolved verdict: the interval's half-width
+/// shrinks as one over the root of the rounds, and must come within the median's
+/// distance from the target. `None` when the median sits on the target (no number of
+/// rounds resolves it, as far as these tell) or past [`MAX_ROUNDS`].
+fn rounds_needed(sorted: &[f64], target: f64) -> Option<u32> {
+    let n = sorted.len();
+    let median = median(sorted);
+    let distance = (median - target).abs();
+    let half_width = match median_interval(sorted, CONFIDENCE) {
+        Some((low, high, _)) => (high - low) / 2.0,
+        // Fewer than 6 rounds: the extremes stand in for the interval.
+        None => (sorted[n - 1] - sorted[0]) / 2.0,
+    };
+    if distance <= 0.0 {
+        return None;
+    }
+    let needed = (n.max(6) as f64 * (half_width / distance).powi(2)).ceil();
+    (needed <= f64::from(MAX_ROUNDS)).then(|| (needed as u32).max(n as u32 + 1))
+}
+
 fn verdict(interval: Option<(f64, f64, f64)>, target: f64) -> Verdict {
     match interval {
         Some((low, _, _)) if low >= target => Verdict::Met,
@@ -444,6 +473,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     ratios.sort_by(f64::total_cmp);
     let interval = median_interval(&ratios, CONFIDENCE);
     let target = args.require.unwrap_or(TARGET);
+    let verdict = verdict(interval, target);
     let report = BenchReport {
         schema_version: 3,
         device,
@@ -457,10 +487,13 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         ratio_interval: interval.map(|(low, high, _)| (low, high)),
         interval_coverage: interval.map(|(_, _, coverage)| coverage),
         target,
-        verdict: verdict(interval, target),
+        verdict,
         rounds,
         rounds_asked: args.rounds,
         stopped_by: stopped_by.map(clmulti_explain::signal_name),
+        rounds_needed: (verdict == Verdict::NotResolved)
+            .then(|| rounds_needed(&ratios, target))
+            .flatten(),
     };
     match args.format {
         Format::Json => format::print_json(&report)?,
@@ -537,6 +570,18 @@ fn bench_text(report: &BenchReport, min_seconds: f64) -> String {
         report.target,
         report.verdict.text()
     );
+    if report.verdict == Verdict::NotResolved {
+        let _ = match report.rounds_needed {
+            Some(n) => writeln!(
+                out,
+                "  to resolve it: about {n} rounds (--rounds {n}) at this spread, were the median to stay where it is"
+            ),
+            None => writeln!(
+                out,
+                "  to resolve it: the median sits too near the target for any number of rounds up to {MAX_ROUNDS} to tell, at this spread"
+            ),
+        };
+    }
     out
 }
 
@@ -556,6 +601,21 @@ mod tests {
         assert_eq!((low, high), (1.0, 6.0));
         assert!(median_interval(&sorted[..5], 0.95).is_none());
         assert_eq!(median(&sorted[..6]), 3.5);
+    }
+
+    #[test]
+    fn rounds_needed_grow_as_the_square_of_spread_over_distance() {
+        // 11 rounds, median 1.00, interval 0.90 to 1.10: half-width 0.10 against a
+        // distance of 0.05 from 0.95 asks four times the rounds.
+        let mut sorted: Vec<f64> = (0..11).map(|i| 0.9 + 0.02 * f64::from(i)).collect();
+        sorted.sort_by(f64::total_cmp);
+        let (low, high, _) = median_interval(&sorted, CONFIDENCE).unwrap();
+        let half = (high - low) / 2.0;
+        let expected = (11.0 * (half / 0.05_f64).powi(2)).ceil() as u32;
+        assert_eq!(rounds_needed(&sorted, 0.95), Some(expected));
+        assert!(expected > 11);
+        // A median on the target: no number of rounds tells.
+        assert_eq!(rounds_needed(&sorted, 1.0), None);
     }
 
     #[test]

@@ -201,6 +201,19 @@ impl UsageReader {
     /// gives: counting walks every mapping (about 1 us each, 150-200 of them once a
     /// runtime is loaded), several times what the rest of a reading costs.
     pub fn read_without_maps(&self) -> Usage {
+        let mut usage = self.read_light();
+        self.add_heap(&mut usage);
+        self.add_counts(&mut usage);
+        usage
+    }
+
+    /// Reads every figure but the mapping count, the C library's heap
+    /// ([`add_heap`](Self::add_heap)) and the emulation's and the tracer's counts
+    /// ([`add_counts`](Self::add_counts)). Without DRM or dma-buf descriptors it
+    /// allocates nothing: right after a runtime freed its buffers, the first
+    /// allocation (or a walk of the heap) pays for sorting every freed chunk.
+    pub fn read_light(&self) -> Usage {
+        let _own = self.own();
         let Statm {
             virtual_bytes,
             rss_bytes,
@@ -208,7 +221,6 @@ impl UsageReader {
         } = self.statm();
         let fds = self.scan_fds();
         let status = self.status();
-        let heap = self.own_proc.then(heap);
         Usage {
             process: ProcessUsage {
                 rss_bytes,
@@ -221,18 +233,43 @@ impl UsageReader {
                 threads: status.threads,
                 locked_bytes: status.locked_bytes,
                 data_bytes: status.data_bytes,
-                heap_in_use_bytes: heap.map(|h| h.0),
-                heap_free_bytes: heap.map(|h| h.1),
+                heap_in_use_bytes: None,
+                heap_free_bytes: None,
             },
             system: self.system_memory(),
             drm: drm::summarize(&fds.drm_clients),
             dmabuf_exporters: fds.dmabuf_exporters.into_iter().collect(),
-            kernel_counts: self
-                .kernel_counts
-                .then(|| self.with_spare_slot(crate::kmd_emu::read_counts))
-                .flatten(),
-            traced_counts: self.tracer.map(|t| t.counts()),
+            kernel_counts: None,
+            traced_counts: None,
         }
+    }
+
+    /// The C library's heap figures ([`heap`]) into `usage`, in this process only.
+    /// `mallinfo2` walks every free chunk: cheap while a heap grows, dear (5 ms for
+    /// 100 000 freed buffers of a lazy runtime) until freed chunks are consolidated.
+    pub fn add_heap(&self, usage: &mut Usage) {
+        if self.own_proc {
+            let (in_use, free) = heap();
+            usage.process.heap_in_use_bytes = Some(in_use);
+            usage.process.heap_free_bytes = Some(free);
+        }
+    }
+
+    /// The emulated kernel driver's counts and the tracer's, where they exist, into
+    /// `usage` (each a text read and parsed: tens of microseconds).
+    pub fn add_counts(&self, usage: &mut Usage) {
+        let _own = self.own();
+        usage.kernel_counts = self
+            .kernel_counts
+            .then(|| self.with_spare_slot(crate::kmd_emu::read_counts))
+            .flatten();
+        usage.traced_counts = self.tracer.map(|t| t.counts());
+    }
+
+    /// While it lives, this thread's calls are clmulti's own to the tracer (when
+    /// loaded): not counted as the runtime's, never its failing calls.
+    fn own(&self) -> Option<crate::trace::OwnCalls> {
+        self.tracer.map(|t| t.own())
     }
 
     /// Runs `open_and_read` with the spare descriptor given up for it (a process at its
@@ -325,6 +362,7 @@ impl UsageReader {
 
     /// The process's mappings, counted now (what `vm.max_map_count` bounds).
     pub fn memory_maps(&self) -> u64 {
+        let _own = self.own();
         let by_query = self
             .maps_by_query
             .get_or_init(|| self.maps.as_ref().and_then(query_offset));
@@ -358,6 +396,7 @@ impl UsageReader {
     /// against `RLIMIT_NOFILE` like the runtime's; descriptors the process inherited
     /// are left out (a program started the same way inherits them too).
     pub fn clmulti_fd_count(&self) -> u64 {
+        let _own = self.own();
         let own = self.own_fds().iter().filter(|&&fd| fd >= 0).count() as u64;
         let memfds = std::fs::read_dir("/proc/self/fd").map_or(0, |dir| {
             dir.flatten()

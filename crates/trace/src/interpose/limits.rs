@@ -18,7 +18,7 @@ pub unsafe extern "C" fn pthread_create(
     };
     // SAFETY: passing the caller's arguments on.
     let r = unsafe { real(thread, attr, start, arg) };
-    COUNTS.add(Kind::PthreadCreate.key());
+    count(Kind::PthreadCreate.key());
     if r != 0 {
         failed("pthread_create", String::new, r);
     }

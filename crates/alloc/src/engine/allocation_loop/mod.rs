@@ -36,10 +36,13 @@ pub(crate) trait Meter {
     fn guard_reading(&self) -> GuardReading;
     /// What the guards watch, as a sample's reading has it.
     fn guard_reading_in(&self, usage: &Usage) -> GuardReading;
-    /// Every reading but the mapping count (samples).
+    /// Every reading but the mapping count and the counts (samples).
     fn usage(&self) -> Usage;
     /// The mapping count, walked now.
     fn memory_maps(&self) -> u64;
+    /// The emulated driver's and the tracer's counts, read now into `usage`: only
+    /// their first and last readings are compared, so they go with the walks.
+    fn counts(&self, _usage: &mut Usage) {}
     /// Device memory in use per device, where a source exists.
     fn device_used(&mut self) -> Vec<Option<u64>>;
     /// A sample was taken (progress reporting).
@@ -274,6 +277,7 @@ pub(crate) fn allocation_loop(
         if walks {
             let walking = meter.now();
             usage.process.memory_maps = Some(meter.memory_maps());
+            meter.counts(&mut usage);
             maps.spent += meter.now() - walking;
         }
         let guards = meter.guard_reading_in(&usage);
@@ -434,7 +438,7 @@ fn pause(pause: std::time::Duration) {
     }
 }
 
-/// Whether a sample walks the mappings.
+/// Whether a sample walks the mappings (and reads the counts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Walk {
     /// The first and last samples, and the ones either side of a release round.
@@ -446,7 +450,8 @@ enum Walk {
 /// Walking the mappings costs about 1 us per mapping (150-200 with a runtime
 /// loaded), several times the rest of a reading, and a lazy runtime creates a
 /// buffer in well under 1 us: walking at every sample of 100000 buffers took 18 ms
-/// of PoCL's 66 ms loop (measured). Samples between the first and last walk them
+/// of PoCL's 66 ms loop (measured). The counts (the tracer's, the emulated driver's:
+/// a text each, formatted and parsed) go with the walks and their budget. Samples between the first and last walk them
 /// while the walks so far have cost under [`MAPS_FREE`], or under [`MAPS_SHARE`] of
 /// the loop's time, and at the 1st, 2nd, 4th, 8th... sample whatever they cost (so
 /// a long run's middle has counts); the others leave the count out (`None`), never
@@ -503,11 +508,17 @@ impl Meter for HostMeter<'_, '_> {
     }
 
     fn usage(&self) -> Usage {
-        self.usage.read_without_maps()
+        let mut usage = self.usage.read_light();
+        self.usage.add_heap(&mut usage);
+        usage
     }
 
     fn memory_maps(&self) -> u64 {
         self.usage.memory_maps()
+    }
+
+    fn counts(&self, usage: &mut Usage) {
+        self.usage.add_counts(usage);
     }
 
     fn device_used(&mut self) -> Vec<Option<u64>> {
