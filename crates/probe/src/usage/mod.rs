@@ -1,16 +1,16 @@
 //! This process's use of the resources allocation consumes, read from `/proc`.
 
 mod maps;
+mod text;
 
 use maps::{count_vmas, maps_lines, query_offset};
 
 use crate::drm::{self, DrmClient, DrmUsage, FdInfo};
-use crate::host::parse_meminfo_kib;
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// The process's own readings.
@@ -148,6 +148,8 @@ pub struct UsageReader {
     kernel_counts: bool,
     /// clmulti's tracer, when loaded: its counts are read with every figure.
     tracer: Option<crate::trace::Tracer>,
+    /// Where `status` and `meminfo` are read to, made once.
+    scratch: std::cell::RefCell<Box<[u8]>>,
 }
 
 fn open_dir(path: &Path) -> Option<File> {
@@ -187,6 +189,7 @@ impl UsageReader {
             kernel_counts: proc_root == Path::new("/proc")
                 && crate::kmd_emu::read_counts().is_some(),
             tracer: crate::trace::Tracer::find().filter(|_| proc_root == Path::new("/proc")),
+            scratch: std::cell::RefCell::new(vec![0; text::SCRATCH].into_boxed_slice()),
         }
     }
 
@@ -300,30 +303,10 @@ impl UsageReader {
         self.system_memory()
     }
 
-    /// Reads `file` from its start in chunks of `N` bytes (each file's own size: a
-    /// 16 KiB buffer zeroed for 40 bytes of statm cost more than the read).
-    fn read_all<const N: usize>(file: Option<&File>, mut each: impl FnMut(&[u8])) {
-        let Some(file) = file else { return };
-        let mut buf = [0u8; N];
-        let mut offset = 0u64;
-        while let Ok(n) = file.read_at(&mut buf, offset) {
-            if n == 0 {
-                break;
-            }
-            each(&buf[..n]);
-            offset += n as u64;
-        }
-    }
-
     fn read_statm(&self) -> Statm {
         let page = crate::host::page_size();
         let mut text = [0u8; 256];
-        let mut len = 0;
-        Self::read_all::<256>(self.statm.as_ref(), |chunk| {
-            let take = chunk.len().min(text.len() - len);
-            text[len..len + take].copy_from_slice(&chunk[..take]);
-            len += take;
-        });
+        let len = text::read_into(self.statm.as_ref(), &mut text);
         let mut fields = text[..len]
             .split(|b| b.is_ascii_whitespace())
             .filter(|f| !f.is_empty())
@@ -342,21 +325,15 @@ impl UsageReader {
         }
     }
 
-    /// `Threads`, `VmLck` and `VmData` of `status`, read into a stack buffer.
+    /// `Threads`, `VmLck` and `VmData` of `status`.
     fn status(&self) -> StatusFigures {
-        let mut text = [0u8; 8192];
-        let mut len = 0;
-        Self::read_all::<4096>(self.status.as_ref(), |chunk| {
-            let take = chunk.len().min(text.len() - len);
-            text[len..len + take].copy_from_slice(&chunk[..take]);
-            len += take;
-        });
-        let text = std::str::from_utf8(&text[..len]).unwrap_or("");
-        let kib = |key| parse_meminfo_kib(text, key).map_or(0, |k| k * 1024);
+        let mut buf = self.scratch.borrow_mut();
+        let len = text::read_into(self.status.as_ref(), &mut buf);
+        let [threads, locked, data] = text::fields(&buf[..len], ["Threads", "VmLck", "VmData"]);
         StatusFigures {
-            threads: parse_meminfo_kib(text, "Threads").unwrap_or(0),
-            locked_bytes: kib("VmLck"),
-            data_bytes: kib("VmData"),
+            threads: threads.unwrap_or(0),
+            locked_bytes: locked.unwrap_or(0) * 1024,
+            data_bytes: data.unwrap_or(0) * 1024,
         }
     }
 
@@ -375,19 +352,14 @@ impl UsageReader {
     }
 
     fn system_memory(&self) -> Option<SystemMemory> {
-        let mut text = [0u8; 8192];
-        let mut len = 0;
-        Self::read_all::<8192>(self.meminfo.as_ref(), |chunk| {
-            let take = chunk.len().min(text.len() - len);
-            text[len..len + take].copy_from_slice(&chunk[..take]);
-            len += take;
-        });
-        let text = std::str::from_utf8(&text[..len]).ok()?;
-        let kib = |key| parse_meminfo_kib(text, key).map(|k| k * 1024);
+        let mut buf = self.scratch.borrow_mut();
+        let len = text::read_into(self.meminfo.as_ref(), &mut buf);
+        let [available, free, shmem] =
+            text::fields(&buf[..len], ["MemAvailable", "MemFree", "Shmem"]);
         Some(SystemMemory {
-            available_bytes: kib("MemAvailable")?,
-            free_bytes: kib("MemFree")?,
-            shmem_bytes: kib("Shmem").unwrap_or(0),
+            available_bytes: available? * 1024,
+            free_bytes: free? * 1024,
+            shmem_bytes: shmem.unwrap_or(0) * 1024,
         })
     }
 
