@@ -86,6 +86,7 @@ type Counts = unsafe extern "C" fn(*mut c_char, usize) -> usize;
 pub struct Tracer {
     mark: Mark,
     seq: &'static std::sync::atomic::AtomicU64,
+    fd_gen: &'static std::sync::atomic::AtomicU64,
     own: Own,
     failures: Text,
     counts: Counts,
@@ -100,9 +101,10 @@ fn symbol(name: &std::ffi::CStr) -> Option<usize> {
 impl Tracer {
     /// The tracer, when this process runs under it.
     pub fn find() -> Option<Self> {
-        let (mark, seq, own, failures, counts) = (
+        let (mark, seq, fd_gen, own, failures, counts) = (
             symbol(c"clmulti_trace_mark")?,
             symbol(c"clmulti_trace_seq")?,
+            symbol(c"clmulti_trace_fd_gen")?,
             symbol(c"clmulti_trace_own")?,
             symbol(c"clmulti_trace_failures")?,
             symbol(c"clmulti_trace_counts")?,
@@ -113,6 +115,7 @@ impl Tracer {
             Some(Tracer {
                 mark: std::mem::transmute::<usize, Mark>(mark),
                 seq: &*(seq as *const std::sync::atomic::AtomicU64),
+                fd_gen: &*(fd_gen as *const std::sync::atomic::AtomicU64),
                 own: std::mem::transmute::<usize, Own>(own),
                 failures: std::mem::transmute::<usize, Text>(failures),
                 counts: std::mem::transmute::<usize, Counts>(counts),
@@ -133,6 +136,14 @@ impl Tracer {
     #[inline]
     pub fn seq(&self) -> u64 {
         self.seq.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many calls so far may have freed a descriptor number (a close, `dup2`
+    /// onto an open one...): while it stands still, each open number names the file
+    /// it named before.
+    #[inline]
+    pub fn fd_generation(&self) -> u64 {
+        self.fd_gen.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Marks this thread as clmulti's own until the guard is dropped: its calls are

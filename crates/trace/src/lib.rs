@@ -16,7 +16,11 @@
 //! `socket`, `dup`, `dup2`, `dup3`, `fcntl(F_DUPFD)`, `eventfd`, `epoll_create1`,
 //! `timerfd_create`, `pthread_create`, `mlock`, `mlock2`, `mlockall`; and the
 //! allocators (`malloc`, `calloc`, `realloc`, `memalign`, `aligned_alloc`,
-//! `posix_memalign`), whose failures are recorded but which are not counted.
+//! `posix_memalign`), whose failures are recorded but which are not counted. The calls
+//! that free a descriptor number (`close`, `fclose`, `closedir`, `pclose`, `freopen`,
+//! `fcloseall`, `close_range`, `closefrom`, `dup2`, `dup3`) move one generation,
+//! `clmulti_trace_fd_gen`: while it stands still, every open number names the file
+//! it named before (a reader of `/proc/self/fd` need not ask each again).
 //!
 //! What it cannot see: raw `syscall()`; libc's calls inside itself (the `mmap` behind
 //! a large `malloc` shows as the `malloc` that failed); calls of other processes (a

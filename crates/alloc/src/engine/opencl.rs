@@ -381,12 +381,12 @@ impl OpenClBackend {
 
     fn release(&mut self, mem: cl_mem) {
         // SAFETY: `mem` was created by this backend and is released once.
-        match unsafe { opencl3::memory::release_mem_object(mem) } {
+        match unsafe { clmulti_probe::raw::release_mem_object(mem) } {
             Ok(()) => self.leak.buffers_released += 1,
-            Err(e) => self
+            Err(code) => self
                 .leak
                 .release_errors
-                .push(format!("clReleaseMemObject: {}", ClCode(e))),
+                .push(format!("clReleaseMemObject: {code}")),
         }
     }
 
@@ -435,14 +435,13 @@ impl OpenClBackend {
             // instructions (PoCL), so every instruction here shows in the rate.
             // SAFETY: a live context of this backend, no host pointer.
             let mem = unsafe {
-                opencl3::memory::create_buffer(
+                clmulti_probe::raw::create_buffer(
                     self.context_of[slot],
                     self.flags,
                     self.size as usize,
-                    ptr::null_mut(),
                 )
             }
-            .map_err(|e| (ClCode(e), Call::CreateBuffer))?;
+            .map_err(|code| (code, Call::CreateBuffer))?;
             self.leak.buffers_created += 1;
             self.live.push(mem);
             return Ok(());

@@ -1,13 +1,13 @@
 //! This process's use of the resources allocation consumes, read from `/proc`.
 
+mod fds;
 mod maps;
 mod text;
 
 use maps::{count_vmas, maps_lines, query_offset};
 
-use crate::drm::{self, DrmClient, DrmUsage, FdInfo};
+use crate::drm::{self, DrmUsage};
 use serde::{Deserialize, Serialize};
-use std::ffi::CString;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
@@ -148,8 +148,10 @@ pub struct UsageReader {
     kernel_counts: bool,
     /// clmulti's tracer, when loaded: its counts are read with every figure.
     tracer: Option<crate::trace::Tracer>,
-    /// Where `status` and `meminfo` are read to, made once.
+    /// Where `status`, `meminfo` and the descriptor listing are read to, made once.
     scratch: std::cell::RefCell<Box<[u8]>>,
+    /// What each descriptor was at the last look.
+    fd_kinds: std::cell::RefCell<fds::FdKinds>,
 }
 
 fn open_dir(path: &Path) -> Option<File> {
@@ -190,6 +192,7 @@ impl UsageReader {
                 && crate::kmd_emu::read_counts().is_some(),
             tracer: crate::trace::Tracer::find().filter(|_| proc_root == Path::new("/proc")),
             scratch: std::cell::RefCell::new(vec![0; text::SCRATCH].into_boxed_slice()),
+            fd_kinds: std::cell::RefCell::default(),
         }
     }
 
@@ -394,141 +397,6 @@ impl UsageReader {
         ]
     }
 
-    /// Lists the fd directory; reads the fdinfo of DRM and dma-buf fds only (found
-    /// by their link targets, which `readlinkat` gives without opening anything).
-    fn scan_fds(&self) -> FdScan {
-        let mut scan = FdScan::default();
-        let Some(dir) = &self.fd_dir else {
-            return scan;
-        };
-        let own = self.own_fds();
-        let limit = crate::host::rlimit(clmulti_scenario::Rlimit::NoFile)
-            .soft
-            .unwrap_or(u64::MAX);
-        let mut interesting: Vec<i32> = Vec::new();
-        let dir_fd = dir.as_raw_fd();
-        // SAFETY: rewinding a directory descriptor this reader owns.
-        if unsafe { libc::lseek(dir_fd, 0, libc::SEEK_SET) } < 0 {
-            return scan;
-        }
-        let mut buf = [0u8; 8192];
-        loop {
-            // SAFETY: getdents64 writes at most `buf.len()` bytes into `buf`.
-            let n =
-                unsafe { libc::syscall(libc::SYS_getdents64, dir_fd, buf.as_mut_ptr(), buf.len()) };
-            if n <= 0 {
-                break;
-            }
-            let mut offset = 0usize;
-            while offset < n as usize {
-                // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
-                let reclen = u16::from_ne_bytes([buf[offset + 16], buf[offset + 17]]) as usize;
-                let name = &buf[offset + 19..offset + reclen.max(20)];
-                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-                offset += reclen.max(1);
-                if name.first() == Some(&b'.') {
-                    continue;
-                }
-                let fd = name
-                    .iter()
-                    .try_fold(0i32, |acc, &d| {
-                        d.is_ascii_digit()
-                            .then(|| acc.saturating_mul(10).saturating_add(i32::from(d - b'0')))
-                    })
-                    .unwrap_or(-1);
-                // The reader's own descriptors count against RLIMIT_NOFILE like
-                // any other: counted, never inspected.
-                scan.open += 1;
-                if self.own_proc && fd >= 0 && fd as u64 >= limit {
-                    scan.above_limit += 1;
-                }
-                if self.own_proc && own.contains(&fd) {
-                    continue;
-                }
-                if fd >= 0 && is_gpu_fd(dir_fd, name) {
-                    interesting.push(fd);
-                }
-            }
-        }
-        if !interesting.is_empty() {
-            self.read_fdinfos(&interesting, &mut scan);
-        }
-        scan
-    }
-
-    fn read_fdinfos(&self, fds: &[i32], scan: &mut FdScan) {
-        let Some(dir) = &self.fdinfo_dir else { return };
-        self.with_spare_slot(|| self.read_fdinfos_into(dir, fds, scan));
-    }
-
-    fn read_fdinfos_into(&self, dir: &File, fds: &[i32], scan: &mut FdScan) {
-        for &fd in fds {
-            let Ok(name) = CString::new(fd.to_string()) else {
-                continue;
-            };
-            // SAFETY: `dir` is an open directory; `name` is NUL-terminated.
-            let info = unsafe {
-                libc::openat(
-                    dir.as_raw_fd(),
-                    name.as_ptr(),
-                    libc::O_RDONLY | libc::O_CLOEXEC,
-                )
-            };
-            if info < 0 {
-                continue;
-            }
-            let mut text = Vec::with_capacity(2048);
-            let mut buf = [0u8; 4096];
-            loop {
-                // SAFETY: `buf` is writable for its length; `info` is open.
-                let n = unsafe { libc::read(info, buf.as_mut_ptr().cast(), buf.len()) };
-                if n <= 0 {
-                    break;
-                }
-                text.extend_from_slice(&buf[..n as usize]);
-            }
-            // SAFETY: opened above, closed once.
-            unsafe { libc::close(info) };
-            match drm::parse_fdinfo(&String::from_utf8_lossy(&text)) {
-                FdInfo::Drm(client) => scan.drm_clients.push(client),
-                FdInfo::DmaBuf { size, exporter } => {
-                    scan.dmabuf_fds += 1;
-                    scan.dmabuf_bytes += size;
-                    if !scan.dmabuf_exporters.contains(&exporter) {
-                        scan.dmabuf_exporters.insert(exporter);
-                    }
-                }
-                FdInfo::Other => {}
-            }
-        }
-    }
-}
-
-/// Whether an fd links to a DRM or DRM accel device, or a dma-buf.
-fn is_gpu_fd(dir_fd: i32, name: &[u8]) -> bool {
-    let mut path = [0u8; 32];
-    if name.len() >= path.len() {
-        return false;
-    }
-    path[..name.len()].copy_from_slice(name);
-    let mut target = [0u8; 64];
-    // SAFETY: `path` is NUL-terminated; readlinkat writes at most `target.len()` bytes.
-    let n = unsafe {
-        libc::readlinkat(
-            dir_fd,
-            path.as_ptr().cast(),
-            target.as_mut_ptr().cast(),
-            target.len(),
-        )
-    };
-    if n <= 0 {
-        return false;
-    }
-    let target = &target[..n as usize];
-    // DRM accel drivers (NPUs, Intel's ivpu, habanalabs) print the same fdinfo keys.
-    target.starts_with(b"/dev/dri/")
-        || target.starts_with(b"/dev/accel/")
-        || target.windows(6).any(|w| w == b"dmabuf")
 }
 
 #[derive(Default)]
@@ -536,16 +404,6 @@ struct StatusFigures {
     threads: u64,
     locked_bytes: u64,
     data_bytes: u64,
-}
-
-#[derive(Default)]
-struct FdScan {
-    open: u64,
-    above_limit: u64,
-    dmabuf_fds: u64,
-    dmabuf_bytes: u64,
-    dmabuf_exporters: std::collections::BTreeSet<String>,
-    drm_clients: Vec<DrmClient>,
 }
 
 impl Drop for UsageReader {

@@ -208,7 +208,9 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         return enosys(-1);
     };
     // SAFETY: passing the caller's argument on.
-    unsafe { real(fd) }
+    let r = unsafe { real(fd) };
+    closing::closed();
+    r
 }
 
 type Mmap = unsafe extern "C" fn(*mut c_void, size_t, c_int, c_int, c_int, off_t) -> *mut c_void;
@@ -289,6 +291,7 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
     };
     // SAFETY: passing the caller's arguments on.
     let fd = unsafe { real(old, new) };
+    closing::closed();
     fd_call(fd, Kind::Dup, "dup2", || format!("{old}, {new}"))
 }
 
@@ -301,6 +304,7 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
     };
     // SAFETY: passing the caller's arguments on.
     let fd = unsafe { real(old, new, flags) };
+    closing::closed();
     fd_call(fd, Kind::Dup, "dup3", || {
         format!("{old}, {new}, {}", names::open_flags(flags))
     })
@@ -391,6 +395,7 @@ type PthreadCreate = unsafe extern "C" fn(
 ) -> c_int;
 
 // After the macros above, which these use.
+mod closing;
 mod drm;
 mod limits;
 mod memory;
