@@ -141,8 +141,7 @@ pub unsafe fn create_buffer(
 ) -> Result<cl_sys::cl_mem, ClCode> {
     let mut status = cl_sys::CL_SUCCESS;
     // SAFETY: forwarded contract; no host pointer, a writable status.
-    let mem =
-        unsafe { cl_sys::clCreateBuffer(context, flags, size, ptr::null_mut(), &mut status) };
+    let mem = unsafe { cl_sys::clCreateBuffer(context, flags, size, ptr::null_mut(), &mut status) };
     check(status).map(|()| mem)
 }
 

@@ -99,8 +99,13 @@ fn symbol(name: &std::ffi::CStr) -> Option<usize> {
 }
 
 impl Tracer {
-    /// The tracer, when this process runs under it.
+    /// The tracer, when this process runs under it (looked up once).
     pub fn find() -> Option<Self> {
+        static FOUND: std::sync::OnceLock<Option<Tracer>> = std::sync::OnceLock::new();
+        *FOUND.get_or_init(Self::look_up)
+    }
+
+    fn look_up() -> Option<Self> {
         let (mark, seq, fd_gen, own, failures, counts) = (
             symbol(c"clmulti_trace_mark")?,
             symbol(c"clmulti_trace_seq")?,
@@ -178,6 +183,12 @@ impl Tracer {
         let text = self.text(|buf, len| unsafe { (self.counts)(buf, len) });
         crate::kmd_emu::parse_counts(&text)
     }
+}
+
+/// Marks this thread as clmulti's own to the tracer, when it is loaded, until the
+/// guard is dropped ([`Tracer::own`]).
+pub fn own_calls() -> Option<OwnCalls> {
+    Tracer::find().map(|t| t.own())
 }
 
 /// While it lives, the thread that made it is clmulti's own to the tracer

@@ -70,6 +70,19 @@ impl ChildCommand {
             .collect();
         if let Some(tracer) = tracer_beside(&program) {
             preload_first(&mut env, &tracer);
+            // In full mode the allocators' half after it (its failures go to the
+            // tracer, which must be loaded first).
+            let alloc = program.with_file_name(clmulti_scenario::trace::ALLOC_FILE_NAME);
+            if full_mode(&env) && alloc.exists() {
+                let preload = env.get("LD_PRELOAD").cloned().unwrap_or_default();
+                let (first, rest) = preload.split_once(':').unwrap_or((&preload, ""));
+                let value = [first, &alloc.display().to_string(), rest]
+                    .into_iter()
+                    .filter(|p| !p.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(":");
+                env.insert("LD_PRELOAD".into(), value);
+            }
         }
         ChildCommand {
             program,
@@ -117,6 +130,15 @@ pub fn tracer_beside(program: &Path) -> Option<PathBuf> {
     let off = std::env::var(TRACE_ENV).is_ok_and(|v| clmulti_scenario::trace::is_off(&v));
     let tracer = program.with_file_name(clmulti_scenario::TRACE.file_name);
     (!off && tracer.exists()).then_some(tracer)
+}
+
+/// Whether the child records in full: its `[env]`, or else this process's,
+/// sets [`TRACE_ENV`] to `full`.
+fn full_mode(env: &BTreeMap<String, String>) -> bool {
+    env.get(TRACE_ENV)
+        .cloned()
+        .or_else(|| std::env::var(TRACE_ENV).ok())
+        .is_some_and(|v| clmulti_scenario::trace::is_full(&v))
 }
 
 /// Puts `library` first in the child's `LD_PRELOAD` (the scenario's, or else the one
@@ -274,7 +296,9 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
             Ok(status) => break (status?, false),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(std::io::Error::other("the thread waiting for the child ended"));
+                return Err(std::io::Error::other(
+                    "the thread waiting for the child ended",
+                ));
             }
         }
         let late = start.elapsed() > command.timeout;

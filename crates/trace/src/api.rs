@@ -38,7 +38,7 @@ fn write_failure(out: &mut String, f: &Failure, own: &str) {
     let mut first = true;
     for &address in &f.frames {
         let (module, offset, symbol) = record::frame(address);
-        if module == own {
+        if module == own || module == ALLOC_MODULE {
             continue;
         }
         if !first {
@@ -55,6 +55,10 @@ fn write_failure(out: &mut String, f: &Failure, own: &str) {
     }
     out.push_str("]}");
 }
+
+/// The allocator half's file name (crate `clmulti-trace-alloc`), whose frames a
+/// stack leaves out too.
+const ALLOC_MODULE: &str = "libclmulti_trace_alloc.so";
 
 /// The tracer's own file name, whose frames a stack leaves out.
 fn own_module() -> String {

@@ -9,6 +9,32 @@ pub extern "C" fn clmulti_trace_mark() -> u64 {
     record::mark()
 }
 
+/// Records a failed call made outside this library: `libclmulti_trace_alloc.so` hands
+/// each allocation that failed here (`call` its name, `args` as `strace` prints
+/// them, both NUL-terminated).
+///
+/// # Safety
+/// `call` and `args` are null or NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn clmulti_trace_failed(
+    call: *const libc::c_char,
+    args: *const libc::c_char,
+    errno: libc::c_int,
+) {
+    // SAFETY: the caller's strings, NUL-terminated (or null).
+    let text = |p: *const libc::c_char| unsafe { crate::names::c_string(p) };
+    let name = match text(call).trim_matches('"') {
+        "malloc" => "malloc",
+        "calloc" => "calloc",
+        "realloc" => "realloc",
+        "memalign" => "memalign",
+        "aligned_alloc" => "aligned_alloc",
+        "posix_memalign" => "posix_memalign",
+        _ => "allocation",
+    };
+    record::failed(name, || text(args).trim_matches('"').to_owned(), errno);
+}
+
 /// Marks the calling thread as the program's own (`on` nonzero) or not; returns 1
 /// when it was marked.
 #[no_mangle]

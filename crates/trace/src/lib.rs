@@ -14,17 +14,19 @@
 //! Wrapped: `open`, `openat`, `fopen` (and their 64-bit and fortified forms),
 //! `ioctl`, `mmap`, `munmap`, `mremap`, `mprotect`, `memfd_create`, `pipe`, `pipe2`,
 //! `socket`, `dup`, `dup2`, `dup3`, `fcntl(F_DUPFD)`, `eventfd`, `epoll_create1`,
-//! `timerfd_create`, `pthread_create`, `mlock`, `mlock2`, `mlockall`; and the
-//! allocators (`malloc`, `calloc`, `realloc`, `memalign`, `aligned_alloc`,
-//! `posix_memalign`), whose failures are recorded but which are not counted. The calls
+//! `timerfd_create`, `pthread_create`, `mlock`, `mlock2`, `mlockall`. The allocators
+//! (`malloc`, `calloc`...) are wrapped in full mode only, by a library of their own
+//! (crate `clmulti-trace-alloc`) that hands each failure here
+//! (`clmulti_trace_failed`): a wrapper costs every call of the hottest calls of any
+//! program. The calls
 //! that free a descriptor number (`close`, `fclose`, `closedir`, `pclose`, `freopen`,
 //! `fcloseall`, `close_range`, `closefrom`, `dup2`, `dup3`) move one generation,
 //! `clmulti_trace_fd_gen`: while it stands still, every open number names the file
 //! it named before (a reader of `/proc/self/fd` need not ask each again).
 //!
 //! What it cannot see: raw `syscall()`; libc's calls inside itself (the `mmap` behind
-//! a large `malloc` shows as the `malloc` that failed); calls of other processes (a
-//! daemon, a driver's helper). A runtime that refuses by itself, with no call failing,
+//! a large `malloc` shows, in full mode, as the `malloc` that failed); calls of other
+//! processes (a daemon, a driver's helper). A runtime that refuses by itself, with no call failing,
 //! leaves no failure: "no system call failed" is then the finding.
 //!
 //! ## Asking it
@@ -59,7 +61,8 @@
 //! arguments in words too. Before the first mark (a runtime probing for files while
 //! it loads) only its call and errno are kept, unless `CLMULTI_TRACE=full`
 //! ([`clmulti_scenario::trace::MODE`]) asks for every failure in detail from the
-//! start: what a diagnosis asks for in the replicate of a failing case.
+//! start, and the allocators' failures too: what a diagnosis asks for in the
+//! replicate of a failing case.
 
 pub mod api;
 pub mod count;

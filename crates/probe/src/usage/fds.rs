@@ -122,7 +122,6 @@ impl UsageReader {
     }
 }
 
-
 /// Whether an fd links to a DRM or DRM accel device, or a dma-buf.
 fn is_gpu_fd(dir_fd: i32, name: &[u8]) -> bool {
     let mut path = [0u8; 32];

@@ -396,7 +396,6 @@ impl UsageReader {
             self.spare.get(),
         ]
     }
-
 }
 
 #[derive(Default)]

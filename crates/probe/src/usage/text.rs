@@ -67,7 +67,10 @@ mod tests {
     fn fields_are_found_in_one_pass_in_the_order_asked() {
         let text = b"MemTotal:       100 kB\nMemFree:  7 kB\nMemAvailable: 42 kB\nShmem:\t3 kB\nThreads:\t12\n";
         assert_eq!(
-            fields(text, ["MemAvailable", "MemFree", "Shmem", "Threads", "VmLck"]),
+            fields(
+                text,
+                ["MemAvailable", "MemFree", "Shmem", "Threads", "VmLck"]
+            ),
             [Some(42), Some(7), Some(3), Some(12), None]
         );
         // A key is the whole name before the colon: `Mem` is not `MemFree`.

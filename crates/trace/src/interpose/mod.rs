@@ -9,8 +9,8 @@
 //! optional argument as a plain parameter: on x86_64 and aarch64 Linux the caller
 //! passes it in the same register either way.
 
-use crate::names::{self, Driver, Kind, Region};
 use crate::count::count;
+use crate::names::{self, Driver, Kind, Region};
 use crate::record::failed;
 use libc::{c_char, c_int, c_uint, c_ulong, c_void, off_t, size_t, FILE};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};

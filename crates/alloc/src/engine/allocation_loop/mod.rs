@@ -330,7 +330,8 @@ pub(crate) fn allocation_loop(
         let quiet = quiet_buffers(plan, &out, next_sample, &clock, [&rss, &vsize, &data]);
         if quiet > 0 {
             clock.skip(quiet);
-            if let Some(stop) = allocate_quietly(quiet, plan, devices, backend, &mut out, interrupt) {
+            if let Some(stop) = allocate_quietly(quiet, plan, devices, backend, &mut out, interrupt)
+            {
                 out.stop = stop;
             }
             continue;
