@@ -29,18 +29,7 @@ impl EmulatedDriver {
     }
 }
 
-/// The emulation's counts: `key -> value` as the file gives them (`objects-0-system0`,
-/// `maps`, `exports`, `imports`...; the keys are documented in `clmulti-kmd-emu`).
-pub type Counts = BTreeMap<String, u64>;
-
-/// Parses the counts file's `key: value` lines (comments and other lines skipped).
-pub fn parse_counts(text: &str) -> Counts {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_once(':'))
-        .filter_map(|(k, v)| Some((k.trim().to_owned(), v.trim().parse().ok()?)))
-        .collect()
-}
+pub use crate::counts::{parse_counts, Counts};
 
 /// This process's counts, when it runs under the emulation. The read is clmulti's own
 /// to the tracer: the emulation answers it through a memfd the runtime never made.

@@ -181,7 +181,7 @@ impl Tracer {
     pub fn counts(&self) -> BTreeMap<String, u64> {
         // SAFETY: a buffer of the length given.
         let text = self.text(|buf, len| unsafe { (self.counts)(buf, len) });
-        crate::kmd_emu::parse_counts(&text)
+        crate::counts::parse_counts(&text)
     }
 }
 
