@@ -61,6 +61,23 @@ pub unsafe extern "C" fn pclose(file: *mut FILE) -> c_int {
 type Freopen = unsafe extern "C" fn(*const c_char, *const c_char, *mut FILE) -> *mut FILE;
 
 /// # Safety
+/// `freopen`'s contract.
+unsafe fn freopen_with(
+    real: Option<Freopen>,
+    path: *const c_char,
+    mode: *const c_char,
+    file: *mut FILE,
+) -> *mut FILE {
+    let Some(real) = real else {
+        return enosys(std::ptr::null_mut());
+    };
+    // SAFETY: passing the caller's arguments on.
+    let r = unsafe { real(path, mode, file) };
+    closed();
+    r
+}
+
+/// # Safety
 /// libc's `freopen`.
 #[no_mangle]
 pub unsafe extern "C" fn freopen(
@@ -68,13 +85,9 @@ pub unsafe extern "C" fn freopen(
     mode: *const c_char,
     file: *mut FILE,
 ) -> *mut FILE {
-    let Some(real) = next!("freopen" as Freopen) else {
-        return enosys(std::ptr::null_mut());
-    };
-    // SAFETY: passing the caller's arguments on.
-    let r = unsafe { real(path, mode, file) };
-    closed();
-    r
+    let real = next!("freopen" as Freopen);
+    // SAFETY: the caller's contract.
+    unsafe { freopen_with(real, path, mode, file) }
 }
 
 /// # Safety
@@ -85,13 +98,9 @@ pub unsafe extern "C" fn freopen64(
     mode: *const c_char,
     file: *mut FILE,
 ) -> *mut FILE {
-    let Some(real) = next!("freopen64" as Freopen) else {
-        return enosys(std::ptr::null_mut());
-    };
-    // SAFETY: passing the caller's arguments on.
-    let r = unsafe { real(path, mode, file) };
-    closed();
-    r
+    let real = next!("freopen64" as Freopen);
+    // SAFETY: the caller's contract.
+    unsafe { freopen_with(real, path, mode, file) }
 }
 
 /// # Safety
