@@ -85,7 +85,7 @@ complete -c clmulti -n "__fish_clmulti_using_subcommand axpy" -s h -l help -d 'P
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l device -d 'Device selector `PLATFORM[:DEVICE]`' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l count -d 'Buffers per arm to start from; raised until an arm takes --min-seconds' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l size -d 'Buffer size' -r
-complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l rounds -d 'Rounds (each runs both arms, in fresh processes); at least 6 for a 95% interval' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l rounds -d 'Rounds (each runs both arms, in fresh processes); at least 6 for a 95% interval. A busy machine\'s arms vary by a fifth from round to round: 21 rounds put the interval within a few percent of the median' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l min-seconds -d 'Seconds the plain loop of one arm should take at least (the count is raised to reach it, within a quarter of the available memory)' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l sample-every -d 'The engine\'s sampling interval' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l require -d 'The target ratio (default 0.95); exit 1 when the interval lies wholly below it' -r

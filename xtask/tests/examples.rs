@@ -11,7 +11,8 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The debug build folder, the examples built there first (a no-op once built).
+/// The debug build folder, the examples and libraries built there first (a no-op once
+/// built).
 fn built() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
@@ -19,6 +20,8 @@ fn built() -> PathBuf {
             "build",
             "--quiet",
             "--workspace",
+            // The preloaded libraries too: `--examples` alone builds no cdylib.
+            "--lib",
             "--examples",
             "--exclude",
             "xtask",
@@ -145,6 +148,20 @@ fn cases(target: &Path) -> Vec<Case> {
             vec![],
             vec![("LD_PRELOAD", lib("libclmulti_trace.so"))],
             "failed with ENOENT",
+        ),
+        (
+            "clmulti-trace-alloc",
+            "failing_malloc",
+            vec![],
+            vec![(
+                "LD_PRELOAD",
+                format!(
+                    "{}:{}",
+                    lib("libclmulti_trace.so"),
+                    lib("libclmulti_trace_alloc.so")
+                ),
+            )],
+            "the tracer names it",
         ),
     ]
 }

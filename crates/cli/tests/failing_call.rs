@@ -223,3 +223,41 @@ fn a_reproducer_fails_within_one_buffer_of_clmultis_count() {
         "clmulti {index}, reproducer: {said}"
     );
 }
+
+#[test]
+fn clmultis_own_readings_are_never_counted_as_the_runtimes_calls() {
+    // Under the emulated i915 driver, every read of its counts file is answered
+    // through a memfd, and clmulti reads it at the first and last sample and after
+    // release; it walks the mappings with PROCMAP_QUERY ioctls. None of that is the
+    // runtime's: PoCL makes no memfd and no ioctl of its own here.
+    kmd_emu();
+    let r = shared_run("own.toml", "LD_PRELOAD = \"{clmulti-kmd-emu}\"", "", false);
+    assert_eq!(r.stop, StopReason::Completed, "{}", statements(&r));
+    let last = r.samples.last().expect("samples");
+    assert!(
+        last.kernel_counts.is_some(),
+        "the emulation's counts were read (each through a memfd)"
+    );
+    let counts = last.traced_counts.as_ref().expect("traced counts");
+    assert!(
+        counts.get("open").copied().unwrap_or(0) > 0,
+        "the runtime's own calls are counted: {counts:?}"
+    );
+    let own: Vec<_> = counts
+        .iter()
+        .filter(|(k, v)| (k.starts_with("memfd_create") || k.starts_with("ioctl")) && **v > 0)
+        .collect();
+    assert!(own.is_empty(), "clmulti's own calls counted: {own:?}");
+    let after = r.leak_check.after_release_sample.as_ref().expect("after");
+    let first = r.samples.first().expect("first");
+    assert_eq!(
+        after
+            .traced_counts
+            .as_ref()
+            .and_then(|c| c.get("memfd_create")),
+        first
+            .traced_counts
+            .as_ref()
+            .and_then(|c| c.get("memfd_create")),
+    );
+}

@@ -3,7 +3,11 @@
 //!
 //! `cargo run --release -p clmulti-probe --example reading_cost [-- ROUNDS]`
 //!
-//! The OpenCL runtimes load first (as in a run), so the mapping count is a run's.
+//! The OpenCL runtimes load first (as in a run), so the mapping count is a run's. A
+//! sample takes the light reading and the heap; one in a few (the first, the last,
+//! the 1st, 2nd, 4th... and those the walks' budget allows) the counts and the walk
+//! too. Under clmulti's tracer (`LD_PRELOAD=.../libclmulti_trace.so`) the counts
+//! include its own.
 
 use clmulti_probe::UsageReader;
 use std::time::Instant;
@@ -36,15 +40,25 @@ fn main() {
     println!(
         "{platforms} platform(s) loaded, {maps} mappings; median of {rounds} calls [measured]"
     );
-    let parts: [(&str, &dyn Fn() -> u64); 5] = [
+    let parts: [(&str, &dyn Fn() -> u64); 7] = [
         ("statm (guards between samples)", &|| {
             reader.statm().rss_bytes
         }),
         ("meminfo", &|| {
             reader.system().map_or(0, |s| s.available_bytes)
         }),
-        ("a sample without mappings", &|| {
-            reader.read_without_maps().process.open_fds
+        ("light: statm, fds, status, meminfo", &|| {
+            reader.read_light().process.open_fds
+        }),
+        ("the C library's heap (mallinfo2)", &|| {
+            let mut usage = clmulti_probe::Usage::default();
+            reader.add_heap(&mut usage);
+            usage.process.heap_in_use_bytes.unwrap_or(0)
+        }),
+        ("the counts (tracer, emulated driver)", &|| {
+            let mut usage = clmulti_probe::Usage::default();
+            reader.add_counts(&mut usage);
+            usage.traced_counts.map_or(0, |c| c.len() as u64)
         }),
         ("the mapping walk", &|| reader.memory_maps()),
         ("a whole reading", &|| reader.read().process.rss_bytes),

@@ -85,21 +85,12 @@ impl EmulatedDriver {
     }
 }
 
-/// The emulation's counts: `key -> value` as the file gives them (`objects-0-system0`,
-/// `maps`, `exports`, `imports`...; the keys are documented in `clmulti-kmd-emu`).
-pub type Counts = BTreeMap<String, u64>;
+pub use crate::counts::{parse_counts, Counts};
 
-/// Parses the counts file's `key: value` lines (comments and other lines skipped).
-pub fn parse_counts(text: &str) -> Counts {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_once(':'))
-        .filter_map(|(k, v)| Some((k.trim().to_owned(), v.trim().parse().ok()?)))
-        .collect()
-}
-
-/// This process's counts, when it runs under the emulation.
+/// This process's counts, when it runs under the emulation. The read is clmulti's own
+/// to the tracer: the emulation answers it through a memfd the runtime never made.
 pub fn read_counts() -> Option<Counts> {
+    let _own = crate::trace::own_calls();
     std::fs::read_to_string(COUNTS_PATH)
         .ok()
         .map(|t| parse_counts(&t))

@@ -52,6 +52,7 @@
 //! The binary links `libOpenCL.so` (the ICD loader) at build time: on Debian or
 //! Ubuntu install `ocl-icd-opencl-dev` to build and `ocl-icd-libopencl1` to run.
 
+mod counts;
 mod device;
 pub mod drm;
 pub mod environment;

@@ -1,9 +1,12 @@
 //! clmulti's call tracer (crate `clmulti-trace`), seen from a process it runs in: the
 //! system calls that failed inside an OpenCL call, and the calls counted by kind.
 //!
-//! The tracer, when preloaded, exports `clmulti_trace_mark`, `clmulti_trace_failures`
-//! and `clmulti_trace_counts`; [`Tracer::find`] looks them up and is `None` when the
-//! tracer is not loaded (nothing else depends on it).
+//! The tracer, when preloaded, exports `clmulti_trace_mark`, `clmulti_trace_seq`,
+//! `clmulti_trace_own`, `clmulti_trace_failures` and `clmulti_trace_counts`;
+//! [`Tracer::find`] looks them up and is `None` when the tracer is not loaded (nothing
+//! else depends on it). What clmulti does itself while it reads (its `/proc` reads, and
+//! what a preloaded emulation does to answer them) runs under [`Tracer::own`], so the
+//! counts and failures are the runtime's alone.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -74,6 +77,7 @@ struct Failures {
 }
 
 type Mark = unsafe extern "C" fn() -> u64;
+type Own = unsafe extern "C" fn(libc::c_int) -> libc::c_int;
 type Text = unsafe extern "C" fn(u64, *mut c_char, usize) -> usize;
 type Counts = unsafe extern "C" fn(*mut c_char, usize) -> usize;
 
@@ -81,6 +85,9 @@ type Counts = unsafe extern "C" fn(*mut c_char, usize) -> usize;
 #[derive(Debug, Clone, Copy)]
 pub struct Tracer {
     mark: Mark,
+    seq: &'static std::sync::atomic::AtomicU64,
+    fd_gen: &'static std::sync::atomic::AtomicU64,
+    own: Own,
     failures: Text,
     counts: Counts,
 }
@@ -92,28 +99,68 @@ fn symbol(name: &std::ffi::CStr) -> Option<usize> {
 }
 
 impl Tracer {
-    /// The tracer, when this process runs under it.
+    /// The tracer, when this process runs under it (looked up once).
     pub fn find() -> Option<Self> {
-        let (mark, failures, counts) = (
+        static FOUND: std::sync::OnceLock<Option<Tracer>> = std::sync::OnceLock::new();
+        *FOUND.get_or_init(Self::look_up)
+    }
+
+    fn look_up() -> Option<Self> {
+        let (mark, seq, fd_gen, own, failures, counts) = (
             symbol(c"clmulti_trace_mark")?,
+            symbol(c"clmulti_trace_seq")?,
+            symbol(c"clmulti_trace_fd_gen")?,
+            symbol(c"clmulti_trace_own")?,
             symbol(c"clmulti_trace_failures")?,
             symbol(c"clmulti_trace_counts")?,
         );
-        // SAFETY: the tracer defines these with these signatures (crate clmulti-trace).
+        // SAFETY: the tracer defines these with these signatures and types (crate
+        // clmulti-trace); a preloaded library stays loaded for the process's life.
         unsafe {
             Some(Tracer {
                 mark: std::mem::transmute::<usize, Mark>(mark),
+                seq: &*(seq as *const std::sync::atomic::AtomicU64),
+                fd_gen: &*(fd_gen as *const std::sync::atomic::AtomicU64),
+                own: std::mem::transmute::<usize, Own>(own),
                 failures: std::mem::transmute::<usize, Text>(failures),
                 counts: std::mem::transmute::<usize, Counts>(counts),
             })
         }
     }
 
-    /// Where the failures stand now: take it before a call.
+    /// Where the failures stand now: take it before a call. Failures from the first
+    /// mark on are recorded with their arguments and stack.
     #[inline]
     pub fn mark(&self) -> u64 {
         // SAFETY: the tracer's function takes nothing.
         unsafe { (self.mark)() }
+    }
+
+    /// Where the failures stand now, as [`mark`](Self::mark) but without a call: for a
+    /// loop that marks before each of its calls, after one `mark`.
+    #[inline]
+    pub fn seq(&self) -> u64 {
+        self.seq.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many calls so far may have freed a descriptor number (a close, `dup2`
+    /// onto an open one...): while it stands still, each open number names the file
+    /// it named before.
+    #[inline]
+    pub fn fd_generation(&self) -> u64 {
+        self.fd_gen.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Marks this thread as clmulti's own until the guard is dropped: its calls are
+    /// neither counted nor recorded.
+    pub fn own(&self) -> OwnCalls {
+        // SAFETY: the tracer's function takes a flag.
+        let was = unsafe { (self.own)(1) };
+        OwnCalls {
+            own: self.own,
+            was,
+            _thread: std::marker::PhantomData,
+        }
     }
 
     fn text(&self, get: impl Fn(*mut c_char, usize) -> usize) -> String {
@@ -134,7 +181,31 @@ impl Tracer {
     pub fn counts(&self) -> BTreeMap<String, u64> {
         // SAFETY: a buffer of the length given.
         let text = self.text(|buf, len| unsafe { (self.counts)(buf, len) });
-        crate::kmd_emu::parse_counts(&text)
+        crate::counts::parse_counts(&text)
+    }
+}
+
+/// Marks this thread as clmulti's own to the tracer, when it is loaded, until the
+/// guard is dropped ([`Tracer::own`]).
+pub fn own_calls() -> Option<OwnCalls> {
+    Tracer::find().map(|t| t.own())
+}
+
+/// While it lives, the thread that made it is clmulti's own to the tracer
+/// ([`Tracer::own`]).
+#[derive(Debug)]
+#[must_use = "the thread is clmulti's own only while the guard lives"]
+pub struct OwnCalls {
+    own: Own,
+    was: libc::c_int,
+    /// Belongs to the thread that made it.
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for OwnCalls {
+    fn drop(&mut self) {
+        // SAFETY: the tracer's function takes a flag; restores what the thread was.
+        unsafe { (self.own)(self.was) };
     }
 }
 

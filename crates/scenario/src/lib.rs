@@ -63,6 +63,7 @@ mod raw;
 mod schema;
 mod size;
 mod suggest;
+pub mod trace;
 pub mod trust;
 mod validate;
 

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// How often a wait for a child looks at the clock and for an interrupt.
+const CHECK_EVERY: Duration = Duration::from_millis(20);
 /// The end of a child's stderr that is kept, bytes.
 const STDERR_TAIL: usize = 4000;
 /// The most of a child's stdout that is kept, bytes (a report is a few MB at most; a
@@ -84,6 +86,19 @@ impl ChildCommand {
             .collect();
         if let Some(tracer) = tracer_beside(&program) {
             preload_first(&mut env, &tracer);
+            // In full mode the allocators' half after it (its failures go to the
+            // tracer, which must be loaded first).
+            let alloc = program.with_file_name(clmulti_scenario::trace::ALLOC_FILE_NAME);
+            if full_mode(&env) && alloc.exists() {
+                let preload = env.get("LD_PRELOAD").cloned().unwrap_or_default();
+                let (first, rest) = preload.split_once(':').unwrap_or((&preload, ""));
+                let value = [first, &alloc.display().to_string(), rest]
+                    .into_iter()
+                    .filter(|p| !p.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(":");
+                env.insert("LD_PRELOAD".into(), value);
+            }
         }
         ChildCommand {
             program,
@@ -123,15 +138,25 @@ impl ChildCommand {
     }
 }
 
-/// Set to `off` (or `0`), runs are not traced.
-pub const TRACE_ENV: &str = "CLMULTI_TRACE";
+/// The tracer's mode ([`clmulti_scenario::trace::MODE`]): `off` (or `0`) runs
+/// untraced, `full` records in full.
+pub const TRACE_ENV: &str = clmulti_scenario::trace::MODE;
 
 /// clmulti's call tracer beside `program` (the clmulti binary), unless
 /// [`TRACE_ENV`] turns tracing off or it was not built.
 pub fn tracer_beside(program: &Path) -> Option<PathBuf> {
-    let off = std::env::var(TRACE_ENV).is_ok_and(|v| matches!(v.trim(), "off" | "0" | "no"));
+    let off = std::env::var(TRACE_ENV).is_ok_and(|v| clmulti_scenario::trace::is_off(&v));
     let tracer = program.with_file_name(clmulti_scenario::TRACE.file_name);
     (!off && tracer.exists()).then_some(tracer)
+}
+
+/// Whether the child records in full: its `[env]`, or else this process's,
+/// sets [`TRACE_ENV`] to `full`.
+fn full_mode(env: &BTreeMap<String, String>) -> bool {
+    env.get(TRACE_ENV)
+        .cloned()
+        .or_else(|| std::env::var(TRACE_ENV).ok())
+        .is_some_and(|v| clmulti_scenario::trace::is_full(&v))
 }
 
 /// Puts `library` first in the child's `LD_PRELOAD` (the scenario's, or else the one
@@ -338,15 +363,28 @@ pub fn run_child_watching(
             text[cut..].to_owned()
         })
     });
-    let mut pause = Duration::from_micros(200);
     let mut watched = crate::protocol::Tail::default();
     let mut last_look = Instant::now();
+    // A thread waits for the child: its exit is seen at once (a poll with sleeps
+    // between saw it up to 20 ms late, a share of every short run's time).
+    let (exited, exit) = std::sync::mpsc::channel();
+    let waiter = std::thread::Builder::new()
+        .name("clmulti-wait".into())
+        .spawn(move || {
+            let _ = exited.send(child.wait());
+        })?;
     let interrupt = || command.interrupt.and_then(|i| i.signal());
     // When the interrupt was passed on to the child.
     let mut passed_on: Option<Instant> = None;
     let (status, timed_out) = loop {
-        if let Some(status) = child.try_wait()? {
-            break (status, false);
+        match exit.recv_timeout(CHECK_EVERY) {
+            Ok(status) => break (status?, false),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(std::io::Error::other(
+                    "the thread waiting for the child ended",
+                ));
+            }
         }
         let late = start.elapsed() > command.timeout;
         let kill_now = match (interrupt(), passed_on) {
@@ -364,7 +402,10 @@ pub fn run_child_watching(
         if late || kill_now {
             // SAFETY: signalling the child's own process group.
             unsafe { libc::kill(-pid, libc::SIGKILL) };
-            break (child.wait()?, late);
+            let status = exit
+                .recv()
+                .map_err(|_| std::io::Error::other("the thread waiting for the child ended"))??;
+            break (status, late);
         }
         if last_look.elapsed() >= Duration::from_millis(200) {
             if let Some(sample) = watched.latest_sample(&progress_file) {
@@ -372,9 +413,8 @@ pub fn run_child_watching(
             }
             last_look = Instant::now();
         }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(20));
     };
+    let _ = waiter.join();
     // Anything the child started in its group goes with it.
     // SAFETY: as above; the group may already be gone (ESRCH is fine).
     unsafe { libc::kill(-pid, libc::SIGKILL) };

@@ -22,7 +22,8 @@ pub struct Progress {
     pub loaded: bool,
     /// Its setup: platform, devices, limits (a report with nothing measured).
     pub started: Option<Report>,
-    /// Its samples, in order.
+    /// Its samples, in order: read only when no report came (the report holds
+    /// them all).
     pub samples: Vec<Sample>,
     /// Its report, written here and not on stdout: stdout and stderr are the
     /// runtime's (and may be anything).
@@ -181,6 +182,8 @@ pub(crate) fn read_progress(mut file: std::fs::File) -> Progress {
         return progress;
     }
     let reader = std::io::BufReader::new(file.take(PROGRESS_MAX));
+    // The samples stand in for a report that never came: read only then.
+    let mut samples = Vec::new();
     for line in reader.lines().map_while(Result::ok) {
         match line.as_str() {
             "loading" => progress.loading = true,
@@ -190,13 +193,15 @@ pub(crate) fn read_progress(mut file: std::fs::File) -> Progress {
         match line.split_once('\t') {
             Some(("started", json)) => progress.started = Report::from_json(json).ok(),
             Some(("report", json)) => progress.report = Report::from_json(json).ok(),
-            Some(("sample", json)) => {
-                if let Ok(sample) = serde_json::from_str(json) {
-                    progress.samples.push(sample);
-                }
-            }
+            Some(("sample", _)) => samples.push(line),
             _ => {}
         }
+    }
+    if progress.report.is_none() {
+        progress.samples = samples
+            .iter()
+            .filter_map(|l| serde_json::from_str(l.split_once('\t')?.1).ok())
+            .collect();
     }
     progress
 }

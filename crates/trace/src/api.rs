@@ -38,7 +38,7 @@ fn write_failure(out: &mut String, f: &Failure, own: &str) {
     let mut first = true;
     for &address in &f.frames {
         let (module, offset, symbol) = record::frame(address);
-        if module == own {
+        if module == own || module == ALLOC_MODULE {
             continue;
         }
         if !first {
@@ -56,6 +56,10 @@ fn write_failure(out: &mut String, f: &Failure, own: &str) {
     out.push_str("]}");
 }
 
+/// The allocator half's file name (crate `clmulti-trace-alloc`), whose frames a
+/// stack leaves out too.
+const ALLOC_MODULE: &str = "libclmulti_trace_alloc.so";
+
 /// The tracer's own file name, whose frames a stack leaves out.
 fn own_module() -> String {
     record::frame(own_module as fn() -> String as usize).0
@@ -64,8 +68,7 @@ fn own_module() -> String {
 /// Every call counted so far: `key: value` lines (`mmap: 12`,
 /// `ioctl:DRM_IOCTL_PRIME_HANDLE_TO_FD: 1001`), sorted.
 pub fn counts_text() -> String {
-    let mut lines: Vec<(String, u64)> = record::COUNTS
-        .snapshot()
+    let mut lines: Vec<(String, u64)> = crate::count::snapshot()
         .into_iter()
         .map(|(k, v)| (names::key_name(k), v))
         .collect();

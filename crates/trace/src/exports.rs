@@ -9,6 +9,39 @@ pub extern "C" fn clmulti_trace_mark() -> u64 {
     record::mark()
 }
 
+/// Records a failed call made outside this library: `libclmulti_trace_alloc.so` hands
+/// each allocation that failed here (`call` its name, `args` as `strace` prints
+/// them, both NUL-terminated).
+///
+/// # Safety
+/// `call` and `args` are null or NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn clmulti_trace_failed(
+    call: *const libc::c_char,
+    args: *const libc::c_char,
+    errno: libc::c_int,
+) {
+    // SAFETY: the caller's strings, NUL-terminated (or null).
+    let text = |p: *const libc::c_char| unsafe { crate::names::c_string(p) };
+    let name = match text(call).trim_matches('"') {
+        "malloc" => "malloc",
+        "calloc" => "calloc",
+        "realloc" => "realloc",
+        "memalign" => "memalign",
+        "aligned_alloc" => "aligned_alloc",
+        "posix_memalign" => "posix_memalign",
+        _ => "allocation",
+    };
+    record::failed(name, || text(args).trim_matches('"').to_owned(), errno);
+}
+
+/// Marks the calling thread as the program's own (`on` nonzero) or not; returns 1
+/// when it was marked.
+#[no_mangle]
+pub extern "C" fn clmulti_trace_own(on: libc::c_int) -> libc::c_int {
+    libc::c_int::from(crate::count::set_own(on != 0))
+}
+
 /// The failures after `since` as JSON; returns the length needed.
 ///
 /// # Safety
@@ -86,6 +119,13 @@ fn highest_fd() -> Option<i32> {
 }
 
 extern "C" fn init() {
+    let asked = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    // A program that never asks gets its report in full; so does full mode.
+    let full = asked(crate::MODE_ENV)
+        .is_some_and(|v| clmulti_scenario::trace::is_full(&v.to_string_lossy()));
+    if full || asked(crate::REPORT_ENV).is_some() {
+        record::detail_from_now();
+    }
     // SAFETY: registering a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
 }

@@ -1,12 +1,14 @@
-//! What the tracer keeps: each failed call (what, its arguments, errno, the stack and
-//! the thread), and a count of every traced call by kind. Failures are rare and kept
-//! under a lock; counting is a lock-free table, so a call that succeeds costs one
-//! atomic add.
+//! What the tracer keeps of each failed call: what, errno, the thread, and in detail
+//! its arguments and stack. Failures are rare and kept under a lock. In detail means
+//! from the program's first [`mark`] on (it asks only about what fails after a mark),
+//! and from the start in [`full`](crate::FULL) mode or when the report is written at
+//! exit: a runtime that probes for files while loading fails dozens of calls nobody
+//! asks about, and a stack costs the unwinder's load and a walk.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// Frames kept per failure.
@@ -42,7 +44,19 @@ static FAILURES: Mutex<Failures> = Mutex::new(Failures {
     kept: VecDeque::new(),
     dropped: 0,
 });
-static SEQ: AtomicU64 = AtomicU64::new(0);
+/// The number of the last failure (the count of failures so far); exported as
+/// `clmulti_trace_seq`, read where a call would cost more than the read.
+#[cfg_attr(not(test), export_name = "clmulti_trace_seq")]
+pub static SEQ: AtomicU64 = AtomicU64::new(0);
+/// Whether failures are recorded with their arguments and stack.
+static DETAIL: AtomicBool = AtomicBool::new(false);
+
+/// Records every later failure with its arguments and stack.
+pub fn detail_from_now() {
+    if !DETAIL.load(Ordering::Relaxed) {
+        DETAIL.store(true, Ordering::Relaxed);
+    }
+}
 
 thread_local! {
     /// Set while the tracer itself runs on this thread: its own allocations and calls
@@ -64,8 +78,10 @@ pub fn outside<T>(f: impl FnOnce() -> T) -> Option<T> {
 }
 
 /// The sequence number of the last failure: a caller marks before a call and asks
-/// for what failed after the mark.
+/// for what failed after the mark. Failures after the first mark are recorded in
+/// detail.
 pub fn mark() -> u64 {
+    detail_from_now();
     SEQ.load(Ordering::SeqCst)
 }
 
@@ -79,23 +95,22 @@ fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Records a failed call (`errno` as the call left it), with the stack.
+/// Records a failed call (`errno` as the call left it), in detail with its
+/// arguments and stack; nothing on a thread marked as the program's own.
 pub fn failed(call: &'static str, args: impl FnOnce() -> String, errno: i32) {
+    if crate::count::own() {
+        return;
+    }
     outside(|| {
-        let mut frames = vec![std::ptr::null_mut::<libc::c_void>(); FRAMES];
-        // SAFETY: `frames` holds FRAMES writable slots.
-        let depth = unsafe { libc::backtrace(frames.as_mut_ptr(), FRAMES as i32) };
-        let frames = frames[..depth.max(0) as usize]
-            .iter()
-            .map(|&p| p as usize)
-            .collect();
+        let detail = DETAIL.load(Ordering::Relaxed);
+        let frames = if detail { stack() } else { Vec::new() };
         let failure = Failure {
             seq: SEQ.fetch_add(1, Ordering::SeqCst) + 1,
             // SAFETY: gettid has no preconditions.
             thread: unsafe { libc::gettid() },
             ns: now_ns(),
             call,
-            args: args(),
+            args: if detail { args() } else { String::new() },
             errno,
             frames,
         };
@@ -111,6 +126,17 @@ pub fn failed(call: &'static str, args: impl FnOnce() -> String, errno: i32) {
     unsafe { *libc::__errno_location() = errno };
 }
 
+/// This thread's return addresses, innermost first.
+fn stack() -> Vec<usize> {
+    let mut frames = [std::ptr::null_mut::<libc::c_void>(); FRAMES];
+    // SAFETY: `frames` holds FRAMES writable slots.
+    let depth = unsafe { libc::backtrace(frames.as_mut_ptr(), FRAMES as i32) };
+    frames[..depth.max(0) as usize]
+        .iter()
+        .map(|&p| p as usize)
+        .collect()
+}
+
 /// The failures after `since`, and how many older ones were dropped.
 pub fn failures_since(since: u64) -> (Vec<Failure>, u64) {
     let all = FAILURES.lock().unwrap_or_else(|e| e.into_inner());
@@ -119,62 +145,6 @@ pub fn failures_since(since: u64) -> (Vec<Failure>, u64) {
         all.dropped,
     )
 }
-
-/// A lock-free count per key: open addressing over a fixed table.
-#[allow(missing_debug_implementations)]
-pub struct Counts {
-    keys: [AtomicU64; SLOTS],
-    values: [AtomicU64; SLOTS],
-}
-
-const SLOTS: usize = 1024;
-
-impl Counts {
-    /// An empty table.
-    pub const fn new() -> Self {
-        Self {
-            keys: [const { AtomicU64::new(0) }; SLOTS],
-            values: [const { AtomicU64::new(0) }; SLOTS],
-        }
-    }
-
-    /// Adds one to `key` (nonzero); a full table drops the count.
-    pub fn add(&self, key: u64) {
-        let mut slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % SLOTS;
-        for _ in 0..SLOTS {
-            match self.keys[slot].compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => {
-                    self.values[slot].fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-                Err(existing) if existing == key => {
-                    self.values[slot].fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-                Err(_) => slot = (slot + 1) % SLOTS,
-            }
-        }
-    }
-
-    /// Every key with its count.
-    pub fn snapshot(&self) -> Vec<(u64, u64)> {
-        (0..SLOTS)
-            .filter_map(|i| {
-                let key = self.keys[i].load(Ordering::Acquire);
-                (key != 0).then(|| (key, self.values[i].load(Ordering::Relaxed)))
-            })
-            .collect()
-    }
-}
-
-impl Default for Counts {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// The process's counts.
-pub static COUNTS: Counts = Counts::new();
 
 /// One frame in words: module, offset, and the symbol when the module exports one.
 pub fn frame(address: usize) -> (String, usize, Option<String>) {
@@ -224,20 +194,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counts_keep_each_key_apart_and_survive_collisions() {
-        let counts = Counts::new();
-        for key in 1..=300u64 {
-            for _ in 0..key % 5 + 1 {
-                counts.add(key);
-            }
-        }
-        let snapshot = counts.snapshot();
-        assert_eq!(snapshot.len(), 300);
-        assert!(snapshot.iter().all(|&(k, v)| v == k % 5 + 1));
-    }
-
-    #[test]
     fn a_failure_keeps_its_errno_stack_and_order() {
+        // Before any mark (and no full mode): call and errno, no arguments or stack.
+        failed("mmap", || "unused".into(), libc::ENOMEM);
+        let light = failures_since(0).0;
+        assert!(light
+            .iter()
+            .any(|f| f.call == "mmap" && f.args.is_empty() && f.frames.is_empty()));
         let before = mark();
         failed("openat", || "AT_FDCWD, \"/x\"".into(), libc::EMFILE);
         // SAFETY: the thread's errno location.
@@ -245,6 +208,7 @@ mod tests {
         let (failures, _) = failures_since(before);
         assert_eq!(failures.len(), 1);
         assert_eq!(failures[0].call, "openat");
+        assert_eq!(failures[0].args, "AT_FDCWD, \"/x\"");
         assert!(!failures[0].frames.is_empty());
         assert!(failures_since(mark()).0.is_empty());
         assert_eq!(json_string("a\"b\n"), "\"a\\\"b\\u000a\"");

@@ -1,6 +1,7 @@
 //! Running one scenario run: devices, contexts, the allocation loop, the checks,
 //! release, and the report.
 
+mod after_release;
 mod allocation_loop;
 mod bookkeeping;
 mod check;
@@ -281,15 +282,12 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     }
     hold_while_asked(interrupt);
     let mut leak_check = backend.release_all();
+    let released = Instant::now();
+    after_release::read(&mut leak_check, &usage, &mut memory, &outcome);
     leak_check.before = before;
-    let after = released_sample(&usage, &mut memory, &outcome);
-    leak_check.after_release = after.host;
-    leak_check.after_release_sample = Some(after);
-    // SAFETY: malloc_trim only returns free heap to the kernel.
-    unsafe { libc::malloc_trim(0) };
-    leak_check.after_trim = Some(usage.read_without_maps().process);
     drop(backend);
-    clock.mark(&mut report, "release every object and read again");
+    clock.mark_at(&mut report, "release every object", released);
+    clock.mark(&mut report, "clmulti's readings after release");
     if let (Some(split), true) = (split, scenario.axpy.split) {
         report.axpy_split = Some(if interrupted {
             AxpySplit::Skipped {
@@ -359,33 +357,16 @@ impl PhaseClock {
 
     /// The step that ends now, timed from the last mark.
     fn mark(&mut self, report: &mut Report, phase: &str) {
+        self.mark_at(report, phase, Instant::now());
+    }
+
+    /// The step that ended at `end` (taken where pushing a phase would allocate).
+    fn mark_at(&mut self, report: &mut Report, phase: &str, end: Instant) {
         report.phases.push(clmulti_explain::Phase {
             phase: phase.to_owned(),
-            seconds: self.0.elapsed().as_secs_f64(),
+            seconds: (end - self.0).as_secs_f64(),
         });
-        self.0 = std::time::Instant::now();
-    }
-}
-
-/// Every reading after release, as a sample of no live buffer.
-fn released_sample(
-    usage: &UsageReader,
-    memory: &mut DeviceMemory,
-    outcome: &allocation_loop::LoopOutcome,
-) -> Sample {
-    let reading = usage.read();
-    Sample {
-        allocations: outcome.buffers,
-        live: Some(0),
-        bytes_requested: outcome.bytes,
-        elapsed_seconds: outcome.elapsed_seconds,
-        host: reading.process,
-        system: reading.system,
-        drm: reading.drm,
-        device_used_bytes: memory.read(),
-        dmabuf_exporters: reading.dmabuf_exporters,
-        kernel_counts: reading.kernel_counts,
-        traced_counts: reading.traced_counts,
+        self.0 = end;
     }
 }
 

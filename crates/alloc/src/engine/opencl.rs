@@ -80,8 +80,8 @@ pub(crate) struct OpenClBackend {
     use_host_ptr: bool,
     /// The property value `pin` passes (the registered one, or NEO 22's private one).
     pin_property: u64,
-    /// clmulti's tracer, when loaded: marked before each buffer's calls, asked after
-    /// one fails.
+    /// clmulti's tracer, when loaded: its failure count read before each buffer's
+    /// calls, asked after one fails.
     tracer: Option<clmulti_probe::trace::Tracer>,
     /// What the tracer saw fail inside the call that failed.
     failing_calls: Vec<clmulti_probe::trace::TracedCall>,
@@ -384,12 +384,12 @@ impl OpenClBackend {
 
     fn release(&mut self, mem: cl_mem) {
         // SAFETY: `mem` was created by this backend and is released once.
-        match unsafe { opencl3::memory::release_mem_object(mem) } {
+        match unsafe { clmulti_probe::raw::release_mem_object(mem) } {
             Ok(()) => self.leak.buffers_released += 1,
-            Err(e) => self
+            Err(code) => self
                 .leak
                 .release_errors
-                .push(format!("clReleaseMemObject: {}", ClCode(e))),
+                .push(format!("clReleaseMemObject: {code}")),
         }
     }
 
@@ -444,14 +444,13 @@ impl OpenClBackend {
             // instructions (PoCL), so every instruction here shows in the rate.
             // SAFETY: a live context of this backend, no host pointer.
             let mem = unsafe {
-                opencl3::memory::create_buffer(
+                clmulti_probe::raw::create_buffer(
                     self.context_of[slot],
                     self.flags,
                     self.size as usize,
-                    ptr::null_mut(),
                 )
             }
-            .map_err(|e| (ClCode(e), Call::CreateBuffer))?;
+            .map_err(|code| (code, Call::CreateBuffer))?;
             self.leak.buffers_created += 1;
             self.live.push(mem);
             return Ok(());
@@ -478,7 +477,8 @@ impl Backend for OpenClBackend {
         let result = match self.tracer {
             None => self.allocate_one(index, device),
             Some(tracer) => {
-                let mark = tracer.mark();
+                // A load, not a call: the engine marked once before its contexts.
+                let mark = tracer.seq();
                 let result = self.allocate_one(index, device);
                 if result.is_err() {
                     self.failing_calls = tracer.failures_since(mark);

@@ -3,7 +3,10 @@
 //! runtime or reused memory would favour whichever runs second), the order
 //! alternates, every arm runs long enough not to be noise (the count is raised until
 //! the plain loop takes `--min-seconds`), and the verdict comes from the median ratio
-//! and its 95% interval: "not resolved" when the interval straddles the target.
+//! and its 95% interval: "not resolved" when the interval straddles the target, with
+//! the rounds that would resolve it at the spread seen (the rounds are fixed before
+//! the first: stopping at the first interval that clears the target would make it
+//! cover less than it says).
 //! SIGINT or SIGTERM stops it after the arm in flight and reports the rounds that
 //! finished (a second one ends it at once).
 
@@ -15,7 +18,9 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 mod arm;
+mod stats;
 use arm::run_arm;
+use stats::{median, median_interval, rounds_needed, verdict};
 
 /// The engine's rate should be at least this share of the plain loop's.
 const TARGET: f64 = 0.95;
@@ -48,7 +53,9 @@ pub struct Args {
     #[arg(long, default_value = "1MiB")]
     size: String,
     /// Rounds (each runs both arms, in fresh processes); at least 6 for a 95% interval.
-    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_ROUNDS)))]
+    /// A busy machine's arms vary by a fifth from round to round: 21 rounds put the
+    /// interval within a few percent of the median.
+    #[arg(long, default_value_t = 21, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_ROUNDS)))]
     rounds: u32,
     /// Seconds the plain loop of one arm should take at least (the count is raised
     /// to reach it, within a quarter of the available memory).
@@ -166,6 +173,10 @@ struct BenchReport {
     /// The signal that stopped the bench before every round ran (`SIGTERM`).
     #[serde(skip_serializing_if = "Option::is_none")]
     stopped_by: Option<String>,
+    /// When not resolved: about how many rounds would put the interval wholly on one
+    /// side of the target, were the median and the spread to stay as they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rounds_needed: Option<u32>,
 }
 
 /// What one arm's buffers may take of the host: a quarter of what is left, the
@@ -307,52 +318,6 @@ fn calibrate(args: &Args, memory_bytes: f64) -> Result<Calibration, Failure> {
     })
 }
 
-/// log(n choose k).
-fn ln_choose(n: u64, k: u64) -> f64 {
-    (1..=k).map(|i| ((n - k + i) as f64 / i as f64).ln()).sum()
-}
-
-/// The distribution-free interval of the median of `sorted` (ascending): order
-/// statistics k and n + 1 - k, with the largest k whose coverage, 1 - 2 P(B < k)
-/// for B ~ Binomial(n, 1/2), is at least `confidence`; with that coverage. `None`
-/// when even the extremes cover less (n < 6 at 95%).
-fn median_interval(sorted: &[f64], confidence: f64) -> Option<(f64, f64, f64)> {
-    let n = sorted.len() as u64;
-    let below = |k: u64| -> f64 {
-        // P(B <= k - 1)
-        (0..k)
-            .map(|i| (ln_choose(n, i) - n as f64 * 2f64.ln()).exp())
-            .sum()
-    };
-    let mut best = None;
-    for k in 1..=n.div_ceil(2) {
-        let coverage = 1.0 - 2.0 * below(k);
-        if coverage >= confidence {
-            best = Some((k, coverage));
-        } else {
-            break;
-        }
-    }
-    best.map(|(k, coverage)| (sorted[k as usize - 1], sorted[(n - k) as usize], coverage))
-}
-
-fn median(sorted: &[f64]) -> f64 {
-    let n = sorted.len();
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    }
-}
-
-fn verdict(interval: Option<(f64, f64, f64)>, target: f64) -> Verdict {
-    match interval {
-        Some((low, _, _)) if low >= target => Verdict::Met,
-        Some((_, high, _)) if high < target => Verdict::NotMet,
-        _ => Verdict::NotResolved,
-    }
-}
-
 // long: the bench's rounds interleaved, each arm a fresh process, then the interval and the verdict
 pub fn run(args: &Args) -> Result<(), Failure> {
     let size = clmulti_scenario::parse_size(&args.size)
@@ -445,6 +410,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     ratios.sort_by(f64::total_cmp);
     let interval = median_interval(&ratios, CONFIDENCE);
     let target = args.require.unwrap_or(TARGET);
+    let verdict = verdict(interval, target);
     let report = BenchReport {
         schema_version: 3,
         device,
@@ -458,10 +424,13 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         ratio_interval: interval.map(|(low, high, _)| (low, high)),
         interval_coverage: interval.map(|(_, _, coverage)| coverage),
         target,
-        verdict: verdict(interval, target),
+        verdict,
         rounds,
         rounds_asked: args.rounds,
         stopped_by: stopped_by.map(clmulti_explain::signal_name),
+        rounds_needed: (verdict == Verdict::NotResolved)
+            .then(|| rounds_needed(&ratios, target))
+            .flatten(),
     };
     match args.format {
         Format::Json => format::print_json(&report)?,
@@ -538,35 +507,17 @@ fn bench_text(report: &BenchReport, min_seconds: f64) -> String {
         report.target,
         report.verdict.text()
     );
+    if report.verdict == Verdict::NotResolved {
+        let _ = match report.rounds_needed {
+            Some(n) => writeln!(
+                out,
+                "  to resolve it: about {n} rounds (--rounds {n}) at this spread, were the median to stay where it is"
+            ),
+            None => writeln!(
+                out,
+                "  to resolve it: the median sits too near the target for any number of rounds up to {MAX_ROUNDS} to tell, at this spread"
+            ),
+        };
+    }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_median_interval_uses_the_order_statistics_that_cover_95_percent() {
-        let sorted: Vec<f64> = (1..=11).map(f64::from).collect();
-        // n = 11: P(B <= 1) = 12/2048, so k = 2 covers 98.8%; k = 3 only 93.5%.
-        let (low, high, coverage) = median_interval(&sorted, 0.95).unwrap();
-        assert_eq!((low, high), (2.0, 10.0));
-        assert!((coverage - (1.0 - 24.0 / 2048.0)).abs() < 1e-12);
-        // n = 6: only the extremes, 96.9%; n = 5: none.
-        let (low, high, _) = median_interval(&sorted[..6], 0.95).unwrap();
-        assert_eq!((low, high), (1.0, 6.0));
-        assert!(median_interval(&sorted[..5], 0.95).is_none());
-        assert_eq!(median(&sorted[..6]), 3.5);
-    }
-
-    #[test]
-    fn the_verdict_is_resolved_only_when_the_interval_clears_the_target() {
-        assert_eq!(verdict(Some((0.96, 1.02, 0.98)), 0.95), Verdict::Met);
-        assert_eq!(verdict(Some((0.80, 0.94, 0.98)), 0.95), Verdict::NotMet);
-        assert_eq!(
-            verdict(Some((0.90, 1.00, 0.98)), 0.95),
-            Verdict::NotResolved
-        );
-        assert_eq!(verdict(None, 0.95), Verdict::NotResolved);
-    }
 }

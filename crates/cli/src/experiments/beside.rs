@@ -205,6 +205,11 @@ pub(super) fn run_observed(scenario: &Scenario) -> Result<Report, NotRun> {
     watched
         .env
         .insert(clmulti_probe::strace::OBSERVED_ENV.into(), "1".into());
+    // The replicate a verdict reads its failing call from: the tracer's full record too.
+    watched.env.insert(
+        clmulti_scenario::trace::MODE.into(),
+        clmulti_scenario::trace::FULL.into(),
+    );
     let placement = Placement {
         wrapper: clmulti_probe::strace::wrapper(&strace, &log),
         ..Placement::default()

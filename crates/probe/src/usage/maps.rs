@@ -5,10 +5,19 @@ use super::*;
 
 /// Lines of the text of /proc/<pid>/maps: one per mapping.
 pub(super) fn maps_lines(maps: &File) -> u64 {
+    use std::os::unix::fs::FileExt;
+    // Chunk by chunk: the text runs to a line per mapping, and a read may stop
+    // short of the end (a mapping's line that does not fit waits for the next).
     let mut lines = 0u64;
-    UsageReader::read_all::<16384>(Some(maps), |chunk| {
-        lines += chunk.iter().filter(|&&c| c == b'\n').count() as u64;
-    });
+    let mut chunk = [0u8; 16384];
+    let mut offset = 0u64;
+    while let Ok(n) = maps.read_at(&mut chunk, offset) {
+        if n == 0 {
+            break;
+        }
+        lines += chunk[..n].iter().filter(|&&c| c == b'\n').count() as u64;
+        offset += n as u64;
+    }
     lines
 }
 

@@ -1,16 +1,16 @@
 //! This process's use of the resources allocation consumes, read from `/proc`.
 
+mod fds;
 mod maps;
+mod text;
 
 use maps::{count_vmas, maps_lines, query_offset};
 
-use crate::drm::{self, DrmClient, DrmUsage, FdInfo};
-use crate::host::parse_meminfo_kib;
+use crate::drm::{self, DrmUsage};
 use serde::{Deserialize, Serialize};
-use std::ffi::CString;
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// The process's own readings.
@@ -148,6 +148,10 @@ pub struct UsageReader {
     kernel_counts: bool,
     /// clmulti's tracer, when loaded: its counts are read with every figure.
     tracer: Option<crate::trace::Tracer>,
+    /// Where `status`, `meminfo` and the descriptor listing are read to, made once.
+    scratch: std::cell::RefCell<Box<[u8]>>,
+    /// What each descriptor was at the last look.
+    fd_kinds: std::cell::RefCell<fds::FdKinds>,
 }
 
 fn open_dir(path: &Path) -> Option<File> {
@@ -187,6 +191,8 @@ impl UsageReader {
             kernel_counts: proc_root == Path::new("/proc")
                 && crate::kmd_emu::read_counts().is_some(),
             tracer: crate::trace::Tracer::find().filter(|_| proc_root == Path::new("/proc")),
+            scratch: std::cell::RefCell::new(vec![0; text::SCRATCH].into_boxed_slice()),
+            fd_kinds: std::cell::RefCell::default(),
         }
     }
 
@@ -201,6 +207,19 @@ impl UsageReader {
     /// gives: counting walks every mapping (about 1 us each, 150-200 of them once a
     /// runtime is loaded), several times what the rest of a reading costs.
     pub fn read_without_maps(&self) -> Usage {
+        let mut usage = self.read_light();
+        self.add_heap(&mut usage);
+        self.add_counts(&mut usage);
+        usage
+    }
+
+    /// Reads every figure but the mapping count, the C library's heap
+    /// ([`add_heap`](Self::add_heap)) and the emulation's and the tracer's counts
+    /// ([`add_counts`](Self::add_counts)). Without DRM or dma-buf descriptors it
+    /// allocates nothing: right after a runtime freed its buffers, the first
+    /// allocation (or a walk of the heap) pays for sorting every freed chunk.
+    pub fn read_light(&self) -> Usage {
+        let _own = self.own();
         let Statm {
             virtual_bytes,
             rss_bytes,
@@ -208,7 +227,6 @@ impl UsageReader {
         } = self.statm();
         let fds = self.scan_fds();
         let status = self.status();
-        let heap = self.own_proc.then(heap);
         Usage {
             process: ProcessUsage {
                 rss_bytes,
@@ -221,18 +239,43 @@ impl UsageReader {
                 threads: status.threads,
                 locked_bytes: status.locked_bytes,
                 data_bytes: status.data_bytes,
-                heap_in_use_bytes: heap.map(|h| h.0),
-                heap_free_bytes: heap.map(|h| h.1),
+                heap_in_use_bytes: None,
+                heap_free_bytes: None,
             },
             system: self.system_memory(),
             drm: drm::summarize(&fds.drm_clients),
             dmabuf_exporters: fds.dmabuf_exporters.into_iter().collect(),
-            kernel_counts: self
-                .kernel_counts
-                .then(|| self.with_spare_slot(crate::kmd_emu::read_counts))
-                .flatten(),
-            traced_counts: self.tracer.map(|t| t.counts()),
+            kernel_counts: None,
+            traced_counts: None,
         }
+    }
+
+    /// The C library's heap figures ([`heap`]) into `usage`, in this process only.
+    /// `mallinfo2` walks every free chunk: cheap while a heap grows, dear (5 ms for
+    /// 100 000 freed buffers of a lazy runtime) until freed chunks are consolidated.
+    pub fn add_heap(&self, usage: &mut Usage) {
+        if self.own_proc {
+            let (in_use, free) = heap();
+            usage.process.heap_in_use_bytes = Some(in_use);
+            usage.process.heap_free_bytes = Some(free);
+        }
+    }
+
+    /// The emulated kernel driver's counts and the tracer's, where they exist, into
+    /// `usage` (each a text read and parsed: tens of microseconds).
+    pub fn add_counts(&self, usage: &mut Usage) {
+        let _own = self.own();
+        usage.kernel_counts = self
+            .kernel_counts
+            .then(|| self.with_spare_slot(crate::kmd_emu::read_counts))
+            .flatten();
+        usage.traced_counts = self.tracer.map(|t| t.counts());
+    }
+
+    /// While it lives, this thread's calls are clmulti's own to the tracer (when
+    /// loaded): not counted as the runtime's, never its failing calls.
+    fn own(&self) -> Option<crate::trace::OwnCalls> {
+        self.tracer.map(|t| t.own())
     }
 
     /// Runs `open_and_read` with the spare descriptor given up for it (a process at its
@@ -263,30 +306,10 @@ impl UsageReader {
         self.system_memory()
     }
 
-    /// Reads `file` from its start in chunks of `N` bytes (each file's own size: a
-    /// 16 KiB buffer zeroed for 40 bytes of statm cost more than the read).
-    fn read_all<const N: usize>(file: Option<&File>, mut each: impl FnMut(&[u8])) {
-        let Some(file) = file else { return };
-        let mut buf = [0u8; N];
-        let mut offset = 0u64;
-        while let Ok(n) = file.read_at(&mut buf, offset) {
-            if n == 0 {
-                break;
-            }
-            each(&buf[..n]);
-            offset += n as u64;
-        }
-    }
-
     fn read_statm(&self) -> Statm {
         let page = crate::host::page_size();
         let mut text = [0u8; 256];
-        let mut len = 0;
-        Self::read_all::<256>(self.statm.as_ref(), |chunk| {
-            let take = chunk.len().min(text.len() - len);
-            text[len..len + take].copy_from_slice(&chunk[..take]);
-            len += take;
-        });
+        let len = text::read_into(self.statm.as_ref(), &mut text);
         let mut fields = text[..len]
             .split(|b| b.is_ascii_whitespace())
             .filter(|f| !f.is_empty())
@@ -305,26 +328,21 @@ impl UsageReader {
         }
     }
 
-    /// `Threads`, `VmLck` and `VmData` of `status`, read into a stack buffer.
+    /// `Threads`, `VmLck` and `VmData` of `status`.
     fn status(&self) -> StatusFigures {
-        let mut text = [0u8; 8192];
-        let mut len = 0;
-        Self::read_all::<4096>(self.status.as_ref(), |chunk| {
-            let take = chunk.len().min(text.len() - len);
-            text[len..len + take].copy_from_slice(&chunk[..take]);
-            len += take;
-        });
-        let text = std::str::from_utf8(&text[..len]).unwrap_or("");
-        let kib = |key| parse_meminfo_kib(text, key).map_or(0, |k| k * 1024);
+        let mut buf = self.scratch.borrow_mut();
+        let len = text::read_into(self.status.as_ref(), &mut buf);
+        let [threads, locked, data] = text::fields(&buf[..len], ["Threads", "VmLck", "VmData"]);
         StatusFigures {
-            threads: parse_meminfo_kib(text, "Threads").unwrap_or(0),
-            locked_bytes: kib("VmLck"),
-            data_bytes: kib("VmData"),
+            threads: threads.unwrap_or(0),
+            locked_bytes: locked.unwrap_or(0) * 1024,
+            data_bytes: data.unwrap_or(0) * 1024,
         }
     }
 
     /// The process's mappings, counted now (what `vm.max_map_count` bounds).
     pub fn memory_maps(&self) -> u64 {
+        let _own = self.own();
         let by_query = self
             .maps_by_query
             .get_or_init(|| self.maps.as_ref().and_then(query_offset));
@@ -337,19 +355,14 @@ impl UsageReader {
     }
 
     fn system_memory(&self) -> Option<SystemMemory> {
-        let mut text = [0u8; 8192];
-        let mut len = 0;
-        Self::read_all::<8192>(self.meminfo.as_ref(), |chunk| {
-            let take = chunk.len().min(text.len() - len);
-            text[len..len + take].copy_from_slice(&chunk[..take]);
-            len += take;
-        });
-        let text = std::str::from_utf8(&text[..len]).ok()?;
-        let kib = |key| parse_meminfo_kib(text, key).map(|k| k * 1024);
+        let mut buf = self.scratch.borrow_mut();
+        let len = text::read_into(self.meminfo.as_ref(), &mut buf);
+        let [available, free, shmem] =
+            text::fields(&buf[..len], ["MemAvailable", "MemFree", "Shmem"]);
         Some(SystemMemory {
-            available_bytes: kib("MemAvailable")?,
-            free_bytes: kib("MemFree")?,
-            shmem_bytes: kib("Shmem").unwrap_or(0),
+            available_bytes: available? * 1024,
+            free_bytes: free? * 1024,
+            shmem_bytes: shmem.unwrap_or(0) * 1024,
         })
     }
 
@@ -358,6 +371,7 @@ impl UsageReader {
     /// against `RLIMIT_NOFILE` like the runtime's; descriptors the process inherited
     /// are left out (a program started the same way inherits them too).
     pub fn clmulti_fd_count(&self) -> u64 {
+        let _own = self.own();
         let own = self.own_fds().iter().filter(|&&fd| fd >= 0).count() as u64;
         let memfds = std::fs::read_dir("/proc/self/fd").map_or(0, |dir| {
             dir.flatten()
@@ -382,142 +396,6 @@ impl UsageReader {
             self.spare.get(),
         ]
     }
-
-    /// Lists the fd directory; reads the fdinfo of DRM and dma-buf fds only (found
-    /// by their link targets, which `readlinkat` gives without opening anything).
-    fn scan_fds(&self) -> FdScan {
-        let mut scan = FdScan::default();
-        let Some(dir) = &self.fd_dir else {
-            return scan;
-        };
-        let own = self.own_fds();
-        let limit = crate::host::rlimit(clmulti_scenario::Rlimit::NoFile)
-            .soft
-            .unwrap_or(u64::MAX);
-        let mut interesting: Vec<i32> = Vec::new();
-        let dir_fd = dir.as_raw_fd();
-        // SAFETY: rewinding a directory descriptor this reader owns.
-        if unsafe { libc::lseek(dir_fd, 0, libc::SEEK_SET) } < 0 {
-            return scan;
-        }
-        let mut buf = [0u8; 8192];
-        loop {
-            // SAFETY: getdents64 writes at most `buf.len()` bytes into `buf`.
-            let n =
-                unsafe { libc::syscall(libc::SYS_getdents64, dir_fd, buf.as_mut_ptr(), buf.len()) };
-            if n <= 0 {
-                break;
-            }
-            let mut offset = 0usize;
-            while offset < n as usize {
-                // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
-                let reclen = u16::from_ne_bytes([buf[offset + 16], buf[offset + 17]]) as usize;
-                let name = &buf[offset + 19..offset + reclen.max(20)];
-                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-                offset += reclen.max(1);
-                if name.first() == Some(&b'.') {
-                    continue;
-                }
-                let fd = name
-                    .iter()
-                    .try_fold(0i32, |acc, &d| {
-                        d.is_ascii_digit()
-                            .then(|| acc.saturating_mul(10).saturating_add(i32::from(d - b'0')))
-                    })
-                    .unwrap_or(-1);
-                // The reader's own descriptors count against RLIMIT_NOFILE like
-                // any other: counted, never inspected.
-                scan.open += 1;
-                if self.own_proc && fd >= 0 && fd as u64 >= limit {
-                    scan.above_limit += 1;
-                }
-                if self.own_proc && own.contains(&fd) {
-                    continue;
-                }
-                if fd >= 0 && is_gpu_fd(dir_fd, name) {
-                    interesting.push(fd);
-                }
-            }
-        }
-        if !interesting.is_empty() {
-            self.read_fdinfos(&interesting, &mut scan);
-        }
-        scan
-    }
-
-    fn read_fdinfos(&self, fds: &[i32], scan: &mut FdScan) {
-        let Some(dir) = &self.fdinfo_dir else { return };
-        self.with_spare_slot(|| self.read_fdinfos_into(dir, fds, scan));
-    }
-
-    fn read_fdinfos_into(&self, dir: &File, fds: &[i32], scan: &mut FdScan) {
-        for &fd in fds {
-            let Ok(name) = CString::new(fd.to_string()) else {
-                continue;
-            };
-            // SAFETY: `dir` is an open directory; `name` is NUL-terminated.
-            let info = unsafe {
-                libc::openat(
-                    dir.as_raw_fd(),
-                    name.as_ptr(),
-                    libc::O_RDONLY | libc::O_CLOEXEC,
-                )
-            };
-            if info < 0 {
-                continue;
-            }
-            let mut text = Vec::with_capacity(2048);
-            let mut buf = [0u8; 4096];
-            loop {
-                // SAFETY: `buf` is writable for its length; `info` is open.
-                let n = unsafe { libc::read(info, buf.as_mut_ptr().cast(), buf.len()) };
-                if n <= 0 {
-                    break;
-                }
-                text.extend_from_slice(&buf[..n as usize]);
-            }
-            // SAFETY: opened above, closed once.
-            unsafe { libc::close(info) };
-            match drm::parse_fdinfo(&String::from_utf8_lossy(&text)) {
-                FdInfo::Drm(client) => scan.drm_clients.push(client),
-                FdInfo::DmaBuf { size, exporter } => {
-                    scan.dmabuf_fds += 1;
-                    scan.dmabuf_bytes += size;
-                    if !scan.dmabuf_exporters.contains(&exporter) {
-                        scan.dmabuf_exporters.insert(exporter);
-                    }
-                }
-                FdInfo::Other => {}
-            }
-        }
-    }
-}
-
-/// Whether an fd links to a DRM or DRM accel device, or a dma-buf.
-fn is_gpu_fd(dir_fd: i32, name: &[u8]) -> bool {
-    let mut path = [0u8; 32];
-    if name.len() >= path.len() {
-        return false;
-    }
-    path[..name.len()].copy_from_slice(name);
-    let mut target = [0u8; 64];
-    // SAFETY: `path` is NUL-terminated; readlinkat writes at most `target.len()` bytes.
-    let n = unsafe {
-        libc::readlinkat(
-            dir_fd,
-            path.as_ptr().cast(),
-            target.as_mut_ptr().cast(),
-            target.len(),
-        )
-    };
-    if n <= 0 {
-        return false;
-    }
-    let target = &target[..n as usize];
-    // DRM accel drivers (NPUs, Intel's ivpu, habanalabs) print the same fdinfo keys.
-    target.starts_with(b"/dev/dri/")
-        || target.starts_with(b"/dev/accel/")
-        || target.windows(6).any(|w| w == b"dmabuf")
 }
 
 #[derive(Default)]
@@ -525,16 +403,6 @@ struct StatusFigures {
     threads: u64,
     locked_bytes: u64,
     data_bytes: u64,
-}
-
-#[derive(Default)]
-struct FdScan {
-    open: u64,
-    above_limit: u64,
-    dmabuf_fds: u64,
-    dmabuf_bytes: u64,
-    dmabuf_exporters: std::collections::BTreeSet<String>,
-    drm_clients: Vec<DrmClient>,
 }
 
 impl Drop for UsageReader {

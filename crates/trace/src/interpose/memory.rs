@@ -20,7 +20,7 @@ unsafe fn mmap_with(
     // SAFETY: passing the caller's arguments on.
     let p = unsafe { real(addr, len, prot, flags, fd, off) };
     let e = errno();
-    COUNTS.add(Kind::Mmap.key());
+    count(Kind::Mmap.key());
     if p == libc::MAP_FAILED {
         failed(
             "mmap",
@@ -99,7 +99,7 @@ pub unsafe extern "C" fn mremap(
     // SAFETY: passing the caller's arguments on.
     let p = unsafe { real(old, old_len, new_len, flags, new_addr) };
     let e = errno();
-    COUNTS.add(Kind::Mremap.key());
+    count(Kind::Mremap.key());
     if p == libc::MAP_FAILED {
         failed(
             "mremap",

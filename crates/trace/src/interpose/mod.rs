@@ -2,14 +2,16 @@
 //! definition (`dlsym(RTLD_NEXT)`: libc's, or another preloaded library's, such as
 //! clmulti's emulated i915 driver), counts the call, and records it when it fails.
 //! Allocation functions are not counted (they are the hottest calls of any program);
-//! their failures are recorded.
+//! their failures are recorded. A thread marked as the program's own
+//! ([`crate::count::set_own`]) is neither counted nor recorded.
 //!
 //! Variadic entry points (`open`, `openat`, `ioctl`, `fcntl`, `mremap`) take their
 //! optional argument as a plain parameter: on x86_64 and aarch64 Linux the caller
 //! passes it in the same register either way.
 
+use crate::count::count;
 use crate::names::{self, Driver, Kind, Region};
-use crate::record::{failed, COUNTS};
+use crate::record::failed;
 use libc::{c_char, c_int, c_uint, c_ulong, c_void, off_t, size_t, FILE};
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
@@ -44,7 +46,7 @@ fn enosys<T>(value: T) -> T {
 /// Counts a call returning a descriptor (or 0) and records it when it failed.
 fn fd_call(result: c_int, kind: Kind, call: &'static str, args: impl FnOnce() -> String) -> c_int {
     let e = errno();
-    COUNTS.add(kind.key());
+    count(kind.key());
     if result < 0 {
         failed(call, args, e);
     }
@@ -163,7 +165,7 @@ unsafe fn fopen_with(real: Option<Fopen>, path: *const c_char, mode: *const c_ch
     // SAFETY: passing the caller's arguments on.
     let file = unsafe { real(path, mode) };
     let e = errno();
-    COUNTS.add(Kind::Open.key());
+    count(Kind::Open.key());
     if file.is_null() {
         // SAFETY: the caller's strings, NUL-terminated.
         failed(
@@ -206,7 +208,9 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
         return enosys(-1);
     };
     // SAFETY: passing the caller's argument on.
-    unsafe { real(fd) }
+    let r = unsafe { real(fd) };
+    closing::closed();
+    r
 }
 
 type Mmap = unsafe extern "C" fn(*mut c_void, size_t, c_int, c_int, c_int, off_t) -> *mut c_void;
@@ -287,6 +291,7 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
     };
     // SAFETY: passing the caller's arguments on.
     let fd = unsafe { real(old, new) };
+    closing::closed();
     fd_call(fd, Kind::Dup, "dup2", || format!("{old}, {new}"))
 }
 
@@ -299,6 +304,7 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
     };
     // SAFETY: passing the caller's arguments on.
     let fd = unsafe { real(old, new, flags) };
+    closing::closed();
     fd_call(fd, Kind::Dup, "dup3", || {
         format!("{old}, {new}, {}", names::open_flags(flags))
     })
@@ -389,6 +395,7 @@ type PthreadCreate = unsafe extern "C" fn(
 ) -> c_int;
 
 // After the macros above, which these use.
+mod closing;
 mod drm;
 mod limits;
 mod memory;

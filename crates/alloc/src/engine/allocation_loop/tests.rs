@@ -371,9 +371,9 @@ fn walked(out: &LoopOutcome) -> Vec<bool> {
 
 #[test]
 fn costly_mapping_walks_are_left_out_of_fast_samples_but_never_the_first_or_last() {
-    // Walks of 1 ms beside instant allocations: the free 2 ms go in the first
-    // samples, after which 2% of the loop's time never pays for another; the 4th
-    // and 8th samples (3 and 7) walk anyway, the last always.
+    // Walks of 1 ms beside instant allocations: the free 0.5 ms go in the first
+    // sample, after which 1% of the loop's time never pays for another; the 2nd, 4th
+    // and 8th samples (1, 3 and 7) walk anyway, the last always.
     let (mut backend, mut meter) = fake(0);
     meter.walk_cost = Duration::from_millis(1);
     let out = allocation_loop(&plan(), &mut backend, &mut meter, None);
@@ -406,11 +406,11 @@ fn maps_every_sample_walks_at_every_sample_whatever_it_costs() {
 
 #[test]
 fn a_slow_runtime_gets_the_mapping_count_at_every_sample() {
-    // 10 buffers of 2 ms between samples: a 0.2 ms walk is 1% of that, within the
-    // 2% once the free 2 ms are spent (after 10 of the 21 samples).
+    // 10 buffers of 2 ms between samples: a 0.1 ms walk is 0.5% of that, within the
+    // 1% once the free 0.5 ms are spent (after 5 of the 21 samples).
     let (mut backend, mut meter) = fake(0);
     backend.delay = Duration::from_millis(2);
-    meter.walk_cost = Duration::from_micros(200);
+    meter.walk_cost = Duration::from_micros(100);
     let plan = LoopPlan {
         target: 200,
         ..plan()
@@ -423,11 +423,12 @@ fn a_slow_runtime_gets_the_mapping_count_at_every_sample() {
 fn the_budget_walks_free_then_by_share_and_at_powers_of_two_whatever_the_cost() {
     let ms = Duration::from_millis;
     let budget = |spent| MapsBudget { spent };
-    // Under the free 2 ms: any sample, however short the loop so far.
-    assert!(budget(ms(1)).allows(ms(0), 2));
-    // Beyond it: 3 ms of walks need over 150 ms of loop (2%).
-    assert!(!budget(ms(3)).allows(ms(140), 2));
-    assert!(budget(ms(3)).allows(ms(160), 2));
+    // Under the free 0.5 ms: any sample, however short the loop so far.
+    assert!(budget(Duration::from_micros(400)).allows(ms(0), 2));
+    assert!(!budget(Duration::from_micros(600)).allows(ms(0), 2));
+    // Beyond it: 3 ms of walks need over 300 ms of loop (1%).
+    assert!(!budget(ms(3)).allows(ms(290), 2));
+    assert!(budget(ms(3)).allows(ms(310), 2));
     // The 1st, 2nd, 4th, 8th... (0, 1, 3, 7) walk over any budget; 5th (4) not.
     for nth in [0, 1, 3, 7, 1023] {
         assert!(budget(ms(1000)).allows(ms(1), nth), "sample {nth}");
