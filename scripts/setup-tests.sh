@@ -7,13 +7,14 @@
 # root folder (intel-gpu-next.sh: the xe emulation's test), Debian's chromium for the
 # report's browser test, and for the three-node cluster the Slurm tests start
 # (scripts/slurm/local-cluster.sh): Slurm with munge, iproute2 (network namespaces,
-# veths, a bridge), util-linux (unshare, nsenter) and procps.
+# veths, a bridge), util-linux (unshare, nsenter) and procps; strace, the system-call
+# observer diagnose watches a failing replicate with.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 "$here/setup-opencl.sh"
 
-packages=(g++ libdrm-dev mesa-opencl-icd oclgrind chromium fonts-dejavu-core slurmd slurmctld slurm-client munge iproute2 util-linux procps python3-pip)
+packages=(g++ strace libdrm-dev mesa-opencl-icd oclgrind chromium fonts-dejavu-core slurmd slurmctld slurm-client munge iproute2 util-linux procps python3-pip)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
