@@ -153,8 +153,11 @@ fn each_fault_class_is_named_by_its_call_and_errno() {
         false,
     );
     assert!(r.traced.as_ref().unwrap().failing_calls.is_empty());
-    assert!(statements(&r)
-        .contains("with no system call failing inside it: the runtime refused by itself"));
+    // No observer watched this run: the refusal and a call the tracer does not see
+    // stay open side by side.
+    assert!(statements(&r).contains(
+        "no system call failed: the runtime refused by itself or a call the libc tracer does not see failed"
+    ));
 }
 
 /// Builds a reproducer for `r` and runs it with its environment; returns what it said.

@@ -97,7 +97,9 @@ fn the_projects_own_configs_need_no_trust() {
         "configs/seed-2gpu-shared.toml",
     ] {
         let path = root.join(config);
-        let out = run(clmulti(1)
+        // Two devices, as the seed's file asks: check refuses a file the machine
+        // cannot run before it says whether it trusts it.
+        let out = run(clmulti(2)
             .arg("check")
             .arg(&path)
             .args(["--format", "json"]));

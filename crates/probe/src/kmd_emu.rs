@@ -98,6 +98,7 @@ pub fn read_counts() -> Option<Counts> {
 
 /// The emulation, when this process runs under it.
 pub fn active() -> Option<EmulatedDriver> {
+    let _own = crate::trace::own_calls();
     let text = std::fs::read_to_string(COUNTS_PATH).ok()?;
     let counts = parse_counts(&text);
     Some(EmulatedDriver {
