@@ -360,11 +360,10 @@ pub fn call_agrees(resource: &Resource, run: &Report) -> Option<crate::verdict::
 
 /// What failed inside the OpenCL call that stopped a run: the call the libc tracer or
 /// the system-call observer saw fail ("clCreateBuffer returned CL_OUT_OF_HOST_MEMORY
-/// (-6) after ioctl(3, DRM_IOCTL_PRIME_HANDLE_TO_FD) failed with EMFILE in ..."), or,
-/// when none was seen, a claim: the runtime refused by itself only when an observer
-/// saw every call and none failed.
+/// (-6) after ioctl(3, DRM_IOCTL_PRIME_HANDLE_TO_FD) failed with EMFILE"), or, when
+/// none was seen, a claim: the runtime refused by itself only when an observer saw
+/// every call and none failed.
 pub fn failing_call_statement(report: &Report) -> Option<crate::verdict::Statement> {
-    use crate::verdict::Statement;
     let crate::StopReason::Failed { error, call, .. } = &report.stop else {
         return None;
     };
@@ -375,54 +374,78 @@ pub fn failing_call_statement(report: &Report) -> Option<crate::verdict::Stateme
         .as_ref()
         .filter(|o| o.watched_failure);
     let traced = report.traced.as_ref();
-    if let Some(last) = traced.and_then(|t| t.failing_calls.last()) {
-        let all = &traced.expect("a call was traced").failing_calls;
-        let earlier = match all.len() {
-            1 => String::new(),
-            n => format!(
-                " ({n} calls failed inside it; the first: {})",
-                all[0].summary()
-            ),
-        };
-        let in_layer = last
-            .stack
-            .first()
-            .is_some_and(|f| f.module == clmulti_scenario::LAYER.file_name);
-        let layer = if in_layer {
-            " (inside clmulti's emulation layer: the policy it emulates made the call)"
-        } else {
-            ""
-        };
-        return Some(
-            Statement::measured(format!("{returned} after {}{layer}", last.summary())).with_detail(
-                format!(
-                    "in {}{earlier}; traced by clmulti-trace, which sees {}",
-                    last.where_(4),
-                    clmulti_probe::trace::UNSEEN
-                ),
-            ),
-        );
+    if let Some(t) = traced.filter(|t| !t.failing_calls.is_empty()) {
+        return Some(traced_statement(&returned, &t.failing_calls));
     }
     if let Some(o) = observed.filter(|o| !o.failed_calls.is_empty()) {
-        let last = o.failed_calls.last().expect("not empty");
-        return Some(
-            Statement::measured(format!(
-                "{returned}; the libc tracer saw no call fail inside it, but a system-call observer (strace) watching a replicate saw {}",
-                last.summary(),
-            ))
-            .with_detail(format!(
-                "in {}{}",
-                if last.stack.is_empty() { format!("thread {}", last.thread) } else { last.where_(4) },
-                match o.failed_calls.len() {
-                    1 => String::new(),
-                    n => format!(" ({n} calls failed inside it; the first: {})", o.failed_calls[0].summary()),
-                }
-            )),
-        );
+        return Some(observed_statement(&returned, &o.failed_calls));
     }
     if traced.is_none() && observed.is_none() {
         return None;
     }
+    Some(refused_claim(&returned, observed))
+}
+
+/// What the libc tracer saw fail: the last call, where, and the first when several.
+fn traced_statement(
+    returned: &str,
+    calls: &[clmulti_probe::trace::TracedCall],
+) -> crate::verdict::Statement {
+    let last = calls.last().expect("a failing call");
+    let earlier = match calls.len() {
+        1 => String::new(),
+        n => format!(
+            " ({n} calls failed inside it; the first: {})",
+            calls[0].summary()
+        ),
+    };
+    let in_layer = last
+        .stack
+        .first()
+        .is_some_and(|f| f.module == clmulti_scenario::LAYER.file_name);
+    let layer = if in_layer {
+        " (inside clmulti's emulation layer: the policy it emulates made the call)"
+    } else {
+        ""
+    };
+    crate::verdict::Statement::measured(format!("{returned} after {}{layer}", last.summary()))
+        .with_detail(format!(
+            "in {}{earlier}; traced by clmulti-trace, which sees {}",
+            last.where_(4),
+            clmulti_probe::trace::UNSEEN
+        ))
+}
+
+/// What a system-call observer saw fail that the libc tracer did not.
+fn observed_statement(
+    returned: &str,
+    calls: &[clmulti_probe::trace::TracedCall],
+) -> crate::verdict::Statement {
+    let last = calls.last().expect("a failing call");
+    crate::verdict::Statement::measured(format!(
+        "{returned}; the libc tracer saw no call fail inside it, but a system-call observer (strace) watching a replicate saw {}",
+        last.summary(),
+    ))
+    .with_detail(format!(
+        "in {}{}",
+        if last.stack.is_empty() {
+            format!("thread {}", last.thread)
+        } else {
+            last.where_(4)
+        },
+        match calls.len() {
+            1 => String::new(),
+            n => format!(" ({n} calls failed inside it; the first: {})", calls[0].summary()),
+        }
+    ))
+}
+
+/// No call seen failing: the runtime refused by itself, or a call the libc tracer
+/// does not see failed; only an observer of every call tells them apart.
+fn refused_claim(
+    returned: &str,
+    observed: Option<&crate::verdict::ObservedRun>,
+) -> crate::verdict::Statement {
     let mut refused = Alternative::new(
         "none",
         "no system call failed: the runtime refused by itself",
@@ -449,9 +472,9 @@ pub fn failing_call_statement(report: &Report) -> Option<crate::verdict::Stateme
             unseen = unseen.open(why);
         }
     }
-    Some(Statement::claim(
+    crate::verdict::Statement::claim(
         "the calls traced inside the failing call",
         &format!("{returned}: "),
         Claim::new(Topic::FailingCall, "inside it", vec![refused, unseen]),
-    ))
+    )
 }

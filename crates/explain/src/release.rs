@@ -297,30 +297,55 @@ fn above_words(r: &RoundReadings) -> String {
 /// nothing; one that will stop after these rounds reads as a leak).
 pub(crate) fn kept_claim(r: &RoundReadings) -> Claim {
     let unit = r.resource.unit();
-    let noise = unit.format(r.tolerance);
     let increments = r.increments();
-    let added = signed_list(unit, &increments);
-    let subject = format!("what {} kept after release", r.resource.label());
-    let reused = Alternative::new("reused", "kept once and reused by later rounds (a cache)");
-    let stopped = Alternative::new(
-        "stopped",
-        "grew for some rounds, then stopped (a cache that filled, or a leak that stopped)",
-    );
-    let leak = Alternative::new("leak", "grows every round (a leak)");
-    let filling = Alternative::new("filling", "a cache still filling past these rounds");
-    // A leak under the noise adds nothing these readings see.
-    let small_leak = || {
-        leak.clone()
-            .over(Range::between(0.0, r.tolerance))
-            .open(format!("a leak under {noise} a round would not show"))
+    let said = Said {
+        added: signed_list(unit, &increments),
+        noise: unit.format(r.tolerance),
+        rounds: r.after_rounds.len(),
+        tolerance: r.tolerance,
     };
-    let kept = r.kept();
-    let alternatives = match kept {
+    let gave_back = increments.iter().any(|d| *d < -r.tolerance);
+    let flat = increments.iter().all(|d| *d <= r.tolerance);
+    Claim::new(
+        Topic::Kept,
+        format!("what {} kept after release", r.resource.label()),
+        evolution(r.kept(), gave_back, flat, &said),
+    )
+}
+
+/// What the rounds added, in words, for the claim's evidence.
+struct Said {
+    added: String,
+    noise: String,
+    rounds: usize,
+    tolerance: f64,
+}
+
+/// How memory kept after release may evolve over rounds.
+fn evolutions() -> [Alternative; 4] {
+    [
+        Alternative::new("reused", "kept once and reused by later rounds (a cache)"),
+        Alternative::new(
+            "stopped",
+            "grew for some rounds, then stopped (a cache that filled, or a leak that stopped)",
+        ),
+        Alternative::new("leak", "grows every round (a leak)"),
+        Alternative::new("filling", "a cache still filling past these rounds"),
+    ]
+}
+
+/// The alternatives of a resource's rounds, judged by how they grew.
+fn evolution(kept: Kept, gave_back: bool, flat: bool, s: &Said) -> Vec<Alternative> {
+    let [reused, stopped, leak, filling] = evolutions();
+    // A leak under the noise adds nothing these readings see.
+    let small_leak = leak
+        .clone()
+        .over(Range::between(0.0, s.tolerance))
+        .open(format!("a leak under {} a round would not show", s.noise));
+    let (added, noise) = (&s.added, &s.noise);
+    match kept {
         Kept::TooFew => {
-            let why = format!(
-                "only {} rounds ran (each added {added})",
-                r.after_rounds.len()
-            );
+            let why = format!("only {} rounds ran (each added {added})", s.rounds);
             vec![
                 reused.open(why.clone()),
                 stopped.open(why.clone()),
@@ -332,43 +357,45 @@ pub(crate) fn kept_claim(r: &RoundReadings) -> Claim {
             let by = format!(
                 "every round added about as much again ({added}), each beyond the {noise} noise"
             );
+            let why = format!(
+                "one that stops after these {} rounds would read the same",
+                s.rounds
+            );
             vec![
                 reused.excluded(by.clone()),
                 stopped.excluded(by.clone()),
                 leak.supported(by),
-                filling.open(format!(
-                    "one that stops after these {} rounds would read the same",
-                    r.after_rounds.len()
-                )),
+                filling.open(why),
             ]
         }
-        Kept::Reused if increments.iter().any(|d| *d < -r.tolerance) => {
+        Kept::Reused if gave_back => {
             let by = format!("rounds gave memory back as well as took it ({added})");
             vec![
                 reused.supported(by.clone()),
                 stopped.excluded(by.clone()),
-                small_leak(),
+                small_leak,
                 filling.excluded(by),
             ]
         }
-        Kept::Reused if increments.iter().all(|d| *d <= r.tolerance) => {
+        Kept::Reused if flat => {
             let by =
                 format!("no round after the first added more than the {noise} noise ({added})");
+            let why = "a leak that stopped after the first round reads the same";
             vec![
                 reused.supported(by.clone()),
-                stopped.open("a leak that stopped after the first round reads the same"),
-                small_leak(),
+                stopped.open(why),
+                small_leak,
                 filling.excluded(by),
             ]
         }
         Kept::Reused => {
             let by = format!("rounds added {added}, the last ones no more than the {noise} noise");
+            let not_reused =
+                format!("rounds after the first added beyond the {noise} noise ({added})");
             vec![
-                reused.excluded(format!(
-                    "rounds after the first added beyond the {noise} noise ({added})"
-                )),
+                reused.excluded(not_reused),
                 stopped.supported(by.clone()),
-                small_leak(),
+                small_leak,
                 filling.excluded(by),
             ]
         }
@@ -381,8 +408,7 @@ pub(crate) fn kept_claim(r: &RoundReadings) -> Claim {
                 filling.open(why),
             ]
         }
-    };
-    Claim::new(Topic::Kept, subject, alternatives)
+    }
 }
 
 /// Who holds host memory kept after the last round, as measured: the C library's live

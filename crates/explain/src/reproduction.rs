@@ -10,108 +10,132 @@ use crate::words::{counts, seconds};
 /// chance, a time limit, or something outside the process, used up and kept or
 /// restored with time.
 pub fn claim(r: &Replicates, paused: Option<&Claim>, moved: bool) -> Claim {
+    let mut a = Five {
+        steady: Alternative::new("steady", "the same failure each time: a limit on what the run holds or has done"),
+        random: Alternative::new("random", "not reproducible: chance (a failure that strikes at random)"),
+        time: Alternative::new("time", "a limit on time"),
+        kept: Alternative::new(
+            "outside-kept",
+            "a limit that persists across processes: something outside the process (a file, a daemon, the driver) that runs use up and that stays used",
+        ),
+        restored: Alternative::new("outside-restored", "a budget outside the process that runs use up and time restores"),
+    };
     let all = counts(&r.counts());
-    let mut steady = Alternative::new(
-        "steady",
-        "the same failure each time: a limit on what the run holds or has done",
-    );
-    let mut random = Alternative::new(
-        "random",
-        "not reproducible: chance (a failure that strikes at random)",
-    );
-    let mut time = Alternative::new("time", "a limit on time");
-    let mut kept = Alternative::new(
-        "outside-kept",
-        "a limit that persists across processes: something outside the process (a file, a daemon, the driver) that runs use up and that stays used",
-    );
-    let mut restored = Alternative::new(
-        "outside-restored",
-        "a budget outside the process that runs use up and time restores",
-    );
-    let fell = format!("re-runs fell short of the first run ({all} buffers)");
     match r.reproduced() {
-        Reproduced::Yes => {
-            let by = format!(
-                "re-run unchanged, every run failed within {} buffers ({all})",
-                r.tolerance
-            );
-            steady = steady.supported(by.clone());
-            random = random.excluded(by.clone());
-            kept = kept.excluded(by.clone());
-            restored = restored.excluded(by);
-            time = match paused.and_then(|c| c.alternatives.iter().find(|a| a.key == "time")) {
-                _ if moved => {
-                    time.excluded("moving a limit moved the failure to the count its line predicts")
-                }
-                Some(a) if a.is_excluded() => {
-                    time.excluded("a pause after each buffer left the count where it was")
-                }
-                Some(a) if !a.is_excluded() && paused.is_some_and(|c| c.settles_on("time")) => time
-                    .supported(
-                        "a pause after each buffer moved the failure to about the same time",
-                    ),
-                _ => time.open(
-                    "a run at a steady speed meets a time limit at a steady count: a pause tells",
-                ),
-            };
-            if paused.is_some_and(|c| c.settles_on("time")) {
-                steady = steady
-                    .excluded("a pause after each buffer moved the failure to about the same time");
-            }
-        }
-        Reproduced::Time { seconds: at } => {
-            time.words = format!("a time limit (after about {})", seconds(at));
-            let by = format!(
-                "the failures held their time (about {}) while their counts did not ({all})",
-                seconds(at)
-            );
-            time = time.supported(by.clone());
-            steady = steady.excluded(by.clone());
-            random = random.excluded(by.clone());
-            kept = kept.excluded(by.clone());
-            restored = restored.excluded(by);
-        }
+        Reproduced::Yes => a.steady_case(r, &all, paused, moved),
+        Reproduced::Time { seconds: at } => a.time_case(at, &all),
         Reproduced::No if r.short_of_first() => {
             let by = format!(
                 "the same case failed at {all} buffers: every re-run at under half the first"
             );
-            steady = steady.excluded(by.clone());
-            time = time.excluded(by.clone());
-            random = random.open("chance could spread the counts this way too");
-            (kept, restored) = outside(r, kept, restored, &by);
+            a.steady = a.steady.excluded(by.clone());
+            a.time = a.time.excluded(by.clone());
+            a.random = a.random.open("chance could spread the counts this way too");
+            (a.kept, a.restored) = outside(r, a.kept, a.restored, &by);
         }
-        Reproduced::No => {
-            let by = format!("the same case failed at {all} buffers, at different times");
-            random = random.supported(by.clone());
-            steady = steady.excluded(by.clone());
-            time = time.excluded(by.clone());
-            // A budget the runs share and time restores spreads their counts too, by
-            // how long each waited; one used up and never restored cannot rise again.
-            restored = restored.open(
-                "a budget shared by the runs and restored with time would spread their counts too",
-            );
-            kept = match rose(r) {
-                Some(words) => kept.excluded(words),
-                None => kept.open("the counts never rose again after falling"),
-            };
-        }
+        Reproduced::No => a.spread_case(r, &all),
         Reproduced::Persistent | Reproduced::Depleted => {
-            steady = steady.excluded(fell.clone());
-            time = time.excluded(fell.clone());
-            random = if at_once(r) >= 2 {
-                random.excluded("re-runs failed at once, before their first buffer, again and again: chance does not")
+            let fell = format!("re-runs fell short of the first run ({all} buffers)");
+            a.steady = a.steady.excluded(fell.clone());
+            a.time = a.time.excluded(fell.clone());
+            a.random = if at_once(r) >= 2 {
+                a.random.excluded("re-runs failed at once, before their first buffer, again and again: chance does not")
             } else {
-                random
+                a.random
                     .open("chance rarely falls this evenly, but these few runs do not rule it out")
             };
-            (kept, restored) = outside(r, kept, restored, &fell);
+            (a.kept, a.restored) = outside(r, a.kept, a.restored, &fell);
         }
     }
     Claim::new(
         Topic::Reproduction,
         "re-run unchanged",
-        vec![steady, random, time, kept, restored],
+        vec![a.steady, a.random, a.time, a.kept, a.restored],
     )
+}
+
+/// The five alternatives, judged case by case.
+struct Five {
+    steady: Alternative,
+    random: Alternative,
+    time: Alternative,
+    kept: Alternative,
+    restored: Alternative,
+}
+
+impl Five {
+    /// Every re-run failed within the tolerance: a steady failure, or a time limit met
+    /// at a steady speed, which moving a limit or a pause tells apart.
+    fn steady_case(&mut self, r: &Replicates, all: &str, paused: Option<&Claim>, moved: bool) {
+        let by = format!(
+            "re-run unchanged, every run failed within {} buffers ({all})",
+            r.tolerance
+        );
+        self.steady = self.steady.clone().supported(by.clone());
+        self.random = self.random.clone().excluded(by.clone());
+        self.kept = self.kept.clone().excluded(by.clone());
+        self.restored = self.restored.clone().excluded(by);
+        let time = self.time.clone();
+        let paused_time = paused.and_then(|c| c.alternatives.iter().find(|a| a.key == "time"));
+        let timed = paused.is_some_and(|c| c.settles_on("time"));
+        self.time = match paused_time {
+            _ if moved => {
+                time.excluded("moving a limit moved the failure to the count its line predicts")
+            }
+            Some(a) if a.is_excluded() => {
+                time.excluded("a pause after each buffer left the count where it was")
+            }
+            Some(_) if timed => {
+                time.supported("a pause after each buffer moved the failure to about the same time")
+            }
+            _ => time.open(
+                "a run at a steady speed meets a time limit at a steady count: a pause tells",
+            ),
+        };
+        if timed {
+            self.steady = self
+                .steady
+                .clone()
+                .excluded("a pause after each buffer moved the failure to about the same time");
+        }
+    }
+
+    /// The failures held their time while their counts did not.
+    fn time_case(&mut self, at: f64, all: &str) {
+        self.time.words = format!("a time limit (after about {})", seconds(at));
+        let by = format!(
+            "the failures held their time (about {}) while their counts did not ({all})",
+            seconds(at)
+        );
+        self.time = self.time.clone().supported(by.clone());
+        for a in [
+            &mut self.steady,
+            &mut self.random,
+            &mut self.kept,
+            &mut self.restored,
+        ] {
+            *a = a.clone().excluded(by.clone());
+        }
+    }
+
+    /// Counts and times spread: chance; a budget the runs share and time restores
+    /// spreads them too, by how long each waited; one used up for good cannot rise.
+    fn spread_case(&mut self, r: &Replicates, all: &str) {
+        let by = format!("the same case failed at {all} buffers, at different times");
+        self.random = self.random.clone().supported(by.clone());
+        self.steady = self.steady.clone().excluded(by.clone());
+        self.time = self.time.clone().excluded(by);
+        self.restored = self.restored.clone().open(
+            "a budget shared by the runs and restored with time would spread their counts too",
+        );
+        self.kept = match rose(r) {
+            Some(words) => self.kept.clone().excluded(words),
+            None => self
+                .kept
+                .clone()
+                .open("the counts never rose again after falling"),
+        };
+    }
 }
 
 /// Something outside the process that the re-runs found used up: kept, or restored

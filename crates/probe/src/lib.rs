@@ -52,6 +52,7 @@
 //! The binary links `libOpenCL.so` (the ICD loader) at build time: on Debian or
 //! Ubuntu install `ocl-icd-opencl-dev` to build and `ocl-icd-libopencl1` to run.
 
+mod cgroup;
 mod counts;
 mod device;
 pub mod drm;
@@ -69,6 +70,7 @@ pub mod strace;
 pub mod trace;
 mod usage;
 
+pub use cgroup::{cgroup_memory_headroom, cgroup_memory_limit, own_cgroup_headroom, CgroupPids};
 pub use clmulti_scenario::{Partition, Rlimit};
 pub use device::{
     Device, DeviceInfo, DeviceKind, DeviceTypeFilter, ParentDevice, PciBus, Queried, PIN_EXTENSION,
@@ -76,9 +78,8 @@ pub use device::{
 pub use drm::{DriverLimits, DrmMemoryKind, DrmUsage};
 pub use error_names::{error_name, ClCode, ERROR_NAMES};
 pub use host::{
-    cgroup_memory_headroom, cgroup_memory_limit, host_name, is_mapped, loaded_library, meminfo_kib,
-    os_words, own_cgroup_headroom, rlimit, set_soft_rlimit, set_soft_rlimits, slurm_memory,
-    HostLimits, MemoryCeiling, RlimitValues,
+    host_name, is_mapped, loaded_library, meminfo_kib, os_words, rlimit, set_soft_rlimit,
+    set_soft_rlimits, slurm_memory, HostLimits, MemoryCeiling, RlimitValues,
 };
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlMemory;

@@ -46,8 +46,24 @@ impl Report {
         // Schema 5 -> 6: `open_fds` now counts clmulti's own readers; an older report
         // reads as it was (its figures a few descriptors short of what the kernel
         // counted, at most its `clmulti_fds`).
+        if version < 7 {
+            upgrade_v6(&mut value);
+        }
         Ok(serde_json::from_value(value)?)
     }
+}
+
+/// Schema 6 -> 7: a cost says how many samples its slope runs through; an older one
+/// ran through every sample of its run. (Shape findings' `answer` became a claim: an
+/// older finding reads without one, as not judged here.)
+fn upgrade_v6(report: &mut Value) {
+    let samples = report["samples"].as_array().map_or(0, Vec::len);
+    if let Some(costs) = report["costs"].as_array_mut() {
+        for cost in costs.iter_mut().filter(|c| c["estimated"] != json!(true)) {
+            cost["samples"] = json!(samples);
+        }
+    }
+    report["schema_version"] = json!(SCHEMA_VERSION);
 }
 
 /// Schema 3 -> 4: grid values keep their types (`"devices.count": 2`, not `"2"`):

@@ -177,40 +177,11 @@ fn budget(rng: &mut Rng, index: u64) -> Fault {
         "rate" => format!("rate:{}", rate * per_buffer),
         other => other.to_owned(),
     };
-    set(&mut truth, Topic::Unit, unit_fact);
-    set(
+    budget_truth(
         &mut truth,
-        Topic::Lifetime,
-        match lifetime {
-            "delayed" => Fact::with("given-back", delay_ms as f64 / 1000.0),
-            "live" => Fact::with("given-back", 0.0),
-            "rate" => Fact::new("rate"),
-            other => Fact::new(other),
-        },
-    );
-    set(&mut truth, Topic::Scope, Fact::new(scope));
-    set(&mut truth, Topic::Peers, Fact::new(peers));
-    set(&mut truth, Topic::Cause, Fact::new(crate::cause::UNSEEN));
-    let shared_scope = matches!(scope, "user" | "cgroup" | "system");
-    let reproduction = match (lifetime, shared_scope) {
-        ("cumulative", true) => Fact::new("outside-kept"),
-        ("rate", true) => Fact::with("outside-restored", rate),
-        _ => Fact::new("steady"),
-    };
-    set(&mut truth, Topic::Reproduction, reproduction);
-    set(
-        &mut truth,
-        Topic::TimeOrCount,
-        if lifetime == "rate" {
-            Fact::with("rate", rate)
-        } else {
-            Fact::new("count")
-        },
-    );
-    set(
-        &mut truth,
-        Topic::FailingCall,
-        Fact::new(if call == "none" { "none" } else { "unseen" }),
+        (unit_fact, lifetime, scope, peers, call),
+        delay_ms,
+        rate,
     );
     let mut env = vec![
         ("CLMULTI_FS_LIMIT", format!("{limit}")),
@@ -234,6 +205,50 @@ fn budget(rng: &mut Rng, index: u64) -> Fault {
     }
     let name = format!("{index:03}-budget-{unit}-{lifetime}-{scope}-{peers}-{call}");
     fault(name, &env, 4 * n, truth)
+}
+
+/// The truth of a budget fault, dimension by dimension.
+fn budget_truth(
+    truth: &mut Truth,
+    (unit_fact, lifetime, scope, peers, call): (Fact, &str, &str, &str, &str),
+    delay_ms: u64,
+    rate: f64,
+) {
+    set(truth, Topic::Unit, unit_fact);
+    set(
+        truth,
+        Topic::Lifetime,
+        match lifetime {
+            "delayed" => Fact::with("given-back", delay_ms as f64 / 1000.0),
+            "live" => Fact::with("given-back", 0.0),
+            "rate" => Fact::new("rate"),
+            other => Fact::new(other),
+        },
+    );
+    set(truth, Topic::Scope, Fact::new(scope));
+    set(truth, Topic::Peers, Fact::new(peers));
+    set(truth, Topic::Cause, Fact::new(crate::cause::UNSEEN));
+    let shared_scope = matches!(scope, "user" | "cgroup" | "system");
+    let reproduction = match (lifetime, shared_scope) {
+        ("cumulative", true) => Fact::new("outside-kept"),
+        ("rate", true) => Fact::with("outside-restored", rate),
+        _ => Fact::new("steady"),
+    };
+    set(truth, Topic::Reproduction, reproduction);
+    set(
+        truth,
+        Topic::TimeOrCount,
+        if lifetime == "rate" {
+            Fact::with("rate", rate)
+        } else {
+            Fact::new("count")
+        },
+    );
+    set(
+        truth,
+        Topic::FailingCall,
+        Fact::new(if call == "none" { "none" } else { "unseen" }),
+    );
 }
 
 /// Real descriptors, K a buffer (times the device multiplier), under RLIMIT_NOFILE;

@@ -4,6 +4,7 @@ mod analysis;
 mod diagnosis;
 mod experiment;
 mod rigor;
+mod rounds;
 
 /// Every statement of a report's analysis, one a line, each with its evidence on the
 /// next.

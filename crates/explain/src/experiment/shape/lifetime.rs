@@ -37,6 +37,44 @@ fn came_back(r: Reached, n: u64, noise: Noise) -> bool {
     r.buffers() > n + noise.slack().max(n / 20)
 }
 
+/// The delays capacity may come back after: at once (within the time the run took to
+/// allocate again), within the pause tried, later than it.
+struct Delays {
+    again: f64,
+    pause: f64,
+}
+
+impl Delays {
+    fn at_once(&self) -> Alternative {
+        given_back(
+            Range::between(0.0, self.again),
+            format!(
+                "capacity comes back on release (within the {} the run took to allocate again)",
+                seconds(self.again)
+            ),
+        )
+    }
+
+    /// Within the pause: overlapping the window at once, which a run's start-up
+    /// stretches or shortens.
+    fn within_pause(&self) -> Alternative {
+        given_back(
+            Range::between(0.0, self.pause),
+            format!(
+                "capacity comes back some time after release (within {})",
+                seconds(self.pause)
+            ),
+        )
+    }
+
+    fn later(&self) -> Alternative {
+        given_back(
+            Range::at_least(self.pause),
+            format!("capacity comes back later than {}", seconds(self.pause)),
+        )
+    }
+}
+
 pub(super) fn ask(
     report: &Report,
     runner: &mut dyn Runner,
@@ -50,44 +88,22 @@ pub(super) fn ask(
     }
     // Going on at once, the run allocates again about as fast as it did: what comes
     // back within that time looks the same as what comes back on release.
-    let again = (report.elapsed_seconds / 2.0).max(0.001);
-    let pause_s = RELEASE_PAUSE_US as f64 / 1e6;
-    let at_once = || {
-        given_back(
-            Range::between(0.0, again),
-            format!(
-                "capacity comes back on release (within the {} the run took to allocate again)",
-                seconds(again)
-            ),
-        )
-    };
-    // Within the pause: overlapping the window at once, which a run's start-up
-    // stretches or shortens.
-    let later = || {
-        given_back(
-            Range::between(0.0, pause_s),
-            format!(
-                "capacity comes back some time after release (within {})",
-                seconds(pause_s)
-            ),
-        )
-    };
-    let late = || {
-        given_back(
-            Range::at_least(pause_s),
-            format!("capacity comes back later than {}", seconds(pause_s)),
-        )
+    let delays = Delays {
+        again: (report.elapsed_seconds / 2.0).max(0.001),
+        pause: RELEASE_PAUSE_US as f64 / 1e6,
     };
     let release = change(Knob::ReleaseEvery, 0, n / 2);
     let asked = (2 * n + 10).min(super::super::MAX_EXPERIMENT_BUFFERS);
     let first_run = run(report, runner, noise, release.clone(), &[], asked);
     let Some(first) = first_run.count(n, noise) else {
-        return no_answer(
-            q,
-            SUBJECT,
-            vec![at_once(), later(), late(), cumulative(), rate()],
-            &[first_run],
-        );
+        let all = vec![
+            delays.at_once(),
+            delays.within_pause(),
+            delays.later(),
+            cumulative(),
+            rate(),
+        ];
+        return no_answer(q, SUBJECT, all, &[first_run]);
     };
     let rate = rate_from(rate(), time);
     let said_first = format!(
@@ -96,18 +112,18 @@ pub(super) fn ask(
         first.words()
     );
     if came_back(first, n, noise) {
-        let claim = Claim::new(
-            q.topic(),
-            SUBJECT,
-            vec![
-                at_once().supported(said_first.clone()),
-                later().excluded(said_first.clone()),
-                late().excluded(said_first.clone()),
-                cumulative().excluded(said_first.clone()),
-                keep_unless_supported(rate, &said_first),
-            ],
+        let alternatives = vec![
+            delays.at_once().supported(said_first.clone()),
+            delays.within_pause().excluded(said_first.clone()),
+            delays.later().excluded(said_first.clone()),
+            cumulative().excluded(said_first.clone()),
+            keep_unless_supported(rate, &said_first),
+        ];
+        return finding(
+            q,
+            Claim::new(q.topic(), SUBJECT, alternatives),
+            &[first_run],
         );
-        return finding(q, claim, &[first_run]);
     }
     let pause = Change {
         knob: Knob::ReleasePause,
@@ -117,49 +133,65 @@ pub(super) fn ask(
     let paused = run(report, runner, noise, release, &[pause], asked);
     let runs: [Ran; 2] = [first_run, paused];
     let Some(second) = runs[1].count(n, noise) else {
-        let at_once = at_once().excluded(said_first.clone());
-        return no_answer(
-            q,
-            SUBJECT,
-            vec![at_once, later(), late(), cumulative(), rate],
-            &runs,
-        );
+        let at_once = delays.at_once().excluded(said_first.clone());
+        let all = vec![
+            at_once,
+            delays.within_pause(),
+            delays.later(),
+            cumulative(),
+            rate,
+        ];
+        return no_answer(q, SUBJECT, all, &runs);
     };
     let said = format!(
         "{said_first}; with {} of pause after the release: {}",
-        seconds(pause_s),
+        seconds(delays.pause),
         second.words()
     );
-    let alternatives = if came_back(second, n, noise) {
-        vec![
-            at_once().excluded(said_first.clone()),
-            later().supported(said.clone()),
-            late().excluded(said.clone()),
-            cumulative().excluded(said.clone()),
-            rate_given(rate, &said, true),
-        ]
-    } else if second.buffers() > first.buffers() + noise.slack() {
+    let mut alternatives = vec![delays.at_once().excluded(said_first)];
+    alternatives.extend(after_the_pause(
+        &delays, rate, second, first, n, noise, &said,
+    ));
+    finding(q, Claim::new(q.topic(), SUBJECT, alternatives), &runs)
+}
+
+/// What the run with a pause after the release says: capacity came back within it,
+/// part of it did, or none did (cumulative, or given back later than the pause).
+fn after_the_pause(
+    delays: &Delays,
+    rate: Alternative,
+    second: Reached,
+    first: Reached,
+    n: u64,
+    noise: Noise,
+    said: &str,
+) -> Vec<Alternative> {
+    if came_back(second, n, noise) {
+        return vec![
+            delays.within_pause().supported(said.to_owned()),
+            delays.later().excluded(said.to_owned()),
+            cumulative().excluded(said.to_owned()),
+            rate_given(rate, said, true),
+        ];
+    }
+    if second.buffers() > first.buffers() + noise.slack() {
         let why = format!("{said}: part of it came back");
-        vec![
-            at_once().excluded(said_first.clone()),
-            later().open(why.clone()),
-            late().open(why.clone()),
+        return vec![
+            delays.within_pause().open(why.clone()),
+            delays.later().open(why.clone()),
             cumulative().excluded(why.clone()),
             rate_given(rate, &why, true),
-        ]
-    } else {
-        vec![
-            at_once().excluded(said_first.clone()),
-            later().excluded(said.clone()),
-            late().open(format!(
-                "given back later than the {} tried would not show",
-                seconds(pause_s)
-            )),
-            cumulative().supported(said.clone()),
-            rate_given(rate, &said, false),
-        ]
-    };
-    finding(q, Claim::new(q.topic(), SUBJECT, alternatives), &runs)
+        ];
+    }
+    vec![
+        delays.within_pause().excluded(said.to_owned()),
+        delays.later().open(format!(
+            "given back later than the {} tried would not show",
+            seconds(delays.pause)
+        )),
+        cumulative().supported(said.to_owned()),
+        rate_given(rate, said, false),
+    ]
 }
 
 /// The budget-restored-by-time alternative as the time question left it: ruled out

@@ -56,6 +56,57 @@ fn device_alternative() -> Alternative {
     )
 }
 
+/// What the device runs found: the counts at more devices, the device counts whose
+/// run met a limit of its own (they say nothing here), and each device alone.
+#[derive(Default)]
+struct Curve {
+    points: Vec<(u64, Reached)>,
+    met: Vec<String>,
+    alone: Vec<(u64, Reached)>,
+    runs: Vec<Ran>,
+}
+
+fn curve(report: &Report, runner: &mut dyn Runner, noise: Noise, d: u64) -> Curve {
+    let n = report.buffers;
+    let mut c = Curve::default();
+    for more in [1, 2] {
+        let moved = change(Knob::Devices, d, d + more);
+        let ran = run(
+            report,
+            runner,
+            noise,
+            moved,
+            &[],
+            super::super::allowance(n),
+        );
+        match (ran.count(n, noise), &ran.experiment.met) {
+            (Some(r), _) => c.points.push((d + more, r)),
+            (None, Some(m)) => c
+                .met
+                .push(format!("{} devices: met {} first", d + more, m.words())),
+            (None, None) => {}
+        }
+        c.runs.push(ran);
+    }
+    // Each device alone: a limit one device's contexts pay fails there.
+    for device in 0..d {
+        let alone = change(Knob::OnlyDevice, d, device);
+        let ran = run(
+            report,
+            runner,
+            noise,
+            alone,
+            &[],
+            super::super::allowance(n),
+        );
+        if let Some(r) = ran.count(n, noise) {
+            c.alone.push((device, r));
+        }
+        c.runs.push(ran);
+    }
+    c
+}
+
 pub(super) fn ask(report: &Report, runner: &mut dyn Runner, noise: Noise) -> ShapeFinding {
     let q = ShapeQuestion::PerPeer;
     let n = report.buffers;
@@ -63,95 +114,72 @@ pub(super) fn ask(report: &Report, runner: &mut dyn Runner, noise: Noise) -> Sha
     if d < 2 {
         return super::unasked(q, "a single device has no peers");
     }
-    let mut runs: Vec<Ran> = Vec::new();
-    let mut points: Vec<(u64, Reached)> = Vec::new();
-    // Device counts whose run met a limit its own readings show: they say nothing here.
-    let mut met: Vec<String> = Vec::new();
-    for more in [1, 2] {
-        let ran = run(
-            report,
-            runner,
-            noise,
-            change(Knob::Devices, d, d + more),
-            &[],
-            super::super::allowance(n),
-        );
-        match (ran.count(n, noise), &ran.experiment.met) {
-            (Some(r), _) => points.push((d + more, r)),
-            (None, Some(m)) => met.push(format!("{} devices: met {} first", d + more, m.words())),
-            (None, None) => {}
-        }
-        runs.push(ran);
-    }
-    // Each device alone: a limit one device's contexts pay fails there.
-    let mut alone: Vec<(u64, Reached)> = Vec::new();
-    for device in 0..d {
-        let ran = run(
-            report,
-            runner,
-            noise,
-            change(Knob::OnlyDevice, d, device),
-            &[],
-            super::super::allowance(n),
-        );
-        if let Some(r) = ran.count(n, noise) {
-            alone.push((device, r));
-        }
-        runs.push(ran);
-    }
+    let c = curve(report, runner, noise, d);
     let mut alternatives: Vec<Alternative> = MODELS
         .iter()
         .map(|m| Alternative::new(m.key, m.words))
         .collect();
     alternatives.push(device_alternative());
-    if points.is_empty() && alone.is_empty() {
-        return no_answer(q, SUBJECT, alternatives, &runs);
+    if c.points.is_empty() && c.alone.is_empty() {
+        return no_answer(q, SUBJECT, alternatives, &c.runs);
     }
-    let seen = points
+    let seen = c
+        .points
         .iter()
         .map(|(k, r)| format!("{k} devices: {}", r.words()))
-        .chain(met)
+        .chain(c.met.iter().cloned())
         .chain(
-            alone
+            c.alone
                 .iter()
                 .map(|(k, r)| format!("device {k} alone: {}", r.words())),
         )
         .collect::<Vec<_>>()
         .join(", ");
     let seen = format!("{d} devices: failed at {n}, {seen}");
-    let failed_alone: Vec<u64> = alone
+    judge_models(&mut alternatives, &c, n, d, noise, &seen);
+    finding(q, Claim::new(q.topic(), SUBJECT, alternatives), &c.runs)
+}
+
+/// Each cost model against the device counts and the runs alone; the one-device
+/// alternative (last) against the runs alone.
+fn judge_models(
+    alternatives: &mut [Alternative],
+    c: &Curve,
+    n: u64,
+    d: u64,
+    noise: Noise,
+    seen: &str,
+) {
+    let failed_alone = c
+        .alone
         .iter()
         .filter(|(_, r)| matches!(r, Reached::Failed(_)))
-        .map(|(k, _)| *k)
-        .collect();
+        .count();
+    let all_alone = c.alone.len() as u64 == d;
     for (model, a) in MODELS.iter().zip(alternatives.iter_mut()) {
         let at = |k: u64| n as f64 * (model.cost)(d as f64) / (model.cost)(k as f64);
-        let curve = points.iter().all(|(k, r)| r.fits(at(*k), noise));
+        let curve = c.points.iter().all(|(k, r)| r.fits(at(*k), noise));
         // Every model here is a cost of sharing: no device alone pays it, save the
         // constant one, which a context of one device pays too when it is not.
         let alone_fits =
-            failed_alone.is_empty() || (model.key == "none" && failed_alone.len() == alone.len());
-        *a = if curve && alone_fits && !points.is_empty() {
-            a.clone().supported(seen.clone())
-        } else if curve && alone_fits {
-            a.clone().open(format!("{seen}: no other device count ran"))
-        } else {
-            a.clone().excluded(seen.clone())
+            failed_alone == 0 || (model.key == "none" && failed_alone == c.alone.len());
+        *a = match (curve && alone_fits, c.points.is_empty()) {
+            (true, false) => a.clone().supported(seen),
+            (true, true) => a.clone().open(format!("{seen}: no other device count ran")),
+            (false, _) => a.clone().excluded(seen),
         };
     }
-    let one_device = failed_alone.len() == 1 && alone.len() as u64 == d;
-    let device = alternatives.last_mut().expect("pushed above");
-    let constant = points.iter().all(|(_, r)| r.fits(n as f64, noise));
-    *device = if one_device && constant {
-        device.clone().supported(seen.clone())
-    } else if alone.len() as u64 == d {
-        device.clone().excluded(seen.clone())
+    let constant = c.points.iter().all(|(_, r)| r.fits(n as f64, noise));
+    let device = alternatives.last_mut().expect("the one-device alternative");
+    *device = if failed_alone == 1 && all_alone && constant {
+        device.clone().supported(seen)
+    } else if all_alone {
+        device.clone().excluded(seen)
     } else {
         device
             .clone()
             .open(format!("{seen}: not every device ran alone"))
     };
-    finding(q, Claim::new(q.topic(), SUBJECT, alternatives), &runs)
 }
 
 /// For a confirmed cause on several devices: how its own cost per buffer grows with one
@@ -179,20 +207,18 @@ pub fn per_peer(
     if base.0 <= 0.0 {
         return Vec::new();
     }
-    let mut runs = Vec::new();
-    let mut points = Vec::new();
+    let (mut runs, mut points) = (Vec::new(), Vec::new());
     for more in [1, 2] {
+        let moved = change(Knob::Devices, d, d + more);
         let ran = run(
             report,
             runner,
             noise,
-            change(Knob::Devices, d, d + more),
+            moved,
             &[],
             super::super::allowance(n),
         );
-        if let Some(c) = ran.report.as_ref().and_then(cost) {
-            points.push((d + more, c));
-        }
+        points.extend(ran.report.as_ref().and_then(cost).map(|c| (d + more, c)));
         runs.push(ran);
     }
     let alternatives: Vec<Alternative> = MODELS

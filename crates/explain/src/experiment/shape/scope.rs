@@ -38,19 +38,24 @@ fn support(alternatives: &mut [Alternative], key: &str, by: &str) {
     }
 }
 
+/// Where a re-run's failure fits `expected` buffers.
+fn near(r: Reached, expected: u64, noise: Noise) -> bool {
+    matches!(r, Reached::Failed(m) if super::super::near(m, expected, noise))
+}
+
 pub(super) fn ask(report: &Report, runner: &mut dyn Runner, noise: Noise) -> ShapeFinding {
     let q = ShapeQuestion::PerContextOrProcess;
     let n = report.buffers;
     let mut alternatives = alternatives();
     let mut runs: Vec<Ran> = Vec::new();
-    let near = |r: Reached, expected: u64| matches!(r, Reached::Failed(m) if super::super::near(m, expected, noise));
     if report.scenario.context_mode == ContextMode::Shared {
         let c = report.scenario.context_count;
+        let two = change(Knob::Contexts, c, c * 2);
         let ran = run(
             report,
             runner,
             noise,
-            change(Knob::Contexts, c, c * 2),
+            two,
             &[],
             super::super::allowance(2 * n),
         );
@@ -58,7 +63,7 @@ pub(super) fn ask(report: &Report, runner: &mut dyn Runner, noise: Noise) -> Sha
         runs.push(ran);
         let said = |r: Reached| format!("{} shared contexts in one process: {}", c * 2, r.words());
         match reached {
-            Some(r) if near(r, 2 * n) => {
+            Some(r) if near(r, 2 * n, noise) => {
                 support(&mut alternatives, "context", &said(r));
                 exclude(
                     &mut alternatives,
@@ -67,15 +72,28 @@ pub(super) fn ask(report: &Report, runner: &mut dyn Runner, noise: Noise) -> Sha
                 );
                 return finding(q, Claim::new(q.topic(), SUBJECT, alternatives), &runs);
             }
-            Some(r) if near(r, n) => exclude(&mut alternatives, &["context"], &said(r)),
+            Some(r) if near(r, n, noise) => exclude(&mut alternatives, &["context"], &said(r)),
             _ => return no_answer(q, SUBJECT, alternatives, &runs),
         }
     }
-    // A second process holding half as many buffers of the same case while the run
-    // goes: a limit it shares fails the run about that many buffers sooner.
+    beside(report, runner, noise, &mut alternatives, &mut runs);
+    finding(q, Claim::new(q.topic(), SUBJECT, alternatives), &runs)
+}
+
+/// A second process holding half as many buffers of the same case while the run goes
+/// (a limit it shares fails the run about that many buffers sooner): as the same user,
+/// as another, outside the run's cgroups, each while the one before left a choice.
+fn beside(
+    report: &Report,
+    runner: &mut dyn Runner,
+    noise: Noise,
+    alternatives: &mut [Alternative],
+    runs: &mut Vec<Ran>,
+) {
+    let n = report.buffers;
     let held = n / 2;
     if held < 2 * noise.slack().max(1) {
-        return finding(q, Claim::new(q.topic(), SUBJECT, alternatives), &runs);
+        return;
     }
     let steps: [(Place, &str, &[&str], &[&str]); 3] = [
         (
@@ -88,15 +106,17 @@ pub(super) fn ask(report: &Report, runner: &mut dyn Runner, noise: Noise) -> Sha
         (Place::OtherCgroup, "cgroup", &["system"], &["cgroup"]),
     ];
     for (place, alone_key, if_alone_out, if_shared_out) in steps {
+        let second = change(Knob::Sibling { place }, 0, held);
         let ran = run(
             report,
             runner,
             noise,
-            change(Knob::Sibling { place }, 0, held),
+            second,
             &[],
             super::super::allowance(n),
         );
         let reached = ran.count(n, noise);
+        let stop = ran.experiment.stop.clone();
         runs.push(ran);
         let said = |r: Reached| {
             format!(
@@ -106,32 +126,28 @@ pub(super) fn ask(report: &Report, runner: &mut dyn Runner, noise: Noise) -> Sha
             )
         };
         match reached {
-            Some(r) if near(r, n) => {
-                support(&mut alternatives, alone_key, &said(r));
-                exclude(&mut alternatives, if_alone_out, &said(r));
-                break;
+            Some(r) if near(r, n, noise) => {
+                support(alternatives, alone_key, &said(r));
+                exclude(alternatives, if_alone_out, &said(r));
+                return;
             }
-            Some(r) if near(r, n - held) => {
-                exclude(&mut alternatives, if_shared_out, &said(r));
+            Some(r) if near(r, n - held, noise) => {
+                exclude(alternatives, if_shared_out, &said(r));
                 if place == Place::OtherCgroup {
-                    support(&mut alternatives, "system", &said(r));
+                    support(alternatives, "system", &said(r));
                 }
             }
             // Could not run that way (not root, no cgroup to leave), or an answer
             // that fits neither: what is left stays open.
             _ => {
-                let why = runs
-                    .last()
-                    .map_or(String::new(), |r| r.experiment.stop.clone());
                 for a in alternatives.iter_mut().filter(|a| !a.is_excluded()) {
                     *a = a.clone().open(format!(
-                        "the run beside a second process {}: {why}",
+                        "the run beside a second process {}: {stop}",
                         place.words()
                     ));
                 }
-                break;
+                return;
             }
         }
     }
-    finding(q, Claim::new(q.topic(), SUBJECT, alternatives), &runs)
 }

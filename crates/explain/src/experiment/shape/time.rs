@@ -46,75 +46,73 @@ pub(super) fn ask(report: &Report, runner: &mut dyn Runner, noise: Noise) -> Sha
     ) else {
         return no_answer(q, SUBJECT, alternatives().into(), &[ran]);
     };
-    let [count, time, rate] = alternatives();
-    let m = reached.buffers();
     let what = format!(
         "paused {pause_us} us after each buffer, it {} at {} (before: {n} at {})",
         reached.words(),
         seconds(after),
         seconds(before)
     );
-    let same_count = matches!(reached, Reached::Failed(_)) && noise.same(m, n);
+    let alternatives = judge(reached, n, (before, after), noise, &what);
+    let claim = Claim::new(q.topic(), SUBJECT, alternatives.into());
+    finding(q, claim, &[ran])
+}
+
+/// The three alternatives after the paused run: the same count later (a count, or a
+/// budget too slow to show), the same time with fewer buffers (time), further (a
+/// budget time restores), or none of these.
+fn judge(
+    reached: Reached,
+    n: u64,
+    (before, after): (f64, f64),
+    noise: Noise,
+    what: &str,
+) -> [Alternative; 3] {
+    let [count, time, rate] = alternatives();
+    let m = reached.buffers();
+    let failed = matches!(reached, Reached::Failed(_));
+    let same_count = failed && noise.same(m, n);
     let later = after > before * (1.0 + TIME_HELD);
     let same_time = (after - before).abs() <= TIME_HELD * before;
-    let claim = if same_count && later {
+    if same_count && later {
         // A budget restored slowly enough would not show in the extra time.
         let slowest = noise.slack() as f64 / (after - before).max(1e-6);
-        Claim::new(
-            q.topic(),
-            SUBJECT,
-            vec![
-                count.supported(what.clone()),
-                time.excluded(what.clone()),
-                Alternative {
-                    words: format!(
-                        "a budget that time restores at under about {slowest:.0} buffers a second"
-                    ),
-                    ..rate
-                }
-                .open(format!(
-                    "one that slow would not show in the {} the pause added",
-                    seconds(after - before)
-                ))
-                .over(Range::between(0.0, slowest)),
-            ],
-        )
-    } else if same_time && m + noise.slack() < n && matches!(reached, Reached::Failed(_)) {
-        Claim::new(
-            q.topic(),
-            SUBJECT,
-            vec![
-                count.excluded(what.clone()),
-                time.supported(what.clone()),
-                rate.excluded(format!(
-                    "{what}: a budget time restores would have let the slower run go further"
-                )),
-            ],
-        )
-    } else if m > n + noise.slack() {
+        let slow = Alternative {
+            words: format!(
+                "a budget that time restores at under about {slowest:.0} buffers a second"
+            ),
+            ..rate
+        };
+        let why = format!(
+            "one that slow would not show in the {} the pause added",
+            seconds(after - before)
+        );
+        return [
+            count.supported(what),
+            time.excluded(what),
+            slow.open(why).over(Range::between(0.0, slowest)),
+        ];
+    }
+    if same_time && m + noise.slack() < n && failed {
+        let by = format!("{what}: a budget time restores would have let the slower run go further");
+        return [
+            count.excluded(what),
+            time.supported(what),
+            rate.excluded(by),
+        ];
+    }
+    if m > n + noise.slack() {
         let per_second = (m - n) as f64 / (after - before).max(1e-6);
-        Claim::new(
-            q.topic(),
-            SUBJECT,
-            vec![
-                count.excluded(what.clone()),
-                time.excluded(what.clone()),
-                rate.supported(format!(
-                    "{what}: about {per_second:.0} buffers a second came back"
-                )),
-            ],
-        )
-    } else {
-        let why = format!("{what}: neither the same count nor the same time");
-        Claim::new(
-            q.topic(),
-            SUBJECT,
-            vec![
-                count.open(why.clone()),
-                time.open(why.clone()),
-                rate.open(why),
-            ],
-        )
-    };
-    finding(q, claim, &[ran])
+        let by = format!("{what}: about {per_second:.0} buffers a second came back");
+        return [
+            count.excluded(what),
+            time.excluded(what),
+            rate.supported(by),
+        ];
+    }
+    let why = format!("{what}: neither the same count nor the same time");
+    [
+        count.open(why.clone()),
+        time.open(why.clone()),
+        rate.open(why),
+    ]
 }

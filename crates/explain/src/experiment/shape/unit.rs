@@ -59,29 +59,22 @@ pub(super) fn ask(report: &Report, runner: &mut dyn Runner, noise: Noise) -> Sha
             "no other buffer size fits the devices' largest allocation",
         );
     }
-    let runs: Vec<(u64, Ran)> = tried
-        .iter()
-        .map(|&s| {
-            // Room for every answer: the same count, or the same bytes.
-            let asked = super::super::allowance(n.max(n.saturating_mul(size) / s));
-            (
-                s,
-                run(
-                    report,
-                    runner,
-                    noise,
-                    change(Knob::BufferSize, size, s),
-                    &[],
-                    asked,
-                ),
-            )
-        })
-        .collect();
-    let points: Vec<(u64, Reached)> = runs
-        .iter()
-        .filter_map(|(s, r)| Some((*s, r.count(n, noise)?)))
-        .collect();
-    let ran: Vec<Ran> = runs.into_iter().map(|(_, r)| r).collect();
+    let mut points: Vec<(u64, Reached)> = Vec::new();
+    let mut ran: Vec<Ran> = Vec::new();
+    for s in tried {
+        // Room for every answer: the same count, or the same bytes.
+        let asked = super::super::allowance(n.max(n.saturating_mul(size) / s));
+        let r = run(
+            report,
+            runner,
+            noise,
+            change(Knob::BufferSize, size, s),
+            &[],
+            asked,
+        );
+        points.extend(r.count(n, noise).map(|reached| (s, reached)));
+        ran.push(r);
+    }
     let buffers = Alternative::new("buffers", "buffers");
     let bytes = Alternative::new("bytes", "bytes");
     if points.len() < 2 {
@@ -93,44 +86,13 @@ pub(super) fn ask(report: &Report, runner: &mut dyn Runner, noise: Noise) -> Sha
         .map(|(s, r)| format!("{}: {}", format_size(*s), r.words()))
         .collect::<Vec<_>>()
         .join(", ");
+    let models = Models {
+        n,
+        size,
+        points: &points,
+        noise,
+    };
     let seen = format!("{}: failed at {n}, {seen}", format_size(size));
-    // Each model's count at a size, from the failing count at the failing size.
-    let fits =
-        |predict: &dyn Fn(u64) -> f64| points.iter().all(|(s, r)| r.fits(predict(*s), noise));
-    let nf = n as f64;
-    let buffers_fit = fits(&|_| nf);
-    let bytes_fit = fits(&|s| nf * size as f64 / s as f64);
-    // Granules that divide every size charge what bytes do: not a model of their own.
-    let all_sizes: Vec<u64> = std::iter::once(size)
-        .chain(points.iter().map(|p| p.0))
-        .collect();
-    let largest = all_sizes.iter().copied().max().unwrap_or(size);
-    // A granule that charges every size in the same proportion to its bytes gives
-    // the counts bytes give: only one that charges some sizes more is a model of its own.
-    let coarser = |g: f64| {
-        let ratios = all_sizes.iter().map(|s| charged(*s, g) / *s as f64);
-        let (low, high) = ratios.fold((f64::MAX, 0.0f64), |(l, h), r| (l.min(r), h.max(r)));
-        high > 1.05 * low
-    };
-    // A granule whose counts are those of bytes within the noise at every size tried
-    // is bytes, as far as these runs can see.
-    let like_bytes = |g: f64| {
-        let budget = nf * charged(size, g);
-        points.iter().all(|(s, _)| {
-            let by_granule = (budget / charged(*s, g)).round() as u64;
-            let by_bytes = (nf * size as f64 / *s as f64).round() as u64;
-            // Within the tolerance either way round: what `fits` allows a point.
-            super::super::near(by_granule, by_bytes, noise)
-                || super::super::near(by_bytes, by_granule, noise)
-        })
-    };
-    let fitting: Vec<f64> = granules(largest)
-        .filter(|g| coarser(*g) && !like_bytes(*g))
-        .filter(|g| {
-            let budget = nf * charged(size, *g);
-            fits(&|s| budget / charged(s, *g))
-        })
-        .collect();
     let judge = |a: Alternative, fit: bool| {
         if fit {
             a.supported(seen.clone())
@@ -138,45 +100,89 @@ pub(super) fn ask(report: &Report, runner: &mut dyn Runner, noise: Noise) -> Sha
             a.excluded(seen.clone())
         }
     };
-    let granules = match (fitting.first(), fitting.last()) {
-        (Some(low), Some(high)) => {
-            // Past the largest size every buffer is one granule: unbounded above.
-            let range = if *high >= largest as f64 {
-                Range::at_least(*low)
-            } else {
-                Range::between(*low, *high)
-            };
-            let bytes = |b: f64| clmulti_scenario::format_bytes(b);
-            let words = match range.max {
-                None => format!("bytes charged in granules of at least {}", bytes(*low)),
-                Some(max) if max <= *low * 1.01 => {
-                    format!("bytes charged in granules of about {}", bytes(*low))
-                }
-                Some(max) => format!(
-                    "bytes charged in granules of {} to {}",
-                    bytes(*low),
-                    bytes(max)
-                ),
-            };
-            Alternative::new("granules", words)
-                .over(range)
-                .supported(seen.clone())
-        }
-        _ => Alternative::new("granules", "bytes charged in granules").excluded(format!(
-            "{seen}: no granule from 4 KiB to {} fits",
-            format_size(16 * largest)
-        )),
-    };
-    let claim = Claim::new(
-        q.topic(),
-        SUBJECT,
-        vec![
-            judge(buffers, buffers_fit),
-            judge(bytes, bytes_fit),
-            granules,
-        ],
-    );
-    finding(q, claim, &ran)
+    let nf = n as f64;
+    let alternatives = vec![
+        judge(buffers, models.fits(&|_| nf)),
+        judge(bytes, models.fits(&|s| nf * size as f64 / s as f64)),
+        models.granules(&seen),
+    ];
+    finding(q, Claim::new(q.topic(), SUBJECT, alternatives), &ran)
+}
+
+/// The counts the runs reached, set against what each model predicts at each size
+/// from the failing count at the failing size.
+struct Models<'a> {
+    n: u64,
+    size: u64,
+    points: &'a [(u64, Reached)],
+    noise: Noise,
+}
+
+impl Models<'_> {
+    fn fits(&self, predict: &dyn Fn(u64) -> f64) -> bool {
+        self.points
+            .iter()
+            .all(|(s, r)| r.fits(predict(*s), self.noise))
+    }
+
+    /// What a granule of `g` predicts at size `s`.
+    fn by_granule(&self, g: f64, s: u64) -> f64 {
+        self.n as f64 * charged(self.size, g) / charged(s, g)
+    }
+
+    /// A granule that charges every size in the same proportion to its bytes gives
+    /// the counts bytes give; one whose counts are those of bytes within the noise at
+    /// every size tried is bytes as far as these runs see. Neither is a model of its own.
+    fn distinct(&self, g: f64, sizes: &[u64]) -> bool {
+        let ratios = sizes.iter().map(|s| charged(*s, g) / *s as f64);
+        let (low, high) = ratios.fold((f64::MAX, 0.0f64), |(l, h), r| (l.min(r), h.max(r)));
+        let like_bytes = self.points.iter().all(|(s, _)| {
+            let by_granule = self.by_granule(g, *s).round() as u64;
+            let by_bytes = (self.n as f64 * self.size as f64 / *s as f64).round() as u64;
+            // Within the tolerance either way round: what `fits` allows a point.
+            super::super::near(by_granule, by_bytes, self.noise)
+                || super::super::near(by_bytes, by_granule, self.noise)
+        });
+        high > 1.05 * low && !like_bytes
+    }
+
+    /// The granules that fit every size, as one alternative with their range (past
+    /// the largest size every buffer is one granule: unbounded above).
+    fn granules(&self, seen: &str) -> Alternative {
+        let sizes: Vec<u64> = std::iter::once(self.size)
+            .chain(self.points.iter().map(|p| p.0))
+            .collect();
+        let largest = sizes.iter().copied().max().unwrap_or(self.size);
+        let fitting: Vec<f64> = granules(largest)
+            .filter(|g| self.distinct(*g, &sizes) && self.fits(&|s| self.by_granule(*g, s)))
+            .collect();
+        let (Some(low), Some(high)) = (fitting.first(), fitting.last()) else {
+            return Alternative::new("granules", "bytes charged in granules").excluded(format!(
+                "{seen}: no granule from 4 KiB to {} fits",
+                format_size(16 * largest)
+            ));
+        };
+        let range = if *high >= largest as f64 {
+            Range::at_least(*low)
+        } else {
+            Range::between(*low, *high)
+        };
+        let bytes = |b: f64| clmulti_scenario::format_bytes(b);
+        let words = match range.max {
+            None => format!("bytes charged in granules of at least {}", bytes(*low)),
+            Some(max) if max <= *low * 1.01 => {
+                format!("bytes charged in granules of about {}", bytes(*low))
+            }
+            Some(max) => format!(
+                "bytes charged in granules of {} to {}",
+                bytes(*low),
+                bytes(max)
+            ),
+        };
+        Alternative::new("granules", words)
+            .over(range)
+            .supported(seen)
+    }
 }
 
 #[cfg(test)]
