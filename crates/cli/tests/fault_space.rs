@@ -5,7 +5,10 @@
 //! printed; a seed that failed is kept in `fault_space/regressions.txt` (a line
 //! `SEED INDEX`) and runs every time.
 //!
-//! `CLMULTI_FAULT_SEED` fixes the seed, `CLMULTI_FAULTS` the number of faults (60).
+//! `CLMULTI_FAULT_SEED` fixes the seed, `CLMULTI_FAULTS` the number of faults (60);
+//! `CLMULTI_FAULT_BASELINE=PATH` also runs another clmulti binary (an earlier build, a
+//! tracer beside it) on each fault, unjudged, and prints both medians: the cost of the
+//! experiments side by side in one run.
 
 mod common;
 use clmulti_explain::diagnosis::Diagnosis;
@@ -40,8 +43,12 @@ fn fault_of(seed: u64, index: u64) -> Fault {
 /// Diagnoses one fault on two PoCL devices; `Err` with the diagnose's stderr when it
 /// gave no diagnosis.
 fn diagnose(fault: &Fault) -> Result<Diagnosis, String> {
+    diagnose_with(clmulti(2), fault)
+}
+
+/// [`diagnose`] with `cmd` (this build's clmulti, or a baseline's).
+fn diagnose_with(mut cmd: std::process::Command, fault: &Fault) -> Result<Diagnosis, String> {
     let dir = tempfile_dir();
-    let mut cmd = clmulti(2);
     cmd.env("OPENCL_LAYERS", fault_space_layer())
         .env("CLMULTI_FS_DIR", &dir)
         .envs(&fault.env)
@@ -100,8 +107,16 @@ fn no_claim_is_contradicted_by_a_faults_truth() {
     cases.extend((0..faults).map(|i| (seed, i)));
     let mut wrong = Vec::new();
     let mut tally = Tally::default();
+    let baseline = std::env::var_os("CLMULTI_FAULT_BASELINE").map(PathBuf::from);
     for (seed, index) in cases {
         let fault = fault_of(seed, index);
+        if let Some(bin) = &baseline {
+            let started = std::time::Instant::now();
+            let mut cmd = std::process::Command::new(bin);
+            cmd.envs(clmulti(2).get_envs().filter_map(|(k, v)| Some((k, v?))));
+            let _ = diagnose_with(cmd, &fault);
+            tally.baseline.push(started.elapsed().as_secs_f64());
+        }
         let started = std::time::Instant::now();
         let diagnosis = diagnose(&fault);
         tally.seconds.push(started.elapsed().as_secs_f64());
@@ -132,6 +147,13 @@ fn no_claim_is_contradicted_by_a_faults_truth() {
 struct Tally {
     rows: std::collections::BTreeMap<(String, String), [u32; 3]>,
     seconds: Vec<f64>,
+    baseline: Vec<f64>,
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
 impl Tally {
@@ -150,12 +172,19 @@ impl Tally {
     }
 
     fn table(&self) -> String {
-        let mut seconds = self.seconds.clone();
-        seconds.sort_by(f64::total_cmp);
-        let median = seconds.get(seconds.len() / 2).copied().unwrap_or(0.0);
+        let baseline = if self.baseline.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (the baseline, same faults, same machine, interleaved: median {:.1} s, {:.2}x)",
+                median(&self.baseline),
+                median(&self.seconds) / median(&self.baseline).max(1e-9)
+            )
+        };
         let mut out = format!(
-            "fault space: {} diagnoses, median {median:.1} s each\n{:<12} {:<14} {:>8} {:>8} {:>13}\n",
-            seconds.len(),
+            "fault space: {} diagnoses, median {:.1} s each{baseline}\n{:<12} {:<14} {:>8} {:>8} {:>13}\n",
+            self.seconds.len(),
+            median(&self.seconds),
             "family",
             "topic",
             "settled",

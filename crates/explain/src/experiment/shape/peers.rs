@@ -88,17 +88,16 @@ fn curve(report: &Report, runner: &mut dyn Runner, noise: Noise, d: u64) -> Curv
         }
         c.runs.push(ran);
     }
-    // Each device alone: a limit one device's contexts pay fails there.
+    // Each device alone: a limit one device's contexts pay fails there. Only a count
+    // that stayed with more devices leaves one device's limit (or one every context
+    // pays) beside the models; any other count rules both out already.
+    let constant = c.points.iter().all(|(_, r)| r.fits(n as f64, noise));
+    if !constant {
+        return c;
+    }
     for device in 0..d {
         let alone = change(Knob::OnlyDevice, d, device);
-        let ran = run(
-            report,
-            runner,
-            noise,
-            alone,
-            &[],
-            super::super::allowance(n),
-        );
+        let ran = run(report, runner, noise, alone, &[], super::super::allowance(n));
         if let Some(r) = ran.count(n, noise) {
             c.alone.push((device, r));
         }
@@ -173,7 +172,7 @@ fn judge_models(
     let device = alternatives.last_mut().expect("the one-device alternative");
     *device = if failed_alone == 1 && all_alone && constant {
         device.clone().supported(seen)
-    } else if all_alone {
+    } else if all_alone || !constant {
         device.clone().excluded(seen)
     } else {
         device
