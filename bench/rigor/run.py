@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Repeats `clmulti diagnose` over each fault class of the test fault layer
 (crates/cli/tests/hostile/layer/faults.c) and clmulti's emulation layer, on PoCL, and
-counts the diagnoses whose verdict is right and says nothing false.
+counts the diagnoses whose claims settle on each fault's truth and contradict it
+nowhere (every claim, wherever said, read from the JSON). The generated fault space
+(bench/rigor/fault-space.sh) is the broader test; these are the named classes.
 
     bench/rigor/run.py [--runs 20] [--clmulti target/release/clmulti] [--only NAME]
 
-Prints one line per fault class: right / runs, median seconds per diagnose, and the
-first wrong verdict's lines when one is wrong. Needs gcc (builds the fault layer) and
+Prints one line per fault class: how many diagnoses settled on the truth, left it
+open among named alternatives, or contradicted it; the median seconds per diagnose;
+the first open topic and the first wrong claim. Needs gcc (builds the fault layer) and
 PoCL with two CPU devices."""
 
 import argparse
@@ -52,95 +55,91 @@ def limits(nofile):
     return apply
 
 
-def verdict_text(d):
-    def tag(basis):
-        return basis if isinstance(basis, str) else next(iter(basis), "")
-    return "".join(f"[{tag(s['basis'])}] {s['text']}\n" for s in d["verdict"])
+def claims(node):
+    """Every claim in a diagnosis, wherever it is said (verdict, release, fixes)."""
+    if isinstance(node, dict):
+        if "topic" in node and "alternatives" in node:
+            yield node
+        for v in node.values():
+            yield from claims(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from claims(v)
 
 
-def tests(d):
-    inv = d.get("investigation") or {}
-    return [c["test"] for c in inv.get("candidates", [])]
+def remaining(claim):
+    return [a["key"] for a in claim["alternatives"] if a["status"] != "excluded"]
 
 
-def fds_test(d):
-    inv = d.get("investigation") or {}
-    for c in inv.get("candidates", []):
-        if c.get("resource") == "open_fds":
-            return c["test"]
-    return {}
+def settled(claim):
+    keys = set(remaining(claim))
+    return keys.pop() if len(keys) == 1 else None
 
 
-def kept(d, strategy):
-    """The rounds' reading of C heap in use and host RSS for the shared case."""
-    for f in d.get("release", []):
-        if f["run_name"].startswith("shared") and f["run_name"].endswith(strategy):
-            rounds = f.get("second_round") or {}
-            return {r["resource"]: r for r in rounds.get("readings", [])}
-    return {}
+def held(d, truth, unsettled=(), about=""):
+    """How the claims stand against a fault's truth: ("wrong", why) when a claim
+    leaves the true key out, or a claim of a topic in `unsettled` settles at all (a
+    fault with no shape has no shape to claim, and no measured cause); ("settled", "") when for every topic
+    in `truth` a claim settles on it; else ("open", why): the truth among the
+    alternatives the claims name as remaining. `about` keeps only the claims whose
+    subject names it (the resource a fault keeps: its truth is about that one)."""
+    found = [c for c in claims(d) if about in c["subject"]]
+    status, why = "settled", ""
+    for topic, key in truth.items():
+        of_topic = [c for c in found if c["topic"] == topic]
+        for c in of_topic:
+            if key not in remaining(c):
+                return "wrong", f"{topic}: {c['subject']} leaves out {key}: {remaining(c)}"
+        if not of_topic:
+            return "wrong", f"{topic}: no claim"
+        if not any(settled(c) == key for c in of_topic):
+            status, why = "open", f"{topic}: {key} among {remaining(of_topic[0])}"
+    for c in found:
+        if c["topic"] in unsettled and settled(c) not in (None, "unmeasured"):
+            return "wrong", f"{c['topic']}: {c['subject']} settles on {settled(c)} for a fault without one"
+    return status, why
 
 
-def leak_like(reading):
-    after = reading["after_rounds"]
-    inc = [b - a for a, b in zip(after, after[1:])]
-    return len(inc) >= 3 and sum(1 for i in inc if i > reading["tolerance"]) >= len(inc) - 1
-
-
-def never_says(v, *fragments):
-    return all(f not in v for f in fragments)
-
-
-# What a shape answer says; a question's name alone ("live or cumulative") is no claim.
-SHAPES = ("the limit counts", "the limit is cumulative", "the limit is on live", "the limit is per")
+SHAPES = ("unit", "lifetime", "scope", "peers")
 
 CASES = {
     "random": dict(
         env={"OPENCL_LAYERS": "{faults}", "CLMULTI_FAULT": "random", "CLMULTI_FAULT_ONE_IN": "300"},
         count=3000,
-        right=lambda d, v: "not reproducible" in v
-        and never_says(v, "confirmed:", *SHAPES, "worked:", "did not work")),
+        truth=lambda d: held(d, {"reproduction": "random"}, SHAPES + ("cause", "fix"))),
     "timed": dict(
         env={"OPENCL_LAYERS": "{faults}", "CLMULTI_FAULT": "timed", "CLMULTI_FAULT_SECONDS": "0.05"},
         count=20000,
-        right=lambda d, v: "a time limit (after about" in v
-        and never_says(v, "confirmed:", *SHAPES, "not reproducible")),
+        truth=lambda d: held(d, {"reproduction": "time"}, SHAPES)),
     "two-limits": dict(
         env={"OPENCL_LAYERS": "{faults}", "CLMULTI_FAULT": "two-limits", "CLMULTI_FAULT_COUNT": "1040"},
         count=3000, nofile=(1024, False),
-        right=lambda d, v: fds_test(d).get("test") == "confirmed"
-        and fds_test(d).get("second_limit_after") is not None and "refuted" not in v),
+        truth=lambda d: held(d, {"cause": "resource:open_fds"})),
     "one-sided": dict(
         env={"OPENCL_LAYERS": "{layer}", "CLMULTI_LAYER_POLICY": "fd-per-peer"},
         count=3000, nofile=(1024, True),
-        right=lambda d, v: fds_test(d).get("test") == "consistent" and "confirmed:" not in v),
+        truth=lambda d: held(d, {"cause": "resource:open_fds"})),
     "fds-128": dict(
         env={"OPENCL_LAYERS": "{layer}", "CLMULTI_LAYER_POLICY": "fd-per-peer"},
         count=1000, nofile=(128, False),
-        right=lambda d, v: fds_test(d).get("test") == "confirmed" and "not explained" not in v),
+        truth=lambda d: held(d, {"cause": "resource:open_fds"})),
     "fds-256": dict(
         env={"OPENCL_LAYERS": "{layer}", "CLMULTI_LAYER_POLICY": "fd-per-peer"},
         count=1000, nofile=(256, False),
-        right=lambda d, v: fds_test(d).get("test") == "confirmed" and "not explained" not in v),
+        truth=lambda d: held(d, {"cause": "resource:open_fds"})),
     "persistent": dict(
         env={"OPENCL_LAYERS": "{faults}", "CLMULTI_FAULT": "persistent",
              "CLMULTI_FAULT_COUNT": "1500", "CLMULTI_FAULT_FILE": "{file}"},
         count=3000,
-        right=lambda d, v: "persists across processes" in v
-        and all(f["outcome"]["outcome"] == "untested" for f in d["fixes"])),
+        truth=lambda d: held(d, {"reproduction": "outside-kept"}, ("fix",))),
     "cache": dict(
         env={"OPENCL_LAYERS": "{faults}", "CLMULTI_FAULT": "cache", "CLMULTI_FAULT_BYTES": "32768"},
         count=2000,
-        right=lambda d, v: all(
-            kept(d, s).get("heap_in_use") and not leak_like(kept(d, s)["heap_in_use"])
-            for s in ("create", "fill"))
-        and "it keeps growing, a leak" not in v),
+        truth=lambda d: held(d, {"kept": "reused"}, about="what C heap in use kept")),
     "leak": dict(
         env={"OPENCL_LAYERS": "{faults}", "CLMULTI_FAULT": "leak", "CLMULTI_FAULT_BYTES": "32768"},
         count=2000,
-        right=lambda d, v: all(
-            kept(d, s).get("heap_in_use") and leak_like(kept(d, s)["heap_in_use"])
-            for s in ("create", "fill"))
-        and "it keeps growing, a leak" in v),
+        truth=lambda d: held(d, {"kept": "leak"}, about="what C heap in use kept")),
 }
 
 
@@ -153,11 +152,11 @@ def main():
     tmp = tempfile.mkdtemp(prefix="clmulti-rigor-")
     faults = build_fault_layer(tmp)
     layer = os.path.join(os.path.dirname(args.clmulti), "libclmulti_layer.so")
-    print(f"{'fault':<12} {'right':>7}  {'s/diagnose':>10}")
+    print(f"{'fault':<12} {'settled':>7} {'open':>5} {'wrong':>5}  {'s/diagnose':>10}")
     for name, case in CASES.items():
         if args.only and name not in args.only:
             continue
-        right, seconds, wrong = 0, [], None
+        tally, seconds, wrong, open_why = {"settled": 0, "open": 0, "wrong": 0}, [], None, None
         for i in range(args.runs):
             file = os.path.join(tmp, f"{name}-{i}.count")
             env = pocl_env()
@@ -172,16 +171,21 @@ def main():
             try:
                 d = json.loads(out.stdout)
             except json.JSONDecodeError:
+                tally["wrong"] += 1
                 wrong = wrong or f"exit {out.returncode}: {out.stderr[-500:]}"
                 continue
-            v = verdict_text(d)
-            if case["right"](d, v):
-                right += 1
-            else:
-                wrong = wrong or v
-        print(f"{name:<12} {right:>3}/{args.runs:<3}  {statistics.median(seconds):>10.2f}", flush=True)
+            status, why = case["truth"](d)
+            tally[status] += 1
+            if status == "wrong":
+                wrong = wrong or why
+            elif status == "open":
+                open_why = open_why or why
+        print(f"{name:<12} {tally['settled']:>7} {tally['open']:>5} {tally['wrong']:>5}  "
+              f"{statistics.median(seconds):>10.2f}", flush=True)
+        if open_why:
+            print("  left open: " + open_why)
         if wrong:
-            print("  first wrong verdict:\n    " + wrong.strip().replace("\n", "\n    ")[:3000])
+            print("  first wrong: " + wrong[:3000])
     return 0
 
 
