@@ -1,4 +1,5 @@
-//! `clmulti emulate`: any program on Intel's GPU runtime NEO over emulated Arc A770s.
+//! `clmulti emulate`: any program on Intel's GPU runtime NEO over emulated Arc A770s
+//! (or another model: `--model adl-s`, the newest GPU NEO 20.44 lists).
 //! The program runs with clmulti's emulated i915 driver preloaded (crate
 //! `clmulti-kmd-emu`), so NEO runs its real kernel-driver path; stderr says first which
 //! parts are emulated. The program replaces this process (`exec`, as `env` and
@@ -14,10 +15,14 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, clap::Args)]
 #[command(trailing_var_arg = true)]
 pub struct Args {
-    /// Emulated Arc A770 devices (1-8).
+    /// Emulated devices (1-8).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=kmd_emu::MAX_DEVICES as i64))]
     devices: u8,
-    /// Device memory per device (default: an A770's 16 GiB).
+    /// The device: a770 (Arc A770, discrete) or adl-s (UHD Graphics 770, Alder Lake-S:
+    /// integrated, no device memory; the newest GPU NEO 20.44 lists).
+    #[arg(long, default_value = "a770", value_parser = parse_model)]
+    model: kmd_emu::Model,
+    /// Device memory per device (default: an A770's 16 GiB; none on an integrated GPU).
     #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
     local_memory: Option<u64>,
     /// Print every ioctl on an emulated descriptor on stderr.
@@ -43,6 +48,15 @@ fn parse_memory(text: &str) -> Result<u64, String> {
                 .then_some(b)
                 .ok_or_else(|| "at least 1MiB".to_owned())
         })
+}
+
+fn parse_model(key: &str) -> Result<kmd_emu::Model, String> {
+    kmd_emu::model(key).ok_or_else(|| {
+        format!(
+            "one of {}",
+            kmd_emu::MODELS.map(|m| m.key).join(", ")
+        )
+    })
 }
 
 /// NEO's `.icd` file as Debian's intel-opencl-icd installs it, when the library it
@@ -91,6 +105,13 @@ pub fn run(args: &Args) -> Failure {
 }
 
 fn prepare(args: &Args) -> Result<std::process::Command, Failure> {
+    let integrated = !args.model.discrete;
+    if integrated && args.local_memory.is_some() {
+        return Err(Failure::Input(format!(
+            "--local-memory: the {} is integrated and has no device memory",
+            args.model.name
+        )));
+    }
     let library = emulation_library()?;
     let mut command = std::process::Command::new(&args.command[0]);
     command.args(&args.command[1..]);
@@ -106,7 +127,8 @@ fn prepare(args: &Args) -> Result<std::process::Command, Failure> {
     };
     command
         .env("LD_PRELOAD", preload)
-        .env(kmd_emu::DEVICES, args.devices.to_string());
+        .env(kmd_emu::DEVICES, args.devices.to_string())
+        .env(kmd_emu::MODEL, args.model.key);
     if let Some(bytes) = args.local_memory {
         command.env(kmd_emu::LOCAL_MEMORY, bytes.to_string());
     }
@@ -126,12 +148,18 @@ fn prepare(args: &Args) -> Result<std::process::Command, Failure> {
         command.env("OCL_ICD_VENDORS", neo);
         runtimes = format!("NEO alone (OCL_ICD_VENDORS={})", neo.display());
     }
-    let memory = args
-        .local_memory
-        .map_or_else(|| "16 GiB".into(), clmulti_scenario::format_size);
+    let memory = if integrated {
+        "(integrated: system memory only; no machine has two)".to_owned()
+    } else {
+        let size = args
+            .local_memory
+            .map_or_else(|| "16 GiB".into(), clmulti_scenario::format_size);
+        format!("of {size}")
+    };
     crate::note!(
-        "clmulti emulate: {} emulated i915 Arc A770 device(s) of {memory} ({}): the kernel driver is emulated, no GPU work runs, kernel accounting as modelled; what the runtime does is its own code; {runtimes}",
+        "clmulti emulate: {} emulated i915 {} device(s) {memory} ({}): the kernel driver is emulated, no GPU work runs, kernel accounting as modelled; what the runtime does is its own code; {runtimes}",
         args.devices,
+        args.model.name,
         library.display()
     );
     Ok(command)

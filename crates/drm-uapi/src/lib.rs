@@ -358,11 +358,20 @@ pub struct GemSetDomain {
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct GemTiling {
+pub struct GemSetTiling {
     pub handle: u32,
     pub tiling_mode: u32,
-    pub stride_or_swizzle: u32,
-    pub swizzle: u32,
+    pub stride: u32,
+    pub swizzle_mode: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct GemGetTiling {
+    pub handle: u32,
+    pub tiling_mode: u32,
+    pub swizzle_mode: u32,
+    pub phys_swizzle_mode: u32,
 }
 
 #[repr(C)]
@@ -372,6 +381,10 @@ pub struct GemMadvise {
     pub madv: u32,
     pub retained: u32,
 }
+
+pub const I915_TILING_NONE: u32 = 0;
+pub const I915_TILING_X: u32 = 1;
+pub const I915_TILING_Y: u32 = 2;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -428,6 +441,14 @@ pub const SIZES: &[(&str, usize)] = &[
         std::mem::size_of::<GemMmapOffset>(),
     ),
     ("drm_i915_gem_userptr", std::mem::size_of::<GemUserptr>()),
+    (
+        "drm_i915_gem_set_tiling",
+        std::mem::size_of::<GemSetTiling>(),
+    ),
+    (
+        "drm_i915_gem_get_tiling",
+        std::mem::size_of::<GemGetTiling>(),
+    ),
     (
         "drm_i915_gem_vm_control",
         std::mem::size_of::<GemVmControl>(),

@@ -1,21 +1,119 @@
 //! What the emulation presents, read once from the environment.
 
-/// Arc A770 (DG2-512, "Alchemist"): the seed's GPU.
-pub const CHIPSET_ID: u16 = 0x56a0;
-/// The A770's retail stepping (C0), as `lspci` shows it: `(rev 08)`.
-pub const REVISION: u16 = 0x08;
-/// The A770's device memory: 16 GiB.
-pub const DEFAULT_LOCAL_BYTES: u64 = 16 << 30;
+use clmulti_drm_uapi::{
+    I915_ENGINE_CLASS_COMPUTE as COMPUTE, I915_ENGINE_CLASS_COPY as COPY,
+    I915_ENGINE_CLASS_RENDER as RENDER, I915_ENGINE_CLASS_VIDEO as VIDEO,
+    I915_ENGINE_CLASS_VIDEO_ENHANCE as VIDEO_ENHANCE,
+};
+pub use clmulti_scenario::kmd_emu::Model;
+
 /// The DRM character-device major.
 pub const DRM_MAJOR: u32 = 226;
 /// Most devices the emulation presents.
 pub const MAX_DEVICES: usize = clmulti_scenario::kmd_emu::MAX_DEVICES;
-/// The A770's topology as i915 reports Xe-HPG: one slice of 32 dual-subslices of 16 EUs.
-pub const SUBSLICES: u32 = 32;
-/// EUs per dual-subslice.
-pub const EUS_PER_SUBSLICE: u32 = 16;
-/// The command streamer's timestamp clock on DG2, Hz.
-pub const CS_TIMESTAMP_HZ: u64 = 100_000_000;
+
+/// What i915 reports of one device model. Values no uAPI fixes for a model (the
+/// timestamp clock of a board, clock ranges) are a typical part's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hardware {
+    /// Its name and PCI id.
+    pub model: Model,
+    /// The PCI revision (stepping), as `lspci` shows it.
+    pub revision: u16,
+    /// Subslices (dual-subslices since Gen12) the topology query has room for.
+    pub max_subslices: u32,
+    /// Subslices enabled, the first ones.
+    pub subslices: u32,
+    /// EUs per subslice.
+    pub eus_per_subslice: u32,
+    /// Engines as `(class, instance)`, in i915's order.
+    pub engines: &'static [(u16, u16)],
+    /// The command streamer's timestamp clock, Hz.
+    pub cs_timestamp_hz: u64,
+    /// The GT clock's range, MHz (min, max).
+    pub clock_mhz: (u32, u32),
+    /// Device memory, bytes; 0 for an integrated GPU (system memory only).
+    pub local_bytes: u64,
+    /// Whether the GPU shares the CPU's last-level cache (integrated parts).
+    pub has_llc: bool,
+}
+
+impl Hardware {
+    /// Whether it has memory of its own (a discrete card).
+    pub fn discrete(&self) -> bool {
+        self.model.discrete
+    }
+
+    /// The PCI address of device `index`: discrete cards behind a switch each (one bus
+    /// apiece), an integrated GPU where Intel's always is (00:02.0), further ones
+    /// beside it (no machine has two: they exist to run multi-device code).
+    pub fn bdf(&self, index: usize) -> String {
+        if self.discrete() {
+            format!("0000:{:02x}:00.0", 3 + index)
+        } else {
+            format!("0000:00:{:02x}.0", 2 + index)
+        }
+    }
+
+    /// The hardware of `model`.
+    pub fn of(model: Model) -> &'static Hardware {
+        [&A770, &ADL_S]
+            .into_iter()
+            .find(|h| h.model == model)
+            .unwrap_or(&A770)
+    }
+}
+
+/// Arc A770 (DG2-512, "Alchemist"): the seed's GPU. One slice of 32 dual-subslices of
+/// 16 EUs, as i915 reports Xe-HPG (it folds DG2's slices into one); retail stepping C0
+/// (`rev 08`); 16 GiB of device memory.
+pub const A770: Hardware = Hardware {
+    model: clmulti_scenario::kmd_emu::A770,
+    revision: 0x08,
+    max_subslices: 32,
+    subslices: 32,
+    eus_per_subslice: 16,
+    engines: &[
+        (RENDER, 0),
+        (COPY, 0),
+        (VIDEO, 0),
+        (VIDEO, 1),
+        (VIDEO_ENHANCE, 0),
+        (VIDEO_ENHANCE, 1),
+        (COMPUTE, 0),
+        (COMPUTE, 1),
+        (COMPUTE, 2),
+        (COMPUTE, 3),
+    ],
+    cs_timestamp_hz: 100_000_000,
+    clock_mhz: (300, 2400),
+    local_bytes: 16 << 30,
+    has_llc: false,
+};
+
+/// UHD Graphics 770 (Alder Lake-S GT1, Gen12LP, integrated): i915's Gen12 topology of
+/// up to 6 dual-subslices, 2 enabled, of 16 EUs (32 EUs); the engines i915 lists for
+/// ADL-S (RCS0, BCS0, VCS0, VCS2, VECS0: no compute engine on Gen12LP); a 19.2 MHz
+/// crystal clock (boards also use 24 or 38.4); stepping C0 (`rev 0c`); i9-12900K's
+/// 300-1550 MHz. Integrated: the LLC, system memory only.
+pub const ADL_S: Hardware = Hardware {
+    model: clmulti_scenario::kmd_emu::ADL_S,
+    revision: 0x0c,
+    max_subslices: 6,
+    subslices: 2,
+    eus_per_subslice: 16,
+    engines: &[
+        (RENDER, 0),
+        (COPY, 0),
+        (VIDEO, 0),
+        (VIDEO, 2),
+        (VIDEO_ENHANCE, 0),
+    ],
+    cs_timestamp_hz: 19_200_000,
+    clock_mhz: (300, 1550),
+    local_bytes: 0,
+    has_llc: true,
+};
 
 /// The environment variables the emulation reads (defined once, in clmulti-scenario).
 pub use clmulti_scenario::kmd_emu as env;
@@ -41,6 +139,8 @@ impl Device {
 /// The emulation's settings.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// What every device is.
+    pub hardware: &'static Hardware,
     /// The devices, in PCI order.
     pub devices: Vec<Device>,
     /// System memory the `system0` region reports (the machine's RAM).
@@ -50,17 +150,29 @@ pub struct Config {
 }
 
 impl Config {
-    /// `devices` devices with `local_bytes` each, on a machine of `system_bytes`.
+    /// `devices` A770s with `local_bytes` each, on a machine of `system_bytes`.
     pub fn new(devices: usize, local_bytes: u64, system_bytes: u64) -> Self {
+        Self::of(&A770, devices, local_bytes, system_bytes)
+    }
+
+    /// `devices` devices of `hardware` with `local_bytes` each (ignored when it has no
+    /// device memory), on a machine of `system_bytes`.
+    pub fn of(
+        hardware: &'static Hardware,
+        devices: usize,
+        local_bytes: u64,
+        system_bytes: u64,
+    ) -> Self {
+        let local_bytes = if hardware.discrete() { local_bytes } else { 0 };
         let devices = (0..devices.clamp(1, MAX_DEVICES))
             .map(|index| Device {
                 index,
-                // Real A770s sit behind a switch each; distinct buses keep them apart.
-                bdf: format!("0000:{:02x}:00.0", 3 + index),
+                bdf: hardware.bdf(index),
                 local_bytes,
             })
             .collect();
         Self {
+            hardware,
             devices,
             system_bytes,
             trace: false,
@@ -82,18 +194,32 @@ impl Config {
                 2
             }
         };
+        let hardware = match read(env::MODEL) {
+            None => &A770,
+            Some(key) => match clmulti_scenario::kmd_emu::model(key.trim()) {
+                Some(model) => Hardware::of(model),
+                None => {
+                    eprintln!(
+                        "clmulti-kmd-emu: {} must be one of {}; using a770",
+                        env::MODEL,
+                        clmulti_scenario::kmd_emu::MODELS.map(|m| m.key).join(", ")
+                    );
+                    &A770
+                }
+            },
+        };
         let local = match read(env::LOCAL_MEMORY).map(|v| v.trim().parse::<u64>()) {
-            None => DEFAULT_LOCAL_BYTES,
+            None => hardware.local_bytes,
             Some(Ok(n)) if n >= 1 << 20 => n,
             Some(_) => {
                 eprintln!(
-                    "clmulti-kmd-emu: {} must be bytes, at least 1048576; using 16 GiB",
+                    "clmulti-kmd-emu: {} must be bytes, at least 1048576; using the model's",
                     env::LOCAL_MEMORY
                 );
-                DEFAULT_LOCAL_BYTES
+                hardware.local_bytes
             }
         };
-        let mut config = Self::new(devices, local, system_memory());
+        let mut config = Self::of(hardware, devices, local, system_memory());
         config.trace = read(env::TRACE).is_some_and(|v| v != "0");
         config
     }

@@ -15,17 +15,30 @@ pub use clmulti_scenario::kmd_emu::COUNTS_PATH;
 /// What the emulation presents to this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EmulatedDriver {
-    /// Emulated devices (Arc A770s on i915).
+    /// Emulated devices (Arc A770s on i915 unless [`pci_id`](Self::pci_id) says).
     pub devices: usize,
-    /// Device-local memory per device, bytes.
+    /// Device-local memory per device, bytes (0: an integrated GPU).
     pub local_bytes: u64,
+    /// The devices' PCI id (0 in reports from before it was kept: A770s).
+    #[serde(default)]
+    pub pci_id: u16,
 }
 
 impl EmulatedDriver {
+    /// The emulated device (the A770 when the id is not one clmulti emulates).
+    pub fn model(&self) -> clmulti_scenario::kmd_emu::Model {
+        clmulti_scenario::kmd_emu::model_of_pci_id(u64::from(self.pci_id))
+            .unwrap_or(clmulti_scenario::kmd_emu::A770)
+    }
+
     /// "2 emulated i915 Arc A770 devices".
     pub fn devices_label(&self) -> String {
         let s = if self.devices == 1 { "" } else { "s" };
-        format!("{} emulated i915 Arc A770 device{s}", self.devices)
+        format!(
+            "{} emulated i915 {} device{s}",
+            self.devices,
+            self.model().name
+        )
     }
 }
 
@@ -55,6 +68,10 @@ pub fn active() -> Option<EmulatedDriver> {
     Some(EmulatedDriver {
         devices: usize::try_from(*counts.get("devices")?).ok()?,
         local_bytes: counts.get("local-bytes").copied().unwrap_or(0),
+        pci_id: counts
+            .get("pci-id")
+            .and_then(|&id| u16::try_from(id).ok())
+            .unwrap_or(clmulti_scenario::kmd_emu::A770.pci_id),
     })
 }
 
@@ -70,7 +87,7 @@ pub fn per_buffer(before: &Counts, after: &Counts, buffers: u64) -> BTreeMap<Str
         .filter(|(k, _)| {
             !k.contains("-created")
                 && !k.starts_with("bytes-")
-                && !matches!(k.as_str(), "devices" | "local-bytes")
+                && !matches!(k.as_str(), "devices" | "local-bytes" | "pci-id")
         })
         .filter_map(|(k, &a)| {
             let b = before.get(k).copied().unwrap_or(0);

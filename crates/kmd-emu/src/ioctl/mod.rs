@@ -1,5 +1,6 @@
 //! The ioctl table: each DRM and i915 request NEO issues, decoded from the caller's
-//! memory, answered as i915 answers it on an Arc A770, against [`Driver`].
+//! memory, answered as i915 answers it on the model presented (an Arc A770 unless
+//! chosen), against [`Driver`].
 //!
 //! Requests not in the table fail with `ENOTTY` for a DRM file (the kernel's answer to
 //! an ioctl a driver does not have) and are counted.
@@ -9,7 +10,7 @@ mod query;
 use query::{getparam, query_answer};
 
 use crate::batch::{Memory, View};
-use crate::config::{self, Config, CHIPSET_ID, REVISION};
+use crate::config::Config;
 use crate::model::{Driver, Errno};
 use clmulti_drm_uapi::*;
 use std::ffi::c_void;
@@ -48,7 +49,7 @@ pub unsafe fn render_ioctl(
             DRM_IOCTL_VERSION => version(&mut *arg.cast::<DrmVersion>()),
             DRM_IOCTL_GET_CAP => get_cap(&mut *arg.cast::<DrmGetCap>()),
             DRM_IOCTL_SET_CLIENT_CAP => Ok(0),
-            DRM_IOCTL_I915_GETPARAM => getparam(&*arg.cast::<GetParam>()),
+            DRM_IOCTL_I915_GETPARAM => getparam(driver.config.hardware, &*arg.cast::<GetParam>()),
             DRM_IOCTL_I915_QUERY => query(&driver.config, &*arg.cast::<Query>()),
             DRM_IOCTL_I915_GEM_CREATE => {
                 let create = &mut *arg.cast::<GemCreate>();
@@ -121,7 +122,7 @@ pub unsafe fn render_ioctl(
                 if read.offset & !1 != 0x2358 {
                     return Err(libc::EINVAL);
                 }
-                read.val = timestamp(host);
+                read.val = timestamp(&driver.config, host);
                 Ok(0)
             }
             DRM_IOCTL_I915_GET_RESET_STATS => {
@@ -159,14 +160,34 @@ pub unsafe fn render_ioctl(
                 Ok(0)
             }
             // DG2 has no fence registers: i915 refuses tiling through them.
-            DRM_IOCTL_I915_GEM_SET_TILING | DRM_IOCTL_I915_GEM_GET_TILING => Err(libc::EOPNOTSUPP),
+            DRM_IOCTL_I915_GEM_SET_TILING | DRM_IOCTL_I915_GEM_GET_TILING
+                if driver.config.hardware.discrete() =>
+            {
+                Err(libc::EOPNOTSUPP)
+            }
+            DRM_IOCTL_I915_GEM_SET_TILING => {
+                let tiling = &mut *arg.cast::<GemSetTiling>();
+                tiling.stride =
+                    driver.set_tiling(fd, tiling.handle, tiling.tiling_mode, tiling.stride)?;
+                // Bit-6 swizzling: none on Gen12.
+                tiling.swizzle_mode = 0;
+                Ok(0)
+            }
+            DRM_IOCTL_I915_GEM_GET_TILING => {
+                let tiling = &mut *arg.cast::<GemGetTiling>();
+                tiling.tiling_mode = driver.tiling(fd, tiling.handle)?;
+                (tiling.swizzle_mode, tiling.phys_swizzle_mode) = (0, 0);
+                Ok(0)
+            }
             _ => Err(libc::ENOTTY),
         }
     }
 }
 
-fn timestamp(host: &dyn Host) -> u64 {
-    host.now_ns() / (1_000_000_000 / config::CS_TIMESTAMP_HZ)
+/// The command streamer's timestamp: the host's clock in the model's ticks.
+fn timestamp(config: &Config, host: &dyn Host) -> u64 {
+    (u128::from(host.now_ns()) * u128::from(config.hardware.cs_timestamp_hz) / 1_000_000_000)
+        as u64
 }
 
 /// Copies `text` into a user buffer of `len` bytes the way the kernel's
@@ -412,7 +433,7 @@ unsafe fn execbuffer(
         &views[views.len() - 1]
     };
     let start = batch.gpu_address + u64::from(exec.batch_start_offset);
-    let outcome = Memory::new(&views, timestamp(host)).run(start);
+    let outcome = Memory::new(&views, timestamp(&driver.config, host)).run(start);
     for _ in 0..outcome.writes {
         driver.post_sync_written();
     }

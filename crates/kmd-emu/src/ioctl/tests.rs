@@ -135,3 +135,125 @@ fn export_takes_a_descriptor_from_the_host_and_fails_as_the_host_does() {
     assert_eq!(full, Err(libc::EMFILE));
     assert_eq!(d.counts().exports.live, 1);
 }
+
+fn adl_s(devices: usize) -> Driver {
+    let mut d = Driver::new(Config::of(&crate::config::ADL_S, devices, 16 << 30, 32 << 30));
+    d.open(5, 0);
+    d
+}
+
+fn param(d: &mut Driver, param: i32) -> i32 {
+    let mut value = 0i32;
+    let mut get = GetParam {
+        param,
+        value: &mut value,
+    };
+    call(d, 5, DRM_IOCTL_I915_GETPARAM, &mut get).unwrap();
+    value
+}
+
+/// One query item, both passes.
+fn query_item(config: &Config, id: u64) -> Vec<u8> {
+    let mut item = QueryItem {
+        query_id: id,
+        length: 0,
+        flags: 0,
+        data_ptr: 0,
+    };
+    let q = Query {
+        num_items: 1,
+        flags: 0,
+        items_ptr: &mut item as *mut QueryItem as u64,
+    };
+    // SAFETY: one valid item, no data pointer (the size pass).
+    unsafe { query(config, &q).unwrap() };
+    assert!(item.length > 0, "query {id}: {}", item.length);
+    let mut data = vec![0u8; item.length as usize];
+    item.data_ptr = data.as_mut_ptr() as u64;
+    // SAFETY: the item's buffer holds the length it states.
+    unsafe { query(config, &q).unwrap() };
+    data
+}
+
+#[test]
+fn an_alder_lake_s_is_a_gen12_integrated_gpu_of_32_eus_with_system_memory_only() {
+    let mut d = adl_s(2);
+    assert_eq!(param(&mut d, I915_PARAM_CHIPSET_ID), 0x4680);
+    assert_eq!(param(&mut d, I915_PARAM_EU_TOTAL), 32);
+    assert_eq!(param(&mut d, I915_PARAM_SUBSLICE_TOTAL), 2);
+    assert_eq!(param(&mut d, I915_PARAM_SUBSLICE_MASK), 0b11);
+    assert_eq!(param(&mut d, I915_PARAM_CS_TIMESTAMP_FREQUENCY), 19_200_000);
+    assert_eq!(param(&mut d, 14), 1, "HAS_LLC: integrated");
+    assert_eq!(d.config.devices[1].bdf, "0000:00:03.0");
+    assert_eq!(d.config.devices[0].local_bytes, 0, "no device memory");
+    // Topology: 1 slice, room for 6 dual-subslices of 16 EUs, the first 2 enabled.
+    let topology = query_item(&d.config, DRM_I915_QUERY_TOPOLOGY_INFO);
+    let header: Vec<u16> = topology[..16]
+        .chunks(2)
+        .map(|b| u16::from_ne_bytes([b[0], b[1]]))
+        .collect();
+    assert_eq!(header, [0, 1, 6, 16, 1, 1, 2, 2]);
+    assert_eq!(&topology[16..19], &[1, 0b11, 0xff]);
+    assert_eq!(topology[19..].iter().filter(|&&b| b == 0xff).count(), 3);
+    assert_eq!(topology.len(), 16 + 1 + 1 + 6 * 2);
+    // Memory regions: system memory alone.
+    let regions = query_item(&d.config, DRM_I915_QUERY_MEMORY_REGIONS);
+    assert_eq!(regions.len(), 16 + 88);
+    assert_eq!(u32::from_ne_bytes(regions[..4].try_into().unwrap()), 1);
+    assert_eq!(
+        u16::from_ne_bytes([regions[16], regions[17]]),
+        I915_MEMORY_CLASS_SYSTEM
+    );
+    // Engines: render, copy, two video, one video-enhance; no compute engine.
+    let engines = query_item(&d.config, DRM_I915_QUERY_ENGINE_INFO);
+    assert_eq!(u32::from_ne_bytes(engines[..4].try_into().unwrap()), 5);
+    let classes: Vec<u16> = (0..5)
+        .map(|i| u16::from_ne_bytes([engines[16 + 56 * i], engines[17 + 56 * i]]))
+        .collect();
+    assert!(!classes.contains(&I915_ENGINE_CLASS_COMPUTE), "{classes:?}");
+    // Device memory is no region to create in.
+    assert_eq!(
+        d.create(5, 4096, &[(I915_MEMORY_CLASS_DEVICE, 0)]),
+        Err(libc::EINVAL)
+    );
+    assert!(d.create(5, 4096, &[(I915_MEMORY_CLASS_SYSTEM, 0)]).is_ok());
+}
+
+#[test]
+fn tiling_is_kept_where_fences_exist_and_refused_on_an_a770() {
+    let mut d = adl_s(1);
+    let (handle, _) = d.create(5, 1 << 20, &[]).unwrap();
+    let mut set = GemSetTiling {
+        handle,
+        tiling_mode: I915_TILING_Y,
+        stride: 100,
+        swizzle_mode: 9,
+    };
+    assert_eq!(
+        call(&mut d, 5, DRM_IOCTL_I915_GEM_SET_TILING, &mut set),
+        Err(libc::EINVAL),
+        "a Y-tiled pitch is a multiple of 128 bytes"
+    );
+    set.stride = 4096;
+    call(&mut d, 5, DRM_IOCTL_I915_GEM_SET_TILING, &mut set).unwrap();
+    assert_eq!((set.stride, set.swizzle_mode), (4096, 0));
+    let mut get = GemGetTiling {
+        handle,
+        tiling_mode: 0,
+        swizzle_mode: 9,
+        phys_swizzle_mode: 9,
+    };
+    call(&mut d, 5, DRM_IOCTL_I915_GEM_GET_TILING, &mut get).unwrap();
+    assert_eq!((get.tiling_mode, get.swizzle_mode), (I915_TILING_Y, 0));
+    set.tiling_mode = I915_TILING_NONE;
+    call(&mut d, 5, DRM_IOCTL_I915_GEM_SET_TILING, &mut set).unwrap();
+    assert_eq!(set.stride, 0, "linear keeps no pitch");
+    let mut a770 = Driver::new(Config::new(1, 16 << 30, 32 << 30));
+    a770.open(5, 0);
+    let (handle, _) = a770.create(5, 1 << 20, &[]).unwrap();
+    set.handle = handle;
+    assert_eq!(
+        call(&mut a770, 5, DRM_IOCTL_I915_GEM_SET_TILING, &mut set),
+        Err(libc::EOPNOTSUPP)
+    );
+}

@@ -76,6 +76,8 @@ struct Object {
     /// Last use for execution (eviction order).
     last_use: u64,
     mmap_offset: Option<u64>,
+    /// `SET_TILING`'s mode and stride (integrated parts with fence registers).
+    tiling: (u32, u32),
 }
 
 impl Object {

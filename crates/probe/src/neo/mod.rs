@@ -148,8 +148,13 @@ pub fn combined_labels(all: &[NeoEmulation]) -> Vec<String> {
             };
             if kernel_path {
                 let s = if devices == "1" { "" } else { "s" };
+                let model = product
+                    .as_deref()
+                    .and_then(clmulti_scenario::kmd_emu::model_of_family)
+                    .unwrap_or(clmulti_scenario::kmd_emu::A770);
                 format!(
-                    "Intel GPU runtime NEO {version} on {devices} emulated i915 Arc A770 device{s}: {KERNEL_PATH_LIMITS}"
+                    "Intel GPU runtime NEO {version} on {devices} emulated i915 {} device{s}: {KERNEL_PATH_LIMITS}",
+                    model.name
                 )
             } else {
                 label(&version, product.as_deref(), &devices, devices != "1")
@@ -243,7 +248,7 @@ pub fn on_emulated_driver(
     Some(NeoEmulation {
         version: driver_version.trim().to_owned(),
         devices: driver.devices,
-        product: Some("DG2".into()),
+        product: Some(driver.model().family.into()),
         capture_file: None,
         kernel_driver: Some(driver),
     })

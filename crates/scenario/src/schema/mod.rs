@@ -320,6 +320,7 @@ fn env(description: &str) -> Value {
         (crate::kmd_emu::DEVICES, "clmulti's emulated i915 driver: how many Arc A770s it presents, 1 to 8 (default 2)."),
         (crate::kmd_emu::LOCAL_MEMORY, "clmulti's emulated i915 driver: device memory per device, bytes (default 17179869184, an A770's 16 GiB)."),
         (crate::kmd_emu::TRACE, "clmulti's emulated i915 driver: 1 prints every ioctl on an emulated descriptor on stderr."),
+        (crate::kmd_emu::MODEL, "clmulti's emulated i915 driver: the device it presents, a770 (Arc A770, the default) or adl-s (UHD Graphics 770, Alder Lake-S: integrated, the newest GPU NEO 20.44 lists)."),
     ] {
         properties.insert(key.into(), json!({"description": text, "type": "string"}));
     }
