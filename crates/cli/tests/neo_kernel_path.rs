@@ -55,28 +55,8 @@ fn emulate(devices: usize, soft: u64) -> Command {
 }
 
 /// The seed's program (bench/seed), built as its author built it, in a fresh folder.
-fn seed_program() -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/seed");
-    let dir = std::env::temp_dir().join(format!("clmulti-seed-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for file in ["OpenCLMulti.cpp", "OpenCLKernels.cl"] {
-        std::fs::copy(source.join(file), dir.join(file)).unwrap();
-    }
-    let status = Command::new("gcc")
-        .args([
-            "-D",
-            "CL_TARGET_OPENCL_VERSION=220",
-            "-g",
-            "-Wall",
-            "-o",
-            "OpenCLMulti",
-        ])
-        .args(["OpenCLMulti.cpp", "-lOpenCL", "-lm"])
-        .current_dir(&dir)
-        .status()
-        .expect("gcc (and g++'s cc1plus: the seed is a .cpp)");
-    assert!(status.success(), "the seed's program did not build");
-    dir
+fn seed_dir() -> PathBuf {
+    seed_program(&std::env::temp_dir().join(format!("clmulti-seed-{}", std::process::id())))
 }
 
 /// The last index the seed's program printed as allocated before it failed (what its
@@ -87,19 +67,13 @@ fn seed_failure(dir: &Path, soft: u64) -> (u64, String) {
         .args(["--gpus", "2"])
         .current_dir(dir));
     let err = stderr(&out);
-    let allocated = err
-        .lines()
-        .filter_map(|l| l.split_once(": Allocated 1 MB successfully"))
-        .filter_map(|(i, _)| i.trim().parse::<u64>().ok())
-        .next_back()
-        .unwrap_or_else(|| panic!("no allocation: {err}"));
-    let last = err.lines().last().unwrap_or_default().to_owned();
-    (allocated, last)
+    let (allocated, last) = seed_outcome(&err);
+    (allocated.unwrap_or_else(|| panic!("no allocation: {err}")), last)
 }
 
 #[test]
 fn the_seeds_own_program_fails_with_minus_6_near_1000_and_moves_with_the_descriptor_limit() {
-    let dir = seed_program();
+    let dir = seed_dir();
     let (at_1024, said) = seed_failure(&dir, 1024);
     assert!(said.contains("Could not create memory, err -6"), "{said}");
     // 1024 descriptors: 3 standard streams, 2 render nodes, 18 dma-bufs NEO exports at

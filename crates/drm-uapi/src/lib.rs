@@ -36,6 +36,8 @@ pub const DRM_IOCTL_I915_GEM_EXECBUFFER2: u64 = 0x4040_6469;
 pub const DRM_IOCTL_I915_GEM_EXECBUFFER2_WR: u64 = 0xc040_6469;
 pub const DRM_IOCTL_I915_GEM_WAIT: u64 = 0xc010_646c;
 pub const DRM_IOCTL_I915_GEM_CONTEXT_CREATE_EXT: u64 = 0xc010_646d;
+/// The same request with the older 8-byte structure (NEO 20.44 issues it).
+pub const DRM_IOCTL_I915_GEM_CONTEXT_CREATE: u64 = 0xc008_646d;
 pub const DRM_IOCTL_I915_GEM_CONTEXT_DESTROY: u64 = 0x4008_646e;
 pub const DRM_IOCTL_I915_REG_READ: u64 = 0xc010_6471;
 pub const DRM_IOCTL_I915_GET_RESET_STATS: u64 = 0xc018_6472;
@@ -71,6 +73,7 @@ pub fn request_name(request: u64) -> Option<&'static str> {
         DRM_IOCTL_I915_GEM_EXECBUFFER2_WR => "DRM_IOCTL_I915_GEM_EXECBUFFER2_WR",
         DRM_IOCTL_I915_GEM_WAIT => "DRM_IOCTL_I915_GEM_WAIT",
         DRM_IOCTL_I915_GEM_CONTEXT_CREATE_EXT => "DRM_IOCTL_I915_GEM_CONTEXT_CREATE_EXT",
+        DRM_IOCTL_I915_GEM_CONTEXT_CREATE => "DRM_IOCTL_I915_GEM_CONTEXT_CREATE",
         DRM_IOCTL_I915_GEM_CONTEXT_DESTROY => "DRM_IOCTL_I915_GEM_CONTEXT_DESTROY",
         DRM_IOCTL_I915_REG_READ => "DRM_IOCTL_I915_REG_READ",
         DRM_IOCTL_I915_GET_RESET_STATS => "DRM_IOCTL_I915_GET_RESET_STATS",
@@ -277,6 +280,13 @@ pub struct GemContextCreateExt {
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
+pub struct GemContextCreate {
+    pub ctx_id: u32,
+    pub pad: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
 pub struct GemContextParam {
     pub ctx_id: u32,
     pub size: u32,
@@ -456,6 +466,10 @@ pub const SIZES: &[(&str, usize)] = &[
     (
         "drm_i915_gem_context_create_ext",
         std::mem::size_of::<GemContextCreateExt>(),
+    ),
+    (
+        "drm_i915_gem_context_create",
+        std::mem::size_of::<GemContextCreate>(),
     ),
     (
         "drm_i915_gem_context_param",

@@ -55,6 +55,10 @@ fn the_uapi_matches_the_c_headers() {
             uapi::DRM_IOCTL_I915_GEM_CONTEXT_CREATE_EXT,
         ),
         (
+            "DRM_IOCTL_I915_GEM_CONTEXT_CREATE",
+            uapi::DRM_IOCTL_I915_GEM_CONTEXT_CREATE,
+        ),
+        (
             "DRM_IOCTL_I915_GEM_CONTEXT_DESTROY",
             uapi::DRM_IOCTL_I915_GEM_CONTEXT_DESTROY,
         ),

@@ -296,3 +296,39 @@ impl Started {
         out
     }
 }
+
+/// The seed's program (bench/seed), built as its author built it, in `dir` (made).
+pub fn seed_program(dir: &std::path::Path) -> PathBuf {
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/seed");
+    std::fs::create_dir_all(dir).unwrap();
+    for file in ["OpenCLMulti.cpp", "OpenCLKernels.cl"] {
+        std::fs::copy(source.join(file), dir.join(file)).unwrap();
+    }
+    let status = Command::new("gcc")
+        .args([
+            "-D",
+            "CL_TARGET_OPENCL_VERSION=220",
+            "-g",
+            "-Wall",
+            "-o",
+            "OpenCLMulti",
+        ])
+        .args(["OpenCLMulti.cpp", "-lOpenCL", "-lm"])
+        .current_dir(dir)
+        .status()
+        .expect("gcc (and g++'s cc1plus: the seed is a .cpp)");
+    assert!(status.success(), "the seed's program did not build");
+    dir.to_path_buf()
+}
+
+/// The last index the seed's program printed as allocated ("998: Allocated 1 MB
+/// successfully"), if any, and its last line.
+pub fn seed_outcome(output: &str) -> (Option<u64>, String) {
+    let allocated = output
+        .lines()
+        .filter_map(|l| l.split_once(": Allocated 1 MB successfully"))
+        .filter_map(|(i, _)| i.trim().parse::<u64>().ok())
+        .next_back();
+    let last = output.lines().last().unwrap_or_default().to_owned();
+    (allocated, last)
+}

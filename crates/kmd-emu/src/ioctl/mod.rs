@@ -22,6 +22,9 @@ pub trait Host {
     fn new_dmabuf_fd(&self, cloexec: bool) -> Result<i32, Errno>;
     /// Monotonic nanoseconds.
     fn now_ns(&self) -> u64;
+    /// Faults in the process's `size` bytes at `address` (writable or for reading), as
+    /// the kernel does when it pins a userptr object's pages.
+    fn pin_pages(&self, address: u64, size: u64, writable: bool);
 }
 
 /// Answers `request` on the emulated render-node descriptor `fd`.
@@ -65,7 +68,12 @@ pub unsafe fn render_ioctl(
                     // UNSYNCHRONIZED needs CAP_SYS_ADMIN and is gone from i915.
                     return Err(libc::ENODEV);
                 }
-                userptr.handle = driver.userptr(fd, userptr.user_ptr, userptr.user_size)?;
+                userptr.handle = driver.userptr(
+                    fd,
+                    userptr.user_ptr,
+                    userptr.user_size,
+                    userptr.flags & 1 != 0,
+                )?;
                 Ok(0)
             }
             DRM_IOCTL_GEM_CLOSE => {
@@ -106,6 +114,16 @@ pub unsafe fn render_ioctl(
                 Ok(0)
             }
             DRM_IOCTL_I915_GEM_CONTEXT_CREATE_EXT => context_create(driver, fd, &mut *arg.cast()),
+            DRM_IOCTL_I915_GEM_CONTEXT_CREATE => {
+                // The kernel reads the older structure as the newer one, zero-extended:
+                // its pad is the newer one's flags, with no extension chain to follow.
+                let create = &mut *arg.cast::<GemContextCreate>();
+                if create.pad & !I915_CONTEXT_CREATE_FLAGS_USE_EXTENSIONS != 0 {
+                    return Err(libc::EINVAL);
+                }
+                create.ctx_id = driver.context_create(fd, 0)?;
+                Ok(0)
+            }
             DRM_IOCTL_I915_GEM_CONTEXT_DESTROY => {
                 driver.context_destroy(fd, (*arg.cast::<GemContextDestroy>()).ctx_id)?;
                 Ok(0)
@@ -419,6 +437,9 @@ unsafe fn execbuffer(
     };
     let named: Vec<(u32, u64)> = objects.iter().map(|o| (o.handle, o.offset)).collect();
     let bound = driver.execute(fd, &named)?;
+    for (address, size, writable) in driver.pin_userptrs(&bound) {
+        host.pin_pages(address, size, writable);
+    }
     let views: Vec<View> = bound
         .iter()
         .map(|b| View {

@@ -8,6 +8,7 @@ impl Host for FakeHost {
     fn now_ns(&self) -> u64 {
         1_000_000_000
     }
+    fn pin_pages(&self, _: u64, _: u64, _: bool) {}
 }
 
 fn call<T>(driver: &mut Driver, fd: i32, request: u64, arg: &mut T) -> Result<i32, Errno> {
@@ -110,6 +111,7 @@ fn export_takes_a_descriptor_from_the_host_and_fails_as_the_host_does() {
         fn now_ns(&self) -> u64 {
             0
         }
+        fn pin_pages(&self, _: u64, _: u64, _: bool) {}
     }
     let mut d = Driver::new(Config::new(2, 16 << 30, 32 << 30));
     d.open(5, 0);
@@ -256,4 +258,66 @@ fn tiling_is_kept_where_fences_exist_and_refused_on_an_a770() {
         call(&mut a770, 5, DRM_IOCTL_I915_GEM_SET_TILING, &mut set),
         Err(libc::EOPNOTSUPP)
     );
+}
+
+/// A host that records the pages it is asked to pin.
+#[derive(Default)]
+struct Pins(std::cell::RefCell<Vec<(u64, u64, bool)>>);
+impl Host for Pins {
+    fn new_dmabuf_fd(&self, _: bool) -> Result<i32, Errno> {
+        Ok(77)
+    }
+    fn now_ns(&self) -> u64 {
+        0
+    }
+    fn pin_pages(&self, address: u64, size: u64, writable: bool) {
+        self.0.borrow_mut().push((address, size, writable));
+    }
+}
+
+#[test]
+fn a_userptr_objects_pages_are_pinned_at_its_first_submission_only() {
+    let mut d = Driver::new(Config::new(1, 16 << 30, 32 << 30));
+    d.open(5, 0);
+    let context = d.context_create(5, 0).unwrap();
+    let mut user = vec![0u8; 3 * 4096];
+    let address = (user.as_mut_ptr() as u64).next_multiple_of(4096);
+    let mut userptr = GemUserptr {
+        user_ptr: address,
+        user_size: 4096,
+        flags: 0,
+        handle: 0,
+    };
+    call(&mut d, 5, DRM_IOCTL_I915_GEM_USERPTR, &mut userptr).unwrap();
+    let (batch, _) = d.create(5, 4096, &[]).unwrap();
+    let objects = [userptr.handle, batch].map(|handle| ExecObject2 {
+        handle,
+        relocation_count: 0,
+        relocs_ptr: 0,
+        alignment: 0,
+        offset: 0,
+        flags: 0,
+        rsvd1: 0,
+        rsvd2: 0,
+    });
+    let exec = Execbuffer2 {
+        buffers_ptr: objects.as_ptr() as u64,
+        buffer_count: 2,
+        batch_start_offset: 0,
+        batch_len: 0,
+        dr1: 0,
+        dr4: 0,
+        num_cliprects: 0,
+        cliprects_ptr: 0,
+        flags: 0,
+        rsvd1: u64::from(context),
+        rsvd2: 0,
+    };
+    let pins = Pins::default();
+    for _ in 0..2 {
+        // SAFETY: two valid exec objects.
+        unsafe { execbuffer(&mut d, &pins, 5, &exec).unwrap() };
+    }
+    assert_eq!(*pins.0.borrow(), [(address, 4096, true)], "once, writable");
+    drop(user);
 }

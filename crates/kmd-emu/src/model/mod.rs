@@ -78,6 +78,9 @@ struct Object {
     mmap_offset: Option<u64>,
     /// `SET_TILING`'s mode and stride (integrated parts with fence registers).
     tiling: (u32, u32),
+    /// A userptr object's pages pinned by a submission; whether it is read-only.
+    pinned: bool,
+    read_only: bool,
 }
 
 impl Object {
@@ -415,6 +418,23 @@ impl Driver {
             Origin::Userptr(address) => Some((address as usize, o.size as usize)),
             Origin::Created => self.mapping_of(object),
         }
+    }
+
+    /// The user pages a submission of `bound` pins for the first time, as `(address,
+    /// size, writable)`: i915 pins a userptr object's pages when it is first submitted
+    /// (i915_gem_object_userptr_submit_init: pin_user_pages_fast, FOLL_WRITE unless
+    /// read-only), which faults them into the process: its RSS and memory cgroup grow.
+    pub fn pin_userptrs(&mut self, bound: &[Bound]) -> Vec<(u64, u64, bool)> {
+        let mut pins = Vec::new();
+        for b in bound {
+            if let Some(o) = self.objects.get_mut(&b.object) {
+                if let (Origin::Userptr(address), false) = (o.origin, o.pinned) {
+                    o.pinned = true;
+                    pins.push((address, o.size, !o.read_only));
+                }
+            }
+        }
+        pins
     }
 
     /// `EXECBUFFER2`: the objects it names, made resident (device memory evicting

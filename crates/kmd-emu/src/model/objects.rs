@@ -55,13 +55,22 @@ impl Driver {
     }
 
     /// `GEM_USERPTR`: an object over the process's own `size` bytes at `address`.
-    pub fn userptr(&mut self, fd: i32, address: u64, size: u64) -> Result<u32, Errno> {
+    pub fn userptr(
+        &mut self,
+        fd: i32,
+        address: u64,
+        size: u64,
+        read_only: bool,
+    ) -> Result<u32, Errno> {
         let device = self.file(fd)?.device;
         let page = Region::System.page();
         if size == 0 || address % page != 0 || size % page != 0 {
             return Err(libc::EINVAL);
         }
         let object = self.insert_object(device, Region::System, size, Origin::Userptr(address));
+        if let Some(o) = self.objects.get_mut(&object) {
+            o.read_only = read_only;
+        }
         // The process's pages are there already: resident from the start.
         self.make_resident(object, self.clock + 1)?;
         self.counts.userptrs.up();
@@ -91,6 +100,8 @@ impl Driver {
                 last_use: 0,
                 mmap_offset: None,
                 tiling: (0, 0),
+                pinned: false,
+                read_only: false,
             },
         );
         let counts = self.counts.regions.entry((device, region)).or_default();
