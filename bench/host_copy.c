@@ -5,7 +5,10 @@
 // phase, one line of the process's own readings:
 //   phase=create buffers=3000 rss_anon=... rss_shmem=... rss_file=... heap=... vm=... data=...
 // (bytes; rss_* from /proc/self/status, heap from mallinfo2: in use, vm VmSize, data
-// VmData). A phase that fails prints `failed=... at=INDEX` and the program exits 1; a
+// VmData; under clmulti's emulated driver also kernel_system0: the system-memory GEM
+// objects' resident bytes its counts give, the process's own userptr pages left out:
+// pages a real kernel takes for them and charges to the process's memory cgroup, which
+// the emulation counts without allocating). A phase that fails prints `failed=... at=INDEX` and the program exits 1; a
 // line `progress=PHASE INDEX` on stderr every 100 buffers says how far a run that was
 // killed (a memory cgroup's OOM killer) got.
 //
@@ -33,11 +36,27 @@ static unsigned long long status_kib(const char *key) {
   return value * 1024;
 }
 
+// The emulated driver's resident system-memory bytes, userptr pages left out; -1
+// without the emulation (its counts file exists only inside an emulated process).
+static long long kernel_system0(void) {
+  FILE *f = fopen("/run/clmulti-kmd-emu/counts", "r");
+  char line[256];
+  long long total = 0, userptr = 0, value;
+  int device;
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "resident-bytes-%d-system0: %lld", &device, &value) == 2) total += value;
+    if (sscanf(line, "userptr-bytes: %lld", &value) == 1) userptr = value;
+  }
+  fclose(f);
+  return total - userptr;
+}
+
 static void reading(const char *phase, int buffers) {
   struct mallinfo2 m = mallinfo2();
-  printf("phase=%s buffers=%d rss_anon=%llu rss_shmem=%llu rss_file=%llu heap=%zu vm=%llu data=%llu\n",
+  printf("phase=%s buffers=%d rss_anon=%llu rss_shmem=%llu rss_file=%llu heap=%zu vm=%llu data=%llu kernel_system0=%lld\n",
          phase, buffers, status_kib("RssAnon"), status_kib("RssShmem"), status_kib("RssFile"),
-         m.uordblks + m.hblkhd, status_kib("VmSize"), status_kib("VmData"));
+         m.uordblks + m.hblkhd, status_kib("VmSize"), status_kib("VmData"), kernel_system0());
   fflush(stdout);
 }
 

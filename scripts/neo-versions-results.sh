@@ -5,7 +5,7 @@
 # and with an integrated Alder Lake-S (the newest GPU NEO 20.44 lists; every version
 # after it lists it too, so that row compares versions on one device). Per version and
 # device, a folder NEO-MODEL/ with:
-#   devices.txt          what NEO lists (clinfo -l)
+#   devices.txt          what NEO lists (clinfo -l), or its message when it lists none
 #   seed-N-gpu.txt       the seed's own program (bench/seed), N = 1, 2, soft nofile 1024
 #   diagnose/, .txt      clmulti diagnose, 2 devices, soft nofile 1024, compared with the
 #                        version before it on the same device (--compare)
@@ -121,7 +121,9 @@ measure() {
   local previous=$3
   mkdir -p "$row"
   printf 'suite=%s\npackage=%s\nmodel=%s\n' "$suite" "$neo" "$model" >"$row/meta.txt"
-  emulate "$suite" "$model" 2 1024 clinfo -l >"$row/devices.txt" 2>/dev/null || true
+  # What NEO lists, and why not when it lists nothing (its own debug message).
+  NEOReadDebugKeys=1 PrintDebugMessages=1 emulate "$suite" "$model" 2 1024 clinfo -l 2>&1 |
+    grep -E 'Platform #|Device #|Unknown device' >"$row/devices.txt" || true
   step "$neo $model: seed, 1 GPU" seed 1
   step "$neo $model: seed, 2 GPUs" seed 2
   grep -q 'Device #1' "$row/devices.txt" || return 0

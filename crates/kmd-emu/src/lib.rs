@@ -51,6 +51,7 @@
 //! per device and region (`objects-0-system0`, `objects-created-0-local0`,
 //! `bytes-...`, `resident-bytes-...`), and `maps`, `exports`, `imports`, `userptrs`,
 //! `files`, `vms`, `contexts` (live, and `<name>-created` since the start),
+//! `userptr-bytes` (of the system region's bytes, the process's own pages),
 //! `execbuffers`, `post-sync-writes`, `evictions`, `failed-ioctls`.
 //!
 //! ## What it is not

@@ -336,6 +336,7 @@ pub fn counts_text(counts: &Counts, config: &Config) -> String {
         let _ = writeln!(text, "{name}: {}", tally.live);
         let _ = writeln!(text, "{name}-created: {}", tally.total);
     }
+    let _ = writeln!(text, "userptr-bytes: {}", counts.userptr_bytes);
     let _ = writeln!(text, "execbuffers: {}", counts.execbuffers);
     let _ = writeln!(text, "post-sync-writes: {}", counts.post_sync_writes);
     let _ = writeln!(text, "evictions: {}", counts.evictions);

@@ -123,6 +123,9 @@ pub struct Phase {
     pub rss_anon: f64,
     /// Resident shared memory (the emulation's CPU mappings of GEM objects).
     pub rss_shmem: f64,
+    /// System-memory GEM objects' resident bytes as the emulated driver counts them
+    /// (userptr pages left out): a real kernel's pages, not allocated here.
+    pub kernel_system0: Option<f64>,
 }
 
 /// host_copy in a memory cgroup.

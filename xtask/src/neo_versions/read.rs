@@ -91,10 +91,7 @@ fn row(dir: &Path) -> Result<Row, String> {
         per_device: per_buffer(Role::PerDevice),
         host_copy: host_copies(dir)?,
         bounded: bounded(&dir.join("cgroup.txt"))?,
-        cause: diagnosis.as_ref().map_or_else(
-            || "NEO lists no device: nothing runs".into(),
-            cause,
-        ),
+        cause: diagnosis.as_ref().map_or_else(|| not_listed(dir), cause),
         fixes: diagnosis.as_ref().map(fixes).unwrap_or_default(),
     })
 }
@@ -204,6 +201,7 @@ pub(super) fn host_copy(output: &str, devices: usize) -> Option<HostCopy> {
             heap: growth("heap")?,
             rss_anon: growth("rss_anon")?,
             rss_shmem: growth("rss_shmem")?,
+            kernel_system0: growth("kernel_system0").filter(|_| number(after, "kernel_system0") >= Some(0.0)),
         });
     }
     Some(HostCopy {
@@ -228,14 +226,21 @@ fn bounded(path: &Path) -> Result<Option<Bounded>, String> {
     };
     let finished = output
         .lines()
+        .filter(|l| !l.contains(" failed="))
         .filter_map(|l| l.strip_prefix("phase="))
         .filter_map(|l| l.split_whitespace().next())
         .last()
         .unwrap_or("none");
-    let progress = value("progress=").map_or(String::new(), |p| {
-        let at = output.lines().last().and_then(|l| l.split_whitespace().nth(1)).unwrap_or("?");
-        format!("; then reached buffer {at} of {p}")
-    });
+    let failed = output.lines().find(|l| l.contains(" failed="));
+    let progress = match (finished, failed, value("progress=")) {
+        ("release", _, _) => String::new(),
+        (_, Some(line), _) => format!("; then {}", line.trim()),
+        (_, None, Some(phase)) => {
+            let at = output.lines().last().and_then(|l| l.split_whitespace().nth(1)).unwrap_or("?");
+            format!("; stopped in {phase} after buffer {at}")
+        }
+        _ => String::new(),
+    };
     let oom_kills = output
         .lines()
         .find_map(|l| l.strip_prefix("oom_kill "))
@@ -245,14 +250,36 @@ fn bounded(path: &Path) -> Result<Option<Bounded>, String> {
         limit: value("limit=").and_then(|v| v.parse().ok()).unwrap_or(0),
         exit: value("exit=").and_then(|v| v.parse().ok()).unwrap_or(-1),
         oom_kills,
-        reached: format!("finished {finished}{progress}"),
+        reached: if finished == "release" {
+            "every phase done, all released".into()
+        } else {
+            format!("last phase done: {finished}{progress}")
+        },
     }))
 }
 
-/// The confirmed cause of the shared context's stop, or that none stopped.
+/// Why NEO lists no device: its own message, when it gave one.
+fn not_listed(dir: &Path) -> String {
+    let devices = std::fs::read_to_string(dir.join("devices.txt")).unwrap_or_default();
+    match devices.lines().find(|l| l.contains("Unknown device")) {
+        Some(message) => format!("NEO lists no device (\"{}\"): nothing runs", message.trim()),
+        None => "NEO lists no device: nothing runs".into(),
+    }
+}
+
+/// The confirmed cause of the shared context's stop; how it stopped when nothing was
+/// investigated (a failure before the first buffer); or that none stopped.
 fn cause(d: &Diagnosis) -> String {
+    let shared = d
+        .runs
+        .iter()
+        .find(|r| r.role == Role::Shared && r.strategy == clmulti_scenario::Strategy::Create);
     let Some(investigation) = &d.investigation else {
-        return "no shared run failed (3000 buffers)".into();
+        return match shared {
+            Some(r) if r.outcome != clmulti_explain::StopKind::Completed => r.headline.clone(),
+            Some(r) => format!("none at 3000 buffers ({})", r.headline),
+            None => "no shared run".into(),
+        };
     };
     let mut causes = investigation.candidates.iter().filter_map(|c| {
         let state = match &c.test {

@@ -66,13 +66,32 @@ pub(super) fn objects(p: &PerBuffer) -> String {
     }
 }
 
+/// DRM memory per buffer by region: "local0 1.00 MiB on each of 2 devices".
 fn per_device_memory(p: &PerBuffer) -> String {
-    let total: f64 = p.drm.values().sum();
-    let devices = p.drm.keys().filter_map(|k| k.split_once('-')).map(|(d, _)| d).collect::<std::collections::BTreeSet<_>>();
-    if devices.is_empty() {
-        return "-".into();
+    let mut regions: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for (key, &bytes) in &p.drm {
+        if let Some((_, region)) = key.split_once('-') {
+            regions.entry(region).or_default().push(bytes);
+        }
     }
-    format!("{} on each of {} ({} in all)", bytes(total / devices.len() as f64), devices.len(), bytes(total))
+    let parts: Vec<String> = regions
+        .into_iter()
+        .filter(|(_, list)| list.iter().any(|&b| b.abs() >= 1024.0))
+        .map(|(region, list)| {
+            let first = list[0];
+            if list.iter().all(|&b| (b - first).abs() < 1024.0) {
+                format!("{region} {} on each of {}", bytes(first), list.len())
+            } else {
+                let each: Vec<String> = list.iter().map(|&b| bytes(b)).collect();
+                format!("{region} {}", each.join(" / "))
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join("; ")
+    }
 }
 
 use std::collections::BTreeMap;
@@ -110,8 +129,8 @@ fn versions(md: &mut String, table: &Table) {
 
 fn host_copy(md: &mut String, table: &Table) {
     md.push_str("## The host copy: what each phase adds per shared buffer (bench/host_copy.c)\n\n");
-    md.push_str("Create COUNT 1 MiB buffers in one context over N devices, fill each on device 0, then on device 1 (its data moves between GPUs). C heap: `mallinfo2` in use; anonymous RSS: what a host copy becomes once touched; shared RSS: the emulation's CPU mappings of GEM objects (device memory on a real GPU, not host RSS).\n\n");
-    md.push_str("| NEO | device | N | buffers | create: heap, anon RSS | fill on device 0: heap, anon RSS, shmem RSS | fill on device 1: heap, anon RSS, shmem RSS |\n|---|---|---|---|---|---|---|\n");
+    md.push_str("Create COUNT 1 MiB buffers in one context over N devices, fill each on device 0, then on device 1 (its data moves between GPUs). C heap: `mallinfo2` in use; anon: anonymous RSS, what a host copy becomes once touched (the emulated driver faults userptr pages in when a submission first uses them, as the kernel's pinning does); shmem: the emulation's CPU mappings of GEM objects (device memory on a real discrete GPU, not host RSS); kernel: system-memory GEM objects made resident, as the emulated driver counts them without allocating (a real kernel's shmem pages, charged to the process's memory cgroup).\n\n");
+    md.push_str("| NEO | device | N | buffers | create: heap, anon, kernel | fill on device 0: heap, anon, shmem, kernel | fill on device 1: heap, anon, shmem, kernel |\n|---|---|---|---|---|---|---|\n");
     for row in &table.rows {
         for h in &row.host_copy {
             let phase = |name: &str, shmem: bool| {
@@ -120,6 +139,7 @@ fn host_copy(md: &mut String, table: &Table) {
                     if shmem {
                         let _ = write!(s, ", {}", bytes(p.rss_shmem));
                     }
+                    let _ = write!(s, ", {}", p.kernel_system0.map_or("-".into(), bytes));
                     s
                 })
             };
@@ -141,7 +161,7 @@ fn host_copy(md: &mut String, table: &Table) {
 
 fn bounded(md: &mut String, table: &Table) {
     md.push_str("## A host with less memory than its GPUs: host_copy at 2 devices in a memory cgroup\n\n");
-    md.push_str("Each emulated device declares its memory (an A770 16 GiB; an integrated GPU none of its own); the process is bound by the cgroup's limit; 3000 buffers of 1 MiB asked for.\n\n");
+    md.push_str("Each emulated device declares its memory (an A770 16 GiB; an integrated GPU none of its own); the process is bound by the cgroup's limit; host_copy asks for 3000 buffers of 1 MiB: create, fill on device 0, fill on device 1, release. The emulated driver allocates no pages for system-memory GEM objects (the kernel column above): a real kernel would charge them to this cgroup too.\n\n");
     md.push_str("| NEO | device | cgroup limit | exit | OOM kills | how far it got |\n|---|---|---|---|---|---|\n");
     for row in &table.rows {
         if let Some(b) = &row.bounded {

@@ -150,6 +150,9 @@ pub struct Counts {
     pub imports: Tally,
     /// Objects over the process's own pages (`GEM_USERPTR`).
     pub userptrs: Tally,
+    /// Their bytes (live): of the system region's bytes, those that are the
+    /// process's own memory, already in its RSS once touched.
+    pub userptr_bytes: u64,
     /// Open render-node files.
     pub files: Tally,
     /// Address spaces (`GEM_VM_CREATE`).
@@ -386,6 +389,7 @@ impl Driver {
         }
         if matches!(o.origin, Origin::Userptr(_)) {
             self.counts.userptrs.down();
+            self.counts.userptr_bytes -= o.size;
         }
     }
 

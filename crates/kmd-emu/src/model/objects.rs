@@ -74,6 +74,7 @@ impl Driver {
         // The process's pages are there already: resident from the start.
         self.make_resident(object, self.clock + 1)?;
         self.counts.userptrs.up();
+        self.counts.userptr_bytes += size;
         self.add_handle(fd, object)
     }
 
