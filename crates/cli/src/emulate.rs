@@ -51,12 +51,8 @@ fn parse_memory(text: &str) -> Result<u64, String> {
 }
 
 fn parse_model(key: &str) -> Result<kmd_emu::Model, String> {
-    kmd_emu::model(key).ok_or_else(|| {
-        format!(
-            "one of {}",
-            kmd_emu::MODELS.map(|m| m.key).join(", ")
-        )
-    })
+    kmd_emu::model(key)
+        .ok_or_else(|| format!("one of {}", kmd_emu::MODELS.map(|m| m.key).join(", ")))
 }
 
 /// NEO's `.icd` file as Debian's intel-opencl-icd installs it, when the library it

@@ -68,7 +68,10 @@ fn seed_failure(dir: &Path, soft: u64) -> (u64, String) {
         .current_dir(dir));
     let err = stderr(&out);
     let (allocated, last) = seed_outcome(&err);
-    (allocated.unwrap_or_else(|| panic!("no allocation: {err}")), last)
+    (
+        allocated.unwrap_or_else(|| panic!("no allocation: {err}")),
+        last,
+    )
 }
 
 #[test]

@@ -51,7 +51,12 @@ fn seed_in(suite: &str, model: &str, gpus: u32, dir: &Path) -> (Option<u64>, Str
     // and exec.
     unsafe {
         cmd.pre_exec(|| {
-            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
             let mut lim = libc::rlimit {
                 rlim_cur: 0,
                 rlim_max: 0,
@@ -89,12 +94,26 @@ fn committed(row: &serde_json::Value, gpus: u32) -> (Option<u64>, String) {
 
 /// A seed run that stops at a descriptor limit moves by a buffer or two with the
 /// descriptors around it (clmulti's own, the loader's); one that completes does not.
-fn assert_as_committed(live: &(Option<u64>, String), committed: &(Option<u64>, String), what: &str) {
+fn assert_as_committed(
+    live: &(Option<u64>, String),
+    committed: &(Option<u64>, String),
+    what: &str,
+) {
     match (live.0, committed.0) {
-        (Some(a), Some(b)) => assert!(a.abs_diff(b) <= 3, "{what}: {a} here, {b} in the table ({})", live.1),
+        (Some(a), Some(b)) => assert!(
+            a.abs_diff(b) <= 3,
+            "{what}: {a} here, {b} in the table ({})",
+            live.1
+        ),
         other => assert_eq!(other.0, other.1, "{what}: {}", live.1),
     }
-    assert_eq!(live.1.contains("err -6"), committed.1.contains("err -6"), "{what}: {} here, {} in the table", live.1, committed.1);
+    assert_eq!(
+        live.1.contains("err -6"),
+        committed.1.contains("err -6"),
+        "{what}: {} here, {} in the table",
+        live.1,
+        committed.1
+    );
 }
 
 #[test]
@@ -107,17 +126,32 @@ fn the_oldest_and_newest_neo_end_the_seeds_program_where_the_version_table_says(
         .iter()
         .map(|r| (r["suite"].as_str().unwrap(), r["neo"].as_str().unwrap()))
         .collect();
-    let key = |v: &str| v.split('.').map(|p| p.parse::<u64>().unwrap()).collect::<Vec<_>>();
+    let key = |v: &str| {
+        v.split('.')
+            .map(|p| p.parse::<u64>().unwrap())
+            .collect::<Vec<_>>()
+    };
     let oldest = versions.iter().min_by_key(|(_, v)| key(v)).unwrap();
     let newest = versions.iter().max_by_key(|(_, v)| key(v)).unwrap();
-    assert_eq!((oldest.0, newest.0), ("bullseye", "sid"), "scripts/setup-tests.sh and this test build bullseye and sid");
-    let dir = seed_program(&Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("neo-versions-seed-{}", std::process::id())));
+    assert_eq!(
+        (oldest.0, newest.0),
+        ("bullseye", "sid"),
+        "scripts/setup-tests.sh and this test build bullseye and sid"
+    );
+    let dir = seed_program(
+        &Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("neo-versions-seed-{}", std::process::id())),
+    );
+    // The seed's case, two GPUs in one context: 20.44 refuses the context on the newest
+    // GPU it lists and lists no A770; 26.27 allocates all it is asked for.
     for (suite, model) in [("bullseye", "adl-s"), ("bullseye", "a770"), ("sid", "a770")] {
         let row = row(&table, suite, model);
-        for gpus in [1, 2] {
-            let live = seed_in(suite, model, gpus, &dir);
-            assert_as_committed(&live, &committed(row, gpus), &format!("NEO {} on {model}, {gpus} GPU(s)", row["neo"]));
-        }
+        let live = seed_in(suite, model, 2, &dir);
+        assert_as_committed(
+            &live,
+            &committed(row, 2),
+            &format!("NEO {} on {model}, 2 GPUs", row["neo"]),
+        );
     }
     let _ = std::fs::remove_dir_all(dir);
 }

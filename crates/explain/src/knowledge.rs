@@ -125,10 +125,16 @@ impl Scope {
         };
         if let Some(version) = &seen.version {
             if first_with.is_some_and(|from| version_before(version, from)) {
-                differs.push(format!("version {version}, before {}", first_with.unwrap_or_default()));
+                differs.push(format!(
+                    "version {version}, before {}",
+                    first_with.unwrap_or_default()
+                ));
             }
             if first_without.is_some_and(|v| !version_before(version, v)) {
-                differs.push(format!("version {version}, not before {}", first_without.unwrap_or_default()));
+                differs.push(format!(
+                    "version {version}, not before {}",
+                    first_without.unwrap_or_default()
+                ));
             }
         }
         if differs.is_empty() {

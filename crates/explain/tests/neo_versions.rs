@@ -12,8 +12,7 @@ use clmulti_explain::knowledge::{
 fn table() -> serde_json::Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../results/intel-neo-versions/versions.json");
-    let text =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -23,7 +22,10 @@ fn the_descriptor_per_shared_buffer_holds_for_exactly_the_versions_measured_to_k
     let rows = table["rows"].as_array().expect("rows");
     let mut checked = Vec::new();
     for row in rows.iter().filter(|r| r["listed"].as_u64() >= Some(2)) {
-        let (neo, device) = (row["neo"].as_str().unwrap(), row["device"].as_str().unwrap());
+        let (neo, device) = (
+            row["neo"].as_str().unwrap(),
+            row["device"].as_str().unwrap(),
+        );
         let seen = Seen {
             devices: vec![device.to_owned()],
             kernel_driver: Some("i915".into()),
@@ -64,7 +66,9 @@ fn the_descriptor_per_shared_buffer_holds_for_exactly_the_versions_measured_to_k
     // none kept.
     let all = checked.join("\n");
     assert!(
-        all.contains("refused true") && all.contains("keeps true") && all.contains("keeps false, refused false"),
+        all.contains("refused true")
+            && all.contains("keeps true")
+            && all.contains("keeps false, refused false"),
         "{all}"
     );
 }

@@ -158,9 +158,7 @@ fn make_device(root: &Path, hw: &Hardware, device: &Device) -> io::Result<()> {
         ("driver_override", "(null)".to_owned()),
         (
             "uevent",
-            format!(
-                "DRIVER=i915\nPCI_CLASS=30000\nPCI_ID=8086:{id:04X}\nPCI_SLOT_NAME={bdf}\n"
-            ),
+            format!("DRIVER=i915\nPCI_CLASS=30000\nPCI_ID=8086:{id:04X}\nPCI_SLOT_NAME={bdf}\n"),
         ),
     ];
     std::fs::create_dir_all(&pci)?;

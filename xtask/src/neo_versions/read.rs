@@ -14,7 +14,12 @@ const COMMAND: &str = "scripts/neo-versions-results.sh (root: namespaces and a m
 
 pub fn table(dir: &Path) -> Result<Table, String> {
     let machine = std::fs::read_to_string(dir.join("machine.txt"))
-        .map_err(|e| format!("{}: {e} (scripts/neo-versions-results.sh writes it)", dir.join("machine.txt").display()))?
+        .map_err(|e| {
+            format!(
+                "{}: {e} (scripts/neo-versions-results.sh writes it)",
+                dir.join("machine.txt").display()
+            )
+        })?
         .lines()
         .map(str::to_owned)
         .collect();
@@ -27,11 +32,12 @@ pub fn table(dir: &Path) -> Result<Table, String> {
         }
     }
     if rows.is_empty() {
-        return Err(format!("{}: no row folder (one with meta.txt)", dir.display()));
+        return Err(format!(
+            "{}: no row folder (one with meta.txt)",
+            dir.display()
+        ));
     }
-    rows.sort_by(|a, b| {
-        (&a.model, version_key(&a.neo)).cmp(&(&b.model, version_key(&b.neo)))
-    });
+    rows.sort_by(|a, b| (&a.model, version_key(&a.neo)).cmp(&(&b.model, version_key(&b.neo))));
     Ok(Table {
         machine,
         setting: SETTING.into(),
@@ -77,7 +83,10 @@ fn row(dir: &Path) -> Result<Row, String> {
     let per_buffer = |role: Role| reports.iter().filter_map(|r| per_buffer(r, role)).collect();
     Ok(Row {
         suite,
-        neo: package.rsplit_once('-').map_or(package.as_str(), |(v, _)| v).to_owned(),
+        neo: package
+            .rsplit_once('-')
+            .map_or(package.as_str(), |(v, _)| v)
+            .to_owned(),
         package,
         driver_version: diagnosis
             .as_ref()
@@ -130,7 +139,9 @@ fn counts(dir: &Path) -> Result<Vec<Report>, String> {
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| Report::from_json(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1)))
+        .map(|(i, l)| {
+            Report::from_json(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
+        })
         .collect()
 }
 
@@ -141,11 +152,21 @@ fn per_buffer(report: &Report, role: Role) -> Option<PerBuffer> {
     let kernel = KernelCounts::of(report, role)?.per_buffer;
     let count = |k: &str| kernel.get(k).copied().unwrap_or(0.0);
     let cost = |pick: &dyn Fn(&Resource) -> bool| {
-        report.costs.iter().find(|c| pick(&c.resource)).map_or(0.0, |c| c.per_buffer)
+        report
+            .costs
+            .iter()
+            .find(|c| pick(&c.resource))
+            .map_or(0.0, |c| c.per_buffer)
     };
     let mut drm = BTreeMap::new();
     for c in &report.costs {
-        if let Resource::Drm { device: Some(d), region, kind: clmulti_probe::drm::DrmMemoryKind::Total, .. } = &c.resource {
+        if let Resource::Drm {
+            device: Some(d),
+            region,
+            kind: clmulti_probe::drm::DrmMemoryKind::Total,
+            ..
+        } = &c.resource
+        {
             drm.insert(format!("{d}-{region}"), c.per_buffer);
         }
     }
@@ -183,7 +204,11 @@ pub(super) fn host_copy(output: &str, devices: usize) -> Option<HostCopy> {
     let lines: Vec<BTreeMap<&str, &str>> = output
         .lines()
         .filter(|l| l.starts_with("phase="))
-        .map(|l| l.split_whitespace().filter_map(|kv| kv.split_once('=')).collect())
+        .map(|l| {
+            l.split_whitespace()
+                .filter_map(|kv| kv.split_once('='))
+                .collect()
+        })
         .collect();
     let number = |l: &BTreeMap<&str, &str>, k: &str| -> Option<f64> { l.get(k)?.parse().ok() };
     let buffers = lines.iter().find(|l| l.get("phase") == Some(&"create"))?;
@@ -201,7 +226,8 @@ pub(super) fn host_copy(output: &str, devices: usize) -> Option<HostCopy> {
             heap: growth("heap")?,
             rss_anon: growth("rss_anon")?,
             rss_shmem: growth("rss_shmem")?,
-            kernel_system0: growth("kernel_system0").filter(|_| number(after, "kernel_system0") >= Some(0.0)),
+            kernel_system0: growth("kernel_system0")
+                .filter(|_| number(after, "kernel_system0") >= Some(0.0)),
         });
     }
     Some(HostCopy {
@@ -236,7 +262,11 @@ fn bounded(path: &Path) -> Result<Option<Bounded>, String> {
         ("release", _, _) => String::new(),
         (_, Some(line), _) => format!("; then {}", line.trim()),
         (_, None, Some(phase)) => {
-            let at = output.lines().last().and_then(|l| l.split_whitespace().nth(1)).unwrap_or("?");
+            let at = output
+                .lines()
+                .last()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .unwrap_or("?");
             format!("; stopped in {phase} after buffer {at}")
         }
         _ => String::new(),

@@ -9,7 +9,11 @@ pub fn markdown(table: &Table) -> String {
     let mut md = String::from("# Intel NEO versions on the emulated i915 driver\n\n");
     let _ = writeln!(md, "**Measured on:** {}\n", table.machine.join("; "));
     let _ = writeln!(md, "**Setting:** {}.\n", table.setting);
-    let _ = writeln!(md, "**Command:** `{}`; the files behind each row are in its folder.\n", table.command);
+    let _ = writeln!(
+        md,
+        "**Command:** `{}`; the files behind each row are in its folder.\n",
+        table.command
+    );
     versions(&mut md, table);
     host_copy(&mut md, table);
     bounded(&mut md, table);
@@ -53,7 +57,10 @@ pub(super) fn objects(p: &PerBuffer) -> String {
         if list.len() == p.devices && list.iter().all(|&(_, n)| (n - first).abs() < 0.05) {
             parts.push(format!("{first:.2} in {region} on each device"));
         } else {
-            parts.extend(list.iter().map(|(d, n)| format!("{n:.2} in {region} on device {d}")));
+            parts.extend(
+                list.iter()
+                    .map(|(d, n)| format!("{n:.2} in {region} on device {d}")),
+            );
         }
     }
     if p.imports > 0.01 {
@@ -103,7 +110,9 @@ fn versions(md: &mut String, table: &Table) {
     for row in &table.rows {
         let fds: Vec<String> = [2, 4, 8]
             .iter()
-            .map(|&n| shared(row, n, "create").map_or("-".into(), |p| format!("{:.2}", p.descriptors)))
+            .map(|&n| {
+                shared(row, n, "create").map_or("-".into(), |p| format!("{:.2}", p.descriptors))
+            })
             .collect();
         let two = shared(row, 2, "create");
         let _ = writeln!(
@@ -118,10 +127,18 @@ fn versions(md: &mut String, table: &Table) {
             seed(row, 2),
             fds.join(" / "),
             two.map_or("-".into(), objects),
-            two.map_or("-".into(), |p| format!("{}, {}", bytes(p.rss), bytes(p.heap))),
+            two.map_or("-".into(), |p| format!(
+                "{}, {}",
+                bytes(p.rss),
+                bytes(p.heap)
+            )),
             two.map_or("-".into(), per_device_memory),
             row.cause,
-            if row.fixes.is_empty() { "-".into() } else { row.fixes.join("; ") },
+            if row.fixes.is_empty() {
+                "-".into()
+            } else {
+                row.fixes.join("; ")
+            },
         );
     }
     md.push('\n');
@@ -134,14 +151,17 @@ fn host_copy(md: &mut String, table: &Table) {
     for row in &table.rows {
         for h in &row.host_copy {
             let phase = |name: &str, shmem: bool| {
-                h.phases.iter().find(|p| p.phase == name).map_or("-".into(), |p| {
-                    let mut s = format!("{}, {}", bytes(p.heap), bytes(p.rss_anon));
-                    if shmem {
-                        let _ = write!(s, ", {}", bytes(p.rss_shmem));
-                    }
-                    let _ = write!(s, ", {}", p.kernel_system0.map_or("-".into(), bytes));
-                    s
-                })
+                h.phases
+                    .iter()
+                    .find(|p| p.phase == name)
+                    .map_or("-".into(), |p| {
+                        let mut s = format!("{}, {}", bytes(p.heap), bytes(p.rss_anon));
+                        if shmem {
+                            let _ = write!(s, ", {}", bytes(p.rss_shmem));
+                        }
+                        let _ = write!(s, ", {}", p.kernel_system0.map_or("-".into(), bytes));
+                        s
+                    })
             };
             let _ = writeln!(
                 md,
@@ -160,7 +180,9 @@ fn host_copy(md: &mut String, table: &Table) {
 }
 
 fn bounded(md: &mut String, table: &Table) {
-    md.push_str("## A host with less memory than its GPUs: host_copy at 2 devices in a memory cgroup\n\n");
+    md.push_str(
+        "## A host with less memory than its GPUs: host_copy at 2 devices in a memory cgroup\n\n",
+    );
     md.push_str("Each emulated device declares its memory (an A770 16 GiB; an integrated GPU none of its own); the process is bound by the cgroup's limit; host_copy asks for 3000 buffers of 1 MiB: create, fill on device 0, fill on device 1, release. The emulated driver allocates no pages for system-memory GEM objects (the kernel column above): a real kernel would charge them to this cgroup too.\n\n");
     md.push_str("| NEO | device | cgroup limit | exit | OOM kills | how far it got |\n|---|---|---|---|---|---|\n");
     for row in &table.rows {

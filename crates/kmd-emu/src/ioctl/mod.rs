@@ -204,8 +204,7 @@ pub unsafe fn render_ioctl(
 
 /// The command streamer's timestamp: the host's clock in the model's ticks.
 fn timestamp(config: &Config, host: &dyn Host) -> u64 {
-    (u128::from(host.now_ns()) * u128::from(config.hardware.cs_timestamp_hz) / 1_000_000_000)
-        as u64
+    (u128::from(host.now_ns()) * u128::from(config.hardware.cs_timestamp_hz) / 1_000_000_000) as u64
 }
 
 /// Copies `text` into a user buffer of `len` bytes the way the kernel's

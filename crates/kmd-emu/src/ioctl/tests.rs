@@ -139,7 +139,12 @@ fn export_takes_a_descriptor_from_the_host_and_fails_as_the_host_does() {
 }
 
 fn adl_s(devices: usize) -> Driver {
-    let mut d = Driver::new(Config::of(&crate::config::ADL_S, devices, 16 << 30, 32 << 30));
+    let mut d = Driver::new(Config::of(
+        &crate::config::ADL_S,
+        devices,
+        16 << 30,
+        32 << 30,
+    ));
     d.open(5, 0);
     d
 }

@@ -143,7 +143,13 @@ impl Driver {
     /// `SET_TILING` (i915_gem_set_tiling_ioctl, on parts with fence registers): the mode
     /// and stride the kernel accepts, kept for `GET_TILING`; returns the stride kept
     /// (none for linear).
-    pub fn set_tiling(&mut self, fd: i32, handle: u32, mode: u32, stride: u32) -> Result<u32, Errno> {
+    pub fn set_tiling(
+        &mut self,
+        fd: i32,
+        handle: u32,
+        mode: u32,
+        stride: u32,
+    ) -> Result<u32, Errno> {
         let object = self.lookup(fd, handle)?;
         // i915_tiling_ok: X tiles are 512 bytes wide, Y tiles 128; a fence covers at
         // most 256 KiB of pitch (Gen7 and later).
