@@ -299,13 +299,17 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__emulate)
-            opts="-q -v -h --devices --local-memory --trace --report --all-runtimes --quiet --verbose --timeout --help"
+            opts="-q -v -h --devices --model --local-memory --trace --report --all-runtimes --quiet --verbose --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --devices)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -111,8 +111,9 @@ complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l runtime-log
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -s q -l quiet -d 'Say nothing on stderr but errors'
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -s v -l verbose -d 'Say more on stderr'
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l devices -d 'Emulated Arc A770 devices (1-8)' -r
-complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l local-memory -d 'Device memory per device (default: an A770\'s 16 GiB)' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l devices -d 'Emulated devices (1-8)' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l model -d 'The device: a770 (Arc A770, discrete) or adl-s (UHD Graphics 770, Alder Lake-S: integrated, no device memory; the newest GPU NEO 20.44 lists)' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l local-memory -d 'Device memory per device (default: an A770\'s 16 GiB; none on an integrated GPU)' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l report -d 'Write the emulated driver\'s counts to FILE when the program exits' -r -F
 complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). `axpy`, `bench` and `diagnose` are asked to stop (SIGTERM) and report what finished, and killed a tenth later (2 to 10 s) if still running; exit 1 either way. Without it, loading a runtime may take 60 s' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l trace -d 'Print every ioctl on an emulated descriptor on stderr'

@@ -255,7 +255,7 @@ fn bounded(path: &Path) -> Result<Option<Bounded>, String> {
         .filter(|l| !l.contains(" failed="))
         .filter_map(|l| l.strip_prefix("phase="))
         .filter_map(|l| l.split_whitespace().next())
-        .last()
+        .next_back()
         .unwrap_or("none");
     let failed = output.lines().find(|l| l.contains(" failed="));
     let progress = match (finished, failed, value("progress=")) {

@@ -167,18 +167,20 @@ fn query_item(config: &Config, id: u64) -> Vec<u8> {
         flags: 0,
         data_ptr: 0,
     };
-    let q = Query {
-        num_items: 1,
-        flags: 0,
-        items_ptr: &mut item as *mut QueryItem as u64,
+    let pass = |item: &mut QueryItem| {
+        let q = Query {
+            num_items: 1,
+            flags: 0,
+            items_ptr: item as *mut QueryItem as u64,
+        };
+        // SAFETY: one valid item whose data pointer is null or holds its length.
+        unsafe { query(config, &q).unwrap() };
     };
-    // SAFETY: one valid item, no data pointer (the size pass).
-    unsafe { query(config, &q).unwrap() };
+    pass(&mut item);
     assert!(item.length > 0, "query {id}: {}", item.length);
     let mut data = vec![0u8; item.length as usize];
     item.data_ptr = data.as_mut_ptr() as u64;
-    // SAFETY: the item's buffer holds the length it states.
-    unsafe { query(config, &q).unwrap() };
+    pass(&mut item);
     data
 }
 
