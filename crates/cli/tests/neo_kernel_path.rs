@@ -10,13 +10,11 @@ use clmulti_explain::verdict::CandidateTest;
 use clmulti_explain::Resource;
 use clmulti_scenario::Strategy;
 use common::*;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// `clmulti emulate --devices N -- ...`, on NEO alone, with `soft` as the soft
-/// descriptor limit (the hard one as it is) and no descriptor inherited from the
-/// harness (cargo's jobserver would take a number below one limit and not another).
+/// descriptor limit ([`with_soft_nofile`]).
 fn emulate(devices: usize, soft: u64) -> Command {
     kmd_emu();
     let mut cmd = Command::new(bin());
@@ -24,33 +22,7 @@ fn emulate(devices: usize, soft: u64) -> Command {
         .env("OCL_ICD_VENDORS", neo_vendors())
         .env_remove("POCL_DEVICES")
         .env_remove("LD_PRELOAD");
-    let hard = clmulti_probe::rlimit(clmulti_scenario::Rlimit::NoFile).hard;
-    assert!(
-        hard.is_none_or(|h| h >= soft),
-        "this test needs a hard RLIMIT_NOFILE of at least {soft}, not {hard:?}"
-    );
-    // SAFETY: close_range and setrlimit are async-signal-safe; this runs between fork
-    // and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            libc::syscall(
-                libc::SYS_close_range,
-                3u32,
-                u32::MAX,
-                libc::CLOSE_RANGE_CLOEXEC,
-            );
-            let mut lim = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
-            lim.rlim_cur = soft;
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    };
+    with_soft_nofile(&mut cmd, soft);
     cmd
 }
 

@@ -6,7 +6,6 @@
 
 mod common;
 use common::*;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -47,28 +46,7 @@ fn seed_in(suite: &str, model: &str, gpus: u32, dir: &Path) -> (Option<u64>, Str
         .env_remove("POCL_DEVICES")
         .env_remove("LD_PRELOAD")
         .env_remove("OCL_ICD_VENDORS");
-    // SAFETY: close_range and setrlimit are async-signal-safe; this runs between fork
-    // and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::syscall(
-                libc::SYS_close_range,
-                3u32,
-                u32::MAX,
-                libc::CLOSE_RANGE_CLOEXEC,
-            );
-            let mut lim = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
-            lim.rlim_cur = 1024.min(lim.rlim_max);
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    };
+    with_soft_nofile(&mut cmd, 1024);
     let out = run(&mut cmd);
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
     assert!(

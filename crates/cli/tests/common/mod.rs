@@ -332,3 +332,37 @@ pub fn seed_outcome(output: &str) -> (Option<u64>, String) {
     let last = output.lines().last().unwrap_or_default().to_owned();
     (allocated, last)
 }
+
+/// Runs `cmd` with `soft` as its soft descriptor limit (the hard one as it is; a test
+/// that needs more says so) and no descriptor inherited from the harness (cargo's
+/// jobserver would take a number below one limit and not another).
+pub fn with_soft_nofile(cmd: &mut Command, soft: u64) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    let hard = clmulti_probe::rlimit(clmulti_scenario::Rlimit::NoFile).hard;
+    assert!(
+        hard.is_none_or(|h| h >= soft),
+        "this test needs a hard RLIMIT_NOFILE of at least {soft}, not {hard:?}"
+    );
+    // SAFETY: close_range and setrlimit are async-signal-safe; this runs between fork
+    // and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+            lim.rlim_cur = soft;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
