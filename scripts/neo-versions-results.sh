@@ -8,7 +8,7 @@
 #   devices.txt          what NEO lists (clinfo -l), or its message when it lists none
 #   seed-N-gpu.txt       the seed's own program (bench/seed), N = 1, 2, soft nofile 1024
 #   diagnose/, .txt      clmulti diagnose, 2 devices, soft nofile 1024, compared with the
-#                        version before it on the same device (--compare)
+#                        next newer version on the same device (--compare)
 #   counts.jsonl         configs/intel-neo-versions/counts.toml: per 1 MiB buffer at 2, 4
 #                        and 8 devices, shared and one context per device, create and fill
 #   host-copy-N.txt      bench/host_copy.c at N = 2, 4, 8 devices: the process's memory
@@ -69,7 +69,7 @@ done < <("$versions" list | tail -n +2)
 emulate() {
   local suite=$1 model=$2 devices=$3 nofile=$4
   shift 4
-  (cd "$work" && ulimit -Sn "$nofile" && "$versions" run "$suite" \
+  (cd "${here:-$work}" && ulimit -Sn "$nofile" && "$versions" run "$suite" \
     "$bin/clmulti" emulate --model "$model" --devices "$devices" -- "$@")
 }
 
@@ -101,9 +101,10 @@ seed() {
   said=$(grep -v '^clmulti emulate: ' <<<"$said" | tail -n 4)
   printf '%s\n' "${said:-(no output; exit status $status)}" >"$row/seed-$1-gpu.txt"
 }
+# From the repository, with paths relative to it: the page names what it compares with.
 diagnose() {
-  emulate "$suite" "$model" 2 1024 "$bin/clmulti" diagnose --count 3000 "$@" \
-    --out "$row/diagnose" >"$row/diagnose.txt"
+  here=$PWD emulate "$suite" "$model" 2 1024 "$bin/clmulti" diagnose --count 3000 "$@" \
+    --out "${row#"$PWD"/}/diagnose" >"$row/diagnose.txt"
 }
 counts() {
   emulate "$suite" "$model" 8 4096 "$bin/clmulti" run "$PWD/configs/intel-neo-versions/counts.toml" \
@@ -118,7 +119,7 @@ bounded() {
 
 measure() {
   neo=$1 model=$2 suite=${suite_of[$1]} row=$out/$1-$2
-  local previous=$3
+  local newer=$3
   mkdir -p "$row"
   printf 'suite=%s\npackage=%s\nmodel=%s\n' "$suite" "$neo" "$model" >"$row/meta.txt"
   # What NEO lists, and why not when it lists nothing (its own debug message).
@@ -128,18 +129,21 @@ measure() {
   step "$neo $model: seed, 2 GPUs" seed 2
   grep -q 'Device #1' "$row/devices.txt" || return 0
   local compare=()
-  [ -n "$previous" ] && compare=(--compare "$previous/diagnose/diagnose.json")
+  [ -n "$newer" ] && compare=(--compare "${newer#"$PWD"/}/diagnose/diagnose.json")
   step "$neo $model: diagnose, 2 devices" diagnose "${compare[@]}"
   step "$neo $model: counts" counts
   for n in 2 4 8; do step "$neo $model: host copy, $n devices" host_copy "$n"; done
   step "$neo $model: host copy in a memory cgroup of $limit bytes" bounded
 }
 
+# Newest first: each version's diagnose is compared with the next newer one on the same
+# device (--compare), which measures the upgrade a fix names.
 for model in adl-s a770; do
-  previous=""
-  for neo in "${order[@]}"; do
-    measure "$neo" "$model" "$previous"
-    grep -q 'Device #1' "$out/$neo-$model/devices.txt" && previous=$out/$neo-$model
+  newer=""
+  for ((i = ${#order[@]} - 1; i >= 0; i--)); do
+    neo=${order[$i]}
+    measure "$neo" "$model" "$newer"
+    grep -q 'Device #1' "$out/$neo-$model/devices.txt" && newer=$out/$neo-$model
   done
 done
 step "table" "$bin/xtask" neo-versions "$out"

@@ -206,7 +206,7 @@ fn bounded(md: &mut String, table: &Table) {
         if row.listed > 1 {
             let _ = writeln!(
                 md,
-                "- {} on {}: [diagnose]({folder}/diagnose/index.html) (compared with the version before it on the same device, where one ran), [counts]({folder}/counts.jsonl), seed: [1 GPU]({folder}/seed-1-gpu.txt), [2 GPUs]({folder}/seed-2-gpu.txt)",
+                "- {} on {}: [diagnose]({folder}/diagnose/index.html) (beside the next newer version on the same device, where one ran), [counts]({folder}/counts.jsonl), seed: [1 GPU]({folder}/seed-1-gpu.txt), [2 GPUs]({folder}/seed-2-gpu.txt)",
                 row.neo, row.device
             );
         } else {
