@@ -124,8 +124,13 @@ build() {
   mapfile -t packages < <(resolve "$suite")
   ((${#packages[@]} > 0)) || die "apt resolved no packages for $suite"
   echo "$me: $suite: ${#packages[@]} packages into $dir/root" >&2
-  (cd "$roots/.debs" && apt_private apt-get download -qq "${packages[@]}" >&2) ||
-    die "downloading $suite's packages failed"
+  if ! (cd "$roots/.debs" && apt_private apt-get download -qq "${packages[@]}" >&2); then
+    # Lists older than the mirror name versions it no longer has: fetch them again.
+    apt_lists fresh
+    mapfile -t packages < <(resolve "$suite")
+    (cd "$roots/.debs" && apt_private apt-get download -qq "${packages[@]}" >&2) ||
+      die "downloading $suite's packages failed"
+  fi
   mkdir -p "$dir"
   [ -f "$dir/.gitignore" ] || printf '*\n' >"$dir/.gitignore"
   tree=$dir/root.new
