@@ -133,3 +133,25 @@ fn the_oldest_and_newest_neo_end_the_seeds_program_where_the_version_table_says(
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn emulate_names_its_models_and_refuses_device_memory_for_an_integrated_gpu() {
+    let out = run(Command::new(bin()).args(["emulate", "--model", "b770", "--", "true"]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("a770, adl-s"), "{}", stderr(&out));
+    let out = run(Command::new(bin()).args([
+        "emulate",
+        "--model",
+        "adl-s",
+        "--local-memory",
+        "1GiB",
+        "--",
+        "true",
+    ]));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--local-memory: the UHD Graphics 770 (Alder Lake-S) is integrated"),
+        "{}",
+        stderr(&out)
+    );
+}
