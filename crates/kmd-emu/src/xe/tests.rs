@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::{Config, Kernel};
+use crate::config::{Config, B580};
 
 struct FakeHost;
 impl Host for FakeHost {
@@ -9,10 +9,11 @@ impl Host for FakeHost {
     fn now_ns(&self) -> u64 {
         1_000_000_000
     }
+    fn pin_pages(&self, _: u64, _: u64, _: bool) {}
 }
 
 fn driver(devices: usize) -> Driver {
-    let mut d = Driver::new(Config::new(devices, 12 << 30, 32 << 30).on(Kernel::Xe));
+    let mut d = Driver::new(Config::of(&B580, devices, 12 << 30, 32 << 30));
     for i in 0..devices {
         d.open(5 + i as i32, i);
     }
