@@ -427,7 +427,7 @@ pub fn test_of(
             // Short of its allowance, it failed: at this limit again (its own readings
             // show it there, at the raised value), or at a second one.
             ExperimentOutcome::MovedUp => (raised.observed_count < raised.asked
-                && !raised.met.as_ref().is_some_and(|m| &m.resource == resource))
+                && raised.met.as_ref().is_none_or(|m| &m.resource != resource))
             .then(|| raised.observed_count.saturating_sub(raised.before_count)),
             // It could not run at all (a signal, a refused change): one side only.
             ExperimentOutcome::DidNotRun { why } => {

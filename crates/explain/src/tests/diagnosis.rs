@@ -3,7 +3,7 @@
 
 use crate::diagnosis::{fixes_for, Diagnosis, Fix, FixOutcome, Outcome, Placed, Role};
 use crate::experiment::{investigate, Runner};
-use crate::testing::{rerun_failing_at, run};
+use crate::testing::run;
 use crate::verdict::Change;
 use crate::Report;
 use clmulti_scenario::{ContextMode, Rlimit};

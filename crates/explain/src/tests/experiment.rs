@@ -19,14 +19,6 @@ impl<F: FnMut(&[Change], u64) -> Option<u64>> Rule<F> {
         self.2 = Some(count);
         self
     }
-
-    /// The runs made, replicates left out.
-    fn experiments(&self) -> Vec<&Vec<Change>> {
-        self.1
-            .iter()
-            .filter(|c| c[0].knob != Knob::Replicate)
-            .collect()
-    }
 }
 
 impl<F: FnMut(&[Change], u64) -> Option<u64>> Runner for Rule<F> {
