@@ -190,8 +190,15 @@ fn diagnose_confirms_dmabuf_descriptors_from_both_sides_and_measures_the_fixes()
     // The call behind the -6, named; NEO's own log, kept apart from the report.
     assert!(
         verdict.contains("clCreateBuffer returned CL_OUT_OF_HOST_MEMORY (-6) after ioctl(")
-            && verdict
-                .contains("DRM_IOCTL_PRIME_HANDLE_TO_FD) failed with EMFILE in libigdrcl.so+"),
+            && verdict.contains("DRM_IOCTL_PRIME_HANDLE_TO_FD) failed with EMFILE"),
+        "{verdict}"
+    );
+    // Where, in the statement's evidence: NEO's stack.
+    assert!(
+        d.verdict.iter().any(|s| s
+            .detail
+            .as_deref()
+            .is_some_and(|e| e.starts_with("in libigdrcl.so+"))),
         "{verdict}"
     );
     assert!(
