@@ -195,3 +195,15 @@ fn exports_are_real_descriptors_that_stop_at_rlimit_nofile_with_emfile() {
     assert!((80..100).contains(&low), "{low} exports under nofile 100");
     assert_eq!(high - low, 200, "one descriptor per export, nothing else");
 }
+
+/// A model is one of its driver's: the B580 named on i915 (the driver when none is set)
+/// falls back to i915's first model, and the process still finds its devices.
+#[test]
+fn a_model_of_another_driver_falls_back_to_the_drivers_first() {
+    let out = client_of("b580", 2, None, &[]);
+    assert_eq!(
+        out["device0"],
+        "i915 0x56a0 /dev/dri/renderD128 pdev=0000:03:00.0"
+    );
+    assert_eq!(out["counts.pci-id"], "22176");
+}
