@@ -1,4 +1,4 @@
-//! The files a runtime reads to find i915 devices, kept as a real folder tree
+//! The files a runtime reads to find i915 or xe devices, kept as a real folder tree
 //! (`dev/dri`, `sys/...`), and the rules that send `/dev/dri` and the devices' sysfs
 //! paths there; the fdinfo and counts texts the kernel (or the emulation) shows.
 //!
