@@ -414,6 +414,26 @@ mod tests {
     }
 
     #[test]
+    fn a_b580s_counts_and_files_are_xes_and_name_the_model_once() {
+        let dir = tempdir::Dir::new();
+        let config = Config::of(&crate::config::B580, 1, 1 << 30, 32 << 30);
+        Tree::build(dir.path(), &config).unwrap();
+        // sysfs: the device memory asked for, not the model's default.
+        let vram = dir
+            .path()
+            .join("sys/bus/pci/devices/0000:03:00.0/tile0/physical_vram_size_bytes");
+        assert_eq!(std::fs::read_to_string(vram).unwrap(), "0x40000000\n");
+        // The counts name the model (and so the driver) by its PCI id, once.
+        let counts = counts_text(&Counts::default(), &config);
+        assert!(
+            counts.starts_with("# clmulti-kmd-emu: 1 emulated xe device(s), Arc B580 (0xe20b)"),
+            "{counts}"
+        );
+        assert!(counts.contains("\npci-id: 57867\n"), "{counts}");
+        assert!(!counts.contains("device-id") && !counts.contains("driver:"));
+    }
+
+    #[test]
     fn fdinfo_follows_the_kernels_format_and_probe_reads_it() {
         let config = Config::new(2, 16 << 30, 32 << 30);
         let mut usage = ClientUsage {
