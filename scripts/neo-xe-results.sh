@@ -19,8 +19,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bin=$(cd "${1:-target/release}" && pwd)
 out=${2:-results/intel-neo-xe}
-export CLMULTI_INTEL_GPU_NEXT_DIR=${CLMULTI_INTEL_GPU_NEXT_DIR:-/work/cache/intel-gpu-next-ze}
-next=scripts/intel-gpu-next.sh
+# Each command inside the Level Zero root folder (CLMULTI_LEVEL_ZERO_NEXT_DIR says where).
+next=scripts/level-zero-next.sh
 mkdir -p "$out" target
 : >"$out/steps.txt"
 ulimit -Sn 1024
@@ -36,22 +36,22 @@ step() {
 seed=$(mktemp -d -p "$PWD/target")
 cp bench/seed/OpenCLMulti.cpp bench/seed/OpenCLKernels.cl "$seed"
 (cd "$seed" && gcc -D CL_TARGET_OPENCL_VERSION=220 -O2 -o OpenCLMulti OpenCLMulti.cpp -lOpenCL -lm)
-step "seed, 2 GPUs" bash -c "cd '$seed' && '$PWD/$next' run-kernel-path '$bin/clmulti' emulate --driver xe --devices 2 --report '$seed/counts.txt' -- ./OpenCLMulti --gpus 2 2>&1 | tail -n 4 >'$PWD/$out/seed-2-gpu.txt'"
+step "seed, 2 GPUs" bash -c "cd '$seed' && '$PWD/$next' run '$bin/clmulti' emulate --driver xe --devices 2 --report '$seed/counts.txt' -- ./OpenCLMulti --gpus 2 2>&1 | tail -n 4 >'$PWD/$out/seed-2-gpu.txt'"
 cp "$seed/counts.txt" "$out/seed-2-gpu-counts.txt" || true
-step "diagnose, 2 devices" $next run-kernel-path "$bin/clmulti" emulate --driver xe --devices 2 -- \
+step "diagnose, 2 devices" $next run "$bin/clmulti" emulate --driver xe --devices 2 -- \
     "$bin/clmulti" diagnose --count 3000 --out "$out/diagnose-2-devices" >"$out/diagnose-2-devices.txt"
 for n in 4 8; do
-    step "diagnose, $n devices" $next run-kernel-path "$bin/clmulti" emulate --driver xe --devices "$n" -- \
+    step "diagnose, $n devices" $next run "$bin/clmulti" emulate --driver xe --devices "$n" -- \
         "$bin/clmulti" diagnose --count 3000 --no-experiments --out "$out/diagnose-$n-devices" >"$out/diagnose-$n-devices.txt"
 done
 step "diagnose, 2 devices, EnableDeferBacking=0" env NEOReadDebugKeys=1 EnableDeferBacking=0 \
-    $next run-kernel-path "$bin/clmulti" emulate --driver xe --devices 2 -- \
+    $next run "$bin/clmulti" emulate --driver xe --devices 2 -- \
     "$bin/clmulti" diagnose --count 3000 --no-experiments --out "$out/defer-backing-off" >"$out/defer-backing-off.txt"
 probe=target/level-zero/peer_resident
 for driver in xe i915; do
-    step "Level Zero, $driver" bash -c "$next run-kernel-path '$bin/clmulti' emulate --driver $driver --devices 2 -- $probe --count 200 >'$out/level-zero-$driver.txt' 2>&1"
+    step "Level Zero, $driver" bash -c "$next run '$bin/clmulti' emulate --driver $driver --devices 2 -- $probe --count 200 >'$out/level-zero-$driver.txt' 2>&1"
 done
-step "Level Zero, xe, not made resident" bash -c "$next run-kernel-path '$bin/clmulti' emulate --driver xe --devices 2 -- $probe --count 200 --no-resident >'$out/level-zero-xe-not-resident.txt' 2>&1"
-step "Level Zero, xe, EnableDeferBacking=0" bash -c "EnableDeferBacking=0 $next run-kernel-path '$bin/clmulti' emulate --driver xe --devices 2 -- $probe --count 200 >'$out/level-zero-xe-defer-off.txt' 2>&1"
-step "SYCL, xe" bash -c "COUNT=50 $next run-kernel-path '$bin/clmulti' emulate --driver xe --devices 2 -- /opt/sycl/bin/python bench/sycl/peer_access.py >'$out/sycl-xe.txt' 2>&1"
+step "Level Zero, xe, not made resident" bash -c "$next run '$bin/clmulti' emulate --driver xe --devices 2 -- $probe --count 200 --no-resident >'$out/level-zero-xe-not-resident.txt' 2>&1"
+step "Level Zero, xe, EnableDeferBacking=0" bash -c "EnableDeferBacking=0 $next run '$bin/clmulti' emulate --driver xe --devices 2 -- $probe --count 200 >'$out/level-zero-xe-defer-off.txt' 2>&1"
+step "SYCL, xe" bash -c "COUNT=50 $next run '$bin/clmulti' emulate --driver xe --devices 2 -- /opt/sycl/bin/python bench/sycl/peer_access.py >'$out/sycl-xe.txt' 2>&1"
 rm -rf "$seed"

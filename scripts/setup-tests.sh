@@ -3,8 +3,10 @@
 # loader and PoCL (setup-opencl.sh), Mesa's rusticl (broken profiling events) and
 # oclgrind (hangs through the loader), Intel's OpenCL CPU runtime into .intel-opencl/
 # (setup-intel-opencl.sh), Intel's GPU runtime NEO with a vendors folder in .intel-gpu/
-# (setup-intel-gpu.sh: its AUB mode emulates Arc GPUs), NEO 26.27 in a Debian unstable
-# root folder (intel-gpu-next.sh: the xe emulation's test), Debian's chromium for the
+# (setup-intel-gpu.sh: its AUB mode emulates Arc GPUs), the oldest and newest NEO Debian
+# ships in root folders of their own (intel-gpu-versions.sh: bullseye's 20.44 and
+# unstable's 26.27, about 40 s and 0.8 GB from a fresh machine; unstable's is also the
+# one intel-gpu-next.sh runs, for the xe emulation's test), Debian's chromium for the
 # report's browser test, and for the three-node cluster the Slurm tests start
 # (scripts/slurm/local-cluster.sh): Slurm with munge, iproute2 (network namespaces,
 # veths, a bridge), util-linux (unshare, nsenter) and procps; strace, the system-call
@@ -31,5 +33,5 @@ fi
 
 "$here/setup-intel-opencl.sh" >&2
 "$here/setup-intel-gpu.sh" >&2
-# NEO 26.27 (Debian unstable) in a root folder of its own: the xe test runs it.
-"$here/intel-gpu-next.sh" setup >&2
+# sid's folder is intel-gpu-next.sh's too (NEO 26.27: the xe test runs it).
+"$here/intel-gpu-versions.sh" setup bullseye sid >&2

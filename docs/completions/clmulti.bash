@@ -299,7 +299,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__emulate)
-            opts="-q -v -h --driver --devices --local-memory --trace --report --all-runtimes --quiet --verbose --timeout --help"
+            opts="-q -v -h --driver --model --devices --local-memory --trace --report --all-runtimes --quiet --verbose --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -307,6 +307,10 @@ _clmulti() {
             case "${prev}" in
                 --driver)
                     COMPREPLY=($(compgen -W "i915 xe" -- "${cur}"))
+                    return 0
+                    ;;
+                --model)
+                    COMPREPLY=($(compgen -W "a770 adl-s b580" -- "${cur}"))
                     return 0
                     ;;
                 --devices)

@@ -112,10 +112,13 @@ complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -l runtime-log
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -s q -l quiet -d 'Say nothing on stderr but errors'
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -s v -l verbose -d 'Say more on stderr'
 complete -c clmulti -n "__fish_clmulti_using_subcommand diagnose" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l driver -d 'The kernel driver: i915 (Arc A770s) or xe (Arc B580s; sets NEO\'s EnableDirectSubmission=0, as no GPU runs NEO\'s ring here)' -r -f -a "i915\t'Linux\'s i915 driver, on Arc A770s'
-xe\t'Linux\'s xe driver, on Arc B580s'"
-complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l devices -d 'Emulated devices (1-8): Arc A770s on i915, Arc B580s on xe' -r
-complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l local-memory -d 'Device memory per device (default: an A770\'s 16 GiB, a B580\'s 12 GiB)' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l driver -d 'The kernel driver: i915 or xe (sets NEO\'s EnableDirectSubmission=0, as no GPU runs NEO\'s ring here)' -r -f -a "i915\t'Linux\'s i915 driver: a770, adl-s'
+xe\t'Linux\'s xe driver: b580'"
+complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l model -d 'The device, one of the driver\'s models (default its first): on i915 a770 (Arc A770, discrete) or adl-s (UHD Graphics 770, Alder Lake-S: integrated, no device memory; the newest GPU NEO 20.44 lists); on xe b580 (Arc B580, discrete)' -r -f -a "a770\t'Arc A770, on i915'
+adl-s\t'UHD Graphics 770 (Alder Lake-S), on i915'
+b580\t'Arc B580, on xe'"
+complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l devices -d 'Emulated devices (1-8)' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l local-memory -d 'Device memory per device (default: the model\'s, 16 GiB on an A770, 12 GiB on a B580; none on an integrated GPU)' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l report -d 'Write the emulated driver\'s counts to FILE when the program exits' -r -F
 complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l timeout -d 'End the command after this many seconds, loading the runtime included (`run`: each run, which then reports what it measured; default: its max_seconds guard plus a margin). `axpy`, `bench` and `diagnose` are asked to stop (SIGTERM) and report what finished, and killed a tenth later (2 to 10 s) if still running; exit 1 either way. Without it, loading a runtime may take 60 s' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand emulate" -l trace -d 'Print every ioctl on an emulated descriptor on stderr'

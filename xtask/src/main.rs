@@ -8,6 +8,7 @@ mod compare;
 mod docs;
 mod lock;
 mod merge;
+mod neo_versions;
 mod progress;
 mod records;
 mod summary;
@@ -44,6 +45,9 @@ enum Command {
     Layer,
     /// Measure what a sweep of N tiny runs costs the sweep itself per run.
     BenchSweep(bench_sweep::Args),
+    /// Write the NEO versions table (versions.md, versions.json) from the folder
+    /// scripts/neo-versions-results.sh fills.
+    NeoVersions(neo_versions::Args),
     /// Generate shell completions and man pages (docs/) and the scenario JSON Schema
     /// (configs/scenario.schema.json) from their sources.
     Docs(docs::Args),
@@ -65,6 +69,7 @@ fn main() -> ExitCode {
         Command::Layer => build_layer(),
         Command::Docs(args) => docs::docs(&args),
         Command::BenchSweep(args) => bench_sweep::bench(&args),
+        Command::NeoVersions(args) => neo_versions::neo_versions(&args),
     };
     match result {
         Ok(code) => code,

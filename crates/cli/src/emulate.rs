@@ -1,10 +1,13 @@
-//! `clmulti emulate`: any program on Intel's GPU runtime NEO over emulated Arc A770s
-//! (i915) or Arc B580s (`--driver xe`). The program runs with clmulti's emulated
+//! `clmulti emulate`: any program on Intel's GPU runtime NEO over emulated GPUs: Arc
+//! A770s on i915 (or another i915 model: `--model adl-s`, the newest GPU NEO 20.44
+//! lists), Arc B580s on xe (`--driver xe`). The program runs with clmulti's emulated
 //! kernel driver preloaded (crate `clmulti-kmd-emu`), so NEO runs its real
-//! kernel-driver path; stderr says first which parts are emulated. The program replaces this process (`exec`, as `env` and
-//! `strace` do): its exit status, signals and output are its own.
+//! kernel-driver path; stderr says first which parts are emulated. The program replaces
+//! this process (`exec`, as `env` and `strace` do): its exit status, signals and output
+//! are its own.
 
 use crate::Failure;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clmulti_scenario::kmd_emu;
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -14,14 +17,20 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, clap::Args)]
 #[command(trailing_var_arg = true)]
 pub struct Args {
-    /// The kernel driver: i915 (Arc A770s) or xe (Arc B580s; sets NEO's
-    /// EnableDirectSubmission=0, as no GPU runs NEO's ring here).
-    #[arg(long, value_enum, default_value_t = Driver::I915)]
-    driver: Driver,
-    /// Emulated devices (1-8): Arc A770s on i915, Arc B580s on xe.
+    /// The kernel driver: i915 or xe (sets NEO's EnableDirectSubmission=0, as no GPU
+    /// runs NEO's ring here).
+    #[arg(long, default_value = "i915", value_parser = driver_parser())]
+    driver: kmd_emu::Kernel,
+    /// The device, one of the driver's models (default its first): on i915 a770 (Arc
+    /// A770, discrete) or adl-s (UHD Graphics 770, Alder Lake-S: integrated, no device
+    /// memory; the newest GPU NEO 20.44 lists); on xe b580 (Arc B580, discrete).
+    #[arg(long, value_parser = model_parser())]
+    model: Option<kmd_emu::Model>,
+    /// Emulated devices (1-8).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=kmd_emu::MAX_DEVICES as i64))]
     devices: u8,
-    /// Device memory per device (default: an A770's 16 GiB, a B580's 12 GiB).
+    /// Device memory per device (default: the model's, 16 GiB on an A770, 12 GiB on a
+    /// B580; none on an integrated GPU).
     #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
     local_memory: Option<u64>,
     /// Print every ioctl on an emulated descriptor on stderr.
@@ -39,37 +48,20 @@ pub struct Args {
     command: Vec<OsString>,
 }
 
-/// The kernel drivers the emulation presents.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Driver {
-    /// Linux's i915 driver, on Arc A770s.
-    I915,
-    /// Linux's xe driver, on Arc B580s.
-    Xe,
+/// `--driver`'s values: the emulation's kernel drivers, by name.
+fn driver_parser() -> impl TypedValueParser<Value = kmd_emu::Kernel> {
+    let values = kmd_emu::KERNELS.map(|kernel| {
+        let help = format!("Linux's {} driver: {}", kernel.name(), kernel.model_keys());
+        PossibleValue::new(kernel.name()).help(help)
+    });
+    PossibleValuesParser::new(values).map(|name| kmd_emu::Kernel::named(&name).unwrap_or_default())
 }
 
-impl Driver {
-    fn name(self) -> &'static str {
-        match self {
-            Driver::I915 => "i915",
-            Driver::Xe => "xe",
-        }
-    }
-
-    /// "i915 Arc A770".
-    fn devices(self) -> &'static str {
-        match self {
-            Driver::I915 => "i915 Arc A770",
-            Driver::Xe => "xe Arc B580",
-        }
-    }
-
-    fn default_memory(self) -> &'static str {
-        match self {
-            Driver::I915 => "16 GiB",
-            Driver::Xe => "12 GiB",
-        }
-    }
+/// `--model`'s values: every model's key (whether it fits `--driver` is checked after).
+fn model_parser() -> impl TypedValueParser<Value = kmd_emu::Model> {
+    let values = kmd_emu::MODELS
+        .map(|m| PossibleValue::new(m.key).help(format!("{}, on {}", m.name, m.kernel.name())));
+    PossibleValuesParser::new(values).map(|key| kmd_emu::model(&key).unwrap_or(kmd_emu::A770))
 }
 
 fn parse_memory(text: &str) -> Result<u64, String> {
@@ -127,7 +119,24 @@ pub fn run(args: &Args) -> Failure {
     }
 }
 
+/// The model `--driver` and `--model` name, or why they do not fit together.
+fn model(args: &Args) -> Result<kmd_emu::Model, Failure> {
+    let model = kmd_emu::model_on(args.driver, args.model.map(|m| m.key)).map_err(|why| {
+        // The parser took a model's key: only its driver can be another.
+        let (key, its) = args.model.map_or(("", ""), |m| (m.key, m.kernel.name()));
+        Failure::Input(format!("--model {key}: {why}: pass --driver {its}"))
+    })?;
+    if !model.discrete() && args.local_memory.is_some() {
+        return Err(Failure::Input(format!(
+            "--local-memory: the {} is integrated and has no device memory",
+            model.name
+        )));
+    }
+    Ok(model)
+}
+
 fn prepare(args: &Args) -> Result<std::process::Command, Failure> {
+    let model = model(args)?;
     let library = emulation_library()?;
     let mut command = std::process::Command::new(&args.command[0]);
     command.args(&args.command[1..]);
@@ -143,9 +152,10 @@ fn prepare(args: &Args) -> Result<std::process::Command, Failure> {
     };
     command
         .env("LD_PRELOAD", preload)
-        .env(kmd_emu::DRIVER, args.driver.name())
+        .env(kmd_emu::DRIVER, model.kernel.name())
+        .env(kmd_emu::MODEL, model.key)
         .env(kmd_emu::DEVICES, args.devices.to_string());
-    let neo_keys = xe_keys(args.driver, &mut command);
+    let neo_keys = xe_keys(model.kernel, &mut command);
     if let Some(bytes) = args.local_memory {
         command.env(kmd_emu::LOCAL_MEMORY, bytes.to_string());
     }
@@ -165,14 +175,17 @@ fn prepare(args: &Args) -> Result<std::process::Command, Failure> {
         command.env("OCL_ICD_VENDORS", neo);
         runtimes = format!("NEO alone (OCL_ICD_VENDORS={})", neo.display());
     }
-    let memory = args.local_memory.map_or_else(
-        || args.driver.default_memory().into(),
-        clmulti_scenario::format_size,
-    );
+    let memory = if model.discrete() {
+        let size = clmulti_scenario::format_size(args.local_memory.unwrap_or(model.local_bytes));
+        format!("of {size}")
+    } else {
+        "(integrated: system memory only; no machine has two)".to_owned()
+    };
     crate::note!(
-        "clmulti emulate: {} emulated {} device(s) of {memory} ({}): the kernel driver is emulated (not modelled: GPU work, the kernel's own memory and GTT mappings, page faults), kernel accounting as modelled; what the runtime does is its own code{neo_keys}; {runtimes}",
+        "clmulti emulate: {} emulated {} {} device(s) {memory} ({}): the kernel driver is emulated (not modelled: GPU work, the kernel's own memory and GTT mappings, page faults), kernel accounting as modelled; what the runtime does is its own code{neo_keys}; {runtimes}",
         args.devices,
-        args.driver.devices(),
+        model.kernel.name(),
+        model.name,
         library.display()
     );
     Ok(command)
@@ -180,8 +193,8 @@ fn prepare(args: &Args) -> Result<std::process::Command, Failure> {
 
 /// On xe, NEO's keys the emulation needs (its direct submission off), where the
 /// environment does not set them already; what the note says of them.
-fn xe_keys(driver: Driver, command: &mut std::process::Command) -> String {
-    if driver != Driver::Xe {
+fn xe_keys(kernel: kmd_emu::Kernel, command: &mut std::process::Command) -> String {
+    if kernel != kmd_emu::Kernel::Xe {
         return String::new();
     }
     let mut set = Vec::new();

@@ -103,12 +103,13 @@ enum Command {
     ///
     /// The program runs with clmulti's emulated kernel driver preloaded
     /// (libclmulti_kmd_emu.so beside clmulti): NEO finds N Arc A770 render nodes on
-    /// i915 (or, with `--driver xe`, N Arc B580s on xe, NEO's direct submission off)
-    /// and runs its real kernel-driver path, with no GPU. Stderr first says which
-    /// parts are emulated. With OCL_ICD_VENDORS unset, the ICD loader lists NEO
-    /// alone. The program then replaces clmulti: its exit status is the program's
-    /// (1 when it cannot be started; 2 for bad arguments). clmulti's own commands run
-    /// under it as under a real driver: `clmulti emulate -- clmulti diagnose`.
+    /// i915 (`--model adl-s`: integrated Alder Lake-S GPUs; `--driver xe`: Arc B580s on
+    /// xe, NEO's direct submission off) and runs its real kernel-driver path, with no
+    /// GPU. Stderr first says which parts are emulated. With OCL_ICD_VENDORS unset,
+    /// the ICD loader lists NEO alone. The program then replaces clmulti: its exit
+    /// status is the program's (1 when it cannot be started; 2 for bad arguments).
+    /// clmulti's own commands run under it as under a real driver:
+    /// `clmulti emulate -- clmulti diagnose`.
     Emulate(emulate::Args),
     /// Write a failed run as a stand-alone C program (ICD loader only) that fails
     /// where the run did: the same platform, devices, context mode, flags, size,
@@ -154,6 +155,17 @@ impl Failure {
     }
 }
 
+/// `clmulti emulate` did not become its program: why, and 2 for bad input, else 1.
+fn emulate_failed(failure: Failure) -> ExitCode {
+    let code = if matches!(failure, Failure::Input(_)) {
+        2
+    } else {
+        1
+    };
+    say!("error: {}", failure.into_message());
+    ExitCode::from(code)
+}
+
 /// Runs `clmulti` with the process's arguments.
 pub fn main() -> ExitCode {
     // Rust's runtime ignores SIGPIPE: a closed stdout is a write error the commands
@@ -167,8 +179,7 @@ pub fn main() -> ExitCode {
     let timeout = cli.timeout.map(std::time::Duration::from_secs_f64);
     // The program replaces this process: nothing to supervise.
     if let Command::Emulate(args) = &cli.command {
-        say!("error: {}", emulate::run(args).into_message());
-        return ExitCode::from(1);
+        return emulate_failed(emulate::run(args));
     }
     let (name, internal) = match &cli.command {
         Command::Devices(_) => ("devices", false),

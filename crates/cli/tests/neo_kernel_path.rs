@@ -10,13 +10,11 @@ use clmulti_explain::verdict::CandidateTest;
 use clmulti_explain::Resource;
 use clmulti_scenario::Strategy;
 use common::*;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// `clmulti emulate --devices N -- ...`, on NEO alone, with `soft` as the soft
-/// descriptor limit (the hard one as it is) and no descriptor inherited from the
-/// harness (cargo's jobserver would take a number below one limit and not another).
+/// descriptor limit ([`with_soft_nofile`]).
 fn emulate(devices: usize, soft: u64) -> Command {
     kmd_emu();
     let mut cmd = Command::new(bin());
@@ -24,59 +22,13 @@ fn emulate(devices: usize, soft: u64) -> Command {
         .env("OCL_ICD_VENDORS", neo_vendors())
         .env_remove("POCL_DEVICES")
         .env_remove("LD_PRELOAD");
-    let hard = clmulti_probe::rlimit(clmulti_scenario::Rlimit::NoFile).hard;
-    assert!(
-        hard.is_none_or(|h| h >= soft),
-        "this test needs a hard RLIMIT_NOFILE of at least {soft}, not {hard:?}"
-    );
-    // SAFETY: close_range and setrlimit are async-signal-safe; this runs between fork
-    // and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            libc::syscall(
-                libc::SYS_close_range,
-                3u32,
-                u32::MAX,
-                libc::CLOSE_RANGE_CLOEXEC,
-            );
-            let mut lim = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
-            lim.rlim_cur = soft;
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    };
+    with_soft_nofile(&mut cmd, soft);
     cmd
 }
 
 /// The seed's program (bench/seed), built as its author built it, in a fresh folder.
-fn seed_program() -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/seed");
-    let dir = std::env::temp_dir().join(format!("clmulti-seed-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for file in ["OpenCLMulti.cpp", "OpenCLKernels.cl"] {
-        std::fs::copy(source.join(file), dir.join(file)).unwrap();
-    }
-    let status = Command::new("gcc")
-        .args([
-            "-D",
-            "CL_TARGET_OPENCL_VERSION=220",
-            "-g",
-            "-Wall",
-            "-o",
-            "OpenCLMulti",
-        ])
-        .args(["OpenCLMulti.cpp", "-lOpenCL", "-lm"])
-        .current_dir(&dir)
-        .status()
-        .expect("gcc (and g++'s cc1plus: the seed is a .cpp)");
-    assert!(status.success(), "the seed's program did not build");
-    dir
+fn seed_dir() -> PathBuf {
+    seed_program(&std::env::temp_dir().join(format!("clmulti-seed-{}", std::process::id())))
 }
 
 /// The last index the seed's program printed as allocated before it failed (what its
@@ -87,19 +39,16 @@ fn seed_failure(dir: &Path, soft: u64) -> (u64, String) {
         .args(["--gpus", "2"])
         .current_dir(dir));
     let err = stderr(&out);
-    let allocated = err
-        .lines()
-        .filter_map(|l| l.split_once(": Allocated 1 MB successfully"))
-        .filter_map(|(i, _)| i.trim().parse::<u64>().ok())
-        .next_back()
-        .unwrap_or_else(|| panic!("no allocation: {err}"));
-    let last = err.lines().last().unwrap_or_default().to_owned();
-    (allocated, last)
+    let (allocated, last) = seed_outcome(&err);
+    (
+        allocated.unwrap_or_else(|| panic!("no allocation: {err}")),
+        last,
+    )
 }
 
 #[test]
 fn the_seeds_own_program_fails_with_minus_6_near_1000_and_moves_with_the_descriptor_limit() {
-    let dir = seed_program();
+    let dir = seed_dir();
     let (at_1024, said) = seed_failure(&dir, 1024);
     assert!(said.contains("Could not create memory, err -6"), "{said}");
     // 1024 descriptors: 3 standard streams, 2 render nodes, 18 dma-bufs NEO exports at

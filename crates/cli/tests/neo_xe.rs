@@ -16,18 +16,10 @@ fn repo() -> PathBuf {
         .unwrap()
 }
 
-/// `scripts/intel-gpu-next.sh run-kernel-path` (NEO 26.27, no AUB keys), from `dir`
-/// inside the repository.
+/// `scripts/intel-gpu-next.sh run-kernel-path` (NEO 26.27, no AUB keys: Debian
+/// unstable's root folder of scripts/intel-gpu-versions.sh), from `dir` inside the
+/// repository.
 fn next(dir: &Path) -> Command {
-    let folder = std::env::var_os("CLMULTI_INTEL_GPU_NEXT_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join(".intel-gpu-next"));
-    let library = folder.join("root/usr/lib/x86_64-linux-gnu/intel-opencl/libigdrcl.so");
-    assert!(
-        library.exists(),
-        "NEO 26.27's root folder is not set up ({} missing): run scripts/intel-gpu-next.sh setup (scripts/setup-tests.sh does)",
-        library.display()
-    );
     let mut cmd = Command::new(repo().join("scripts/intel-gpu-next.sh"));
     cmd.arg("run-kernel-path")
         .current_dir(dir)
@@ -35,6 +27,15 @@ fn next(dir: &Path) -> Command {
         .env_remove("POCL_DEVICES");
     default_signals(&mut cmd);
     cmd
+}
+
+/// Fails with what to run when the root folder is not set up.
+fn set_up(out: &std::process::Output) {
+    let said = stderr(out);
+    assert!(
+        !said.contains("not set up"),
+        "{said}\n(scripts/setup-tests.sh builds unstable's root folder)"
+    );
 }
 
 #[test]
@@ -51,6 +52,7 @@ fn neo_26_27_finds_two_b580s_on_xe_and_runs_the_seeds_program_with_deferred_vram
         "clinfo",
         "-l",
     ]));
+    set_up(&out);
     let listed = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         listed.matches("Intel(R) Arc(TM) B580 Graphics").count(),
@@ -62,31 +64,17 @@ fn neo_26_27_finds_two_b580s_on_xe_and_runs_the_seeds_program_with_deferred_vram
 
     // The seed's program, as its author ran it (soft nofile 1024), in a folder inside
     // the repository (the root folder sees the repository only).
-    let dir = repo().join(format!("target/xe-seed-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for file in ["OpenCLMulti.cpp", "OpenCLKernels.cl"] {
-        std::fs::copy(repo().join("bench/seed").join(file), dir.join(file)).unwrap();
-    }
-    let built = Command::new("gcc")
-        .args([
-            "-D",
-            "CL_TARGET_OPENCL_VERSION=220",
-            "-O2",
-            "-o",
-            "OpenCLMulti",
-        ])
-        .args(["OpenCLMulti.cpp", "-lOpenCL", "-lm"])
-        .current_dir(&dir)
-        .status()
-        .unwrap();
-    assert!(built.success());
-    let report = dir.join("counts.txt");
-    let script = format!(
-        "ulimit -Sn 1024 && exec '{}' emulate --driver xe --devices 2 --report '{}' -- ./OpenCLMulti --gpus 2",
-        bin().display(),
-        report.display()
+    let dir = seed_program(
+        &Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("xe-seed-{}", std::process::id())),
     );
-    let out = run(next(&dir).args(["bash", "-c", &script]));
+    let report = dir.join("counts.txt");
+    let mut cmd = next(&dir);
+    cmd.arg(bin())
+        .args(["emulate", "--driver", "xe", "--devices", "2", "--report"])
+        .arg(&report)
+        .args(["--", "./OpenCLMulti", "--gpus", "2"]);
+    with_soft_nofile(&mut cmd, 1024);
+    let out = run(&mut cmd);
     // The program writes its progress on stderr, after emulate's note.
     let said = stderr(&out);
     assert!(
@@ -96,6 +84,10 @@ fn neo_26_27_finds_two_b580s_on_xe_and_runs_the_seeds_program_with_deferred_vram
         said.lines().rev().take(5).collect::<Vec<_>>().join("\n")
     );
     let counts = clmulti_probe::kmd_emu::parse_counts(&std::fs::read_to_string(&report).unwrap());
+    assert_eq!(
+        counts["pci-id"], 0xe20b,
+        "the B580 is xe's model: {counts:?}"
+    );
     for device in 0..2 {
         let deferred = counts[&format!("deferred-objects-{device}-vram0")];
         assert!(
@@ -105,4 +97,24 @@ fn neo_26_27_finds_two_b580s_on_xe_and_runs_the_seeds_program_with_deferred_vram
     }
     assert_eq!(counts["exports"], 0, "no dma-buf kept open: {counts:?}");
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_model_of_the_other_driver_is_refused_with_the_driver_it_needs() {
+    let out = run(Command::new(bin()).args(["emulate", "--model", "b580", "--", "true"]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the Arc B580 is an xe device, not an i915 one (i915's models: a770, adl-s): pass --driver xe"),
+        "{}",
+        stderr(&out)
+    );
+    let out =
+        run(Command::new(bin())
+            .args(["emulate", "--driver", "xe", "--model", "a770", "--", "true"]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("pass --driver i915"),
+        "{}",
+        stderr(&out)
+    );
 }

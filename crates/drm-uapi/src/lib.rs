@@ -44,6 +44,8 @@ pub const DRM_IOCTL_I915_GEM_EXECBUFFER2: u64 = 0x4040_6469;
 pub const DRM_IOCTL_I915_GEM_EXECBUFFER2_WR: u64 = 0xc040_6469;
 pub const DRM_IOCTL_I915_GEM_WAIT: u64 = 0xc010_646c;
 pub const DRM_IOCTL_I915_GEM_CONTEXT_CREATE_EXT: u64 = 0xc010_646d;
+/// The same request with the older 8-byte structure (NEO 20.44 issues it).
+pub const DRM_IOCTL_I915_GEM_CONTEXT_CREATE: u64 = 0xc008_646d;
 pub const DRM_IOCTL_I915_GEM_CONTEXT_DESTROY: u64 = 0x4008_646e;
 pub const DRM_IOCTL_I915_REG_READ: u64 = 0xc010_6471;
 pub const DRM_IOCTL_I915_GET_RESET_STATS: u64 = 0xc018_6472;
@@ -79,6 +81,7 @@ pub fn request_name(request: u64) -> Option<&'static str> {
         DRM_IOCTL_I915_GEM_EXECBUFFER2_WR => "DRM_IOCTL_I915_GEM_EXECBUFFER2_WR",
         DRM_IOCTL_I915_GEM_WAIT => "DRM_IOCTL_I915_GEM_WAIT",
         DRM_IOCTL_I915_GEM_CONTEXT_CREATE_EXT => "DRM_IOCTL_I915_GEM_CONTEXT_CREATE_EXT",
+        DRM_IOCTL_I915_GEM_CONTEXT_CREATE => "DRM_IOCTL_I915_GEM_CONTEXT_CREATE",
         DRM_IOCTL_I915_GEM_CONTEXT_DESTROY => "DRM_IOCTL_I915_GEM_CONTEXT_DESTROY",
         DRM_IOCTL_I915_REG_READ => "DRM_IOCTL_I915_REG_READ",
         DRM_IOCTL_I915_GET_RESET_STATS => "DRM_IOCTL_I915_GET_RESET_STATS",
@@ -292,6 +295,13 @@ pub struct GemContextCreateExt {
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
+pub struct GemContextCreate {
+    pub ctx_id: u32,
+    pub pad: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
 pub struct GemContextParam {
     pub ctx_id: u32,
     pub size: u32,
@@ -373,11 +383,20 @@ pub struct GemSetDomain {
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
-pub struct GemTiling {
+pub struct GemSetTiling {
     pub handle: u32,
     pub tiling_mode: u32,
-    pub stride_or_swizzle: u32,
-    pub swizzle: u32,
+    pub stride: u32,
+    pub swizzle_mode: u32,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct GemGetTiling {
+    pub handle: u32,
+    pub tiling_mode: u32,
+    pub swizzle_mode: u32,
+    pub phys_swizzle_mode: u32,
 }
 
 #[repr(C)]
@@ -387,6 +406,10 @@ pub struct GemMadvise {
     pub madv: u32,
     pub retained: u32,
 }
+
+pub const I915_TILING_NONE: u32 = 0;
+pub const I915_TILING_X: u32 = 1;
+pub const I915_TILING_Y: u32 = 2;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -444,12 +467,24 @@ pub const SIZES: &[(&str, usize)] = &[
     ),
     ("drm_i915_gem_userptr", std::mem::size_of::<GemUserptr>()),
     (
+        "drm_i915_gem_set_tiling",
+        std::mem::size_of::<GemSetTiling>(),
+    ),
+    (
+        "drm_i915_gem_get_tiling",
+        std::mem::size_of::<GemGetTiling>(),
+    ),
+    (
         "drm_i915_gem_vm_control",
         std::mem::size_of::<GemVmControl>(),
     ),
     (
         "drm_i915_gem_context_create_ext",
         std::mem::size_of::<GemContextCreateExt>(),
+    ),
+    (
+        "drm_i915_gem_context_create",
+        std::mem::size_of::<GemContextCreate>(),
     ),
     (
         "drm_i915_gem_context_param",

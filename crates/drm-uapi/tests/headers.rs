@@ -55,6 +55,10 @@ fn the_uapi_matches_the_c_headers() {
             uapi::DRM_IOCTL_I915_GEM_CONTEXT_CREATE_EXT,
         ),
         (
+            "DRM_IOCTL_I915_GEM_CONTEXT_CREATE",
+            uapi::DRM_IOCTL_I915_GEM_CONTEXT_CREATE,
+        ),
+        (
             "DRM_IOCTL_I915_GEM_CONTEXT_DESTROY",
             uapi::DRM_IOCTL_I915_GEM_CONTEXT_DESTROY,
         ),
@@ -89,6 +93,17 @@ fn the_uapi_matches_the_c_headers() {
             "DRM_IOCTL_I915_GEM_MADVISE",
             uapi::DRM_IOCTL_I915_GEM_MADVISE,
         ),
+        (
+            "DRM_IOCTL_I915_GEM_SET_TILING",
+            uapi::DRM_IOCTL_I915_GEM_SET_TILING,
+        ),
+        (
+            "DRM_IOCTL_I915_GEM_GET_TILING",
+            uapi::DRM_IOCTL_I915_GEM_GET_TILING,
+        ),
+        ("I915_TILING_NONE", u64::from(uapi::I915_TILING_NONE)),
+        ("I915_TILING_X", u64::from(uapi::I915_TILING_X)),
+        ("I915_TILING_Y", u64::from(uapi::I915_TILING_Y)),
     ];
     for (name, _) in &requests {
         c.push_str(&format!(

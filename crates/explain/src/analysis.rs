@@ -362,7 +362,7 @@ pub fn emulation_statement(neo: &clmulti_probe::neo::NeoEmulation) -> Statement 
         return Statement::measured(format!(
             "{}: NEO's own code issued every ioctl counted here, against an {} emulated by clmulti-kmd-emu, which enforces no limit the kernel would not (descriptors are real ones, counted against RLIMIT_NOFILE by the kernel itself); what a real kernel would add (page faults, GPU work, its own memory) is not modelled {}",
             neo.label(),
-            neo.kernel_driver.map_or("i915", |d| d.kernel.name()),
+            neo.kernel_driver.map_or("i915", |d| d.kernel().name()),
             neo.evidence()
         ));
     }

@@ -37,6 +37,8 @@ pub enum Versions {
     Any,
     /// Versions before this one (the first that changed it).
     Before(&'static str),
+    /// Versions from the first (the first that has it) to before the second.
+    Between(&'static str, &'static str),
 }
 
 /// Anything: a fact of the runtime's own source, for every device and version.
@@ -84,8 +86,10 @@ impl Scope {
         if let Some(api) = self.api {
             parts.push(format!("through {api}"));
         }
-        if let Versions::Before(v) = self.versions {
-            parts.push(format!("versions before {v}"));
+        match self.versions {
+            Versions::Any => {}
+            Versions::Before(v) => parts.push(format!("versions before {v}")),
+            Versions::Between(from, v) => parts.push(format!("versions from {from}, before {v}")),
         }
         parts.join(" ")
     }
@@ -114,9 +118,23 @@ impl Scope {
                 differs.push(format!("{}, not {api}", seen.api));
             }
         }
-        if let (Versions::Before(first_without), Some(version)) = (self.versions, &seen.version) {
-            if !version_before(version, first_without) {
-                differs.push(format!("version {version}, not before {first_without}"));
+        let (first_with, first_without) = match self.versions {
+            Versions::Any => (None, None),
+            Versions::Before(v) => (None, Some(v)),
+            Versions::Between(from, v) => (Some(from), Some(v)),
+        };
+        if let Some(version) = &seen.version {
+            if first_with.is_some_and(|from| version_before(version, from)) {
+                differs.push(format!(
+                    "version {version}, before {}",
+                    first_with.unwrap_or_default()
+                ));
+            }
+            if first_without.is_some_and(|v| !version_before(version, v)) {
+                differs.push(format!(
+                    "version {version}, not before {}",
+                    first_without.unwrap_or_default()
+                ));
             }
         }
         if differs.is_empty() {
@@ -161,16 +179,32 @@ const NEO: &str = "intel/compute-runtime";
 /// shared across root devices: the first tag holding commit 890724c562.
 pub const NEO_FD_LEAK_FIXED_IN: &str = "26.18.38308";
 
+/// The first NEO release that makes a context over several root devices (GPUs) without
+/// a debug key: the first tag holding commit 54b4b18fa0. Before it, clCreateContext
+/// over two GPUs returns CL_OUT_OF_HOST_MEMORY (measured for 20.44:
+/// results/intel-neo-versions).
+pub const NEO_MULTI_ROOT_CONTEXTS_SINCE: &str = "21.30.20482";
+
 /// The NEO fact behind the seed: one dma-buf descriptor per shared buffer, kept open.
 pub const NEO_FD_PER_SHARED_BUFFER: KnownFact = KnownFact {
-    text: "a buffer in a context over several GPUs (root devices) is made in system memory on the first GPU, exported as a dma-buf and imported on the others; the exported descriptor stays open for the buffer's life (obtainFdFromHandle in createGraphicsAllocationFromExistingStorage), so RLIMIT_NOFILE bounds the buffers; closed since commit 890724c562 (2026-04-03, \"fix: close leaked PRIME FD in createGraphicsAllocationFromExistingStorage\"), first in tag 26.18.38308.1: which release first fixed it is known from the commit's tags, not measured",
+    text: "a buffer in a context over several GPUs (root devices) is made in system memory on the first GPU, exported as a dma-buf and imported on the others; the exported descriptor stays open for the buffer's life (obtainFdFromHandle in createGraphicsAllocationFromExistingStorage), so RLIMIT_NOFILE bounds the buffers; closed since commit 890724c562 (2026-04-03, \"fix: close leaked PRIME FD in createGraphicsAllocationFromExistingStorage\"), first in tag 26.18.38308.1; a buffer shares its storage this way since commit 0607118f15 (first in 21.17.19709), in contexts made by default since commit 54b4b18fa0 (first in 21.30.20482): the bounds are known from the commits' tags; on clmulti's emulated i915, NEO 22.43 kept one descriptor per shared buffer (Arc A770 and Alder Lake-S), 26.27 none, and 20.44 refused the context (results/intel-neo-versions)",
     source: "intel/compute-runtime shared/source/os_interface/linux/drm_memory_manager.cpp; commit 890724c562",
     scope: Scope {
         hardware: Some("Intel GPUs on Linux (NEO's DRM memory manager)"),
         hardware_names: &["intel", "arc", "graphics"],
         kernel_driver: None,
         api: None,
-        versions: Versions::Before(NEO_FD_LEAK_FIXED_IN),
+        versions: Versions::Between(NEO_MULTI_ROOT_CONTEXTS_SINCE, NEO_FD_LEAK_FIXED_IN),
+    },
+};
+
+/// Before contexts over several GPUs were the default: the seed's context fails at once.
+pub const NEO_NO_MULTI_ROOT_CONTEXTS: KnownFact = KnownFact {
+    text: "a context over several GPUs (root devices) is refused: clCreateContext returns CL_OUT_OF_HOST_MEMORY (-6) unless NEOReadDebugKeys=1 EnableMultiRootDeviceContexts=1; one context per GPU works",
+    source: "intel/compute-runtime opencl/source/context/context.cpp; commit 54b4b18fa0 (first in tag 21.30.20482)",
+    scope: Scope {
+        versions: Versions::Before(NEO_MULTI_ROOT_CONTEXTS_SINCE),
+        ..ANYWHERE
     },
 };
 
@@ -214,6 +248,7 @@ pub const RUNTIMES: &[Runtime] = &[
                 scope: ANYWHERE,
             },
             NEO_FD_PER_SHARED_BUFFER,
+            NEO_NO_MULTI_ROOT_CONTEXTS,
             KnownFact {
                 text: "with two GPUs in one context every device allocation gets a host mirror accounted in the kernel driver's GTT (drm-total-gtt of the peer's DRM client), not in VmRSS",
                 source: "intel/compute-runtime#980, ggml-org/llama.cpp#22116, intel/llvm#22873",

@@ -1,4 +1,4 @@
-//! The files a runtime reads to find i915 devices, kept as a real folder tree
+//! The files a runtime reads to find i915 or xe devices, kept as a real folder tree
 //! (`dev/dri`, `sys/...`), and the rules that send `/dev/dri` and the devices' sysfs
 //! paths there; the fdinfo and counts texts the kernel (or the emulation) shows.
 //!
@@ -6,7 +6,7 @@
 //! `realpath`, `access`) works by rewriting the path only; results naming the tree
 //! are rewritten back, so the process sees `/dev/dri/renderD128`, never the folder.
 
-use crate::config::{Config, Device, Kernel, CHIPSET_ID, DRM_MAJOR, REVISION};
+use crate::config::{Config, Device, Hardware, Kernel, DRM_MAJOR};
 use crate::files::{drm_size, link, write_if_missing};
 use crate::model::{ClientUsage, Counts, Region};
 use std::fmt::Write as _;
@@ -43,9 +43,9 @@ impl Tree {
         let description = tree_description(config);
         if std::fs::read_to_string(&marker).ok().as_deref() != Some(description.as_str()) {
             for device in &config.devices {
-                match config.kernel {
-                    Kernel::I915 => make_device(root, device)?,
-                    Kernel::Xe => crate::xe::sysfs::make_device(root, device)?,
+                match config.kernel() {
+                    Kernel::I915 => make_device(root, config.hardware, device)?,
+                    Kernel::Xe => crate::xe::sysfs::make_device(root, config.hardware, device)?,
                 }
             }
             std::fs::write(&marker, description)?;
@@ -116,7 +116,7 @@ impl Tree {
 }
 
 fn tree_description(config: &Config) -> String {
-    let mut text = format!("clmulti-kmd-emu tree, {}\n", config.kernel.name());
+    let mut text = format!("clmulti-kmd-emu tree, {}\n", config.kernel().name());
     for d in &config.devices {
         let _ = writeln!(
             text,
@@ -124,15 +124,16 @@ fn tree_description(config: &Config) -> String {
             d.bdf,
             d.index,
             d.render_minor(),
-            config.kernel.device_id()
+            config.hardware.model.pci_id
         );
     }
     text
 }
 
 // long: one device's files in the tree, file by file as the kernel lays them out
-fn make_device(root: &Path, device: &Device) -> io::Result<()> {
+fn make_device(root: &Path, hw: &Hardware, device: &Device) -> io::Result<()> {
     let bdf = &device.bdf;
+    let (id, revision) = (hw.model.pci_id, hw.revision);
     let card = format!("card{}", device.index);
     let render = format!("renderD{}", device.render_minor());
     let pci: PathBuf = root.join("sys/devices/pci0000:00").join(bdf);
@@ -151,8 +152,8 @@ fn make_device(root: &Path, device: &Device) -> io::Result<()> {
     )?;
     let attributes = [
         ("vendor", "0x8086".to_owned()),
-        ("device", format!("{CHIPSET_ID:#06x}")),
-        ("revision", format!("{REVISION:#04x}")),
+        ("device", format!("{id:#06x}")),
+        ("revision", format!("{revision:#04x}")),
         ("class", "0x030000".to_owned()),
         ("subsystem_vendor", "0x8086".to_owned()),
         ("subsystem_device", "0x1020".to_owned()),
@@ -161,9 +162,7 @@ fn make_device(root: &Path, device: &Device) -> io::Result<()> {
         ("driver_override", "(null)".to_owned()),
         (
             "uevent",
-            format!(
-                "DRIVER=i915\nPCI_CLASS=30000\nPCI_ID=8086:{CHIPSET_ID:04X}\nPCI_SLOT_NAME={bdf}\n"
-            ),
+            format!("DRIVER=i915\nPCI_CLASS=30000\nPCI_ID=8086:{id:04X}\nPCI_SLOT_NAME={bdf}\n"),
         ),
     ];
     std::fs::create_dir_all(&pci)?;
@@ -182,12 +181,13 @@ fn make_device(root: &Path, device: &Device) -> io::Result<()> {
         &render_dir.join("dev"),
         &format!("{DRM_MAJOR}:{}\n", device.render_minor()),
     )?;
-    // An A770's clock range (MHz), where NEO and sysfs readers look for it.
+    // The model's clock range (MHz), where NEO and sysfs readers look for it.
+    let (min, max) = hw.clock_mhz;
     for (name, value) in [
-        ("gt_max_freq_mhz", 2400),
-        ("gt_min_freq_mhz", 300),
-        ("gt_RP0_freq_mhz", 2400),
-        ("gt_RPn_freq_mhz", 300),
+        ("gt_max_freq_mhz", max),
+        ("gt_min_freq_mhz", min),
+        ("gt_RP0_freq_mhz", max),
+        ("gt_RPn_freq_mhz", min),
     ] {
         write_if_missing(&card_dir.join(name), &format!("{value}\n"))?;
         write_if_missing(
@@ -231,7 +231,13 @@ pub fn drm_fdinfo(header: &str, usage: &ClientUsage, config: &Config) -> String 
         "drm-driver:\ti915\ndrm-client-id:\t{}\ndrm-pdev:\t{bdf}\n",
         usage.client_id
     );
-    for region in [Region::System, Region::Local] {
+    // i915 lists the regions the device has.
+    let regions: &[Region] = if config.hardware.discrete() {
+        &[Region::System, Region::Local]
+    } else {
+        &[Region::System]
+    };
+    for &region in regions {
         let figures = usage.regions.get(&region).copied().unwrap_or_default();
         let name = region.name();
         for (kind, bytes) in [
@@ -244,13 +250,12 @@ pub fn drm_fdinfo(header: &str, usage: &ClientUsage, config: &Config) -> String 
             let _ = writeln!(text, "drm-{kind}-{name}:\t{}", drm_size(bytes));
         }
     }
-    for (engine, capacity) in [
-        ("render", 1),
-        ("copy", 1),
-        ("video", 2),
-        ("video-enhance", 2),
-        ("compute", 4),
-    ] {
+    // Each engine class the device has, with how many engines (i915's uabi order).
+    for (class, engine) in (0..).zip(["render", "copy", "video", "video-enhance", "compute"]) {
+        let capacity = config.hardware.engines_of_class(class);
+        if capacity == 0 {
+            continue;
+        }
         let _ = writeln!(text, "drm-engine-{engine}:\t0 ns");
         if capacity > 1 {
             let _ = writeln!(text, "drm-engine-capacity-{engine}:\t{capacity}");
@@ -266,17 +271,16 @@ pub fn dmabuf_fdinfo(header: &str, size: u64, exporter: &str) -> String {
 
 /// The counts file ([`COUNTS_PATH`]): `key: value` lines, documented in the crate docs.
 pub fn counts_text(counts: &Counts, config: &Config) -> String {
-    let kernel = config.kernel;
+    let kernel = config.kernel();
     let mut text = format!(
         "# clmulti-kmd-emu: {} emulated {} device(s), {} ({:#06x}); this process\n",
         config.devices.len(),
         kernel.name(),
-        kernel.product(),
-        kernel.device_id()
+        config.hardware.model.name,
+        config.hardware.model.pci_id
     );
-    let _ = writeln!(text, "driver: {}", kernel.name());
-    let _ = writeln!(text, "device-id: {}", kernel.device_id());
     let _ = writeln!(text, "devices: {}", config.devices.len());
+    let _ = writeln!(text, "pci-id: {}", config.hardware.model.pci_id);
     let local = config.devices.first().map_or(0, |d| d.local_bytes);
     let _ = writeln!(text, "local-bytes: {local}");
     for ((device, region), c) in &counts.regions {
@@ -304,6 +308,7 @@ pub fn counts_text(counts: &Counts, config: &Config) -> String {
         let _ = writeln!(text, "{name}: {}", tally.live);
         let _ = writeln!(text, "{name}-created: {}", tally.total);
     }
+    let _ = writeln!(text, "userptr-bytes: {}", counts.userptr_bytes);
     let _ = writeln!(text, "execbuffers: {}", counts.execbuffers);
     let _ = writeln!(text, "post-sync-writes: {}", counts.post_sync_writes);
     let _ = writeln!(text, "evictions: {}", counts.evictions);
@@ -406,6 +411,26 @@ mod tests {
         );
         // A second build over the same folder keeps it.
         Tree::build(root, &Config::new(2, 16 << 30, 32 << 30)).unwrap();
+    }
+
+    #[test]
+    fn a_b580s_counts_and_files_are_xes_and_name_the_model_once() {
+        let dir = tempdir::Dir::new();
+        let config = Config::of(&crate::config::B580, 1, 1 << 30, 32 << 30);
+        Tree::build(dir.path(), &config).unwrap();
+        // sysfs: the device memory asked for, not the model's default.
+        let vram = dir
+            .path()
+            .join("sys/bus/pci/devices/0000:03:00.0/tile0/physical_vram_size_bytes");
+        assert_eq!(std::fs::read_to_string(vram).unwrap(), "0x40000000\n");
+        // The counts name the model (and so the driver) by its PCI id, once.
+        let counts = counts_text(&Counts::default(), &config);
+        assert!(
+            counts.starts_with("# clmulti-kmd-emu: 1 emulated xe device(s), Arc B580 (0xe20b)"),
+            "{counts}"
+        );
+        assert!(counts.contains("\npci-id: 57867\n"), "{counts}");
+        assert!(!counts.contains("device-id") && !counts.contains("driver:"));
     }
 
     #[test]

@@ -25,9 +25,19 @@ fn emulation() -> PathBuf {
     lib
 }
 
-/// The example client under the emulation with `devices` devices and `nofile` as its
+/// The example client under the emulation with `devices` A770s and `nofile` as its
 /// soft descriptor limit.
 fn client(devices: usize, nofile: Option<u64>, args: &[&str]) -> BTreeMap<String, String> {
+    client_of("a770", devices, nofile, args)
+}
+
+/// [`client`] on the emulation's device `model`.
+fn client_of(
+    model: &str,
+    devices: usize,
+    nofile: Option<u64>,
+    args: &[&str],
+) -> BTreeMap<String, String> {
     let example = profile_dir().join("examples/i915_client");
     assert!(
         example.exists(),
@@ -39,6 +49,7 @@ fn client(devices: usize, nofile: Option<u64>, args: &[&str]) -> BTreeMap<String
         .args(args)
         .env("LD_PRELOAD", emulation())
         .env("CLMULTI_KMD_EMU_DEVICES", devices.to_string())
+        .env("CLMULTI_KMD_EMU_MODEL", model)
         .env_remove("CLMULTI_KMD_EMU_ROOT");
     // SAFETY: close_range, getrlimit and setrlimit are async-signal-safe; this runs
     // in the child before exec.
@@ -98,6 +109,7 @@ fn a_client_finds_a770s_on_i915_and_shares_a_buffer_through_a_real_dmabuf() {
         out["device1_shared_system0"], "1 MiB",
         "the import counts for the peer too"
     );
+    assert_eq!(out["create_1MiB_local"], "None");
     assert_eq!(out["device0_total_local0"], "1 MiB");
     assert_eq!(
         out["create_64GiB_local"],
@@ -121,6 +133,32 @@ fn a_client_finds_a770s_on_i915_and_shares_a_buffer_through_a_real_dmabuf() {
     );
     assert_eq!(count("files"), 2);
     assert_eq!(count("failed-ioctls"), 1);
+}
+
+/// NEO 20.44 predates the A770: its newest GPU, an integrated Alder Lake-S, where
+/// Intel's integrated GPU sits, with system memory only (no region to create in, none
+/// in fdinfo), and sharing through a system-memory dma-buf as on the A770.
+#[test]
+fn an_integrated_alder_lake_s_has_system_memory_only_and_shares_through_a_dmabuf() {
+    let out = client_of("adl-s", 2, None, &[]);
+    assert_eq!(
+        out["device0"],
+        "i915 0x4680 /dev/dri/renderD128 pdev=0000:00:02.0"
+    );
+    assert_eq!(
+        out["device1"],
+        "i915 0x4680 /dev/dri/renderD129 pdev=0000:00:03.0"
+    );
+    assert_eq!(out["peer_sees_write"], "true");
+    assert_eq!(out["device0_total_system0"], "1 MiB");
+    assert_eq!(
+        out["create_1MiB_local"],
+        format!("Some({})", libc::EINVAL),
+        "no device memory region"
+    );
+    assert_eq!(out["device0_total_local0"], "absent");
+    assert_eq!(out["counts.pci-id"], "18048");
+    assert_eq!(out["counts.local-bytes"], "0");
 }
 
 #[test]
@@ -156,4 +194,16 @@ fn exports_are_real_descriptors_that_stop_at_rlimit_nofile_with_emfile() {
     let (low, high) = (at(100), at(300));
     assert!((80..100).contains(&low), "{low} exports under nofile 100");
     assert_eq!(high - low, 200, "one descriptor per export, nothing else");
+}
+
+/// A model is one of its driver's: the B580 named on i915 (the driver when none is set)
+/// falls back to i915's first model, and the process still finds its devices.
+#[test]
+fn a_model_of_another_driver_falls_back_to_the_drivers_first() {
+    let out = client_of("b580", 2, None, &[]);
+    assert_eq!(
+        out["device0"],
+        "i915 0x56a0 /dev/dri/renderD128 pdev=0000:03:00.0"
+    );
+    assert_eq!(out["counts.pci-id"], "22176");
 }

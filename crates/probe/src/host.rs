@@ -434,6 +434,8 @@ mod tests {
         let mut limits = HostLimits::read();
         limits.ram_bytes = Some(64 << 30);
         limits.cgroup_memory_bytes = Some(8 << 30);
+        // As on a cgroup v2 host, whichever this one is.
+        limits.cgroup_memory_v1 = false;
         limits.slurm_memory_bytes = Some(16 << 30);
         limits.cgroup_memory_v1 = false;
         assert_eq!(

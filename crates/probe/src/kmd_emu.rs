@@ -14,73 +14,67 @@ pub use clmulti_scenario::kmd_emu::COUNTS_PATH;
 
 /// What the emulation presents to this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "StoredDriver")]
 pub struct EmulatedDriver {
-    /// Emulated devices (Arc A770s on i915, Arc B580s on xe).
+    /// Emulated devices, all of [`model`](Self::model).
     pub devices: usize,
-    /// Device-local memory per device, bytes.
+    /// Device-local memory per device, bytes (0: an integrated GPU).
     pub local_bytes: u64,
-    /// The kernel driver emulated (absent in reports: i915).
-    #[serde(default, skip_serializing_if = "Kernel::is_i915")]
-    pub kernel: Kernel,
+    /// The devices' PCI id: the model, and so the kernel driver (0x56a0 an Arc A770 and
+    /// 0x4680 an Alder Lake-S on i915, 0xe20b an Arc B580 on xe).
+    pub pci_id: u16,
 }
 
-/// The kernel driver an emulation is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kernel {
-    /// i915, on Arc A770s (DG2).
-    #[default]
-    I915,
-    /// xe, on Arc B580s (Battlemage).
-    Xe,
+pub use clmulti_scenario::kmd_emu::{Kernel, Model};
+
+/// An [`EmulatedDriver`] as reports hold it: those from before the PCI id was kept
+/// have none (A770s), or only `kernel: "xe"` (B580s).
+#[derive(Deserialize)]
+struct StoredDriver {
+    devices: usize,
+    local_bytes: u64,
+    #[serde(default)]
+    pci_id: u16,
+    #[serde(default)]
+    kernel: Option<String>,
 }
 
-impl Kernel {
-    fn is_i915(&self) -> bool {
-        *self == Kernel::I915
-    }
-
-    /// "i915 Arc A770".
-    pub fn devices(self) -> &'static str {
-        match self {
-            Kernel::I915 => "i915 Arc A770",
-            Kernel::Xe => "xe Arc B580",
-        }
-    }
-
-    /// The driver's name: `i915`, `xe`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kernel::I915 => "i915",
-            Kernel::Xe => "xe",
-        }
-    }
-
-    /// NEO's name of the product: `DG2`, `BMG`.
-    pub fn product(self) -> &'static str {
-        match self {
-            Kernel::I915 => "DG2",
-            Kernel::Xe => "BMG",
-        }
-    }
-
-    /// The kernel driver a product runs on here (`BMG`: xe; anything else: i915).
-    pub fn of_product(product: Option<&str>) -> Self {
-        match product {
-            Some("BMG") => Kernel::Xe,
-            _ => Kernel::I915,
+impl From<StoredDriver> for EmulatedDriver {
+    fn from(stored: StoredDriver) -> Self {
+        let pci_id = match (stored.pci_id, stored.kernel.as_deref()) {
+            (0, Some("xe")) => clmulti_scenario::kmd_emu::B580.pci_id,
+            (0, _) => clmulti_scenario::kmd_emu::A770.pci_id,
+            (id, _) => id,
+        };
+        Self {
+            devices: stored.devices,
+            local_bytes: stored.local_bytes,
+            pci_id,
         }
     }
 }
 
 impl EmulatedDriver {
+    /// The emulated device (the A770 when the id is not one clmulti emulates).
+    pub fn model(&self) -> Model {
+        clmulti_scenario::kmd_emu::model_of_pci_id(u64::from(self.pci_id))
+            .unwrap_or(clmulti_scenario::kmd_emu::A770)
+    }
+
+    /// The kernel driver emulated: the model's.
+    pub fn kernel(&self) -> Kernel {
+        self.model().kernel
+    }
+
     /// "2 emulated i915 Arc A770 devices".
     pub fn devices_label(&self) -> String {
         let s = if self.devices == 1 { "" } else { "s" };
+        let model = self.model();
         format!(
-            "{} emulated {} device{s}",
+            "{} emulated {} {} device{s}",
             self.devices,
-            self.kernel.devices()
+            model.kernel.name(),
+            model.name
         )
     }
 }
@@ -98,27 +92,15 @@ pub fn read_counts() -> Option<Counts> {
 
 /// The emulation, when this process runs under it.
 pub fn active() -> Option<EmulatedDriver> {
-    let _own = crate::trace::own_calls();
-    let text = std::fs::read_to_string(COUNTS_PATH).ok()?;
-    let counts = parse_counts(&text);
+    let counts = read_counts()?;
     Some(EmulatedDriver {
         devices: usize::try_from(*counts.get("devices")?).ok()?,
         local_bytes: counts.get("local-bytes").copied().unwrap_or(0),
-        kernel: kernel_of(&text),
+        pci_id: counts
+            .get("pci-id")
+            .and_then(|&id| u16::try_from(id).ok())
+            .unwrap_or(clmulti_scenario::kmd_emu::A770.pci_id),
     })
-}
-
-/// The kernel driver a counts file says it is (`driver: xe`; none said: i915).
-pub fn kernel_of(text: &str) -> Kernel {
-    let xe = text
-        .lines()
-        .filter_map(|l| l.split_once(':'))
-        .any(|(k, v)| k.trim() == "driver" && v.trim() == "xe");
-    if xe {
-        Kernel::Xe
-    } else {
-        Kernel::I915
-    }
 }
 
 /// What one buffer cost the kernel driver, from two readings of the counts `buffers`
@@ -133,7 +115,7 @@ pub fn per_buffer(before: &Counts, after: &Counts, buffers: u64) -> BTreeMap<Str
         .filter(|(k, _)| {
             !k.contains("-created")
                 && !k.starts_with("bytes-")
-                && !matches!(k.as_str(), "devices" | "local-bytes")
+                && !matches!(k.as_str(), "devices" | "local-bytes" | "pci-id")
         })
         .filter_map(|(k, &a)| {
             let b = before.get(k).copied().unwrap_or(0);
@@ -163,22 +145,20 @@ mod tests {
         );
         assert!(!per.contains_key("imports"), "unmoved counts are left out");
         assert!(read_counts().is_none(), "no emulation in this test process");
-        assert_eq!(kernel_of("driver: xe\ndevices: 2\n"), Kernel::Xe);
-        assert_eq!(kernel_of("devices: 2\n"), Kernel::I915);
         let xe = EmulatedDriver {
             devices: 2,
             local_bytes: 12 << 30,
-            kernel: Kernel::Xe,
+            pci_id: 0xe20b,
         };
+        assert_eq!(xe.kernel(), Kernel::Xe);
         assert_eq!(xe.devices_label(), "2 emulated xe Arc B580 devices");
-        let json = serde_json::to_string(&EmulatedDriver {
-            kernel: Kernel::I915,
-            ..xe
-        })
-        .unwrap();
-        assert!(
-            !json.contains("kernel"),
-            "an i915 report reads as before: {json}"
-        );
+        let json = serde_json::to_string(&xe).unwrap();
+        assert_eq!(serde_json::from_str::<EmulatedDriver>(&json).unwrap(), xe);
+        // Reports from before the PCI id was kept: A770s, or B580s that said xe.
+        let read = |json: &str| serde_json::from_str::<EmulatedDriver>(json).unwrap();
+        let old_xe = read(r#"{"devices": 2, "local_bytes": 12884901888, "kernel": "xe"}"#);
+        assert_eq!(old_xe, xe);
+        let old_i915 = read(r#"{"devices": 1, "local_bytes": 17179869184}"#);
+        assert_eq!(old_i915.devices_label(), "1 emulated i915 Arc A770 device");
     }
 }

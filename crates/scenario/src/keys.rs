@@ -240,10 +240,10 @@ mod tests {
         }
         assert_eq!(
             not_a_grid_key("allocation.nope").as_deref(),
-            Some("[allocation] has no key `nope`; its keys are size, count, flags, placement, keep, strategy, pool_size, release_every, pause_us")
+            Some("[allocation] has no key `nope`; its keys are size, count, flags, placement, keep, strategy, pool_size, release_every, pause_us, release_pause_us")
         );
         assert!(not_a_grid_key("context").unwrap().contains("is a table"));
         let unknown = not_a_grid_key("nope.size").unwrap();
-        assert_eq!(unknown, "`nope.size` is not a scenario key; a grid varies name, description, devices.{platform, type, count, indices, fallback, partition}, context.{mode, count}, allocation.{size, count, flags, placement, keep, strategy, pool_size, release_every, pause_us}, env.<NAME>, limits.{nofile, as, memlock, nproc, data}, guards.{max_total, max_rss, max_seconds}, sampling.{every, maps}, axpy.{check, samples, split}");
+        assert_eq!(unknown, "`nope.size` is not a scenario key; a grid varies name, description, devices.{platform, type, count, indices, fallback, partition}, context.{mode, count}, allocation.{size, count, flags, placement, keep, strategy, pool_size, release_every, pause_us, release_pause_us}, env.<NAME>, limits.{nofile, as, memlock, nproc, data}, guards.{max_total, max_rss, max_seconds}, sampling.{every, maps}, axpy.{check, samples, split}");
     }
 }

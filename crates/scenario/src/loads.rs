@@ -98,7 +98,7 @@ const LOADING_KEYS: [(&str, LoadKind, &[char]); 12] = [
 const ICD_KEYS: [&str; 2] = ["OCL_ICD_VENDORS", "OPENCL_VENDOR_PATH"];
 
 /// The folders this checkout's setup scripts install into, and cargo's.
-const CHECKOUT_FOLDERS: [&str; 4] = [".intel-gpu", ".intel-opencl", ".intel-gpu-next", "target"];
+const CHECKOUT_FOLDERS: [&str; 4] = [".intel-gpu", ".intel-opencl", ".neo-roots", "target"];
 
 /// What a run's `[env]` (paths resolved) makes it load; `libraries` is the folder of
 /// the project's libraries (beside clmulti).

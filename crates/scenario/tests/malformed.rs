@@ -534,7 +534,8 @@ fn grid_errors_name_the_grid_entry_as_written() {
         (
             "[grid]\n\"allocation.nope\" = [1, 2]\n",
             "g.toml:2:1: key `grid.\"allocation.nope\"`: [allocation] has no key `nope`; its keys \
-             are size, count, flags, placement, keep, strategy, pool_size, release_every, pause_us",
+             are size, count, flags, placement, keep, strategy, pool_size, release_every, pause_us, \
+             release_pause_us",
         ),
         (
             "[grid]\n\"allocation.count\" = [1, true]\n",
@@ -557,7 +558,7 @@ fn grid_errors_name_the_grid_entry_as_written() {
             "g.toml:1:6: key `grid.\"nope\"`: `nope` is not a scenario key; a grid varies name, \
              description, devices.{platform, type, count, indices, fallback, partition}, \
              context.{mode, count}, allocation.{size, count, flags, placement, keep, strategy, \
-             pool_size, release_every, pause_us}, env.<NAME>, limits.{nofile, as, memlock, nproc, data}, \
+             pool_size, release_every, pause_us, release_pause_us}, env.<NAME>, limits.{nofile, as, memlock, nproc, data}, \
              guards.{max_total, max_rss, max_seconds}, sampling.{every, maps}, axpy.{check, samples, split}",
         ),
         (

@@ -298,3 +298,73 @@ impl Started {
         out
     }
 }
+
+/// The seed's program (bench/seed), built as its author built it, in `dir` (made).
+pub fn seed_program(dir: &std::path::Path) -> PathBuf {
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/seed");
+    std::fs::create_dir_all(dir).unwrap();
+    for file in ["OpenCLMulti.cpp", "OpenCLKernels.cl"] {
+        std::fs::copy(source.join(file), dir.join(file)).unwrap();
+    }
+    let status = Command::new("gcc")
+        .args([
+            "-D",
+            "CL_TARGET_OPENCL_VERSION=220",
+            "-g",
+            "-Wall",
+            "-o",
+            "OpenCLMulti",
+        ])
+        .args(["OpenCLMulti.cpp", "-lOpenCL", "-lm"])
+        .current_dir(dir)
+        .status()
+        .expect("gcc (and g++'s cc1plus: the seed is a .cpp)");
+    assert!(status.success(), "the seed's program did not build");
+    dir.to_path_buf()
+}
+
+/// The last index the seed's program printed as allocated ("998: Allocated 1 MB
+/// successfully"), if any, and its last line.
+pub fn seed_outcome(output: &str) -> (Option<u64>, String) {
+    let allocated = output
+        .lines()
+        .filter_map(|l| l.split_once(": Allocated 1 MB successfully"))
+        .filter_map(|(i, _)| i.trim().parse::<u64>().ok())
+        .next_back();
+    let last = output.lines().last().unwrap_or_default().to_owned();
+    (allocated, last)
+}
+
+/// Runs `cmd` with `soft` as its soft descriptor limit (the hard one as it is; a test
+/// that needs more says so) and no descriptor inherited from the harness (cargo's
+/// jobserver would take a number below one limit and not another).
+pub fn with_soft_nofile(cmd: &mut Command, soft: u64) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    let hard = clmulti_probe::rlimit(clmulti_scenario::Rlimit::NoFile).hard;
+    assert!(
+        hard.is_none_or(|h| h >= soft),
+        "this test needs a hard RLIMIT_NOFILE of at least {soft}, not {hard:?}"
+    );
+    // SAFETY: close_range and setrlimit are async-signal-safe; this runs between fork
+    // and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            );
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+            lim.rlim_cur = soft;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}

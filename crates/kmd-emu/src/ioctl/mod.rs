@@ -1,5 +1,6 @@
 //! The ioctl table: each DRM and i915 request NEO issues, decoded from the caller's
-//! memory, answered as i915 answers it on an Arc A770, against [`Driver`].
+//! memory, answered as i915 answers it on the model presented (an Arc A770 unless
+//! chosen), against [`Driver`].
 //!
 //! Requests not in the table fail with `ENOTTY` for a DRM file (the kernel's answer to
 //! an ioctl a driver does not have) and are counted.
@@ -9,7 +10,7 @@ mod query;
 use query::{getparam, query_answer};
 
 use crate::batch::{Memory, View};
-use crate::config::{self, Config, CHIPSET_ID, REVISION};
+use crate::config::Config;
 use crate::model::{Driver, Errno};
 use clmulti_drm_uapi::*;
 use std::ffi::c_void;
@@ -52,6 +53,9 @@ pub trait Host {
         let n = unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) };
         (n == 8).then_some(()).ok_or(libc::EFAULT)
     }
+    /// Faults in the process's `size` bytes at `address` (writable or for reading), as
+    /// the kernel does when it pins a userptr object's pages.
+    fn pin_pages(&self, address: u64, size: u64, writable: bool);
 }
 
 /// Answers `request` on the emulated render-node descriptor `fd`.
@@ -79,7 +83,7 @@ pub unsafe fn render_ioctl(
             DRM_IOCTL_VERSION => version(&mut *arg.cast::<DrmVersion>()),
             DRM_IOCTL_GET_CAP => get_cap(&mut *arg.cast::<DrmGetCap>()),
             DRM_IOCTL_SET_CLIENT_CAP => Ok(0),
-            DRM_IOCTL_I915_GETPARAM => getparam(&*arg.cast::<GetParam>()),
+            DRM_IOCTL_I915_GETPARAM => getparam(driver.config.hardware, &*arg.cast::<GetParam>()),
             DRM_IOCTL_I915_QUERY => query(&driver.config, &*arg.cast::<Query>()),
             DRM_IOCTL_I915_GEM_CREATE => {
                 let create = &mut *arg.cast::<GemCreate>();
@@ -95,7 +99,12 @@ pub unsafe fn render_ioctl(
                     // UNSYNCHRONIZED needs CAP_SYS_ADMIN and is gone from i915.
                     return Err(libc::ENODEV);
                 }
-                userptr.handle = driver.userptr(fd, userptr.user_ptr, userptr.user_size)?;
+                userptr.handle = driver.userptr(
+                    fd,
+                    userptr.user_ptr,
+                    userptr.user_size,
+                    userptr.flags & 1 != 0,
+                )?;
                 Ok(0)
             }
             DRM_IOCTL_GEM_CLOSE => {
@@ -136,6 +145,16 @@ pub unsafe fn render_ioctl(
                 Ok(0)
             }
             DRM_IOCTL_I915_GEM_CONTEXT_CREATE_EXT => context_create(driver, fd, &mut *arg.cast()),
+            DRM_IOCTL_I915_GEM_CONTEXT_CREATE => {
+                // The kernel reads the older structure as the newer one, zero-extended:
+                // its pad is the newer one's flags, with no extension chain to follow.
+                let create = &mut *arg.cast::<GemContextCreate>();
+                if create.pad & !I915_CONTEXT_CREATE_FLAGS_USE_EXTENSIONS != 0 {
+                    return Err(libc::EINVAL);
+                }
+                create.ctx_id = driver.context_create(fd, 0)?;
+                Ok(0)
+            }
             DRM_IOCTL_I915_GEM_CONTEXT_DESTROY => {
                 driver.context_destroy(fd, (*arg.cast::<GemContextDestroy>()).ctx_id)?;
                 Ok(0)
@@ -152,7 +171,7 @@ pub unsafe fn render_ioctl(
                 if read.offset & !1 != 0x2358 {
                     return Err(libc::EINVAL);
                 }
-                read.val = timestamp(host);
+                read.val = driver.config.hardware.timestamp(host.now_ns());
                 Ok(0)
             }
             DRM_IOCTL_I915_GET_RESET_STATS => {
@@ -190,14 +209,28 @@ pub unsafe fn render_ioctl(
                 Ok(0)
             }
             // DG2 has no fence registers: i915 refuses tiling through them.
-            DRM_IOCTL_I915_GEM_SET_TILING | DRM_IOCTL_I915_GEM_GET_TILING => Err(libc::EOPNOTSUPP),
+            DRM_IOCTL_I915_GEM_SET_TILING | DRM_IOCTL_I915_GEM_GET_TILING
+                if driver.config.hardware.discrete() =>
+            {
+                Err(libc::EOPNOTSUPP)
+            }
+            DRM_IOCTL_I915_GEM_SET_TILING => {
+                let tiling = &mut *arg.cast::<GemSetTiling>();
+                tiling.stride =
+                    driver.set_tiling(fd, tiling.handle, tiling.tiling_mode, tiling.stride)?;
+                // Bit-6 swizzling: none on Gen12.
+                tiling.swizzle_mode = 0;
+                Ok(0)
+            }
+            DRM_IOCTL_I915_GEM_GET_TILING => {
+                let tiling = &mut *arg.cast::<GemGetTiling>();
+                tiling.tiling_mode = driver.tiling(fd, tiling.handle)?;
+                (tiling.swizzle_mode, tiling.phys_swizzle_mode) = (0, 0);
+                Ok(0)
+            }
             _ => Err(libc::ENOTTY),
         }
     }
-}
-
-fn timestamp(host: &dyn Host) -> u64 {
-    host.now_ns() / (1_000_000_000 / config::CS_TIMESTAMP_HZ)
 }
 
 /// Copies `text` into a user buffer of `len` bytes the way the kernel's
@@ -429,6 +462,9 @@ unsafe fn execbuffer(
     };
     let named: Vec<(u32, u64)> = objects.iter().map(|o| (o.handle, o.offset)).collect();
     let bound = driver.execute(fd, &named)?;
+    for (address, size, writable) in driver.pin_userptrs(&bound) {
+        host.pin_pages(address, size, writable);
+    }
     let views: Vec<View> = bound
         .iter()
         .map(|b| View {
@@ -443,7 +479,7 @@ unsafe fn execbuffer(
         &views[views.len() - 1]
     };
     let start = batch.gpu_address + u64::from(exec.batch_start_offset);
-    let outcome = Memory::new(&views, timestamp(host)).run(start);
+    let outcome = Memory::new(&views, driver.config.hardware.timestamp(host.now_ns())).run(start);
     for _ in 0..outcome.writes {
         driver.post_sync_written();
     }

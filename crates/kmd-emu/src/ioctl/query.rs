@@ -1,25 +1,28 @@
 //! What i915 tells a client about the device: GETPARAM values and the QUERY items
-//! (topology, engines, memory regions) of an Arc A770.
+//! (topology, engines, memory regions) of the model presented ([`Hardware`]).
 
 use super::*;
+use crate::config::Hardware;
 
-/// The GETPARAM answers of i915 on an A770 (i915_getparam_ioctl).
-fn param_value(param: i32) -> Option<i32> {
-    let eus = (config::SUBSLICES * config::EUS_PER_SUBSLICE) as i32;
+/// The GETPARAM answers of i915 on `hw` (i915_getparam_ioctl).
+fn param_value(hw: &Hardware, param: i32) -> Option<i32> {
+    let eus = (hw.subslices * hw.eus_per_subslice) as i32;
     Some(match param {
-        I915_PARAM_CHIPSET_ID => i32::from(CHIPSET_ID),
-        I915_PARAM_REVISION => i32::from(REVISION),
-        I915_PARAM_SUBSLICE_TOTAL => config::SUBSLICES as i32,
+        I915_PARAM_CHIPSET_ID => i32::from(hw.model.pci_id),
+        I915_PARAM_REVISION => i32::from(hw.revision),
+        I915_PARAM_SUBSLICE_TOTAL => hw.subslices as i32,
         I915_PARAM_EU_TOTAL => eus,
         I915_PARAM_HAS_EXEC_SOFTPIN => 1,
         I915_PARAM_HAS_POOLED_EU | I915_PARAM_MIN_EU_IN_POOL => 0,
         I915_PARAM_HAS_SCHEDULER => SCHEDULER_CAPS,
-        I915_PARAM_CS_TIMESTAMP_FREQUENCY => config::CS_TIMESTAMP_HZ as i32,
+        I915_PARAM_CS_TIMESTAMP_FREQUENCY => hw.cs_timestamp_hz as i32,
         I915_PARAM_HAS_ALIASING_PPGTT => 3,
         I915_PARAM_MMAP_VERSION => 5,
         I915_PARAM_MMAP_GTT_VERSION => 4,
         I915_PARAM_SLICE_MASK => 1,
-        I915_PARAM_SUBSLICE_MASK => -1,
+        I915_PARAM_SUBSLICE_MASK => (1i64 << hw.subslices) as i32 - 1,
+        // HAS_LLC: integrated parts share the CPU's last-level cache.
+        14 => i32::from(hw.has_llc),
         // Render, copy, video, video enhance, compute: each isolated.
         I915_PARAM_HAS_CONTEXT_ISOLATION => 0x1f,
         I915_PARAM_HAS_EXEC_CAPTURE | I915_PARAM_HAS_EXEC_TIMELINE_FENCES => 1,
@@ -28,17 +31,16 @@ fn param_value(param: i32) -> Option<i32> {
         // HAS_EXEC_FENCE_ARRAY, HAS_EXEC_SUBMIT_FENCE: the features every current
         // i915 reports as present.
         5 | 9..=13 | 15 | 16 | 19 | 21 | 22 | 24..=26 | 29 | 31 | 43 | 44 | 48 | 49 | 53 => 1,
-        // HAS_LLC (discrete: no), HAS_SEMAPHORES, HAS_WT, HAS_EXEC_CONSTANTS,
-        // MMAP_GTT_COHERENT.
-        14 | 17 | 20 | 27 | 52 => 0,
+        // HAS_SEMAPHORES, HAS_WT, HAS_EXEC_CONSTANTS, MMAP_GTT_COHERENT.
+        17 | 20 | 27 | 52 => 0,
         _ => return None,
     })
 }
 
 /// # Safety
 /// `get.value` is valid for a write of one `int`.
-pub(super) unsafe fn getparam(get: &GetParam) -> Result<i32, Errno> {
-    let value = param_value(get.param).ok_or(libc::EINVAL)?;
+pub(super) unsafe fn getparam(hw: &Hardware, get: &GetParam) -> Result<i32, Errno> {
+    let value = param_value(hw, get.param).ok_or(libc::EINVAL)?;
     if get.value.is_null() {
         return Err(libc::EFAULT);
     }
@@ -53,8 +55,12 @@ pub(super) fn query_answer(config: &Config, id: u64, flags: u32) -> Result<Vec<u
         return Err(libc::EINVAL);
     }
     match id {
-        DRM_I915_QUERY_TOPOLOGY_INFO | DRM_I915_QUERY_GEOMETRY_SUBSLICES => Ok(topology()),
-        DRM_I915_QUERY_ENGINE_INFO => Ok(engines()),
+        // Geometry subslices exist from Xe-HP on (of the models, the A770's DG2).
+        DRM_I915_QUERY_GEOMETRY_SUBSLICES if !config.hardware.discrete() => Err(libc::ENODEV),
+        DRM_I915_QUERY_TOPOLOGY_INFO | DRM_I915_QUERY_GEOMETRY_SUBSLICES => {
+            Ok(topology(config.hardware))
+        }
+        DRM_I915_QUERY_ENGINE_INFO => Ok(engines(config.hardware)),
         DRM_I915_QUERY_MEMORY_REGIONS => Ok(memory_regions(config)),
         // Shown only with GuC firmware that carries the table; NEO does without it.
         DRM_I915_QUERY_HWCONFIG_BLOB => Err(libc::ENODEV),
@@ -62,11 +68,12 @@ pub(super) fn query_answer(config: &Config, id: u64, flags: u32) -> Result<Vec<u
     }
 }
 
-/// `drm_i915_query_topology_info`: one slice of 32 dual-subslices of 16 EUs, as i915
-/// reports Xe-HPG (it folds DG2's slices into one).
-fn topology() -> Vec<u8> {
-    let subslices = config::SUBSLICES as usize;
-    let eus = config::EUS_PER_SUBSLICE as usize;
+/// `drm_i915_query_topology_info`: one slice of `max_subslices` (the first
+/// `subslices` enabled, each with all its EUs).
+fn topology(hw: &Hardware) -> Vec<u8> {
+    let subslices = hw.max_subslices as usize;
+    let enabled = hw.subslices as usize;
+    let eus = hw.eus_per_subslice as usize;
     let subslice_stride = subslices.div_ceil(8);
     let eu_stride = eus.div_ceil(8);
     let subslice_offset = 1;
@@ -83,25 +90,26 @@ fn topology() -> Vec<u8> {
     ];
     let mut out: Vec<u8> = header.iter().flat_map(|v| v.to_ne_bytes()).collect();
     out.push(1);
-    out.extend(std::iter::repeat_n(0xff, subslice_stride));
-    out.extend(std::iter::repeat_n(0xff, subslices * eu_stride));
+    out.extend((0..subslice_stride).map(|byte| mask_byte(enabled, byte)));
+    for subslice in 0..subslices {
+        let all = if subslice < enabled { eus } else { 0 };
+        out.extend((0..eu_stride).map(|byte| mask_byte(all, byte)));
+    }
     out
 }
 
-/// `drm_i915_query_engine_info`: DG2's engines.
-fn engines() -> Vec<u8> {
-    let list: &[(u16, u16)] = &[
-        (I915_ENGINE_CLASS_RENDER, 0),
-        (I915_ENGINE_CLASS_COPY, 0),
-        (I915_ENGINE_CLASS_VIDEO, 0),
-        (I915_ENGINE_CLASS_VIDEO, 1),
-        (I915_ENGINE_CLASS_VIDEO_ENHANCE, 0),
-        (I915_ENGINE_CLASS_VIDEO_ENHANCE, 1),
-        (I915_ENGINE_CLASS_COMPUTE, 0),
-        (I915_ENGINE_CLASS_COMPUTE, 1),
-        (I915_ENGINE_CLASS_COMPUTE, 2),
-        (I915_ENGINE_CLASS_COMPUTE, 3),
-    ];
+/// Byte `byte` of a mask whose first `bits` bits are set.
+fn mask_byte(bits: usize, byte: usize) -> u8 {
+    match bits.saturating_sub(byte * 8) {
+        0 => 0,
+        n if n >= 8 => 0xff,
+        n => (1u8 << n) - 1,
+    }
+}
+
+/// `drm_i915_query_engine_info`: the model's engines.
+fn engines(hw: &Hardware) -> Vec<u8> {
+    let list = hw.engines;
     let mut out = Vec::with_capacity(16 + 56 * list.len());
     out.extend((list.len() as u32).to_ne_bytes());
     out.extend([0u8; 12]);
@@ -117,13 +125,14 @@ fn engines() -> Vec<u8> {
     out
 }
 
-/// `drm_i915_query_memory_regions`: system memory and the device's 16 GiB.
+/// `drm_i915_query_memory_regions`: system memory, and the device's own (16 GiB on an
+/// A770) where it has any.
 fn memory_regions(config: &Config) -> Vec<u8> {
     let local = config.devices.first().map_or(0, |d| d.local_bytes);
-    let regions = [
-        (I915_MEMORY_CLASS_SYSTEM, config.system_bytes),
-        (I915_MEMORY_CLASS_DEVICE, local),
-    ];
+    let mut regions = vec![(I915_MEMORY_CLASS_SYSTEM, config.system_bytes)];
+    if config.hardware.discrete() {
+        regions.push((I915_MEMORY_CLASS_DEVICE, local));
+    }
     let mut out = Vec::with_capacity(16 + 88 * regions.len());
     out.extend((regions.len() as u32).to_ne_bytes());
     out.extend([0u8; 12]);

@@ -85,6 +85,11 @@ struct Object {
     /// Last use for execution (eviction order).
     last_use: u64,
     mmap_offset: Option<u64>,
+    /// `SET_TILING`'s mode and stride (integrated parts with fence registers).
+    tiling: (u32, u32),
+    /// A userptr object's pages pinned by a submission; whether it is read-only.
+    pinned: bool,
+    read_only: bool,
 }
 
 impl Object {
@@ -156,6 +161,9 @@ pub struct Counts {
     pub imports: Tally,
     /// Objects over the process's own pages (`GEM_USERPTR`).
     pub userptrs: Tally,
+    /// Their bytes (live): of the system region's bytes, those that are the
+    /// process's own memory, already in its RSS once touched.
+    pub userptr_bytes: u64,
     /// Open render-node files.
     pub files: Tally,
     /// Address spaces (`GEM_VM_CREATE`).
@@ -400,6 +408,7 @@ impl Driver {
         }
         if matches!(o.origin, Origin::Userptr(_)) {
             self.counts.userptrs.down();
+            self.counts.userptr_bytes -= o.size;
         }
     }
 
@@ -432,6 +441,23 @@ impl Driver {
             Origin::Userptr(address) => Some((address as usize, o.size as usize)),
             Origin::Created => self.mapping_of(object),
         }
+    }
+
+    /// The user pages a submission of `bound` pins for the first time, as `(address,
+    /// size, writable)`: i915 pins a userptr object's pages when it is first submitted
+    /// (i915_gem_object_userptr_submit_init: pin_user_pages_fast, FOLL_WRITE unless
+    /// read-only), which faults them into the process: its RSS and memory cgroup grow.
+    pub fn pin_userptrs(&mut self, bound: &[Bound]) -> Vec<(u64, u64, bool)> {
+        let mut pins = Vec::new();
+        for b in bound {
+            if let Some(o) = self.objects.get_mut(&b.object) {
+                if let (Origin::Userptr(address), false) = (o.origin, o.pinned) {
+                    o.pinned = true;
+                    pins.push((address, o.size, !o.read_only));
+                }
+            }
+        }
+        pins
     }
 
     /// `EXECBUFFER2`: the objects it names, made resident (device memory evicting
@@ -471,7 +497,7 @@ impl Driver {
     /// recently used idle objects when full. Objects used at `busy_since` or later
     /// (the submission in flight) and mapped ones stay.
     fn make_resident(&mut self, object: ObjectId, busy_since: u64) -> Result<(), Errno> {
-        if self.config.kernel == crate::config::Kernel::Xe {
+        if self.config.kernel() == crate::config::Kernel::Xe {
             return self.xe_make_resident(object, busy_since);
         }
         let (device, region, size) = match self.objects.get(&object) {

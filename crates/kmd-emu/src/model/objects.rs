@@ -24,8 +24,13 @@ impl Driver {
             Some(&(clmulti_drm_uapi::I915_MEMORY_CLASS_DEVICE, 0)) => Region::Local,
             Some(_) => return Err(libc::EINVAL),
         };
+        // A region the device does not have (device memory on an integrated GPU) is
+        // refused as one that does not exist.
+        let discrete = self.config.hardware.discrete();
         if placements.iter().any(|&(class, instance)| {
-            class > clmulti_drm_uapi::I915_MEMORY_CLASS_DEVICE || instance != 0
+            class > clmulti_drm_uapi::I915_MEMORY_CLASS_DEVICE
+                || instance != 0
+                || (class == clmulti_drm_uapi::I915_MEMORY_CLASS_DEVICE && !discrete)
         }) {
             return Err(libc::EINVAL);
         }
@@ -50,16 +55,26 @@ impl Driver {
     }
 
     /// `GEM_USERPTR`: an object over the process's own `size` bytes at `address`.
-    pub fn userptr(&mut self, fd: i32, address: u64, size: u64) -> Result<u32, Errno> {
+    pub fn userptr(
+        &mut self,
+        fd: i32,
+        address: u64,
+        size: u64,
+        read_only: bool,
+    ) -> Result<u32, Errno> {
         let device = self.file(fd)?.device;
         let page = Region::System.page();
         if size == 0 || address % page != 0 || size % page != 0 {
             return Err(libc::EINVAL);
         }
         let object = self.insert_object(device, Region::System, size, Origin::Userptr(address));
+        if let Some(o) = self.objects.get_mut(&object) {
+            o.read_only = read_only;
+        }
         // The process's pages are there already: resident from the start.
         self.make_resident(object, self.clock + 1)?;
         self.counts.userptrs.up();
+        self.counts.userptr_bytes += size;
         self.add_handle(fd, object)
     }
 
@@ -87,6 +102,9 @@ impl Driver {
                 resident: false,
                 last_use: 0,
                 mmap_offset: None,
+                tiling: (0, 0),
+                pinned: false,
+                read_only: false,
             },
         );
         let counts = self.counts.regions.entry((device, region)).or_default();
@@ -132,7 +150,7 @@ impl Driver {
     pub(super) fn region_size(&self, device: usize, region: Region) -> u64 {
         match region {
             // xe's system memory is TTM's GTT: half the RAM (xe_ttm_sys_mgr.c).
-            Region::System if self.config.kernel == crate::config::Kernel::Xe => {
+            Region::System if self.config.kernel() == crate::config::Kernel::Xe => {
                 self.config.system_bytes / 2
             }
             Region::System => self.config.system_bytes,
@@ -159,5 +177,42 @@ impl Driver {
     pub fn touch(&mut self, fd: i32, handle: u32) -> Result<(), Errno> {
         let object = self.lookup(fd, handle)?;
         self.make_resident(object, self.clock + 1)
+    }
+
+    /// `SET_TILING` (i915_gem_set_tiling_ioctl, on parts with fence registers): the mode
+    /// and stride the kernel accepts, kept for `GET_TILING`; returns the stride kept
+    /// (none for linear).
+    pub fn set_tiling(
+        &mut self,
+        fd: i32,
+        handle: u32,
+        mode: u32,
+        stride: u32,
+    ) -> Result<u32, Errno> {
+        let object = self.lookup(fd, handle)?;
+        // i915_tiling_ok: X tiles are 512 bytes wide, Y tiles 128; a fence covers at
+        // most 256 KiB of pitch (Gen7 and later).
+        let width = match mode {
+            clmulti_drm_uapi::I915_TILING_NONE => 0,
+            clmulti_drm_uapi::I915_TILING_X => 512,
+            clmulti_drm_uapi::I915_TILING_Y => 128,
+            _ => return Err(libc::EINVAL),
+        };
+        if width > 0 && (stride < width || stride % width != 0 || stride > 256 << 10) {
+            return Err(libc::EINVAL);
+        }
+        let o = self.objects.get_mut(&object).ok_or(libc::ENOENT)?;
+        if matches!(o.origin, Origin::Userptr(_)) {
+            return Err(libc::ENXIO);
+        }
+        let stride = if width == 0 { 0 } else { stride };
+        o.tiling = (mode, stride);
+        Ok(stride)
+    }
+
+    /// `GET_TILING`: the mode `SET_TILING` left (linear when never set).
+    pub fn tiling(&mut self, fd: i32, handle: u32) -> Result<u32, Errno> {
+        let object = self.lookup(fd, handle)?;
+        Ok(self.objects.get(&object).map_or(0, |o| o.tiling.0))
     }
 }

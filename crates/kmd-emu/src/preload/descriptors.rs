@@ -20,7 +20,7 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: u64, arg: *mut c_void) -> c_i
         return -1;
     };
     let mut driver = emu.lock();
-    let xe = driver.config.kernel == Kernel::Xe;
+    let xe = driver.config.kernel() == Kernel::Xe;
     let result = if driver.device_of(fd).is_none() {
         dmabuf_ioctl(request)
     } else if xe {

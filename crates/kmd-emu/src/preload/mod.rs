@@ -87,7 +87,7 @@ fn start() -> Option<Emulation> {
     let report = std::env::var_os(config::env::REPORT)
         .filter(|v| !v.is_empty())
         .and_then(|v| CString::new(v.into_encoded_bytes()).ok());
-    if config.kernel == Kernel::Xe {
+    if config.kernel() == Kernel::Xe {
         warn_direct_submission();
     }
     // SAFETY: registering a plain extern "C" function.
@@ -245,6 +245,15 @@ impl Host for NeoHost {
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
         ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
     }
+
+    fn pin_pages(&self, address: u64, size: u64, writable: bool) {
+        // MADV_POPULATE_WRITE / _READ (Linux 5.14): the faults pin_user_pages takes,
+        // without touching the data; on an older kernel the pages stay as they are.
+        let advice = if writable { 23 } else { 22 };
+        // SAFETY: the range is the process's own memory, which a userptr object
+        // names; populating changes no content.
+        unsafe { libc::madvise(address as *mut libc::c_void, size as usize, advice) };
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -336,14 +345,15 @@ fn fdinfo_file(fd: c_int, flags: c_int) -> c_int {
     };
     let text = {
         let driver = emu.lock();
-        let kernel = driver.config.kernel;
+        let kernel = driver.config.kernel();
         if let (Kernel::Xe, Some(usage)) = (kernel, driver.xe_client_usage(fd)) {
             let bdf = driver
                 .config
                 .devices
                 .get(usage.device)
                 .map_or("", |d| &d.bdf);
-            crate::xe::sysfs::fdinfo(&header, &usage, bdf, NeoHost.now_ns())
+            let hw = driver.config.hardware;
+            crate::xe::sysfs::fdinfo(&header, &usage, hw, bdf, NeoHost.now_ns())
         } else if let Some(usage) = driver.client_usage(fd) {
             vfs::drm_fdinfo(&header, &usage, &driver.config)
         } else if let Some((_, size)) = driver.object_of_dmabuf(fd) {

@@ -27,7 +27,8 @@ pub(super) fn exec(
     let syncs: Vec<XeSync> = unsafe { vm::read_array(e.syncs, e.num_syncs as usize)? };
     check_syncs(driver, fd, &syncs)?;
     let views = driver.xe_views(fd, vm)?;
-    let outcome = Memory::new(&views, query::timestamp(host)).run(e.address);
+    let outcome =
+        Memory::new(&views, driver.config.hardware.timestamp(host.now_ns())).run(e.address);
     driver.xe_executed(outcome.writes);
     if driver.config.trace {
         let fences: Vec<String> = syncs

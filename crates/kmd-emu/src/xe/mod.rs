@@ -1,5 +1,6 @@
 //! The xe driver (Linux's driver for Intel GPUs since Lunar Lake and Battlemage), as
-//! it answers on N Arc B580s (Battlemage G21, PCI id 0xe20b, 12 GiB of VRAM each):
+//! it answers on N Arc B580s (Battlemage G21, PCI id 0xe20b, 12 GiB of VRAM each; what
+//! the device is comes from its entry in the model table, [`crate::config::B580`]):
 //! the ioctl table of `xe_drm.h` and the DRM core's syncobjs, the device queries, the
 //! sysfs files and fdinfo xe lays out.
 //!
@@ -27,19 +28,10 @@ use crate::model::{Driver, Errno, XeCreate};
 use clmulti_drm_uapi::*;
 use std::ffi::c_void;
 
-pub use crate::config::{
-    XE_DEVICE_ID as DEVICE_ID, XE_REVISION as REVISION, XE_VRAM_BYTES as VRAM_BYTES,
-};
-/// Xe2 cores (dual-subslices) of a B580.
-pub const DSS: u32 = 20;
-/// SIMD16 EUs (XVEs) per Xe2 core.
-pub const EUS_PER_DSS: u32 = 8;
 /// Graphics IP (GMD_ID): Xe2_HPG 20.01; the revision is invented.
 pub const GRAPHICS_IP: (u16, u16, u16) = (20, 1, 4);
 /// Media IP (GMD_ID): Xe2_HPM 13.01.
 pub const MEDIA_IP: (u16, u16, u16) = (13, 1, 0);
-/// The GT's timestamp clock, Hz (invented: xe reads it from the hardware).
-pub const REFERENCE_CLOCK_HZ: u32 = 19_200_000;
 
 /// What an xe ioctl asks of its caller after the driver answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

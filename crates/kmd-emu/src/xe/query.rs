@@ -3,27 +3,24 @@
 //! another size than the answer's is refused (`EINVAL`), as xe refuses it.
 
 use super::*;
-use crate::config::Config;
+use crate::config::{Config, Hardware};
 
-/// The engines xe exposes on a B580 (class, instance, GT): the render, copy and
-/// compute engines of the main GT (CCS mode 1 leaves one compute engine; the paging
-/// copy engine is xe's own), and two video and two video-enhance engines on the media
-/// GT.
-pub const ENGINES: [(u16, u16, u16); 7] = [
-    (DRM_XE_ENGINE_CLASS_RENDER, 0, 0),
-    (DRM_XE_ENGINE_CLASS_COPY, 0, 0),
-    (DRM_XE_ENGINE_CLASS_COMPUTE, 0, 0),
-    (DRM_XE_ENGINE_CLASS_VIDEO_DECODE, 0, 1),
-    (DRM_XE_ENGINE_CLASS_VIDEO_DECODE, 1, 1),
-    (DRM_XE_ENGINE_CLASS_VIDEO_ENHANCE, 0, 1),
-    (DRM_XE_ENGINE_CLASS_VIDEO_ENHANCE, 1, 1),
-];
+/// The engines xe exposes (class, instance, GT): the model's, video and video-enhance
+/// engines on the media GT (1), the others (render, copy, compute; the paging copy
+/// engine is xe's own) on the main GT (0).
+pub fn engines_of(hw: &Hardware) -> impl Iterator<Item = (u16, u16, u16)> + '_ {
+    hw.engines.iter().map(|&(class, instance)| {
+        let media = matches!(
+            class,
+            DRM_XE_ENGINE_CLASS_VIDEO_DECODE | DRM_XE_ENGINE_CLASS_VIDEO_ENHANCE
+        );
+        (class, instance, u16::from(media))
+    })
+}
 
-/// Whether `eci` names one of [`ENGINES`].
-pub fn engine_exists(eci: &XeEngineClassInstance) -> bool {
-    ENGINES
-        .iter()
-        .any(|&(c, i, g)| (c, i, g) == (eci.engine_class, eci.engine_instance, eci.gt_id))
+/// Whether `eci` names one of the engines of `hw`.
+pub fn engine_exists(hw: &Hardware, eci: &XeEngineClassInstance) -> bool {
+    engines_of(hw).any(|e| e == (eci.engine_class, eci.engine_instance, eci.gt_id))
 }
 
 /// Answers one device query.
@@ -37,17 +34,18 @@ pub(super) fn device_query(
         return Err(libc::EINVAL);
     }
     let config = &driver.config;
+    let hw = config.hardware;
     let data = match q.query {
-        DRM_XE_DEVICE_QUERY_ENGINES => engines(),
+        DRM_XE_DEVICE_QUERY_ENGINES => engines(hw),
         DRM_XE_DEVICE_QUERY_MEM_REGIONS => {
             let device = driver.device_of(fd).ok_or(libc::EBADF)?;
             mem_regions(config, driver.counts(), device)
         }
-        DRM_XE_DEVICE_QUERY_CONFIG => device_config(),
-        DRM_XE_DEVICE_QUERY_GT_LIST => gt_list(),
-        DRM_XE_DEVICE_QUERY_HWCONFIG => hwconfig(),
-        DRM_XE_DEVICE_QUERY_GT_TOPOLOGY => topology(),
-        DRM_XE_DEVICE_QUERY_ENGINE_CYCLES => return engine_cycles(host, q),
+        DRM_XE_DEVICE_QUERY_CONFIG => device_config(hw),
+        DRM_XE_DEVICE_QUERY_GT_LIST => gt_list(hw),
+        DRM_XE_DEVICE_QUERY_HWCONFIG => hwconfig(hw),
+        DRM_XE_DEVICE_QUERY_GT_TOPOLOGY => topology(hw),
+        DRM_XE_DEVICE_QUERY_ENGINE_CYCLES => return engine_cycles(hw, host, q),
         DRM_XE_DEVICE_QUERY_UC_FW_VERSION => return uc_fw_version(q),
         // No OA unit is modelled: an empty list.
         DRM_XE_DEVICE_QUERY_OA_UNITS => [0u8; 16].to_vec(),
@@ -78,11 +76,11 @@ fn answer(q: &mut XeDeviceQuery, data: &[u8]) -> Result<i32, Errno> {
 /// The GuC's hardware table (KLV: key, length in dwords, value), with the keys NEO
 /// reads (shared/source/os_interface/linux/system_info.h). Values from a B580's public
 /// specifications; which keys a real GuC table adds, and its CSR size, are invented.
-fn hwconfig() -> Vec<u8> {
+fn hwconfig(hw: &Hardware) -> Vec<u8> {
     let entries: [(u32, u32); 9] = [
-        (1, 5),   // max slices (render slices)
-        (2, DSS), // max dual-subslices (Xe2 cores)
-        (3, EUS_PER_DSS),
+        (1, 5),                // max slices (render slices)
+        (2, hw.max_subslices), // max dual-subslices (Xe2 cores)
+        (3, hw.eus_per_subslice),
         (11, 4),   // memory type: GDDR6
         (15, 8),   // threads per EU
         (23, 1),   // render engines
@@ -97,11 +95,11 @@ fn hwconfig() -> Vec<u8> {
         .collect()
 }
 
-fn engines() -> Vec<u8> {
-    let mut out = Vec::with_capacity(8 + 32 * ENGINES.len());
-    out.extend((ENGINES.len() as u32).to_ne_bytes());
+fn engines(hw: &Hardware) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + 32 * hw.engines.len());
+    out.extend((hw.engines.len() as u32).to_ne_bytes());
     out.extend([0u8; 4]);
-    for (class, instance, gt) in ENGINES {
+    for (class, instance, gt) in engines_of(hw) {
         for v in [class, instance, gt, 0] {
             out.extend(v.to_ne_bytes());
         }
@@ -154,11 +152,12 @@ fn mem_regions(config: &Config, counts: &crate::model::Counts, device: usize) ->
     out
 }
 
-fn device_config() -> Vec<u8> {
+fn device_config(hw: &Hardware) -> Vec<u8> {
     // SAFETY: geteuid has no preconditions.
     let nice = unsafe { libc::geteuid() } == 0;
     let mut info = [0u64; 5];
-    info[DRM_XE_QUERY_CONFIG_REV_AND_DEVICE_ID] = u64::from(DEVICE_ID) | u64::from(REVISION) << 16;
+    info[DRM_XE_QUERY_CONFIG_REV_AND_DEVICE_ID] =
+        u64::from(hw.model.pci_id) | u64::from(hw.revision) << 16;
     info[DRM_XE_QUERY_CONFIG_FLAGS] = DRM_XE_QUERY_CONFIG_FLAG_HAS_VRAM;
     info[DRM_XE_QUERY_CONFIG_MIN_ALIGNMENT] = 4096;
     info[DRM_XE_QUERY_CONFIG_VA_BITS] = 48;
@@ -174,7 +173,7 @@ fn device_config() -> Vec<u8> {
 }
 
 /// The main GT (graphics) and the media GT of tile 0; VRAM (bit 1) is near both.
-fn gt_list() -> Vec<u8> {
+fn gt_list(hw: &Hardware) -> Vec<u8> {
     let gts = [
         (DRM_XE_QUERY_GT_TYPE_MAIN, 0u16, GRAPHICS_IP),
         (DRM_XE_QUERY_GT_TYPE_MEDIA, 1, MEDIA_IP),
@@ -186,7 +185,7 @@ fn gt_list() -> Vec<u8> {
         for v in [kind, 0, id, 0, 0, 0] {
             out.extend(v.to_ne_bytes());
         }
-        out.extend(REFERENCE_CLOCK_HZ.to_ne_bytes());
+        out.extend((hw.cs_timestamp_hz as u32).to_ne_bytes());
         out.extend(0b10u64.to_ne_bytes()); // near: VRAM
         out.extend(0b01u64.to_ne_bytes()); // far: system memory
         for v in [major, minor, rev, 0] {
@@ -199,9 +198,9 @@ fn gt_list() -> Vec<u8> {
 
 /// Per GT: DSS masks (geometry and compute), the L3 banks (main GT only) and the
 /// SIMD16 EUs of each DSS.
-fn topology() -> Vec<u8> {
-    let dss_mask = ((1u128 << DSS) - 1).to_le_bytes();
-    let eu_mask = ((1u64 << EUS_PER_DSS) - 1).to_le_bytes();
+fn topology(hw: &Hardware) -> Vec<u8> {
+    let dss_mask = ((1u128 << hw.subslices) - 1).to_le_bytes();
+    let eu_mask = ((1u64 << hw.eus_per_subslice) - 1).to_le_bytes();
     // Invented: twelve L3 banks (xe reads the fuses).
     let l3_mask = 0xfffu64.to_le_bytes();
     let mut out = Vec::new();
@@ -223,7 +222,7 @@ fn topology() -> Vec<u8> {
 
 /// The engine's timestamp beside the CPU's clock: the caller names the engine and the
 /// clock; the counter is 64 bits wide on Xe2.
-fn engine_cycles(host: &dyn Host, q: &mut XeDeviceQuery) -> Result<i32, Errno> {
+fn engine_cycles(hw: &Hardware, host: &dyn Host, q: &mut XeDeviceQuery) -> Result<i32, Errno> {
     let size = size_of::<XeQueryEngineCycles>() as u32;
     if q.size == 0 {
         q.size = size;
@@ -243,7 +242,7 @@ fn engine_cycles(host: &dyn Host, q: &mut XeDeviceQuery) -> Result<i32, Errno> {
         | libc::CLOCK_TAI => cycles.clockid,
         _ => return Err(libc::EINVAL),
     };
-    if !engine_exists(&cycles.eci) {
+    if !engine_exists(hw, &cycles.eci) {
         return Err(libc::EINVAL);
     }
     let mut ts = libc::timespec {
@@ -255,15 +254,10 @@ fn engine_cycles(host: &dyn Host, q: &mut XeDeviceQuery) -> Result<i32, Errno> {
     cycles.cpu_timestamp = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
     cycles.cpu_delta = 0;
     cycles.width = 64;
-    cycles.engine_cycles = timestamp(host);
+    cycles.engine_cycles = hw.timestamp(host.now_ns());
     // SAFETY: as above.
     unsafe { std::ptr::write_unaligned(at, cycles) };
     Ok(0)
-}
-
-/// The GT's timestamp counter now (ticks of [`REFERENCE_CLOCK_HZ`]).
-pub(super) fn timestamp(host: &dyn Host) -> u64 {
-    (u128::from(host.now_ns()) * u128::from(REFERENCE_CLOCK_HZ) / 1_000_000_000) as u64
 }
 
 /// Firmware versions (invented: what a recent linux-firmware's BMG GuC and HuC say).

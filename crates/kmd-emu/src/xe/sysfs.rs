@@ -3,23 +3,19 @@
 //! drm-usage-stats format with xe's memory types and engine cycles, and xe's lines of
 //! the emulation's counts file.
 
-use crate::config::{Device, DRM_MAJOR};
+use crate::config::{Device, Hardware, DRM_MAJOR};
 use crate::files::{drm_size, link, write_if_missing};
 use crate::model::{XeClientUsage, XeCounts};
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 
-use crate::config::{
-    XE_DEVICE_ID as DEVICE_ID, XE_REVISION as REVISION, XE_VRAM_BYTES as VRAM_BYTES,
-};
-
-/// One B580's files under `root` (the tree [`crate::vfs::Tree`] sends paths into).
-pub fn make_device(root: &Path, device: &Device) -> io::Result<()> {
+/// One device's files under `root` (the tree [`crate::vfs::Tree`] sends paths into).
+pub fn make_device(root: &Path, hw: &Hardware, device: &Device) -> io::Result<()> {
     let pci = root.join("sys/devices/pci0000:00").join(&device.bdf);
-    pci_files(&pci, &device.bdf)?;
+    pci_files(&pci, hw, &device.bdf)?;
     drm_nodes(root, &pci, device)?;
-    tile_files(&pci, device)?;
+    tile_files(&pci, hw, device)?;
     link(
         &format!("../../../devices/pci0000:00/{}", device.bdf),
         &root.join("sys/bus/pci/devices").join(&device.bdf),
@@ -30,11 +26,12 @@ pub fn make_device(root: &Path, device: &Device) -> io::Result<()> {
 }
 
 /// The PCI device's attributes: ids, class, and the link (PCIe 4.0 x8).
-fn pci_files(pci: &Path, bdf: &str) -> io::Result<()> {
+fn pci_files(pci: &Path, hw: &Hardware, bdf: &str) -> io::Result<()> {
+    let (id, revision) = (hw.model.pci_id, hw.revision);
     let attributes = [
         ("vendor", "0x8086".to_owned()),
-        ("device", format!("{DEVICE_ID:#06x}")),
-        ("revision", format!("{REVISION:#04x}")),
+        ("device", format!("{id:#06x}")),
+        ("revision", format!("{revision:#04x}")),
         ("class", "0x030000".to_owned()),
         ("subsystem_vendor", "0x8086".to_owned()),
         ("subsystem_device", "0x1100".to_owned()),
@@ -47,9 +44,7 @@ fn pci_files(pci: &Path, bdf: &str) -> io::Result<()> {
         ("current_link_width", "8".to_owned()),
         (
             "uevent",
-            format!(
-                "DRIVER=xe\nPCI_CLASS=30000\nPCI_ID=8086:{DEVICE_ID:04X}\nPCI_SLOT_NAME={bdf}\n"
-            ),
+            format!("DRIVER=xe\nPCI_CLASS=30000\nPCI_ID=8086:{id:04X}\nPCI_SLOT_NAME={bdf}\n"),
         ),
     ];
     std::fs::create_dir_all(pci)?;
@@ -91,15 +86,16 @@ fn drm_nodes(root: &Path, pci: &Path, device: &Device) -> io::Result<()> {
 
 /// `tile0`: its VRAM size, and per GT (0 graphics, 1 media) the frequency files NEO
 /// reads (`freq0/max_freq`, `rp0_freq`...) and the compute-engine mode.
-fn tile_files(pci: &Path, _device: &Device) -> io::Result<()> {
+fn tile_files(pci: &Path, hw: &Hardware, device: &Device) -> io::Result<()> {
     let tile = pci.join("tile0");
     std::fs::create_dir_all(&tile)?;
     write_if_missing(
         &tile.join("physical_vram_size_bytes"),
-        &format!("{VRAM_BYTES:#x}\n"),
+        &format!("{:#x}\n", device.local_bytes),
     )?;
-    // Invented clocks (MHz): a B580's 2850 MHz boost and a low floor; media's range.
-    for (gt, max, min) in [("gt0", 2850, 400), ("gt1", 2000, 400)] {
+    // The model's clock range (MHz) on the graphics GT; media's range is invented.
+    let (min, max) = hw.clock_mhz;
+    for (gt, max, min) in [("gt0", max, min), ("gt1", 2000, 400)] {
         let freq = tile.join(gt).join("freq0");
         std::fs::create_dir_all(&freq)?;
         for (name, value) in [
@@ -118,10 +114,16 @@ fn tile_files(pci: &Path, _device: &Device) -> io::Result<()> {
     write_if_missing(&tile.join("gt0/ccs_mode"), "1\n")
 }
 
-/// The fdinfo xe (Linux 6.13 and later) shows for a render-node client: memory per
-/// type (`system`, `gtt`, `vram0`, `stolen`), then cycles per engine class (none run
+/// The fdinfo xe (Linux 6.13 and later) shows for a render-node client of a `hw`: memory
+/// per type (`system`, `gtt`, `vram0`, `stolen`), then cycles per engine class (none run
 /// here: 0 busy, the clock for the total).
-pub fn fdinfo(header: &str, usage: &XeClientUsage, bdf: &str, gpu_timestamp: u64) -> String {
+pub fn fdinfo(
+    header: &str,
+    usage: &XeClientUsage,
+    hw: &Hardware,
+    bdf: &str,
+    gpu_timestamp: u64,
+) -> String {
     let mut text = String::from(header);
     let _ = write!(
         text,
@@ -139,12 +141,16 @@ pub fn fdinfo(header: &str, usage: &XeClientUsage, bdf: &str, gpu_timestamp: u64
             let _ = writeln!(text, "drm-purgeable-{name}:\t0");
         }
     }
-    // Engine classes a B580 exposes, with how many engines each has.
-    for (class, capacity) in [("rcs", 1), ("bcs", 1), ("vcs", 2), ("vecs", 2), ("ccs", 1)] {
-        let _ = writeln!(text, "drm-cycles-{class}:\t0");
-        let _ = writeln!(text, "drm-total-cycles-{class}:\t{gpu_timestamp}");
+    // Each engine class the device has, with how many engines (xe's class order).
+    for (class, name) in (0..).zip(["rcs", "bcs", "vcs", "vecs", "ccs"]) {
+        let capacity = hw.engines_of_class(class);
+        if capacity == 0 {
+            continue;
+        }
+        let _ = writeln!(text, "drm-cycles-{name}:\t0");
+        let _ = writeln!(text, "drm-total-cycles-{name}:\t{gpu_timestamp}");
         if capacity > 1 {
-            let _ = writeln!(text, "drm-engine-capacity-{class}:\t{capacity}");
+            let _ = writeln!(text, "drm-engine-capacity-{name}:\t{capacity}");
         }
     }
     text

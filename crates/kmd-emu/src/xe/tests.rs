@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::{Config, Kernel};
+use crate::config::{Config, B580};
 
 struct FakeHost;
 impl Host for FakeHost {
@@ -9,10 +9,11 @@ impl Host for FakeHost {
     fn now_ns(&self) -> u64 {
         1_000_000_000
     }
+    fn pin_pages(&self, _: u64, _: u64, _: bool) {}
 }
 
 fn driver(devices: usize) -> Driver {
-    let mut d = Driver::new(Config::new(devices, 12 << 30, 32 << 30).on(Kernel::Xe));
+    let mut d = Driver::new(Config::of(&B580, devices, 12 << 30, 32 << 30));
     for i in 0..devices {
         d.open(5 + i as i32, i);
     }
@@ -310,4 +311,28 @@ fn a_vm_with_a_queue_stays_and_a_fence_wait_holds_or_times_out() {
         call(&mut d, 5, DRM_IOCTL_XE_WAIT_USER_FENCE, &mut w),
         Err(libc::EINVAL)
     );
+}
+
+#[test]
+fn the_b580_is_xes_model_and_its_engines_come_from_the_table() {
+    use crate::config::{Hardware, Kernel};
+    for model in clmulti_scenario::kmd_emu::MODELS {
+        assert_eq!(
+            Hardware::of(model).model,
+            model,
+            "{} has its entry",
+            model.key
+        );
+    }
+    assert_eq!(B580.kernel(), Kernel::Xe);
+    let mut d = driver(1);
+    // Video and video-enhance engines on the media GT (1), the others on the main GT.
+    let engines = query(&mut d, DRM_XE_DEVICE_QUERY_ENGINES).unwrap();
+    let listed: Vec<[u16; 3]> = engines[8..]
+        .chunks(32)
+        .map(|e| [0, 2, 4].map(|at| u16::from_ne_bytes([e[at], e[at + 1]])))
+        .collect();
+    assert_eq!(listed.len(), B580.engines.len());
+    assert!(listed.contains(&[DRM_XE_ENGINE_CLASS_COMPUTE, 0, 0]));
+    assert!(listed.contains(&[DRM_XE_ENGINE_CLASS_VIDEO_DECODE, 1, 1]));
 }

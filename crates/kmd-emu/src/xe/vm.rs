@@ -145,7 +145,7 @@ pub(super) fn queue_create(
         }
     } else if instances
         .iter()
-        .any(|eci| eci.engine_class != class || !query::engine_exists(eci))
+        .any(|eci| eci.engine_class != class || !query::engine_exists(driver.config.hardware, eci))
     {
         return Err(libc::EINVAL);
     }

@@ -123,7 +123,7 @@ impl NeoEmulation {
                 "Intel GPU runtime NEO {} on {}: {}",
                 self.version,
                 driver.devices_label(),
-                kernel_path_limits(driver.kernel)
+                kernel_path_limits(driver.kernel())
             );
         }
         label(
@@ -137,7 +137,7 @@ impl NeoEmulation {
     /// Where its facts come from: AUB mode's evidence, or the kernel path's.
     pub fn evidence(&self) -> &'static str {
         match &self.kernel_driver {
-            Some(driver) => kernel_path_evidence(driver.kernel),
+            Some(driver) => kernel_path_evidence(driver.kernel()),
             None => EVIDENCE,
         }
     }
@@ -183,11 +183,15 @@ pub fn combined_labels(all: &[NeoEmulation]) -> Vec<String> {
             };
             if kernel_path {
                 let s = if devices == "1" { "" } else { "s" };
-                let kernel = crate::kmd_emu::Kernel::of_product(product.as_deref());
+                let model = product
+                    .as_deref()
+                    .and_then(clmulti_scenario::kmd_emu::model_of_family)
+                    .unwrap_or(clmulti_scenario::kmd_emu::A770);
                 format!(
-                    "Intel GPU runtime NEO {version} on {devices} emulated {} device{s}: {}",
-                    kernel.devices(),
-                    kernel_path_limits(kernel)
+                    "Intel GPU runtime NEO {version} on {devices} emulated {} {} device{s}: {}",
+                    model.kernel.name(),
+                    model.name,
+                    kernel_path_limits(model.kernel)
                 )
             } else {
                 label(&version, product.as_deref(), &devices, devices != "1")
@@ -207,10 +211,10 @@ pub fn combined_statement(all: &[NeoEmulation]) -> Option<String> {
     if all.iter().any(|e| e.kernel_driver.is_none()) {
         evidence.push(EVIDENCE);
     }
-    for kernel in [crate::kmd_emu::Kernel::I915, crate::kmd_emu::Kernel::Xe] {
+    for kernel in clmulti_scenario::kmd_emu::KERNELS {
         if all
             .iter()
-            .any(|e| e.kernel_driver.is_some_and(|d| d.kernel == kernel))
+            .any(|e| e.kernel_driver.is_some_and(|d| d.kernel() == kernel))
         {
             evidence.push(kernel_path_evidence(kernel));
         }
@@ -286,7 +290,7 @@ pub fn on_emulated_driver(
     Some(NeoEmulation {
         version: driver_version.trim().to_owned(),
         devices: driver.devices,
-        product: Some(driver.kernel.product().into()),
+        product: Some(driver.model().family.into()),
         capture_file: None,
         kernel_driver: Some(driver),
     })

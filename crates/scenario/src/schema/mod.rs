@@ -148,13 +148,14 @@ fn env(description: &str) -> Value {
     );
     properties.insert(
         "LD_PRELOAD".into(),
-        plain(format!("Libraries loaded first, separated by ':' or spaces; a bare name is the dynamic linker's to find, a path is relative to the scenario's folder. \"{}\" is clmulti's emulated i915 kernel driver, built beside clmulti: Intel's GPU runtime NEO then runs its kernel-driver path on emulated Arc A770s.", crate::KMD_EMU.token)),
+        plain(format!("Libraries loaded first, separated by ':' or spaces; a bare name is the dynamic linker's to find, a path is relative to the scenario's folder. \"{}\" is clmulti's emulated kernel driver, built beside clmulti: Intel's GPU runtime NEO then runs its kernel-driver path on emulated GPUs (Arc A770s on i915 unless CLMULTI_KMD_EMU_DRIVER and CLMULTI_KMD_EMU_MODEL say).", crate::KMD_EMU.token)),
     );
     for (key, text) in [
-        (crate::kmd_emu::DRIVER, "clmulti's emulated kernel driver: i915 (Arc A770s, the default) or xe (Arc B580s; NEO 26 then needs NEOReadDebugKeys=1 EnableDirectSubmission=0)."),
-        (crate::kmd_emu::DEVICES, "clmulti's emulated i915 driver: how many Arc A770s it presents, 1 to 8 (default 2)."),
-        (crate::kmd_emu::LOCAL_MEMORY, "clmulti's emulated i915 driver: device memory per device, bytes (default 17179869184, an A770's 16 GiB)."),
-        (crate::kmd_emu::TRACE, "clmulti's emulated i915 driver: 1 prints every ioctl on an emulated descriptor on stderr."),
+        (crate::kmd_emu::DRIVER, "clmulti's emulated kernel driver: i915 (the default) or xe (NEO 26 then needs NEOReadDebugKeys=1 EnableDirectSubmission=0)."),
+        (crate::kmd_emu::MODEL, "clmulti's emulated kernel driver: the device it presents, one of the driver's models: on i915 a770 (Arc A770, the default) or adl-s (UHD Graphics 770, Alder Lake-S: integrated, the newest GPU NEO 20.44 lists); on xe b580 (Arc B580, the default)."),
+        (crate::kmd_emu::DEVICES, "clmulti's emulated kernel driver: how many devices it presents, 1 to 8 (default 2)."),
+        (crate::kmd_emu::LOCAL_MEMORY, "clmulti's emulated kernel driver: device memory per device, bytes (default the model's: 17179869184 on an A770, 12884901888 on a B580; an integrated GPU has none)."),
+        (crate::kmd_emu::TRACE, "clmulti's emulated kernel driver: 1 prints every ioctl on an emulated descriptor on stderr."),
     ] {
         properties.insert(key.into(), plain(text.into()));
     }

@@ -438,7 +438,7 @@ fn seen_in(report: &Report) -> Seen {
         .neo_emulation
         .as_ref()
         .and_then(|n| n.kernel_driver)
-        .map(|d| format!("{} (emulated)", d.kernel.name()))
+        .map(|d| format!("{} (emulated)", d.kernel().name()))
         .or_else(|| {
             report
                 .samples
