@@ -97,7 +97,14 @@ fn curve(report: &Report, runner: &mut dyn Runner, noise: Noise, d: u64) -> Curv
     }
     for device in 0..d {
         let alone = change(Knob::OnlyDevice, d, device);
-        let ran = run(report, runner, noise, alone, &[], super::super::allowance(n));
+        let ran = run(
+            report,
+            runner,
+            noise,
+            alone,
+            &[],
+            super::super::allowance(n),
+        );
         if let Some(r) = ran.count(n, noise) {
             c.alone.push((device, r));
         }
