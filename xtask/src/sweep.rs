@@ -59,6 +59,11 @@ pub struct Args {
     /// trust`); repeat for several.
     #[arg(long, value_name = "PATH")]
     allow: Vec<PathBuf>,
+    /// Check the scenario files and their trust as the sweep would, and run nothing
+    /// (exit 2 naming each file refused): what `scripts/slurm/submit.sh` does
+    /// before it submits.
+    #[arg(long)]
+    check: bool,
 }
 
 /// Seconds for `--render-every`: 0 (every run) to an hour.
@@ -99,6 +104,38 @@ pub fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
         }
     }
     Ok(files)
+}
+
+/// The scenario files that load, each with what its runs may load (a scenario file
+/// is code: one that loads what nothing trusts is not run), and how many did not.
+fn load_files(
+    files: &[PathBuf],
+    libraries: &Path,
+    allow: &[PathBuf],
+) -> (Vec<ScenarioFile>, Vec<clmulti::trust::Binding>, usize) {
+    let (mut loaded, mut bindings, mut bad) = (Vec::new(), Vec::new(), 0);
+    for file in files {
+        let f = match ScenarioFile::load(file) {
+            Ok(f) => f.with_libraries(libraries.to_path_buf()),
+            Err(e) => {
+                eprintln!("error: {e}");
+                bad += 1;
+                continue;
+            }
+        };
+        let assessment = clmulti::trust::assess(&f, allow);
+        match clmulti::trust::refusal(file, &assessment) {
+            Some(why) => {
+                eprintln!("error: {why}");
+                bad += 1;
+            }
+            None => {
+                loaded.push(f);
+                bindings.push(assessment.binding);
+            }
+        }
+    }
+    (loaded, bindings, bad)
 }
 
 /// Environment for the children: two PoCL CPU devices unless the user chose.
@@ -278,26 +315,14 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         || std::path::PathBuf::from("."),
         std::path::Path::to_path_buf,
     );
-    let mut scenario_files = Vec::new();
-    let mut bad_files = 0;
-    for file in &files {
-        match ScenarioFile::load(file) {
-            Ok(f) => {
-                let f = f.with_libraries(libraries.clone());
-                // A scenario file is code: one that loads what nothing trusts is not run.
-                match clmulti::refusal(file, &f, &args.allow) {
-                    Some(why) => {
-                        eprintln!("error: {why}");
-                        bad_files += 1;
-                    }
-                    None => scenario_files.push(f),
-                }
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                bad_files += 1;
-            }
-        }
+    let (scenario_files, bindings, bad_files) = load_files(&files, &libraries, &args.allow);
+    if args.check {
+        eprintln!(
+            "sweep: {} scenario file(s) checked, {bad_files} refused; nothing was run",
+            files.len()
+        );
+        let code = if bad_files > 0 { 2 } else { 0 };
+        return Ok((ExitCode::from(code), stats));
     }
     let mut plan: Vec<(usize, usize)> = scenario_files
         .iter()
@@ -419,6 +444,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     let mut child_seconds = 0.0;
     let mut progress = Progress::new(todo.len());
     let mut without_report = 0;
+    let mut refused_runs = 0;
     let mut last_render = Instant::now();
     let render_every = Duration::from_secs_f64(args.render_every.max(0.0));
     // A render costs O(runs): waiting 500 times its cost keeps the sweep's own time
@@ -435,16 +461,29 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         // Validated above; validating again costs microseconds and keeps no list.
         let Ok(scenario) = file.run(*i) else { continue };
         progress.start(&scenario.name);
+        // What the run loads is checked again now, and handed over as checked.
+        let prepared = match clmulti::trust::prepare(&scenario.env, &bindings[*f]) {
+            Ok(prepared) => prepared,
+            Err(why) => {
+                progress.finish_run(&format!("error: {}: {why}; not run", scenario.name));
+                refused_runs += 1;
+                continue;
+            }
+        };
+        let mut child_env = env.clone();
+        child_env.extend(prepared.env.clone());
         let outcome = run_child(&ChildCommand {
             interrupt: Some(&INTERRUPT),
-            ..ChildCommand::scenario_run(
+            inherit: prepared.inherit.clone(),
+            ..ChildCommand::scenario_run_in(
                 bin.clone(),
                 &scenario,
-                &env,
+                child_env,
                 args.timeout.map(Duration::from_secs_f64),
             )
         })
         .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+        drop(prepared);
         if outcome.interrupted {
             break;
         }
@@ -525,11 +564,15 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         );
         return Ok((ExitCode::from(130), stats));
     }
-    if bad_files > 0 || invalid_runs > 0 || without_report > 0 {
+    if bad_files > 0 || invalid_runs + refused_runs > 0 || without_report > 0 {
         eprintln!(
-            "sweep: {bad_files} invalid scenario file(s), {invalid_runs} invalid run(s), {without_report} run(s) without a report"
+            "sweep: {bad_files} invalid or refused scenario file(s), {invalid_runs} invalid run(s), {refused_runs} run(s) refused (what they load changed since planning), {without_report} run(s) without a report"
         );
-        let code = if bad_files + invalid_runs > 0 { 2 } else { 1 };
+        let code = if bad_files + invalid_runs + refused_runs > 0 {
+            2
+        } else {
+            1
+        };
         return Ok((ExitCode::from(code), stats));
     }
     Ok((ExitCode::SUCCESS, stats))

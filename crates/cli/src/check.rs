@@ -43,8 +43,9 @@ struct FileResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     platforms_not_checked: Option<String>,
     /// What its runs would load or write outside themselves, each with why it is
-    /// trusted (`null`: it needs the user's word, `clmulti trust`).
-    loads: Vec<clmulti_scenario::loads::Load>,
+    /// trusted (`null`: it needs the user's word, `clmulti trust`), and what is in
+    /// the way of one no word can allow (`problem`).
+    loads: Vec<crate::trust::Load>,
     /// Whether the file may run as it is: every load trusted, or the file itself.
     trusted: bool,
     /// What is valid but would make a run measure nothing (a size guard below what
@@ -116,19 +117,26 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                     );
                 }
             }
-            let loads = f.loads();
-            let trusted = f.untrusted_of(&loads, &[]).is_empty();
+            let assessment = crate::trust::assess(&f, &[]);
+            let trusted = assessment.refused().is_empty();
             // Listing the platforms loads the runtime under the file's [env]: not for
             // code nothing trusts.
             let not_checked = if trusted {
-                check_platforms(&f, &mut listings).map_err(|e| vec![e])?
+                check_platforms(&f, &assessment.binding, &mut listings).map_err(|e| vec![e])?
             } else {
                 Some(format!(
                     "it loads code nothing trusts, which check does not run (`clmulti trust {}`)",
                     file.display()
                 ))
             };
-            Ok((f.len(), not_checked, loads, trusted, warnings(&f)))
+            let mut warnings = warnings(&f);
+            warnings.extend(
+                assessment
+                    .loads
+                    .iter()
+                    .filter_map(|l| Some(format!("{}: {}; `clmulti run` refuses it", l.key, l.problem.as_ref()?))),
+            );
+            Ok((f.len(), not_checked, assessment.loads, trusted, warnings))
         });
         results.push(match checked {
             Ok((runs, platforms_not_checked, loads, trusted, warnings)) => FileResult {
@@ -185,7 +193,8 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                         for warning in &r.warnings {
                             text.push_str(&format!("  warning: {warning}\n"));
                         }
-                        if !r.trusted {
+                        let in_the_way = r.loads.iter().any(|l| l.problem.is_some());
+                        if !r.trusted && !in_the_way {
                             text.push_str(&format!(
                                 "  not trusted: `clmulti run` refuses it until `clmulti trust {}` (or --allow PATH)\n",
                                 r.file
@@ -236,6 +245,7 @@ type Listings = HashMap<BTreeMap<String, String>, Result<Vec<PlatformInfo>, Stri
 /// is then not refused for it.
 fn check_platforms(
     file: &ScenarioFile,
+    binding: &crate::trust::Binding,
     listings: &mut Listings,
 ) -> Result<Option<String>, ScenarioError> {
     let mut not_checked = None;
@@ -251,7 +261,7 @@ fn check_platforms(
         }
         let listed = listings
             .entry(run.env.clone())
-            .or_insert_with(|| list_platforms(&run.env));
+            .or_insert_with(|| list_platforms(&run.env, binding));
         match listed {
             Ok(platforms) => clmulti_probe::check_platform(platforms, &selector)
                 .map_err(|e| file.error_in_run(index, e.key(), &e.to_string()))?,
@@ -314,10 +324,19 @@ fn lists_an_icd(folder: &Path) -> bool {
 
 /// The platforms a run with `env` would see: listed by this binary in a child, so
 /// that a runtime that hangs or crashes while loading takes only the child down.
-fn list_platforms(env: &BTreeMap<String, String>) -> Result<Vec<PlatformInfo>, String> {
+fn list_platforms(
+    env: &BTreeMap<String, String>,
+    binding: &crate::trust::Binding,
+) -> Result<Vec<PlatformInfo>, String> {
     let program =
         std::env::current_exe().map_err(|e| format!("cannot find clmulti's own binary: {e}"))?;
-    let outcome = clmulti_supervise::run_child(&ChildCommand::devices(program, env))
+    // What a run would be given, checked as a run's is.
+    let prepared = crate::trust::prepare(env, binding)?;
+    let command = ChildCommand {
+        inherit: prepared.inherit.clone(),
+        ..ChildCommand::devices(program, &prepared.env)
+    };
+    let outcome = clmulti_supervise::run_child(&command)
         .map_err(|e| format!("cannot start `clmulti devices`: {e}"))?;
     clmulti_supervise::ended::devices_report(&outcome).map(|r| r.platforms)
 }

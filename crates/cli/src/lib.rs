@@ -28,7 +28,7 @@ pub mod output;
 mod render;
 mod reproduce;
 mod run;
-mod trust;
+pub mod trust;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
@@ -117,8 +117,6 @@ enum Command {
     /// loads nothing trusts. A changed file needs trust again.
     Trust(trust::Args),
 }
-
-pub use trust::refusal;
 
 /// The clap definition of the `clmulti` command line, with the package version only
 /// (generated documentation must not change with every commit).

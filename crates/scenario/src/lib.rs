@@ -53,7 +53,6 @@ mod keys;
 pub mod kmd_emu;
 pub mod layer;
 mod load;
-pub mod loads;
 mod locate;
 mod machine;
 mod model;
@@ -61,7 +60,6 @@ mod raw;
 #[cfg(feature = "schema")]
 mod schema;
 mod size;
-pub mod trust;
 mod validate;
 
 pub use defs::{

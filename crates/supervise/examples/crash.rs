@@ -16,6 +16,7 @@ fn shell(script: &str, timeout: Duration) -> ChildCommand {
         interrupt: None,
         interrupt_grace: Duration::ZERO,
         resolved: None,
+        inherit: Vec::new(),
     }
 }
 

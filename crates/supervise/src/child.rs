@@ -45,6 +45,10 @@ pub struct ChildCommand {
     /// A resolved scenario (JSON) the child runs: handed over in a memfd named by
     /// the last argument (`/dev/fd/N`).
     pub resolved: Option<String>,
+    /// Open files the child inherits under their numbers (`/proc/self/fd/N` in its
+    /// environment names them): the libraries a run was checked to load, handed
+    /// over as checked.
+    pub inherit: Vec<std::sync::Arc<std::os::fd::OwnedFd>>,
 }
 
 impl ChildCommand {
@@ -60,12 +64,24 @@ impl ChildCommand {
         base_env: &BTreeMap<String, String>,
         timeout: Option<Duration>,
     ) -> Self {
-        let max_seconds = scenario.guards.max_seconds;
-        let mut env: BTreeMap<String, String> = base_env
+        let env: BTreeMap<String, String> = base_env
             .iter()
             .chain(&scenario.env)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        Self::scenario_run_in(program, scenario, env, timeout)
+    }
+
+    /// [`scenario_run`](Self::scenario_run) with the child's environment given whole
+    /// (`env`, the scenario's `[env]` as checked and handed over: libraries by the
+    /// open file), while the scenario it runs and reports stays as planned.
+    pub fn scenario_run_in(
+        program: PathBuf,
+        scenario: &Scenario,
+        mut env: BTreeMap<String, String>,
+        timeout: Option<Duration>,
+    ) -> Self {
+        let max_seconds = scenario.guards.max_seconds;
         if let Some(tracer) = tracer_beside(&program) {
             preload_first(&mut env, &tracer);
         }
@@ -83,6 +99,7 @@ impl ChildCommand {
             interrupt: None,
             interrupt_grace: Duration::ZERO,
             resolved: Some(serde_json::to_string(scenario).unwrap_or_default()),
+            inherit: Vec::new(),
         }
     }
 
@@ -101,6 +118,7 @@ impl ChildCommand {
             interrupt: None,
             interrupt_grace: Duration::ZERO,
             resolved: None,
+            inherit: Vec::new(),
         }
     }
 }
@@ -168,14 +186,49 @@ fn anonymous_file(name: &std::ffi::CStr) -> std::io::Result<std::fs::File> {
     Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
+/// A child's working folder: fresh, empty and its own (mode 0700), removed with
+/// what the child left in it when the child has ended. What a runtime writes or
+/// reads relative to its working folder (NEO's AUB capture and `igdrcl.config`, a
+/// relative path in an `.icd` file) stays inside the run, wherever it was started.
+struct WorkingFolder(PathBuf);
+
+impl WorkingFolder {
+    fn new() -> std::io::Result<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        loop {
+            let path = std::env::temp_dir().join(format!(
+                "clmulti-run-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => return Ok(WorkingFolder(path)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Drop for WorkingFolder {
+    fn drop(&mut self) {
+        // remove_dir_all follows no link the child left there.
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Runs a child to completion or its timeout.
 // long: one child's life from spawn to reap (files, pipes drained by threads, the wait with timeout and interrupt, the group killed); split, the ordering of kill and drain would be harder to see.
 pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
     use std::os::fd::AsRawFd;
     let progress_file = anonymous_file(c"clmulti-progress")?;
     let mut inherited = vec![progress_file.as_raw_fd()];
-    let mut cmd = Command::new(&command.program);
-    cmd.args(&command.args);
+    inherited.extend(command.inherit.iter().map(|f| f.as_raw_fd()));
+    let folder = WorkingFolder::new()?;
+    let mut cmd = Command::new(std::path::absolute(&command.program)?);
+    cmd.args(&command.args).current_dir(&folder.0);
     let resolved = match &command.resolved {
         Some(json) => {
             let mut file = anonymous_file(c"clmulti-scenario")?;

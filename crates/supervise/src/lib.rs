@@ -32,6 +32,7 @@
 //!     interrupt: None,
 //!     interrupt_grace: Duration::ZERO,
 //!     resolved: None,
+//!     inherit: Vec::new(),
 //! };
 //! let outcome = run_child(&command).unwrap();
 //! assert_eq!(outcome.status.signal(), Some(libc::SIGSEGV));

@@ -217,6 +217,7 @@ fn spawn_arm(arm: Arm, args: &Args, count: u64, memory: u64) -> Result<ArmResult
         interrupt: Some(&INTERRUPT),
         interrupt_grace: Duration::ZERO,
         resolved: None,
+        inherit: Vec::new(),
     };
     crate::verbose!(
         "bench: child: {} {}",

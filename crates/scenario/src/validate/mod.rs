@@ -165,6 +165,16 @@ pub struct Context {
 }
 
 // long: the file's tables in the order they are documented, each checked where its neighbours can be seen (contradictions between tables)
+/// The `[env]` a run gets (paths resolved, placeholders filled): what validation
+/// makes of its `[devices]` and `[env]` alone, the rest of the run not looked at.
+pub(crate) fn env_only(
+    raw: RawScenario,
+    context: &Context,
+) -> Result<BTreeMap<String, String>, Problem> {
+    let devices = devices::devices(&raw.devices)?;
+    process::env(raw.env, devices.set.len(), context)
+}
+
 pub(crate) fn validate(
     raw: RawScenario,
     file: &str,
