@@ -293,10 +293,12 @@ pub fn is_mapped(path: &Path) -> bool {
     let Ok(wanted) = fs::canonicalize(path) else {
         return false;
     };
+    // A library clmulti handed over by a sealed copy (`clmulti trust`) is mapped
+    // from an anonymous file named by its path: `/memfd:PATH (deleted)`.
     fs::read_to_string("/proc/self/maps").is_ok_and(|maps| {
         maps.lines()
             .filter_map(|l| l.split_whitespace().nth(5))
-            .any(|p| Path::new(p) == wanted)
+            .any(|p| Path::new(p.strip_prefix("/memfd:").unwrap_or(p)) == wanted)
     })
 }
 

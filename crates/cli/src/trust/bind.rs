@@ -241,9 +241,32 @@ pub fn record_for(file: &ScenarioFile) -> Result<Record, String> {
 pub struct Prepared {
     /// The `[env]` with every path resolved and checked, libraries by open file.
     pub env: BTreeMap<String, String>,
-    /// The open files `/proc/self/fd/N` in `env` names.
+    /// The open files the links in `env`'s paths lead to (`/proc/self/fd/N`).
     pub inherit: Vec<Arc<OwnedFd>>,
-    vendors: Vec<PrivateFolder>,
+    /// clmulti's own folder for what it hands over: `.icd` files, and a link per
+    /// library to its sealed copy, named as the library is (what the loader and the
+    /// tracer call it).
+    folder: Option<PrivateFolder>,
+}
+
+impl Prepared {
+    /// A fresh sub-folder of clmulti's own folder for this run.
+    fn subfolder(&mut self) -> Result<PathBuf, String> {
+        if self.folder.is_none() {
+            self.folder = Some(PrivateFolder::new()?);
+        }
+        let root = &self
+            .folder
+            .as_ref()
+            .map(|f| f.0.clone())
+            .unwrap_or_default();
+        let path = root.join(format!(
+            "{}",
+            std::fs::read_dir(root).map_or(0, |d| d.count())
+        ));
+        std::fs::create_dir(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(path)
+    }
 }
 
 /// A run's `[env]` checked again right before its process starts, as [`Binding`]
@@ -300,9 +323,14 @@ fn handed_over(item: &Item, binding: &Binding, prepared: &mut Prepared) -> Resul
         Some(sha256) if load.kind == LoadKind::Library => {
             let copy =
                 sealed_copy(&at, sha256).map_err(|why| format!("{}: {why}", load.words()))?;
-            let path = format!("/proc/self/fd/{}", copy.as_raw_fd());
+            // Through a link named as the library is: what the loader and the tracer
+            // call it.
+            let name = at.file_name().unwrap_or(at.as_os_str());
+            let link = prepared.subfolder()?.join(name);
+            std::os::unix::fs::symlink(format!("/proc/self/fd/{}", copy.as_raw_fd()), &link)
+                .map_err(|e| format!("{}: {e}", link.display()))?;
             prepared.inherit.push(Arc::new(copy));
-            Ok(path)
+            Ok(link.display().to_string())
         }
         _ if load.kind != LoadKind::Library && binding.places.contains(&at) => {
             Ok(at.display().to_string())
@@ -340,15 +368,13 @@ fn vendors(
     if safe(&real) && files_safe {
         return Ok(real.display().to_string());
     }
-    let folder = PrivateFolder::new()?;
+    let folder = prepared.subfolder()?;
     for (name, item) in icds {
         let library = handed_over(item, binding, prepared)?;
-        std::fs::write(folder.0.join(name), format!("{library}\n"))
-            .map_err(|e| format!("{}: {e}", folder.0.display()))?;
+        std::fs::write(folder.join(name), format!("{library}\n"))
+            .map_err(|e| format!("{}: {e}", folder.display()))?;
     }
-    let path = folder.0.display().to_string();
-    prepared.vendors.push(folder);
-    Ok(path)
+    Ok(folder.display().to_string())
 }
 
 /// A copy of the library at `path` in a sealed anonymous file, its SHA-256 checked
@@ -356,8 +382,16 @@ fn vendors(
 fn sealed_copy(path: &Path, sha256: &str) -> Result<OwnedFd, String> {
     use std::io::{Read, Write};
     let mut source = open_regular(path)?;
-    let name = std::ffi::CString::new(path.display().to_string().into_bytes())
-        .unwrap_or_else(|_| c"library".to_owned());
+    // Named by its path (`/memfd:PATH` in the process's maps), or by its file name
+    // where the path is longer than a name may be.
+    let whole = path.display().to_string();
+    let shown = match whole.len() <= 240 {
+        true => whole,
+        false => path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+    };
+    let name = std::ffi::CString::new(shown.into_bytes()).unwrap_or_else(|_| c"library".to_owned());
     let copy = memfd(&name).map_err(|e| format!("cannot make a sealed copy: {e}"))?;
     let mut out = std::fs::File::from(copy);
     let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
@@ -408,7 +442,8 @@ fn memfd(name: &std::ffi::CStr) -> std::io::Result<OwnedFd> {
     Err(std::io::Error::last_os_error())
 }
 
-/// A folder of clmulti's own (mode 0700), removed with what is in it when dropped.
+/// A folder of clmulti's own (mode 0700: no one else can change what is in it),
+/// removed with what is in it when dropped.
 #[derive(Debug)]
 struct PrivateFolder(PathBuf);
 
@@ -419,7 +454,7 @@ impl PrivateFolder {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         loop {
             let path = std::env::temp_dir().join(format!(
-                "clmulti-vendors-{}-{}",
+                "clmulti-handed-{}-{}",
                 std::process::id(),
                 NEXT.fetch_add(1, Ordering::Relaxed)
             ));

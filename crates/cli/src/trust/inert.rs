@@ -30,7 +30,12 @@ const LAYER_KNOB: &str = "a knob of clmulti's emulation layer: words and sizes i
 
 /// Every inert key. The README's "A scenario file is code" lists them (a test keeps
 /// the two alike).
-pub const INERT_KEYS: [InertKey; 31] = [
+pub const INERT_KEYS: [InertKey; 32] = [
+    // The C library.
+    key(
+        "MALLOC_ARENA_MAX",
+        "how many arenas glibc's malloc keeps: a number",
+    ),
     // The ICD loader (ocl-icd).
     key("OCL_ICD_PLATFORM_SORT", "the order ocl-icd lists platforms in (`devices`, `none`)"),
     key("OCL_ICD_DEFAULT_PLATFORM", "the index of ocl-icd's default platform"),

@@ -58,6 +58,18 @@ pub fn trust_record() -> PathBuf {
     std::env::temp_dir().join(format!("clmulti-test-trusted-{}", std::process::id()))
 }
 
+/// Trusts a scenario file in the test's own trust record (`clmulti trust`), as a
+/// user does who has read it.
+pub fn trust(path: &std::path::Path) {
+    let out = run(clmulti(1).arg("trust").arg(path));
+    assert!(
+        out.status.success(),
+        "clmulti trust {}: {}",
+        path.display(),
+        stderr(&out)
+    );
+}
+
 /// Gives the command the default disposition of the signals tests send: a test
 /// suite started in the background or under nohup inherits SIGINT (and SIGQUIT)
 /// ignored, which clmulti rightly keeps. A test's own `pre_exec` runs after this.
