@@ -8,6 +8,7 @@ mod compare;
 mod docs;
 mod lock;
 mod merge;
+mod plan_check;
 mod progress;
 mod records;
 mod summary;

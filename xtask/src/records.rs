@@ -536,4 +536,4 @@ mod tests;
 
 #[path = "records/plan.rs"]
 mod plan;
-pub use plan::{Plan, Start};
+pub use plan::{plan_identity, run_identity, Plan, Start, INVALID};

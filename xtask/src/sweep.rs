@@ -223,19 +223,19 @@ fn shard_words(shard: Option<(usize, usize)>) -> String {
     shard.map_or("not sharded".into(), |(k, n)| format!("shard {k}/{n}"))
 }
 
-/// The identity of a whole plan, before sharding: the hash of every run's scenario
-/// in order (a run that does not expand by its problem), so that shards of one plan
-/// share it on any machine and shards of another do not.
-fn plan_identity(files: &[ScenarioFile], plan: &[(usize, usize)]) -> String {
-    let mut all = String::new();
-    for &(f, i) in plan {
-        match files[f].run(i) {
-            Ok(scenario) => all.push_str(&serde_json::to_string(&scenario).unwrap_or_default()),
-            Err(e) => all.push_str(&e.to_string()),
-        }
-        all.push('\n');
-    }
-    fnv64(&all)
+/// Every run of a whole plan, before sharding, by its identity (a run that does not
+/// expand by its problem's), and the plan's identity: shards of one plan share it on
+/// any machine and shards of another do not, and a merge computes it again.
+fn plan_identity(files: &[ScenarioFile], plan: &[(usize, usize)]) -> (Vec<String>, String) {
+    let runs: Vec<String> = plan
+        .iter()
+        .map(|&(f, i)| match files[f].run(i) {
+            Ok(scenario) => records::run_identity(&scenario),
+            Err(e) => format!("{}{}", records::INVALID, fnv64(&e.to_string())),
+        })
+        .collect();
+    let id = records::plan_identity(&runs);
+    (runs, id)
 }
 
 fn run_key(scenario: &Scenario, machine: &str) -> String {
@@ -329,7 +329,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         .enumerate()
         .flat_map(|(f, file)| (0..file.len()).map(move |i| (f, i)))
         .collect();
-    let plan_id = plan_identity(&scenario_files, &plan);
+    let (plan_runs, plan_id) = plan_identity(&scenario_files, &plan);
     if let Some((k, n)) = args.shard {
         plan = plan
             .into_iter()
@@ -421,6 +421,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     });
     records::Plan {
         plan_id: Some(plan_id),
+        runs: plan_runs,
         shard: args.shard,
         host: host.clone(),
         keys: planned_keys,
