@@ -1,7 +1,7 @@
 //! What a merge checks of its shards beyond what their plans say of themselves: the
 //! plan's identity computed again from the runs `plan.json` lists, each record's run
-//! found in that plan (its identity computed from the scenario it carries) and filed
-//! under its own key, and one clmulti version for all of them. A hand-edited
+//! found in that plan (its identity computed from the scenario it carries), and one
+//! clmulti version for all of them. A hand-edited
 //! `plan_id`, a shard of another plan with its plan copied in, or shards of two
 //! versions are refused, each named.
 
@@ -13,8 +13,6 @@ use std::collections::{BTreeMap, HashSet};
 pub struct Seen {
     /// The identity of each run recorded.
     runs: HashSet<String>,
-    /// Records whose key is not their own run's on their machine.
-    misattributed: usize,
     /// `clmulti --version` of each binary that recorded runs, and how many.
     tools: BTreeMap<String, usize>,
 }
@@ -22,11 +20,8 @@ pub struct Seen {
 impl Seen {
     /// Takes one record in.
     pub fn add(&mut self, record: &SweepRecord) {
-        let json = serde_json::to_string(&record.report.scenario).unwrap_or_default();
-        self.runs.insert(records::fnv64(&json));
-        if records::fnv64(&format!("{json}\n{}", record.machine)) != record.key {
-            self.misattributed += 1;
-        }
+        self.runs
+            .insert(records::run_identity(&record.report.scenario));
         if !record.tool.is_empty() {
             *self.tools.entry(record.tool.clone()).or_default() += 1;
         }
@@ -92,12 +87,6 @@ pub fn problems(shards: &[Shard<'_>], allow_mixed_versions: bool) -> (Vec<String
                     shard.name
                 ));
             }
-        }
-        if shard.seen.misattributed > 0 {
-            problems.push(format!(
-                "{}: {} record(s) filed under a key that is not their run's",
-                shard.name, shard.seen.misattributed
-            ));
         }
     }
     versions(shards, allow_mixed_versions, &mut problems, &mut notes);

@@ -655,6 +655,68 @@ fn a_merge_takes_the_shards_of_one_plan_only() {
             stderr(&out)
         );
     }
+    // A plan_id edited to another plan's is computed again from the runs the plan
+    // lists; that plan's runs copied in too, its records are not the plan's; shards
+    // of two clmulti versions are named. Each is refused, and nothing merged.
+    let copy = |from: &Path, name: &str| {
+        let to = dir.join(name);
+        std::fs::create_dir_all(&to).unwrap();
+        for file in ["results.jsonl", "plan.json"] {
+            std::fs::copy(from.join(file), to.join(file)).unwrap();
+        }
+        to
+    };
+    let plan = |folder: &Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(folder.join("plan.json")).unwrap()).unwrap()
+    };
+    let edited = copy(&other_2, "edited");
+    let mut forged = plan(&edited);
+    forged["plan_id"] = plan(&s1)["plan_id"].clone();
+    std::fs::write(edited.join("plan.json"), forged.to_string()).unwrap();
+    let copied = copy(&other_2, "copied");
+    std::fs::copy(s2.join("plan.json"), copied.join("plan.json")).unwrap();
+    let older = copy(&s2, "older");
+    let text = std::fs::read_to_string(older.join("results.jsonl")).unwrap();
+    let rewritten: String = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v.get("tool").is_some() {
+                v["tool"] = "0.0.1 (commit 0000000, features: )".into();
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(older.join("results.jsonl"), rewritten).unwrap();
+    for (i, (shard, said)) in [
+        (&edited, "edited by hand"),
+        (&copied, "2 recorded run(s) that plan"),
+        (&older, "recorded by 2 clmulti versions"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let out_dir = dir.join(format!("checked{i}"));
+        let args = [s1.to_str().unwrap(), shard.to_str().unwrap(), "--expect", "2"];
+        let out = merge(&[&args[..], &["--out", out_dir.to_str().unwrap()]].concat());
+        assert_sane(said, &out);
+        assert_eq!(out.status.code(), Some(2), "{said}: {}", stderr(&out));
+        assert!(stderr(&out).contains(said), "{said}: {}", stderr(&out));
+        assert!(!out_dir.join("results.jsonl").exists(), "{said}: merged");
+    }
+    let out = merge(&[
+        s1.to_str().unwrap(),
+        older.to_str().unwrap(),
+        "--allow-mixed-versions",
+        "--out",
+        dir.join("mixed").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("merged as --allow-mixed-versions asks"),
+        "{}",
+        stderr(&out)
+    );
     // The shards of one plan still merge.
     let out = merge(&[
         s1.to_str().unwrap(),
