@@ -89,6 +89,9 @@ fn a_file_that_preloads_a_library_is_refused_then_allowed_then_trusted() {
 
 #[test]
 fn the_projects_own_configs_need_no_trust() {
+    // clmulti's own layer and emulated driver, built as cargo test builds no cdylib.
+    layer();
+    kmd_emu();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     // clmulti's own layer, the emulated i915 driver beside it, a system runtime.
     for config in [
