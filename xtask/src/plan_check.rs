@@ -51,7 +51,9 @@ pub fn problems(shards: &[Shard<'_>], allow_mixed_versions: bool) -> (Vec<String
             );
             match allow_mixed_versions {
                 true => notes.push(format!("{what}; merged unchecked (--allow-mixed-versions)")),
-                false => problems.push(format!("{what}; --allow-mixed-versions merges it unchecked")),
+                false => problems.push(format!(
+                    "{what}; --allow-mixed-versions merges it unchecked"
+                )),
             }
             continue;
         }

@@ -708,7 +708,12 @@ fn a_merge_takes_the_shards_of_one_plan_only() {
     .enumerate()
     {
         let out_dir = dir.join(format!("checked{i}"));
-        let args = [s1.to_str().unwrap(), shard.to_str().unwrap(), "--expect", "2"];
+        let args = [
+            s1.to_str().unwrap(),
+            shard.to_str().unwrap(),
+            "--expect",
+            "2",
+        ];
         let out = merge(&[&args[..], &["--out", out_dir.to_str().unwrap()]].concat());
         assert_sane(said, &out);
         assert_eq!(out.status.code(), Some(2), "{said}: {}", stderr(&out));
