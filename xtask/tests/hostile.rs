@@ -863,3 +863,16 @@ fn a_sweep_checks_what_each_run_loads_right_before_it() {
     }
     assert!(!marker.exists(), "a refused file's library ran");
 }
+
+/// 300 000 unreadable result lines: the first few named, the rest counted (25.7 MB
+/// of warnings before).
+#[test]
+fn many_unreadable_lines_are_counted_not_each_said() {
+    let dir = temp_dir("hostile-empty-lines");
+    std::fs::write(dir.join("results.jsonl"), "{}\n".repeat(300_000)).unwrap();
+    let out = ended(xtask_bare().arg("summary").arg(&dir), "summary");
+    assert_sane("empty lines", &out);
+    let err = stderr(&out);
+    assert!(err.len() < 4000, "{} bytes of warnings", err.len());
+    assert!(err.contains("299995 more unreadable record(s) skipped"), "{err}");
+}

@@ -57,6 +57,7 @@ pub mod drm;
 pub mod environment;
 mod error_names;
 mod host;
+mod kernel_memory;
 pub mod kmd_emu;
 pub mod neo;
 #[cfg(feature = "nvml")]
@@ -73,6 +74,7 @@ pub use device::{
 };
 pub use drm::{DriverLimits, DrmMemoryKind, DrmUsage};
 pub use error_names::{error_name, ClCode, ERROR_NAMES};
+pub use kernel_memory::KernelMemory;
 pub use host::{
     cgroup_memory_headroom, cgroup_memory_limit, host_name, is_mapped, loaded_library, meminfo_kib,
     os_words, own_cgroup_headroom, rlimit, set_soft_rlimit, set_soft_rlimits, slurm_memory,

@@ -228,6 +228,10 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
         devices: &mut memory,
         on_sample: observer,
         shmem_start: usage.system().map_or(0, |s| s.shmem_bytes),
+        kernel: clmulti_probe::KernelMemory::find().map(|k| {
+            let start = k.read();
+            (k, start)
+        }),
     };
     let loop_start = Instant::now();
     backend.trace_with(tracer);
