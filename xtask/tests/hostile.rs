@@ -760,7 +760,11 @@ fn library_with_constructor(lib: &Path, body: &str) {
         .arg(&source)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// `clmulti trust FILE`, in the trust record the sweeps of this test read.
@@ -781,7 +785,11 @@ fn trust(file: &Path) {
 fn a_sweep_checks_what_each_run_loads_right_before_it() {
     let dir = temp_dir("hostile-swapped");
     let lib = dir.join("libswap.so");
-    let (waiting, go, relinked) = (dir.join("waiting"), dir.join("go"), dir.join("relinked-ran"));
+    let (waiting, go, relinked) = (
+        dir.join("waiting"),
+        dir.join("go"),
+        dir.join("relinked-ran"),
+    );
     // The first run waits in its library's constructor until the library is relinked.
     library_with_constructor(
         &lib,
@@ -794,7 +802,10 @@ fn a_sweep_checks_what_each_run_loads_right_before_it() {
     let grid = dir.join("swap.toml");
     std::fs::write(
         &grid,
-        format!("{}[env]\nLD_PRELOAD = \"./libswap.so\"\n", GRID.replace("\"16KiB\", \"32KiB\"", "\"16KiB\"")),
+        format!(
+            "{}[env]\nLD_PRELOAD = \"./libswap.so\"\n",
+            GRID.replace("\"16KiB\", \"32KiB\"", "\"16KiB\"")
+        ),
     )
     .unwrap();
     trust(&grid);
@@ -811,15 +822,26 @@ fn a_sweep_checks_what_each_run_loads_right_before_it() {
     }
     library_with_constructor(
         &lib,
-        &format!("FILE *f = fopen(\"{}\", \"w\"); if (f) fclose(f);", relinked.display()),
+        &format!(
+            "FILE *f = fopen(\"{}\", \"w\"); if (f) fclose(f);",
+            relinked.display()
+        ),
     );
     std::fs::write(&go, "").unwrap();
     let out = sweeping.wait_with_output().unwrap();
     assert_sane("swapped", &out);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(!relinked.exists(), "a run loaded the relinked library");
-    assert!(stderr(&out).contains("changed since it was trusted"), "{}", stderr(&out));
-    assert_eq!(results(&out_dir).len(), 1, "the run planned before the relink");
+    assert!(
+        stderr(&out).contains("changed since it was trusted"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        results(&out_dir).len(),
+        1,
+        "the run planned before the relink"
+    );
 
     // A placeholder that names another library in another run; a FIFO in a vendors
     // folder: refused at planning, nothing run, nothing waited on.
@@ -827,9 +849,13 @@ fn a_sweep_checks_what_each_run_loads_right_before_it() {
     std::fs::create_dir_all(dir.join("helpers")).unwrap();
     library_with_constructor(
         &dir.join("helpers/p2.so"),
-        &format!("FILE *f = fopen(\"{}\", \"w\"); if (f) fclose(f);", marker.display()),
+        &format!(
+            "FILE *f = fopen(\"{}\", \"w\"); if (f) fclose(f);",
+            marker.display()
+        ),
     );
-    std::os::unix::fs::symlink("/lib/x86_64-linux-gnu/libm.so.6", dir.join("helpers/p1.so")).unwrap();
+    std::os::unix::fs::symlink("/lib/x86_64-linux-gnu/libm.so.6", dir.join("helpers/p1.so"))
+        .unwrap();
     let placeholder = dir.join("placeholder.toml");
     std::fs::write(
         &placeholder,
@@ -839,9 +865,16 @@ fn a_sweep_checks_what_each_run_loads_right_before_it() {
     std::fs::create_dir_all(dir.join("vendors")).unwrap();
     mkfifo(&dir.join("vendors/x.icd"));
     let fifo = dir.join("fifo.toml");
-    std::fs::write(&fifo, "[allocation]\ncount = 3\n[env]\nOCL_ICD_VENDORS = \"vendors\"\n").unwrap();
+    std::fs::write(
+        &fifo,
+        "[allocation]\ncount = 3\n[env]\nOCL_ICD_VENDORS = \"vendors\"\n",
+    )
+    .unwrap();
     for (file, said) in [(&placeholder, "helpers/p2.so"), (&fifo, "a FIFO")] {
-        let out_dir = dir.join(format!("out-{}", file.file_stem().unwrap().to_string_lossy()));
+        let out_dir = dir.join(format!(
+            "out-{}",
+            file.file_stem().unwrap().to_string_lossy()
+        ));
         let out = ended(
             &mut sweep(&[file.to_str().unwrap(), "--out", out_dir.to_str().unwrap()]),
             said,
@@ -874,5 +907,8 @@ fn many_unreadable_lines_are_counted_not_each_said() {
     assert_sane("empty lines", &out);
     let err = stderr(&out);
     assert!(err.len() < 4000, "{} bytes of warnings", err.len());
-    assert!(err.contains("299995 more unreadable record(s) skipped"), "{err}");
+    assert!(
+        err.contains("299995 more unreadable record(s) skipped"),
+        "{err}"
+    );
 }

@@ -46,7 +46,8 @@ pub fn writable_folder(dir: &Path) -> Result<(), String> {
         return Err(fail("not a folder".into()));
     }
     let probe = dir.join(".clmulti-writable");
-    let (tmp, _) = temporary_beside(&probe).map_err(|e| fail(format!("cannot write there: {e}")))?;
+    let (tmp, _) =
+        temporary_beside(&probe).map_err(|e| fail(format!("cannot write there: {e}")))?;
     let renamed = std::fs::rename(&tmp, &probe);
     let _ = std::fs::remove_file(&tmp);
     let _ = std::fs::remove_file(&probe);

@@ -201,6 +201,28 @@ fn hostile_command_lines_get_exit_2_and_a_reason() {
             "a buffer has 1 byte to",
         ),
         (vec!["run", "--index", "99", s], "out of range"),
+        // Selectors that name no platform, refused before anything loads.
+        (
+            vec!["axpy", "--device", ""],
+            "an empty selector names no platform",
+        ),
+        (
+            vec!["axpy", "--device", ":0"],
+            "names no platform before the `:`",
+        ),
+        (
+            vec!["diagnose", "--device", " :1"],
+            "names no platform before the `:`",
+        ),
+        (
+            vec!["bench", "--device", ""],
+            "an empty selector names no platform",
+        ),
+        // An output folder nothing can be written to, said before any case runs.
+        (
+            vec!["diagnose", "--out", "/proc/self", "--count", "10"],
+            "--out /proc/self: cannot write there",
+        ),
     ] {
         let out = run(clmulti(2).args(&args));
         let what = args.join(" ");

@@ -43,7 +43,13 @@ impl KernelMemory {
             let (file, v2) = if controllers.is_empty() {
                 (mount.join(path).join("memory.stat"), true)
             } else if controllers.split(',').any(|c| c == "memory") {
-                (mount.join("memory").join(path).join("memory.kmem.usage_in_bytes"), false)
+                (
+                    mount
+                        .join("memory")
+                        .join(path)
+                        .join("memory.kmem.usage_in_bytes"),
+                    false,
+                )
             } else {
                 continue;
             };
@@ -80,8 +86,13 @@ pub fn parse(text: &str, v2: bool) -> Option<u64> {
         return text.trim().parse().ok();
     }
     let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse::<u64>().ok())
+        text.lines().find_map(|l| {
+            l.strip_prefix(name)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
     };
     field("kernel").or_else(|| {
         let parts: Vec<u64> = KERNEL_FIELDS.iter().filter_map(|f| field(f)).collect();
@@ -96,8 +107,14 @@ mod tests {
     #[test]
     fn each_cgroup_version_says_its_kernel_memory() {
         assert_eq!(parse("90902528\n", false), Some(90_902_528));
-        assert_eq!(parse("anon 5\nkernel 4096\nkernel_stack 1\n", true), Some(4096));
-        assert_eq!(parse("anon 5\nkernel_stack 100\npagetables 20\nslab 3\n", true), Some(123));
+        assert_eq!(
+            parse("anon 5\nkernel 4096\nkernel_stack 1\n", true),
+            Some(4096)
+        );
+        assert_eq!(
+            parse("anon 5\nkernel_stack 100\npagetables 20\nslab 3\n", true),
+            Some(123)
+        );
         assert_eq!(parse("anon 5\n", true), None);
         let root = std::env::temp_dir().join(format!("clmulti-kmem-{}", std::process::id()));
         let leaf = root.join("memory/job");

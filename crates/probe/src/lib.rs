@@ -74,12 +74,12 @@ pub use device::{
 };
 pub use drm::{DriverLimits, DrmMemoryKind, DrmUsage};
 pub use error_names::{error_name, ClCode, ERROR_NAMES};
-pub use kernel_memory::KernelMemory;
 pub use host::{
     cgroup_memory_headroom, cgroup_memory_limit, host_name, is_mapped, loaded_library, meminfo_kib,
     os_words, own_cgroup_headroom, rlimit, set_soft_rlimit, set_soft_rlimits, slurm_memory,
     HostLimits, MemoryCeiling, RlimitValues,
 };
+pub use kernel_memory::KernelMemory;
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlMemory;
 pub use platform::{

@@ -26,7 +26,7 @@ const fn key(key: &'static str, why: &'static str) -> InertKey {
     }
 }
 
-const LAYER_KNOB: &str = "a knob of clmulti's emulation layer: words and sizes it checks; its host mirror lives in anonymous memory";
+const LAYER_KNOB: &str = "a knob of clmulti's emulation layer: a word or a size it checks";
 
 /// Every inert key. The README's "A scenario file is code" lists them (a test keeps
 /// the two alike).
@@ -91,6 +91,19 @@ pub fn inert(key: &str, value: &str) -> bool {
     })
 }
 
+/// The list as the README writes it, one `- \`KEY\`: why` line per key (values
+/// named where only some are inert).
+#[cfg(test)]
+fn markdown() -> String {
+    INERT_KEYS
+        .iter()
+        .map(|k| match k.values {
+            Some(values) => format!("- `{}` ({}): {}\n", k.key, values.join(", "), k.why),
+            None => format!("- `{}`: {}\n", k.key, k.why),
+        })
+        .collect()
+}
+
 fn plain(value: &str) -> bool {
     value
         .chars()
@@ -115,6 +128,26 @@ mod tests {
         assert!(!inert("POCL_DEBUG", "$ORIGIN"));
         assert!(inert("SetCommandStreamReceiver", "1"));
         assert!(!inert("SetCommandStreamReceiver", "2"));
+    }
+
+    #[test]
+    fn the_readme_lists_the_inert_keys_as_they_are_here() {
+        let readme = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+        )
+        .unwrap();
+        let (start, end) = ("<!-- inert keys -->\n", "<!-- end of inert keys -->");
+        let listed = readme
+            .split_once(start)
+            .and_then(|(_, rest)| rest.split_once(end))
+            .map(|(list, _)| list)
+            .expect("README.md: the list of inert keys between its markers");
+        assert_eq!(
+            listed,
+            markdown(),
+            "README.md's list of inert keys is not crates/cli/src/trust/inert.rs's: write this between the markers:\n{}",
+            markdown()
+        );
     }
 
     #[test]

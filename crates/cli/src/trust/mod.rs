@@ -106,6 +106,24 @@ fn trust(file: &Path) -> Result<(), Failure> {
     write_stdout(&text)
 }
 
+/// `clmulti trust`'s description: what a scenario may set without trust (the list of
+/// inert keys), what trust records, and what every run checks.
+pub fn long_about() -> String {
+    let keys: String = INERT_KEYS
+        .iter()
+        .map(|k| match k.values {
+            Some(values) => format!("  {} ({}): {}\n", k.key, values.join(", "), k.why),
+            None => format!("  {}: {}\n", k.key, k.why),
+        })
+        .collect();
+    format!(
+        "Trust scenario files that load code, as they are now, with the libraries they load: run and the sweep refuse a file whose loads nothing trusts.\n\n\
+         A scenario's [env] (and every env. value of its grid) may set without trust only these keys, each of which loads nothing and writes nothing outside the run, with a plain value (letters, digits, spaces and _ - . , : + % =, never a path):\n\n{keys}\n\
+         Every other key is a load (HOME, PATH, TMPDIR, XDG_*, LD_*, GLIBC_TUNABLES, cache and compiler settings, a key nobody listed): it needs no word only when it is clmulti's own library, a system file, or what this checkout installed in folders writable by their owner alone. Relative paths resolve against the scenario file's own folder.\n\n\
+         Trust records the file's real path and the SHA-256 of its text, and each library it loads that needs a word by its real path and SHA-256 (a folder by its real path): a change to either needs trust again. Every run checks them again right before its process starts and hands the loader a sealed copy of what was checked."
+    )
+}
+
 /// A load and why it needs no word, whose word it has, or what is in its way:
 /// `LD_PRELOAD loads library /tmp/x.so (needs your word)`.
 pub fn describe(load: &Load) -> String {

@@ -164,7 +164,6 @@ pub struct Context {
     pub libraries: Option<std::path::PathBuf>,
 }
 
-// long: the file's tables in the order they are documented, each checked where its neighbours can be seen (contradictions between tables)
 /// The `[env]` a run gets (paths resolved, placeholders filled): what validation
 /// makes of its `[devices]` and `[env]` alone, the rest of the run not looked at.
 pub(crate) fn env_only(
@@ -175,6 +174,7 @@ pub(crate) fn env_only(
     process::env(raw.env, devices.set.len(), context)
 }
 
+// long: the file's tables in the order they are documented, each checked where its neighbours can be seen (contradictions between tables)
 pub(crate) fn validate(
     raw: RawScenario,
     file: &str,
