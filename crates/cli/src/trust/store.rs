@@ -194,7 +194,7 @@ mod tests {
             places: Vec::new(),
         };
         add(&record).unwrap();
-        assert_eq!(recorded().unwrap(), [record.clone()]);
+        assert_eq!(recorded().unwrap(), std::slice::from_ref(&record));
         assert_eq!(std::fs::read_to_string(&store).unwrap().lines().count(), 1);
         assert!(find(&dir.join("evil.toml"), &digest(b"evil")).is_none());
         assert!(find(&record.scenario, &record.sha256).is_some());
