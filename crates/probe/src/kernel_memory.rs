@@ -66,8 +66,21 @@ impl KernelMemory {
         Some(found)
     }
 
+    /// One reading, allocating nothing: the guards read it when the address space
+    /// may be all taken, where an allocation would abort the process.
     fn read_now(&self) -> Option<u64> {
-        parse(&std::fs::read_to_string(&self.file).ok()?, self.v2)
+        use std::io::Read;
+        let mut file = std::fs::File::open(&self.file).ok()?;
+        let mut text = [0u8; 8192];
+        let mut len = 0;
+        while len < text.len() {
+            match file.read(&mut text[len..]) {
+                Ok(0) => break,
+                Ok(n) => len += n,
+                Err(_) => return None,
+            }
+        }
+        parse(std::str::from_utf8(&text[..len]).ok()?, self.v2)
     }
 
     /// Bytes now; the last reading when the file cannot be read now (at the
@@ -95,8 +108,10 @@ pub fn parse(text: &str, v2: bool) -> Option<u64> {
         })
     };
     field("kernel").or_else(|| {
-        let parts: Vec<u64> = KERNEL_FIELDS.iter().filter_map(|f| field(f)).collect();
-        (!parts.is_empty()).then(|| parts.iter().sum())
+        KERNEL_FIELDS
+            .iter()
+            .filter_map(|f| field(f))
+            .fold(None, |sum, n| Some(sum.unwrap_or(0) + n))
     })
 }
 

@@ -59,6 +59,7 @@ mod error_names;
 mod host;
 mod kernel_memory;
 pub mod kmd_emu;
+mod mapped;
 pub mod neo;
 #[cfg(feature = "nvml")]
 mod nvml;
@@ -75,11 +76,12 @@ pub use device::{
 pub use drm::{DriverLimits, DrmMemoryKind, DrmUsage};
 pub use error_names::{error_name, ClCode, ERROR_NAMES};
 pub use host::{
-    cgroup_memory_headroom, cgroup_memory_limit, host_name, is_mapped, loaded_library, meminfo_kib,
-    os_words, own_cgroup_headroom, rlimit, set_soft_rlimit, set_soft_rlimits, slurm_memory,
-    HostLimits, MemoryCeiling, RlimitValues,
+    cgroup_memory_headroom, cgroup_memory_limit, host_name, meminfo_kib, os_words,
+    own_cgroup_headroom, rlimit, set_soft_rlimit, set_soft_rlimits, slurm_memory, HostLimits,
+    MemoryCeiling, RlimitValues,
 };
 pub use kernel_memory::KernelMemory;
+pub use mapped::{is_mapped, loaded_library};
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlMemory;
 pub use platform::{

@@ -227,7 +227,13 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
     let mut inherited = vec![progress_file.as_raw_fd()];
     inherited.extend(command.inherit.iter().map(|f| f.as_raw_fd()));
     let folder = WorkingFolder::new()?;
-    let mut cmd = Command::new(std::path::absolute(&command.program)?);
+    // A relative path names a file from this folder, not the child's own: a bare
+    // name is the PATH's to find.
+    let program = match command.program.components().count() > 1 {
+        true => std::path::absolute(&command.program)?,
+        false => command.program.clone(),
+    };
+    let mut cmd = Command::new(program);
     cmd.args(&command.args).current_dir(&folder.0);
     let resolved = match &command.resolved {
         Some(json) => {

@@ -235,7 +235,9 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     };
     let loop_start = Instant::now();
     backend.trace_with(tracer);
+    let headroom = host_memory::Headroom::reserve();
     let outcome = allocation_loop(&plan, &mut backend, &mut meter, interrupt);
+    drop(headroom);
     if let Some(traced) = &mut report.traced {
         traced.failing_calls = backend.failing_calls();
     }
