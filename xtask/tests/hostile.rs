@@ -10,7 +10,7 @@ mod common;
 #[allow(dead_code, unused_imports)]
 mod records;
 
-use common::{clmulti_bin, results, stderr, temp_dir, xtask_bare};
+use common::{clmulti_bin, results, stderr, temp_dir, trust, xtask_bare};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -765,16 +765,6 @@ fn library_with_constructor(lib: &Path, body: &str) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// `clmulti trust FILE`, in the trust record the sweeps of this test read.
-fn trust(file: &Path) {
-    let trust = std::env::temp_dir().join(format!("clmulti-test-trusted-{}", std::process::id()));
-    let out = run(Command::new(clmulti_bin())
-        .env("CLMULTI_TRUST_FILE", trust)
-        .arg("trust")
-        .arg(file));
-    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 /// A sweep checks what each run loads right before the run: a trusted library

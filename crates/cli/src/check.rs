@@ -123,6 +123,8 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             // code nothing trusts.
             let not_checked = if trusted {
                 check_platforms(&f, &assessment.binding, &mut listings).map_err(|e| vec![e])?
+            } else if !f.names_a_platform() {
+                None
             } else {
                 Some(format!(
                     "it loads code nothing trusts, which check does not run (`clmulti trust {}`)",
@@ -187,9 +189,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                     }
                     (None, Some(n)) => {
                         let mut text = format!("ok {}: {n} run(s)\n", r.file);
-                        for load in &r.loads {
-                            text.push_str(&format!("  loads: {}\n", crate::trust::describe(load)));
-                        }
+                        text.push_str(&loads_text(&r.loads));
                         for warning in &r.warnings {
                             text.push_str(&format!("  warning: {warning}\n"));
                         }
@@ -220,6 +220,30 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         )));
     }
     Ok(())
+}
+
+/// A file's loads, a line each; of a key with many (an `env.` axis of 100 000
+/// values), the first few and a count (`--format json` has them all).
+fn loads_text(loads: &[crate::trust::Load]) -> String {
+    const PER_KEY: usize = 5;
+    let mut text = String::new();
+    let mut shown: HashMap<(&str, bool), usize> = HashMap::new();
+    for load in loads {
+        let seen = shown.entry((&load.key, load.may_run())).or_default();
+        *seen += 1;
+        if *seen <= PER_KEY {
+            text.push_str(&format!("  loads: {}\n", crate::trust::describe(load)));
+        }
+    }
+    let mut more: Vec<_> = shown.into_iter().filter(|(_, n)| *n > PER_KEY).collect();
+    more.sort();
+    for ((key, _), n) in more {
+        text.push_str(&format!(
+            "  loads: ... and {} more of {key} (`--format json` lists them)\n",
+            n - PER_KEY
+        ));
+    }
+    text
 }
 
 impl From<&ScenarioError> for ErrorJson {

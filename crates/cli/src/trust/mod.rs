@@ -144,6 +144,22 @@ pub fn describe(load: &Load) -> String {
     format!("{} ({why})", load.words())
 }
 
+/// The most loads a refusal names one by one; `clmulti check` lists them all.
+const NAMED: usize = 8;
+
+/// Loads, described, the first few named and the rest counted.
+fn listed(loads: &[&Load], path: &Path) -> String {
+    let mut text: Vec<String> = loads.iter().take(NAMED).map(|l| describe(l)).collect();
+    if loads.len() > NAMED {
+        text.push(format!(
+            "and {} more (`clmulti check {}` lists them)",
+            loads.len() - NAMED,
+            path.display()
+        ));
+    }
+    text.join("; ")
+}
+
 /// The refusal of a file whose runs may not load what they would, naming each load
 /// and the ways to allow them; `None` when it may run.
 pub fn refusal(path: &Path, assessment: &Assessment) -> Option<String> {
@@ -155,17 +171,15 @@ pub fn refusal(path: &Path, assessment: &Assessment) -> Option<String> {
         refused.into_iter().partition(|l| l.problem.is_some());
     let mut parts = Vec::new();
     if !in_the_way.is_empty() {
-        let listed: Vec<String> = in_the_way.iter().map(|l| describe(l)).collect();
         parts.push(format!(
             "it cannot run as it is, trusted or not: {}",
-            listed.join("; ")
+            listed(&in_the_way, path)
         ));
     }
     if !unasked.is_empty() {
-        let listed: Vec<String> = unasked.iter().map(|l| describe(l)).collect();
         parts.push(format!(
             "the scenario loads code nothing trusts: {}; a scenario file is code: read it, then `clmulti trust {}` (its content and the libraries it loads, until they change), or allow the libraries for this run with --allow PATH",
-            listed.join("; "),
+            listed(&unasked, path),
             path.display()
         ));
     }
