@@ -53,8 +53,8 @@ fn a_crashing_run_keeps_its_progress_and_last_words() {
     // The crashing layer and its knob are the test's own: trusted, as read.
     common::trust(&dir.join("abort.toml"));
     let out = xtask(&[dir.to_str().unwrap(), "--out", out_dir.to_str().unwrap()])
-    .output()
-    .unwrap();
+        .output()
+        .unwrap();
     let records = results(&out_dir);
     assert_eq!(records.len(), 2, "{}", stderr(&out));
     let crashed = &records[0]["report"];
@@ -90,8 +90,6 @@ fn a_crashing_run_keeps_its_progress_and_last_words() {
         "--out",
         out_dir.to_str().unwrap(),
         "--resume",
-        "--allow",
-        layer.to_str().unwrap(),
     ])
     .output()
     .unwrap();
@@ -106,8 +104,6 @@ fn a_crashing_run_keeps_its_progress_and_last_words() {
         out_dir.to_str().unwrap(),
         "--resume",
         "--retry-failed",
-        "--allow",
-        layer.to_str().unwrap(),
     ])
     .output()
     .unwrap();
