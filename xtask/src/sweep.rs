@@ -317,11 +317,18 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     );
     let (scenario_files, bindings, bad_files) = load_files(&files, &libraries, &args.allow);
     if args.check {
+        // Every run, as a shard would plan it.
+        let invalid = scenario_files
+            .iter()
+            .filter_map(|f| f.check().err())
+            .inspect(|e| eprintln!("error: {e}"))
+            .count();
         eprintln!(
-            "sweep: {} scenario file(s) checked, {bad_files} refused; nothing was run",
-            files.len()
+            "sweep: {} scenario file(s) checked, {} invalid or refused; nothing was run",
+            files.len(),
+            bad_files + invalid
         );
-        let code = if bad_files > 0 { 2 } else { 0 };
+        let code = if bad_files + invalid > 0 { 2 } else { 0 };
         return Ok((ExitCode::from(code), stats));
     }
     let mut plan: Vec<(usize, usize)> = scenario_files

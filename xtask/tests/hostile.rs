@@ -902,3 +902,48 @@ fn many_unreadable_lines_are_counted_not_each_said() {
         "{err}"
     );
 }
+
+/// `submit.sh` checks the files and their trust as the shards will, and submits
+/// nothing (no `sbatch`) when one is refused, saying why.
+#[test]
+fn submit_stops_before_sbatch_on_a_file_nothing_trusts() {
+    let dir = temp_dir("hostile-submit");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let called = dir.join("sbatch-called");
+    let sbatch = bin.join("sbatch");
+    std::fs::write(
+        &sbatch,
+        format!("#!/bin/sh\ntouch {}\necho 1\n", called.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&sbatch, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = dir.join("preload.toml");
+    std::fs::write(&file, "[allocation]\ncount = 3\n[env]\nHOME = \"/tmp\"\n").unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = ended(
+        Command::new(root.join("scripts/slurm/submit.sh"))
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    bin.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .env("CLMULTI_BIN", clmulti_bin())
+            .env("CLMULTI_XTASK", env!("CARGO_BIN_EXE_xtask"))
+            .env("CLMULTI_TRUST_FILE", common::trust_record())
+            .args(["--out", dir.join("out").to_str().unwrap()])
+            .arg(&file),
+        "submit",
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("nothing was submitted") && err.contains("HOME keeps compiled code"),
+        "{err}"
+    );
+    assert!(!called.exists(), "sbatch was called");
+}
