@@ -10,7 +10,9 @@ mod common;
 #[allow(dead_code, unused_imports)]
 mod records;
 
-use common::{clmulti_bin, results, stderr, temp_dir, trust, xtask_bare};
+use common::{
+    clmulti_bin, ended, results, shared_library, stderr, temp_dir, trust, xtask_bare, HANG,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -62,28 +64,6 @@ fn mkfifo(path: &Path) {
     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
     // SAFETY: mkfifo with a NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
-}
-
-/// Longer than anything here takes on a machine at load 16 on two cores: a command
-/// still running past it hangs. A hang detector, never a measure.
-const HANG: Duration = Duration::from_secs(300);
-
-/// Runs `cmd` to its end; one that hangs is killed past [`HANG`] and fails the test.
-fn ended(cmd: &mut Command, what: &str) -> Output {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > HANG {
-            let _ = child.kill();
-            panic!("{what}: still running after {HANG:?}: it hangs");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
 }
 
 #[test]
@@ -754,17 +734,7 @@ fn library_with_constructor(lib: &Path, body: &str) {
         format!("#include <stdio.h>\n#include <unistd.h>\n__attribute__((constructor)) static void start(void) {{ {body} }}\n"),
     )
     .unwrap();
-    let out = Command::new("cc")
-        .args(["-shared", "-fPIC", "-o"])
-        .arg(lib)
-        .arg(&source)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    shared_library(&source, lib);
 }
 
 /// A sweep checks what each run loads right before the run: a trusted library

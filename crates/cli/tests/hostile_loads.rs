@@ -8,8 +8,7 @@ mod common;
 
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 const BASE: &str = "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"4KiB\"\ncount = 5\n";
 
@@ -20,27 +19,15 @@ fn folder(name: &str) -> PathBuf {
     dir
 }
 
-/// Runs `cmd` to its end; one still running past [`HANG`] is killed and fails.
-fn ended(cmd: &mut Command) -> Output {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > HANG {
-            let _ = child.kill();
-            panic!("{cmd:?}: still running after {HANG:?}: it hangs");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+/// Runs `cmd` to its end ([`ended`]: one that hangs fails).
+fn finished(cmd: &mut Command) -> Output {
+    let what = format!("{cmd:?}");
+    ended(cmd, &what)
 }
 
 /// `run` refuses the file, exit 2, naming `said`, and runs no code of it.
 fn refused(cmd: &mut Command, path: &Path, marker: &Path, said: &str) {
-    let out = ended(cmd.arg("run").arg(path));
+    let out = finished(cmd.arg("run").arg(path));
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{}: {err}", path.display());
     assert!(err.contains(said), "{}: {err}", path.display());
@@ -73,7 +60,7 @@ fn a_grid_placeholder_in_ld_preload_is_read_in_every_run() {
         format!("{BASE}[env]\nLD_PRELOAD = \"helpers/p{{devices.count}}.so\"\n[grid]\n\"devices.indices\" = [[0], [0, 1]]\n"),
     )
     .unwrap();
-    let out = ended(clmulti(2).args(["check", "--format", "json"]).arg(&path));
+    let out = finished(clmulti(2).args(["check", "--format", "json"]).arg(&path));
     let checked = json(&out);
     assert_eq!(checked["files"][0]["trusted"], false, "{checked}");
     let p2 = dir.join("helpers/p2.so").display().to_string();
@@ -118,7 +105,7 @@ fn home_path_and_keys_nobody_listed_need_a_word() {
         )
         .unwrap();
         refused(&mut clmulti(1), &path, &marker, said);
-        let out = ended(clmulti(1).arg("check").arg(&path));
+        let out = finished(clmulti(1).arg("check").arg(&path));
         assert!(out.status.success(), "{}", stderr(&out));
         assert!(String::from_utf8_lossy(&out.stdout).contains("not trusted"));
     }
@@ -139,7 +126,7 @@ fn an_icd_line_with_a_leading_space_is_refused() {
         format!("{BASE}[env]\nOCL_ICD_VENDORS = \"vendors\"\n"),
     )
     .unwrap();
-    let out = ended(clmulti(1).current_dir(&dir).arg("check").arg(&path));
+    let out = finished(clmulti(1).current_dir(&dir).arg("check").arg(&path));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -148,7 +135,7 @@ fn an_icd_line_with_a_leading_space_is_refused() {
         ),
         "{said}"
     );
-    let out = ended(clmulti(1).current_dir(&dir).arg("trust").arg(&path));
+    let out = finished(clmulti(1).current_dir(&dir).arg("trust").arg(&path));
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     refused(
         clmulti(1).current_dir(&dir),
@@ -173,7 +160,7 @@ fn a_link_to_a_trusted_file_keeps_that_files_folder() {
     trust(&trusted);
     let link = b.join("b.toml");
     std::os::unix::fs::symlink(&trusted, &link).unwrap();
-    let out = ended(clmulti(1).arg("run").arg(&link));
+    let out = finished(clmulti(1).arg("run").arg(&link));
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(mark_a.exists(), "the trusted file's library ran");
     assert!(!mark_b.exists(), "the link's folder's library ran");
@@ -195,7 +182,7 @@ fn a_relative_ld_audit_resolves_against_the_scenarios_folder() {
         "LD_AUDIT loads library",
     );
     trust(&path);
-    let out = ended(clmulti(1).current_dir(&elsewhere).arg("run").arg(&path));
+    let out = finished(clmulti(1).current_dir(&elsewhere).arg("run").arg(&path));
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stranger.exists(), "the working folder's library ran");
 }
@@ -254,14 +241,14 @@ fn a_checkout_folder_others_can_write_is_not_the_checkouts() {
             .env("POCL_MEMORY_LIMIT", "2");
         cmd
     };
-    let out = ended(own(0o755).args(["check", "--format", "json"]).arg(&path));
+    let out = finished(own(0o755).args(["check", "--format", "json"]).arg(&path));
     assert_eq!(
         json(&out)["files"][0]["loads"][0]["trusted"],
         "this-checkout",
         "{}",
         stderr(&out)
     );
-    let out = ended(own(0o777).args(["check", "--format", "json"]).arg(&path));
+    let out = finished(own(0o777).args(["check", "--format", "json"]).arg(&path));
     assert_eq!(json(&out)["files"][0]["trusted"], false, "{}", stderr(&out));
     refused(&mut own(0o777), &path, &marker, "needs your word");
     mode(&root.join("target"), 0o755);
@@ -314,7 +301,7 @@ fn a_fifo_or_dev_zero_in_a_vendors_folder_ends_every_command() {
             format!("{BASE}[env]\nOCL_ICD_VENDORS = \"vendors\"\n"),
         )
         .unwrap();
-        let out = ended(clmulti(1).arg("check").arg(&path));
+        let out = finished(clmulti(1).arg("check").arg(&path));
         assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -322,7 +309,7 @@ fn a_fifo_or_dev_zero_in_a_vendors_folder_ends_every_command() {
             "{name}: {text}"
         );
         for args in [&["--timeout", "5", "run"][..], &["trust"][..]] {
-            let out = ended(clmulti(1).args(args).arg(&path));
+            let out = finished(clmulti(1).args(args).arg(&path));
             assert_eq!(
                 out.status.code(),
                 Some(2),
@@ -337,12 +324,11 @@ fn a_fifo_or_dev_zero_in_a_vendors_folder_ends_every_command() {
         }
         // As the process's own vendors folder: the loader in the worker is ended by
         // the time limit, which says what never returned.
-        let out =
-            ended(
-                clmulti(1)
-                    .env("OCL_ICD_VENDORS", &vendors)
-                    .args(["--timeout", "2", "devices"]),
-            );
+        let out = finished(clmulti(1).env("OCL_ICD_VENDORS", &vendors).args([
+            "--timeout",
+            "2",
+            "devices",
+        ]));
         assert!(
             matches!(out.status.code(), Some(1)),
             "{name}: {}",

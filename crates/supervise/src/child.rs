@@ -186,35 +186,43 @@ fn anonymous_file(name: &std::ffi::CStr) -> std::io::Result<std::fs::File> {
     Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
-/// A child's working folder: fresh, empty and its own (mode 0700), removed with
-/// what the child left in it when the child has ended. What a runtime writes or
-/// reads relative to its working folder (NEO's AUB capture and `igdrcl.config`, a
-/// relative path in an `.icd` file) stays inside the run, wherever it was started.
-struct WorkingFolder(PathBuf);
+/// A folder of this process's own: fresh, empty, mode 0700 (no other user can put
+/// or change anything in it), removed with what is in it when dropped. A child's
+/// working folder is one: what a runtime writes or reads relative to its working
+/// folder (NEO's AUB capture and `igdrcl.config`, a relative path in an `.icd` file)
+/// stays inside the run, wherever it was started.
+#[derive(Debug)]
+pub struct PrivateFolder(PathBuf);
 
-impl WorkingFolder {
-    fn new() -> std::io::Result<Self> {
+impl PrivateFolder {
+    /// A new one in the temporary folder, named `clmulti-<what>-<pid>-<n>`.
+    pub fn new(what: &str) -> std::io::Result<Self> {
         use std::os::unix::fs::DirBuilderExt;
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
         loop {
             let path = std::env::temp_dir().join(format!(
-                "clmulti-run-{}-{}",
+                "clmulti-{what}-{}-{}",
                 std::process::id(),
                 NEXT.fetch_add(1, Ordering::Relaxed)
             ));
             match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-                Ok(()) => return Ok(WorkingFolder(path)),
+                Ok(()) => return Ok(PrivateFolder(path)),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
         }
     }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
 }
 
-impl Drop for WorkingFolder {
+impl Drop for PrivateFolder {
     fn drop(&mut self) {
-        // remove_dir_all follows no link the child left there.
+        // remove_dir_all follows no link left in it.
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
@@ -226,7 +234,7 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
     let progress_file = anonymous_file(c"clmulti-progress")?;
     let mut inherited = vec![progress_file.as_raw_fd()];
     inherited.extend(command.inherit.iter().map(|f| f.as_raw_fd()));
-    let folder = WorkingFolder::new()?;
+    let folder = PrivateFolder::new("run")?;
     // A relative path names a file from this folder, not the child's own: a bare
     // name is the PATH's to find.
     let program = match command.program.components().count() > 1 {
@@ -234,7 +242,7 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
         false => command.program.clone(),
     };
     let mut cmd = Command::new(program);
-    cmd.args(&command.args).current_dir(&folder.0);
+    cmd.args(&command.args).current_dir(folder.path());
     let resolved = match &command.resolved {
         Some(json) => {
             let mut file = anonymous_file(c"clmulti-scenario")?;

@@ -45,6 +45,8 @@ pub mod protocol;
 pub mod signal;
 pub mod worker;
 
-pub use child::{hang_margin, run_child, tracer_beside, ChildCommand, ChildOutcome, TRACE_ENV};
+pub use child::{
+    hang_margin, run_child, tracer_beside, ChildCommand, ChildOutcome, PrivateFolder, TRACE_ENV,
+};
 pub use protocol::{read_resolved, Progress, ProgressWriter, PROGRESS_ENV};
 pub use signal::{handle_unless_ignored, Interrupt, INTERRUPT};

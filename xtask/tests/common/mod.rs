@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 #[path = "../../../crates/cli/tests/common/native.rs"]
 mod native;
 #[allow(unused_imports)] // each test binary uses some
-pub use native::abort_after_layer;
+pub use native::{abort_after_layer, ended, shared_library, HANG};
 
 /// The debug `clmulti` (and its layer), built once per test binary.
 pub fn clmulti_bin() -> PathBuf {

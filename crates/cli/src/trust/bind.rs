@@ -13,6 +13,7 @@
 use super::loads::{entry, trusted, Entry, Item, Load, LoadKind, Origin, Trusted};
 use super::store::{self, Record};
 use clmulti_scenario::ScenarioFile;
+use clmulti_supervise::PrivateFolder;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
@@ -253,17 +254,20 @@ impl Prepared {
     /// A fresh sub-folder of clmulti's own folder for this run.
     fn subfolder(&mut self) -> Result<PathBuf, String> {
         if self.folder.is_none() {
-            self.folder = Some(PrivateFolder::new()?);
+            let folder = PrivateFolder::new("handed")
+                .map_err(|e| format!("a folder of clmulti's own: {e}"))?;
+            self.folder = Some(folder);
         }
-        let root = &self
+        let root = self
             .folder
             .as_ref()
-            .map(|f| f.0.clone())
+            .map(|f| f.path().to_path_buf())
             .unwrap_or_default();
-        let path = root.join(format!(
-            "{}",
-            std::fs::read_dir(root).map_or(0, |d| d.count())
-        ));
+        let path = root.join(
+            std::fs::read_dir(&root)
+                .map_or(0, |d| d.count())
+                .to_string(),
+        );
         std::fs::create_dir(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(path)
     }
@@ -440,35 +444,4 @@ fn memfd(name: &std::ffi::CStr) -> std::io::Result<OwnedFd> {
         }
     }
     Err(std::io::Error::last_os_error())
-}
-
-/// A folder of clmulti's own (mode 0700: no one else can change what is in it),
-/// removed with what is in it when dropped.
-#[derive(Debug)]
-struct PrivateFolder(PathBuf);
-
-impl PrivateFolder {
-    fn new() -> Result<Self, String> {
-        use std::os::unix::fs::DirBuilderExt;
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        loop {
-            let path = std::env::temp_dir().join(format!(
-                "clmulti-handed-{}-{}",
-                std::process::id(),
-                NEXT.fetch_add(1, Ordering::Relaxed)
-            ));
-            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-                Ok(()) => return Ok(PrivateFolder(path)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(format!("{}: {e}", path.display())),
-            }
-        }
-    }
-}
-
-impl Drop for PrivateFolder {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }

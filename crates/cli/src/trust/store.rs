@@ -116,13 +116,13 @@ pub fn find(scenario: &Path, sha256: &str) -> Option<Record> {
         .find(|r| r.scenario == scenario && r.sha256 == sha256)
 }
 
-/// Adds a record (one line, one write, appended without following a link planted
-/// where the store goes).
+/// Adds a record: one line, one write.
 pub fn add(record: &Record) -> std::io::Result<()> {
     let store = record_path().ok_or_else(|| {
         std::io::Error::other("no place for the trust record: set HOME or CLMULTI_TRUST_FILE")
     })?;
     if let Some(folder) = store.parent().filter(|f| !f.as_os_str().is_empty()) {
+        use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -130,18 +130,8 @@ pub fn add(record: &Record) -> std::io::Result<()> {
     }
     let mut line = serde_json::to_string(record).map_err(std::io::Error::other)?;
     line.push('\n');
-    let mut out = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .mode(0o600)
-        .open(&store)?;
-    if !out.metadata()?.is_file() {
-        return Err(std::io::Error::other(format!(
-            "{}: not a regular file",
-            store.display()
-        )));
-    }
+    // Appended without following a link planted where the store goes.
+    let mut out = crate::output::open_append(&store)?;
     out.write_all(line.as_bytes())
 }
 
@@ -168,8 +158,6 @@ pub fn revoke(scenario: &Path, sha256: Option<&str>) -> std::io::Result<usize> {
     }
     Ok(gone)
 }
-
-use std::os::unix::fs::DirBuilderExt;
 
 #[cfg(test)]
 mod tests {

@@ -7,11 +7,7 @@ use std::sync::OnceLock;
 
 mod native;
 #[allow(unused_imports)] // each test binary uses some
-pub use native::{abort_after_layer, fault_layer, marking_library, shared_library};
-
-/// Longer than anything a test waits for takes, on a machine at load 16 on two
-/// cores: what is still running past it hangs. A hang detector, never a measure.
-pub const HANG: std::time::Duration = std::time::Duration::from_secs(300);
+pub use native::{abort_after_layer, ended, fault_layer, marking_library, shared_library, HANG};
 
 /// The PoCL ICD file the tests pin the loader to.
 pub const POCL_ICD: &str = "/etc/OpenCL/vendors/pocl.icd";
