@@ -479,26 +479,38 @@ fn sigint_and_sigterm_end_a_run_with_its_partial_report() {
             "{what}: released"
         );
     }
-    // A second Ctrl-C ends at once a run whose first cannot (hung in loading).
-    let child = clmulti_with_icd("hang")
+    // A second Ctrl-C ends at once a run whose first cannot (hung in loading). Each
+    // signal is sent once the one before is seen, however loaded the machine: two
+    // sent together would arrive as one.
+    use std::io::BufRead;
+    let mut child = clmulti_with_icd("hang")
         .arg("run")
         .arg(&s)
-        .stdout(Stdio::piped())
+        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
         .unwrap();
     let pid = child.id() as i32;
-    std::thread::sleep(Duration::from_millis(500));
-    // SAFETY: signalling the process group this test started.
-    unsafe { libc::kill(-pid, libc::SIGINT) };
-    std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: as above.
-    unsafe { libc::kill(-pid, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    for (wait_for, signal) in [("(child process)", true), ("stopping on SIGINT", true)] {
+        while !said.contains(wait_for) {
+            let mut line = String::new();
+            assert!(err.read_line(&mut line).unwrap() > 0, "stderr ended: {said}");
+            said.push_str(&line);
+        }
+        if signal {
+            // SAFETY: signalling the process group this test started.
+            unsafe { libc::kill(-pid, libc::SIGINT) };
+        }
+    }
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+    let status = child.wait().unwrap();
     // Ended by the second signal (130): the hung run alone would end by its watchdog,
     // exit 1.
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert_eq!(status.code(), Some(130), "{said}{rest}");
 }
 
 /// An endless run stopped by `signal` once under way: its report, interrupted. A run
