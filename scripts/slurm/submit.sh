@@ -11,7 +11,8 @@
 #     -m, --mem SIZE     memory per task (sbatch --mem; the sweep's guards respect it)
 #     -- ARGS            further sbatch arguments (partition, account, ...)
 #   SCENARIOS default to configs. Build first: cargo build --release -p clmulti -p clmulti-layer -p xtask
-#
+#   The scenario files are checked first, their trust included (xtask sweep --check):
+#   a file the shards would refuse stops it here, exit 2, nothing submitted.
 # Prints "array <id>" and "merge <id>" on stdout.
 set -euo pipefail
 caller=$PWD
@@ -29,7 +30,7 @@ while (($#)); do
     -o|--out) out=$2; shift 2 ;;
     -m|--mem) mem=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     -*) echo "submit: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) scenarios+=("$1"); shift ;;
   esac
@@ -46,6 +47,13 @@ cd "$root"
 for b in "$bin" "$xtask"; do
   [ -x "$b" ] || { echo "submit: $b is missing: cargo build --release -p clmulti -p clmulti-layer -p xtask" >&2; exit 1; }
 done
+# A scenario file is code: each shard would refuse one that loads what nothing trusts,
+# said only in its log. Check them here, as the shards will, and submit nothing when
+# one is refused (its message says how to trust it: `clmulti trust FILE`).
+if ! "$xtask" sweep --check --bin "$bin" "${scenarios[@]}"; then
+  echo "submit: nothing was submitted: the shards would refuse the scenario files said above" >&2
+  exit 2
+fi
 mkdir -p "$out/logs"
 
 gres=()

@@ -155,7 +155,7 @@ Read by clmulti: a Slurm job's memory, a ceiling for the host-memory guard like 
 Set by clmulti for each child process it starts (\\fBrun\\fR with several runs, \\fBdiagnose\\fR, \\fBbench\\fR, sweeps); the child writes its setup and every sample there, so a crash keeps what it measured.
 .TP
 \\fBCLMULTI_TRUST_FILE\\fR
-The record of trusted scenario files (\\fBclmulti trust\\fR), one \\fISHA\\-256 PATH\\fR line per file; default \\fB$XDG_CONFIG_HOME/clmulti/trusted\\fR, else \\fB~/.config/clmulti/trusted\\fR.
+The record of trusted scenario files (\\fBclmulti trust\\fR), one JSON line per file: its real path and SHA\\-256, and each library's it loads that needs a word; default \\fB$XDG_CONFIG_HOME/clmulti/trusted\\fR, else \\fB~/.config/clmulti/trusted\\fR.
 ";
 
 /// What each page shows as EXAMPLES: (what it does, the command line).

@@ -9,6 +9,7 @@ mod docs;
 mod lock;
 mod merge;
 mod neo_versions;
+mod plan_check;
 mod progress;
 mod records;
 mod summary;

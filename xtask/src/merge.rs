@@ -26,6 +26,10 @@ pub struct Args {
     /// Replace a merge already in the output folder (kept as results.<n>.jsonl).
     #[arg(long)]
     force: bool,
+    /// Merge shards recorded by different clmulti versions (or whose plans are too
+    /// old to be checked against their records), named as they are merged.
+    #[arg(long)]
+    allow_mixed_versions: bool,
 }
 
 /// A temporary file removed when dropped, unless kept.
@@ -115,7 +119,11 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
         newest,
         records_read,
         keys_by_shard,
+        seen,
     } = newest_records(&shards)?;
+    if let Some(refused) = refuse_unchecked(&shards, &seen, args.allow_mixed_versions) {
+        return Ok(refused);
+    }
     let (summary, hosts) = write_merged(args, &shards, &newest)?;
     let (found_shards, incomplete, restarted) = shard_states(&shards, &keys_by_shard);
     let superseded = records_read - newest.len();
@@ -150,6 +158,8 @@ struct Newest {
     records_read: usize,
     /// The runs each shard holds.
     keys_by_shard: Vec<std::collections::HashSet<String>>,
+    /// What each shard's records say of themselves.
+    seen: Vec<crate::plan_check::Seen>,
 }
 
 /// First pass: which record of each run is the newest, across every shard.
@@ -157,12 +167,15 @@ fn newest_records(shards: &[Shard]) -> Result<Newest, String> {
     let mut newest: HashMap<String, Position> = HashMap::new();
     let mut records_read = 0usize;
     let mut keys_by_shard: Vec<std::collections::HashSet<String>> = Vec::new();
+    let mut seen = Vec::new();
     for (shard, s) in shards.iter().enumerate() {
         let mut position = 0;
         let mut keys = std::collections::HashSet::new();
+        let mut shard_seen = crate::plan_check::Seen::default();
         records::for_each(&s.file, |r: SweepRecord| {
             position += 1;
             records_read += 1;
+            shard_seen.add(&r);
             let here = Position {
                 finished_at: r.finished_at,
                 shard,
@@ -176,12 +189,14 @@ fn newest_records(shards: &[Shard]) -> Result<Newest, String> {
         })
         .map_err(|e| format!("{}: {e}", s.file.display()))?;
         keys_by_shard.push(keys);
+        seen.push(shard_seen);
     }
 
     Ok(Newest {
         newest,
         records_read,
         keys_by_shard,
+        seen,
     })
 }
 
@@ -245,6 +260,36 @@ fn write_merged(
     summary.write()?;
 
     Ok((summary, hosts))
+}
+
+/// Exit 2, each problem named, when the plans do not check out against their runs
+/// and records, or the shards are of different clmulti versions (unless allowed).
+fn refuse_unchecked(
+    shards: &[Shard],
+    seen: &[crate::plan_check::Seen],
+    allow_mixed_versions: bool,
+) -> Option<std::process::ExitCode> {
+    let checked: Vec<crate::plan_check::Shard<'_>> = shards
+        .iter()
+        .zip(seen)
+        .map(|(s, seen)| crate::plan_check::Shard {
+            name: s.input.display().to_string(),
+            plan: records::Plan::read(&s.folder).ok().flatten(),
+            seen,
+        })
+        .collect();
+    let (problems, notes) = crate::plan_check::problems(&checked, allow_mixed_versions);
+    for note in notes {
+        eprintln!("merge: {note}");
+    }
+    if problems.is_empty() {
+        return None;
+    }
+    for problem in &problems {
+        eprintln!("error: {problem}");
+    }
+    eprintln!("error: nothing was merged");
+    Some(std::process::ExitCode::from(2))
 }
 
 /// Exit 2, the strangers named, when the shards are not of one plan.

@@ -446,23 +446,29 @@ fn append_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
 }
 
+/// The unreadable lines of one file named one by one; the rest are counted.
+const WARNINGS_NAMED: usize = 5;
+
 /// Reads every record in one streaming pass, in file order, handing each to `each`
 /// with its line number; a line that does not parse is skipped, with a warning
-/// unless `quiet`. Returns how many lines were skipped.
+/// unless `quiet` (the first few named, the rest counted: 300 000 bad lines are one
+/// more line, not 25 MB). Returns how many lines were skipped.
 fn each_line(
     path: &Path,
     quiet: bool,
     mut each: impl FnMut(usize, SweepRecord),
 ) -> std::io::Result<usize> {
     let mut bases = Bases::new();
-    each_text(path, |n, text| match parse_line(text, &mut bases) {
+    let mut named = 0;
+    let skipped = each_text(path, |n, text| match parse_line(text, &mut bases) {
         Ok(Line::Record(r)) => {
             each(n, *r);
             true
         }
         Ok(Line::Base) => true,
         Err(e) => {
-            if !quiet {
+            if !quiet && named < WARNINGS_NAMED {
+                named += 1;
                 eprintln!(
                     "warning: {}:{n}: skipping unreadable record: {e}",
                     path.display()
@@ -470,7 +476,15 @@ fn each_line(
             }
             false
         }
-    })
+    })?;
+    if !quiet && skipped > named {
+        eprintln!(
+            "warning: {}: {} more unreadable record(s) skipped",
+            path.display(),
+            skipped - named
+        );
+    }
+    Ok(skipped)
 }
 
 /// Hands each non-empty line of a results file to `each` (which says whether it
@@ -536,4 +550,4 @@ mod tests;
 
 #[path = "records/plan.rs"]
 mod plan;
-pub use plan::{Plan, Start};
+pub use plan::{plan_identity, run_identity, Plan, Start, INVALID};

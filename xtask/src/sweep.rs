@@ -59,6 +59,11 @@ pub struct Args {
     /// trust`); repeat for several.
     #[arg(long, value_name = "PATH")]
     allow: Vec<PathBuf>,
+    /// Check the scenario files and their trust as the sweep would, and run nothing
+    /// (exit 2 naming each file refused): what `scripts/slurm/submit.sh` does
+    /// before it submits.
+    #[arg(long)]
+    check: bool,
 }
 
 /// Seconds for `--render-every`: 0 (every run) to an hour.
@@ -99,6 +104,38 @@ pub fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
         }
     }
     Ok(files)
+}
+
+/// The scenario files that load, each with what its runs may load (a scenario file
+/// is code: one that loads what nothing trusts is not run), and how many did not.
+fn load_files(
+    files: &[PathBuf],
+    libraries: &Path,
+    allow: &[PathBuf],
+) -> (Vec<ScenarioFile>, Vec<clmulti::trust::Binding>, usize) {
+    let (mut loaded, mut bindings, mut bad) = (Vec::new(), Vec::new(), 0);
+    for file in files {
+        let f = match ScenarioFile::load(file) {
+            Ok(f) => f.with_libraries(libraries.to_path_buf()),
+            Err(e) => {
+                eprintln!("error: {e}");
+                bad += 1;
+                continue;
+            }
+        };
+        let assessment = clmulti::trust::assess(&f, allow);
+        match clmulti::trust::refusal(file, &assessment) {
+            Some(why) => {
+                eprintln!("error: {why}");
+                bad += 1;
+            }
+            None => {
+                loaded.push(f);
+                bindings.push(assessment.binding);
+            }
+        }
+    }
+    (loaded, bindings, bad)
 }
 
 /// Environment for the children: two PoCL CPU devices unless the user chose.
@@ -186,19 +223,19 @@ fn shard_words(shard: Option<(usize, usize)>) -> String {
     shard.map_or("not sharded".into(), |(k, n)| format!("shard {k}/{n}"))
 }
 
-/// The identity of a whole plan, before sharding: the hash of every run's scenario
-/// in order (a run that does not expand by its problem), so that shards of one plan
-/// share it on any machine and shards of another do not.
-fn plan_identity(files: &[ScenarioFile], plan: &[(usize, usize)]) -> String {
-    let mut all = String::new();
-    for &(f, i) in plan {
-        match files[f].run(i) {
-            Ok(scenario) => all.push_str(&serde_json::to_string(&scenario).unwrap_or_default()),
-            Err(e) => all.push_str(&e.to_string()),
-        }
-        all.push('\n');
-    }
-    fnv64(&all)
+/// Every run of a whole plan, before sharding, by its identity (a run that does not
+/// expand by its problem's), and the plan's identity: shards of one plan share it on
+/// any machine and shards of another do not, and a merge computes it again.
+fn plan_identity(files: &[ScenarioFile], plan: &[(usize, usize)]) -> (Vec<String>, String) {
+    let runs: Vec<String> = plan
+        .iter()
+        .map(|&(f, i)| match files[f].run(i) {
+            Ok(scenario) => records::run_identity(&scenario),
+            Err(e) => format!("{}{}", records::INVALID, fnv64(&e.to_string())),
+        })
+        .collect();
+    let id = records::plan_identity(&runs);
+    (runs, id)
 }
 
 fn run_key(scenario: &Scenario, machine: &str) -> String {
@@ -278,33 +315,28 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         || std::path::PathBuf::from("."),
         std::path::Path::to_path_buf,
     );
-    let mut scenario_files = Vec::new();
-    let mut bad_files = 0;
-    for file in &files {
-        match ScenarioFile::load(file) {
-            Ok(f) => {
-                let f = f.with_libraries(libraries.clone());
-                // A scenario file is code: one that loads what nothing trusts is not run.
-                match clmulti::refusal(file, &f, &args.allow) {
-                    Some(why) => {
-                        eprintln!("error: {why}");
-                        bad_files += 1;
-                    }
-                    None => scenario_files.push(f),
-                }
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                bad_files += 1;
-            }
-        }
+    let (scenario_files, bindings, bad_files) = load_files(&files, &libraries, &args.allow);
+    if args.check {
+        // Every run, as a shard would plan it.
+        let invalid = scenario_files
+            .iter()
+            .filter_map(|f| f.check().err())
+            .inspect(|e| eprintln!("error: {e}"))
+            .count();
+        eprintln!(
+            "sweep: {} scenario file(s) checked, {} invalid or refused; nothing was run",
+            files.len(),
+            bad_files + invalid
+        );
+        let code = if bad_files + invalid > 0 { 2 } else { 0 };
+        return Ok((ExitCode::from(code), stats));
     }
     let mut plan: Vec<(usize, usize)> = scenario_files
         .iter()
         .enumerate()
         .flat_map(|(f, file)| (0..file.len()).map(move |i| (f, i)))
         .collect();
-    let plan_id = plan_identity(&scenario_files, &plan);
+    let (plan_runs, plan_id) = plan_identity(&scenario_files, &plan);
     if let Some((k, n)) = args.shard {
         plan = plan
             .into_iter()
@@ -396,6 +428,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     });
     records::Plan {
         plan_id: Some(plan_id),
+        runs: plan_runs,
         shard: args.shard,
         host: host.clone(),
         keys: planned_keys,
@@ -420,6 +453,7 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     let mut progress = Progress::new(todo.len());
     let mut without_report = 0;
     let mut skipped = 0;
+    let mut refused_runs = 0;
     let mut last_render = Instant::now();
     let render_every = Duration::from_secs_f64(args.render_every.max(0.0));
     // A render costs O(runs): waiting 500 times its cost keeps the sweep's own time
@@ -436,16 +470,29 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         // Validated above; validating again costs microseconds and keeps no list.
         let Ok(scenario) = file.run(*i) else { continue };
         progress.start(&scenario.name);
+        // What the run loads is checked again now, and handed over as checked.
+        let prepared = match clmulti::trust::prepare(&scenario.env, &bindings[*f]) {
+            Ok(prepared) => prepared,
+            Err(why) => {
+                progress.finish_run(&format!("error: {}: {why}; not run", scenario.name));
+                refused_runs += 1;
+                continue;
+            }
+        };
+        let mut child_env = env.clone();
+        child_env.extend(prepared.env.clone());
         let outcome = run_child(&ChildCommand {
             interrupt: Some(&INTERRUPT),
-            ..ChildCommand::scenario_run(
+            inherit: prepared.inherit.clone(),
+            ..ChildCommand::scenario_run_in(
                 bin.clone(),
                 &scenario,
-                &env,
+                child_env,
                 args.timeout.map(Duration::from_secs_f64),
             )
         })
         .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+        drop(prepared);
         if outcome.interrupted {
             break;
         }
@@ -534,11 +581,15 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
         );
         return Ok((ExitCode::from(130), stats));
     }
-    if bad_files > 0 || invalid_runs > 0 || without_report > 0 {
+    if bad_files > 0 || invalid_runs + refused_runs > 0 || without_report > 0 {
         eprintln!(
-            "sweep: {bad_files} invalid scenario file(s), {invalid_runs} invalid run(s), {without_report} run(s) without a report"
+            "sweep: {bad_files} invalid or refused scenario file(s), {invalid_runs} invalid run(s), {refused_runs} run(s) refused (what they load changed since planning), {without_report} run(s) without a report"
         );
-        let code = if bad_files + invalid_runs > 0 { 2 } else { 1 };
+        let code = if bad_files + invalid_runs + refused_runs > 0 {
+            2
+        } else {
+            1
+        };
         return Ok((ExitCode::from(code), stats));
     }
     Ok((ExitCode::SUCCESS, stats))

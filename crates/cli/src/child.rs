@@ -1,6 +1,7 @@
 //! One scenario run in a child process of this binary: what `run`, `diagnose`, the
 //! experiments and the bench share ([`clmulti_supervise`] runs the child).
 
+use crate::trust::Binding;
 use crate::{note, render, Failure};
 use clmulti_explain::Report;
 use clmulti_scenario::Scenario;
@@ -10,28 +11,43 @@ use std::time::Duration;
 /// How long an interrupted child may take to stop, release and print its report.
 pub(crate) const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
 
-/// Runs in a child process of this binary with the scenario's env; a crash of the
-/// runtime becomes a report with the signal instead of taking this process down.
-/// SIGINT or SIGTERM here is passed on: the child stops, releases and reports.
+/// [`run_child_bound`] of a scenario clmulti made itself (a diagnose case): it may
+/// load only what needs no one's word.
 pub(crate) fn run_child(scenario: &Scenario, timeout: Option<Duration>) -> Result<Report, Failure> {
-    run_child_placed(scenario, timeout, Placement::default())
+    run_child_placed(scenario, timeout, Placement::default(), &Binding::own())
 }
 
-/// [`run_child`] as another user, in other cgroups or under a wrapper (an
+/// Runs in a child process of this binary with the scenario's env, checked right
+/// before the child starts against what its file's trust allows (`binding`); a crash
+/// of the runtime becomes a report with the signal instead of taking this process
+/// down. SIGINT or SIGTERM here is passed on: the child stops, releases and reports.
+pub(crate) fn run_child_bound(
+    scenario: &Scenario,
+    timeout: Option<Duration>,
+    binding: &Binding,
+) -> Result<Report, Failure> {
+    run_child_placed(scenario, timeout, Placement::default(), binding)
+}
+
+/// [`run_child_bound`] as another user, in other cgroups or under a wrapper (an
 /// experiment's second process, a system-call observer).
 pub(crate) fn run_child_placed(
     scenario: &Scenario,
     timeout: Option<Duration>,
     placement: Placement,
+    binding: &Binding,
 ) -> Result<Report, Failure> {
     let program = std::env::current_exe()
         .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
     note!("run: {} (child process)", scenario.name);
+    let prepared = crate::trust::prepare(&scenario.env, binding)
+        .map_err(|why| Failure::Input(format!("{}: {why}", scenario.file)))?;
     let command = ChildCommand {
         interrupt: Some(&INTERRUPT),
         interrupt_grace: INTERRUPT_GRACE,
         placement,
-        ..ChildCommand::scenario_run(program, scenario, &Default::default(), timeout)
+        inherit: prepared.inherit.clone(),
+        ..ChildCommand::scenario_run_in(program, scenario, prepared.env.clone(), timeout)
     };
     crate::verbose!(
         "run: child: {}{} {} SCENARIO.json (killed after {:.0} s)\nrun: SCENARIO.json (a temporary file) holds {}",

@@ -18,6 +18,33 @@ pub struct Args {
     under_limits: Option<String>,
 }
 
+/// A `--device` selector, `PLATFORM[:DEVICE]`, checked before anything loads: a
+/// platform named (by name, vendor substring, index or `auto`), and an index after
+/// the last `:` when there is one. An empty one, or one that names only a device
+/// (`:0`), is refused with what to write.
+pub fn selector(text: &str) -> Result<String, String> {
+    const LISTS: &str = "`clmulti devices` lists each device's selector";
+    if text.trim().is_empty() {
+        return Err(format!(
+            "an empty selector names no platform: write PLATFORM[:DEVICE], the platform by name, vendor substring or index ({LISTS})"
+        ));
+    }
+    if text.len() > 256 || text.chars().any(char::is_control) {
+        return Err(format!(
+            "a selector is one line of at most 256 bytes: PLATFORM[:DEVICE] ({LISTS})"
+        ));
+    }
+    if let Some((platform, device)) = text.rsplit_once(':') {
+        if platform.trim().is_empty() {
+            return Err(format!(
+                "{text:?} names no platform before the `:`: write PLATFORM:{} ({LISTS})",
+                device.trim()
+            ));
+        }
+    }
+    Ok(text.to_owned())
+}
+
 pub fn run(args: &Args) -> Result<(), Failure> {
     if let Some(json) = &args.under_limits {
         let limits: clmulti_scenario::Limits = serde_json::from_str(json)

@@ -28,7 +28,7 @@ pub mod output;
 mod render;
 mod reproduce;
 mod run;
-mod trust;
+pub mod trust;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
@@ -76,7 +76,12 @@ enum Command {
     /// exist here; its [limits] are within this machine's hard limits; and a
     /// devices.platform that names an index or a name names a platform the ICD
     /// loader lists under the run's [env] (listed by `clmulti devices` in a child
-    /// process, which loads the runtime).
+    /// process, which loads the runtime, only for a file whose loads are trusted).
+    /// It lists what each file's runs would load or write outside themselves (every
+    /// [env] key not on the list of inert keys, `clmulti trust --help`), and why
+    /// each needs no word or whose it has; what no word allows (a vendors file that
+    /// is a FIFO, a device or over 64 KiB, a relative library path in an .icd file)
+    /// is a warning, and run refuses the file.
     ///
     /// Exit status: 0 when every file is valid here; 2 when one is not, a problem
     /// of this machine (a missing path, a limit above the hard one, a platform not
@@ -116,17 +121,22 @@ enum Command {
     /// strategy and limits, holding as many descriptors as clmulti held itself.
     Reproduce(reproduce::Args),
     /// Trust scenario files that load code (a library, a runtime, a layer, a search
-    /// path, a code cache), as they are now: run and the sweep refuse a file whose
-    /// loads nothing trusts. A changed file needs trust again.
+    /// path, a code cache, any [env] key not on the list of inert keys), as they are
+    /// now, with the libraries they load: run and the sweep refuse a file whose loads
+    /// nothing trusts. A changed file or library needs trust again.
     Trust(trust::Args),
 }
-
-pub use trust::refusal;
 
 /// The clap definition of the `clmulti` command line, with the package version only
 /// (generated documentation must not change with every commit).
 pub fn command() -> clap::Command {
-    Cli::command().version(env!("CARGO_PKG_VERSION"))
+    cli_command().version(env!("CARGO_PKG_VERSION"))
+}
+
+/// The clap definition, `clmulti trust`'s description holding the list of inert
+/// keys (one list: [`trust::INERT_KEYS`]).
+fn cli_command() -> clap::Command {
+    Cli::command().mut_subcommand("trust", |c| c.long_about(trust::long_about()))
 }
 
 /// How a subcommand failed, mapped to the exit code.
@@ -166,11 +176,17 @@ fn emulate_failed(failure: Failure) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// The process's arguments, as [`cli_command`] reads them (a usage error exits 2).
+fn parse_arguments() -> Cli {
+    use clap::FromArgMatches;
+    Cli::from_arg_matches(&cli_command().get_matches()).unwrap_or_else(|e| e.exit())
+}
+
 /// Runs `clmulti` with the process's arguments.
 pub fn main() -> ExitCode {
     // Rust's runtime ignores SIGPIPE: a closed stdout is a write error the commands
     // report (format::write_stdout), never a panic or a silent death.
-    let cli = Cli::parse();
+    let cli = parse_arguments();
     format::set_verbosity(match (cli.quiet, cli.verbose) {
         (true, _) => format::Verbosity::Quiet,
         (_, true) => format::Verbosity::Verbose,

@@ -36,6 +36,24 @@ pub fn temporary_beside(path: &Path) -> std::io::Result<(PathBuf, File)> {
     Ok((tmp, file))
 }
 
+/// Makes `dir` a folder outputs can be written to, before anything long runs: it is
+/// created, it is a folder, and a file can be made in it and renamed (what
+/// [`write_file`] does). `/proc/self`, a file, a read-only folder: said, with why.
+pub fn writable_folder(dir: &Path) -> Result<(), String> {
+    let fail = |why: String| format!("{}: {why}", dir.display());
+    std::fs::create_dir_all(dir).map_err(|e| fail(e.to_string()))?;
+    if !dir.is_dir() {
+        return Err(fail("not a folder".into()));
+    }
+    let probe = dir.join(".clmulti-writable");
+    let (tmp, _) =
+        temporary_beside(&probe).map_err(|e| fail(format!("cannot write there: {e}")))?;
+    let renamed = std::fs::rename(&tmp, &probe);
+    let _ = std::fs::remove_file(&tmp);
+    let _ = std::fs::remove_file(&probe);
+    renamed.map_err(|e| fail(format!("cannot write there: {e}")))
+}
+
 /// Opens `path` to append to, creating it; a link or anything but a regular file is
 /// refused.
 pub fn open_append(path: &Path) -> std::io::Result<File> {

@@ -2,6 +2,7 @@
 //! shares the invocation or when it sets `[env]` or `[limits]`, and print reports.
 
 use crate::format::Format;
+use crate::trust::Binding;
 use crate::{render, say, Failure};
 use clmulti_alloc::{Observer, RunOptions, Watchdog};
 use clmulti_explain::{Report, Sample, StopReason};
@@ -68,14 +69,17 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
     for path in &args.files {
         match crate::check::load(path) {
             // Listing runs nothing: only a run needs the file trusted.
-            Ok(file) if args.list => files.push((path.clone(), file)),
-            Ok(file) => match crate::trust::refusal(path, &file, &args.allow) {
-                Some(why) => {
-                    say!("error: {why}");
-                    problems += 1;
+            Ok(file) if args.list => files.push((path.clone(), file, Binding::default())),
+            Ok(file) => {
+                let assessment = crate::trust::assess(&file, &args.allow);
+                match crate::trust::refusal(path, &assessment) {
+                    Some(why) => {
+                        say!("error: {why}");
+                        problems += 1;
+                    }
+                    None => files.push((path.clone(), file, assessment.binding)),
                 }
-                None => files.push((path.clone(), file)),
-            },
+            }
             Err(e) => {
                 say!("error: {e}");
                 problems += 1;
@@ -87,14 +91,14 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
     }
     let total: usize = files
         .iter()
-        .map(|(_, f)| if args.index.is_some() { 1 } else { f.len() })
+        .map(|(_, f, _)| if args.index.is_some() { 1 } else { f.len() })
         .sum();
     let several = total > 1;
     let mut reports = Vec::new();
     let mut shown = std::collections::HashSet::new();
     let mut tool_failures = 0usize;
     let mut performed = 0usize;
-    'files: for (_, file) in &files {
+    'files: for (_, file, binding) in &files {
         let indices: Box<dyn Iterator<Item = usize>> = match args.index {
             Some(i) => Box::new(std::iter::once(i)),
             None => Box::new(0..file.len()),
@@ -114,13 +118,10 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
             // A child of its own for every run: a fresh process to measure, and the
             // runtime's output (NEO's debug keys print on stdout) never in the report.
             let result = if args.child {
-                let here = run_here(&scenario, args.format, timeout);
-                if let (false, Ok((report, _))) = (args.child, &here) {
-                    crate::verbose!("{}", render::details(report));
-                }
-                here
+                in_process(&scenario, binding, args.format, timeout)
             } else {
-                crate::child::run_child(&scenario, timeout).map(|report| (report, None))
+                crate::child::run_child_bound(&scenario, timeout, binding)
+                    .map(|report| (report, None))
             };
             match result {
                 Ok((mut report, mut watchdog)) => {
@@ -128,7 +129,7 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
                     if args.experiment && !matches!(report.stop, StopReason::Interrupted { .. }) {
                         // The experiments' runs are children bounded by their own limits.
                         drop(watchdog.take());
-                        crate::experiments::investigate(&mut report);
+                        crate::experiments::investigate_bound(&mut report, binding);
                     }
                     print_report(&report, args.format, &mut shown)?;
                     drop(watchdog);
@@ -223,7 +224,8 @@ fn run_resolved(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
         .map_err(|e| Failure::Tool(format!("{}: {e}", path.display())))?;
     let scenario: Scenario = serde_json::from_str(&text)
         .map_err(|e| Failure::Tool(format!("{}: not a resolved scenario: {e}", path.display())))?;
-    let (report, watchdog) = run_here(&scenario, args.format, timeout)?;
+    // The parent gave the run's [env] to this process as it started it, checked.
+    let (report, watchdog) = run_here(&scenario, None, args.format, timeout)?;
     // To the parent through the progress file when it gave one: stdout is the
     // runtime's (NEO's debug keys print there).
     if !ProgressWriter::report_to_parent(&report) {
@@ -233,10 +235,26 @@ fn run_resolved(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
     Ok(())
 }
 
-fn list(files: &[(PathBuf, ScenarioFile)], problems: usize) -> Result<(), Failure> {
+/// A run in this process (`--child` without `--resolved`): its `[env]` checked and
+/// applied here, the files it names held open until it ends.
+fn in_process(
+    scenario: &Scenario,
+    binding: &Binding,
+    format: Format,
+    timeout: Option<Duration>,
+) -> Result<(Report, Option<Watchdog>), Failure> {
+    let prepared = crate::trust::prepare(&scenario.env, binding)
+        .map_err(|why| Failure::Input(format!("{}: {why}", scenario.name)))?;
+    // Held until the run has ended: the runtime loaded what they name by then.
+    let result = run_here(scenario, Some(&prepared.env), format, timeout);
+    drop(prepared);
+    result
+}
+
+fn list(files: &[(PathBuf, ScenarioFile, Binding)], problems: usize) -> Result<(), Failure> {
     use std::fmt::Write as _;
     let mut bad = problems;
-    for (path, file) in files {
+    for (path, file, _) in files {
         let mut text = format!("{}: {} run(s)\n", path.display(), file.len());
         for (index, run) in file.runs().enumerate() {
             match run {
@@ -340,6 +358,7 @@ impl Observer for CliObserver {
 // long: a run in this process: limits, watchdog, deadline, engine, report to the parent, in the order they must happen
 fn run_here(
     scenario: &Scenario,
+    env: Option<&std::collections::BTreeMap<String, String>>,
     format: Format,
     timeout: Option<Duration>,
 ) -> Result<(Report, Option<Watchdog>), Failure> {
@@ -379,7 +398,7 @@ fn run_here(
     clmulti_supervise::worker::publish_deadline(limit);
     clmulti_alloc::apply_limits(&scenario.limits)
         .map_err(|e| Failure::Input(format!("{}: [limits]: {e}", scenario.file)))?;
-    for (key, value) in &scenario.env {
+    for (key, value) in env.into_iter().flatten() {
         // Validation refused NUL and '=': set_var cannot panic on these.
         std::env::set_var(key, value);
     }

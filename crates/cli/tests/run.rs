@@ -462,6 +462,10 @@ fn check_says_a_platform_not_present_here_and_what_the_loader_lists() {
 
 #[test]
 fn shipped_configs_are_valid() {
+    // The configs name clmulti's layer and emulated driver: built here, as cargo test
+    // builds no cdylib of its own accord.
+    layer();
+    kmd_emu();
     let configs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
     let mut files = Vec::new();
     let mut folders = vec![configs];
@@ -486,6 +490,7 @@ fn shipped_configs_are_valid() {
 #[test]
 fn load_file_and_check_accept_and_refuse_the_same_files() {
     layer();
+    kmd_emu();
     let configs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
     let mut files: Vec<std::path::PathBuf> = [
         "emulation/fd-per-peer.toml",

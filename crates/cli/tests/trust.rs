@@ -75,6 +75,17 @@ fn a_file_that_preloads_a_library_is_refused_then_allowed_then_trusted() {
         .arg(&path)
         .args(["--format", "json"]));
     assert_eq!(json(&out)["files"][0]["trusted"], true);
+    // check says whose word it has, no longer that it needs one.
+    let out = run(clmulti(1).arg("check").arg(&path));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!(
+            "LD_PRELOAD loads library {} (trusted by you)",
+            lib.display()
+        )) && !said.contains("needs your word")
+            && !said.contains("not trusted"),
+        "{said}"
+    );
     std::fs::write(&path, format!("{text}# changed\n")).unwrap();
     let out = run(clmulti(1).arg("run").arg(&path));
     assert_eq!(out.status.code(), Some(2), "a changed file kept its trust");
@@ -89,6 +100,9 @@ fn a_file_that_preloads_a_library_is_refused_then_allowed_then_trusted() {
 
 #[test]
 fn the_projects_own_configs_need_no_trust() {
+    // clmulti's own layer and emulated driver, built as cargo test builds no cdylib.
+    layer();
+    kmd_emu();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     // clmulti's own layer, the emulated i915 driver beside it, a system runtime.
     for config in [

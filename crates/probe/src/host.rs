@@ -292,33 +292,6 @@ pub fn set_soft_rlimits(limits: &Limits) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The path of the first library mapped into this process whose file name starts
-/// with `prefix` (e.g. `libOpenCL.so`: which ICD loader the dynamic linker chose).
-pub fn loaded_library(prefix: &str) -> Option<String> {
-    let maps = fs::read_to_string("/proc/self/maps").ok()?;
-    maps.lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
-        .find(|path| {
-            Path::new(path)
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
-        })
-        .map(str::to_owned)
-}
-
-/// Whether the file at `path` is mapped into this process (a library the dynamic
-/// linker or the ICD loader opened).
-pub fn is_mapped(path: &Path) -> bool {
-    let Ok(wanted) = fs::canonicalize(path) else {
-        return false;
-    };
-    fs::read_to_string("/proc/self/maps").is_ok_and(|maps| {
-        maps.lines()
-            .filter_map(|l| l.split_whitespace().nth(5))
-            .any(|p| Path::new(p) == wanted)
-    })
-}
-
 /// A `/proc/meminfo` value in KiB (`key` without the colon).
 pub fn meminfo_kib(meminfo: &Path, key: &str) -> Option<u64> {
     parse_meminfo_kib(&fs::read_to_string(meminfo).ok()?, key)

@@ -59,7 +59,9 @@ pub mod drm;
 pub mod environment;
 mod error_names;
 mod host;
+mod kernel_memory;
 pub mod kmd_emu;
+mod mapped;
 pub mod neo;
 #[cfg(feature = "nvml")]
 mod nvml;
@@ -78,9 +80,11 @@ pub use device::{
 pub use drm::{DriverLimits, DrmMemoryKind, DrmUsage};
 pub use error_names::{error_name, ClCode, ERROR_NAMES};
 pub use host::{
-    host_name, is_mapped, loaded_library, meminfo_kib, os_words, rlimit, set_soft_rlimit,
-    set_soft_rlimits, slurm_memory, HostLimits, MemoryCeiling, RlimitValues,
+    host_name, meminfo_kib, os_words, rlimit, set_soft_rlimit, set_soft_rlimits, slurm_memory,
+    HostLimits, MemoryCeiling, RlimitValues,
 };
+pub use kernel_memory::KernelMemory;
+pub use mapped::{is_mapped, loaded_library};
 #[cfg(feature = "nvml")]
 pub use nvml::NvmlMemory;
 pub use platform::{

@@ -54,7 +54,6 @@ mod keys;
 pub mod kmd_emu;
 pub mod layer;
 mod load;
-pub mod loads;
 mod locate;
 mod machine;
 mod model;
@@ -64,7 +63,6 @@ mod schema;
 mod size;
 mod suggest;
 pub mod trace;
-pub mod trust;
 mod validate;
 
 pub use defs::{

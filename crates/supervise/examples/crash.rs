@@ -17,6 +17,7 @@ fn shell(script: &str, timeout: Duration) -> ChildCommand {
         interrupt_grace: Duration::ZERO,
         resolved: None,
         placement: Default::default(),
+        inherit: Vec::new(),
     }
 }
 

@@ -49,6 +49,10 @@ pub struct ChildCommand {
     pub resolved: Option<String>,
     /// Where it runs: as which user, in which cgroups, under which wrapper.
     pub placement: Placement,
+    /// Open files the child inherits under their numbers (`/proc/self/fd/N` in its
+    /// environment names them): the libraries a run was checked to load, handed
+    /// over as checked.
+    pub inherit: Vec<std::sync::Arc<std::os::fd::OwnedFd>>,
 }
 
 /// Where a child runs, when not simply as this process does: for experiments that ask
@@ -78,12 +82,24 @@ impl ChildCommand {
         base_env: &BTreeMap<String, String>,
         timeout: Option<Duration>,
     ) -> Self {
-        let max_seconds = scenario.guards.max_seconds;
-        let mut env: BTreeMap<String, String> = base_env
+        let env: BTreeMap<String, String> = base_env
             .iter()
             .chain(&scenario.env)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        Self::scenario_run_in(program, scenario, env, timeout)
+    }
+
+    /// [`scenario_run`](Self::scenario_run) with the child's environment given whole
+    /// (`env`, the scenario's `[env]` as checked and handed over: libraries by the
+    /// open file), while the scenario it runs and reports stays as planned.
+    pub fn scenario_run_in(
+        program: PathBuf,
+        scenario: &Scenario,
+        mut env: BTreeMap<String, String>,
+        timeout: Option<Duration>,
+    ) -> Self {
+        let max_seconds = scenario.guards.max_seconds;
         if let Some(tracer) = tracer_beside(&program) {
             preload_first(&mut env, &tracer);
             // In full mode the allocators' half after it (its failures go to the
@@ -115,6 +131,7 @@ impl ChildCommand {
             interrupt_grace: Duration::ZERO,
             resolved: Some(serde_json::to_string(scenario).unwrap_or_default()),
             placement: Placement::default(),
+            inherit: Vec::new(),
         }
     }
 
@@ -134,6 +151,7 @@ impl ChildCommand {
             interrupt_grace: Duration::ZERO,
             resolved: None,
             placement: Placement::default(),
+            inherit: Vec::new(),
         }
     }
 }
@@ -237,6 +255,47 @@ fn anonymous_file(name: &std::ffi::CStr) -> std::io::Result<std::fs::File> {
     Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
+/// A folder of this process's own: fresh, empty, mode 0700 (no other user can put
+/// or change anything in it), removed with what is in it when dropped. A child's
+/// working folder is one: what a runtime writes or reads relative to its working
+/// folder (NEO's AUB capture and `igdrcl.config`, a relative path in an `.icd` file)
+/// stays inside the run, wherever it was started.
+#[derive(Debug)]
+pub struct PrivateFolder(PathBuf);
+
+impl PrivateFolder {
+    /// A new one in the temporary folder, named `clmulti-<what>-<pid>-<n>`.
+    pub fn new(what: &str) -> std::io::Result<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        loop {
+            let path = std::env::temp_dir().join(format!(
+                "clmulti-{what}-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => return Ok(PrivateFolder(path)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for PrivateFolder {
+    fn drop(&mut self) {
+        // remove_dir_all follows no link left in it.
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Runs a child to completion or its timeout.
 pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
     run_child_watching(command, &mut |_| {})
@@ -252,16 +311,26 @@ pub fn run_child_watching(
     use std::os::fd::AsRawFd;
     let progress_file = anonymous_file(c"clmulti-progress")?;
     let mut inherited = vec![progress_file.as_raw_fd()];
+    inherited.extend(command.inherit.iter().map(|f| f.as_raw_fd()));
+    let folder = PrivateFolder::new("run")?;
+    // A relative path names a file from this folder, not the child's own: a bare
+    // name is the PATH's to find.
+    let program = match command.program.components().count() > 1 {
+        true => std::path::absolute(&command.program)?,
+        false => command.program.clone(),
+    };
     let mut cmd = match command.placement.wrapper.split_first() {
         Some((wrapper, args)) => {
             let mut cmd = Command::new(wrapper);
-            cmd.args(args).arg(&command.program);
+            cmd.args(args).arg(&program);
             cmd
         }
-        None => Command::new(&command.program),
+        None => Command::new(&program),
     };
-    cmd.args(&command.args);
+    cmd.args(&command.args).current_dir(folder.path());
     if let Some((uid, gid)) = command.placement.user {
+        // The child enters its folder after it became that user.
+        std::os::unix::fs::chown(folder.path(), Some(uid), Some(gid))?;
         cmd.uid(uid).gid(gid);
     }
     let cgroups: Vec<std::ffi::CString> = command

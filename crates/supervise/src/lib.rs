@@ -33,6 +33,7 @@
 //!     interrupt_grace: Duration::ZERO,
 //!     resolved: None,
 //!     placement: Default::default(),
+//!     inherit: Vec::new(),
 //! };
 //! let outcome = run_child(&command).unwrap();
 //! assert_eq!(outcome.status.signal(), Some(libc::SIGSEGV));
@@ -47,7 +48,7 @@ pub mod worker;
 
 pub use child::{
     hang_margin, run_child, run_child_watching, tracer_beside, ChildCommand, ChildOutcome,
-    Placement, TRACE_ENV,
+    Placement, PrivateFolder, TRACE_ENV,
 };
 pub use protocol::{read_resolved, Progress, ProgressWriter, PROGRESS_ENV};
 pub use signal::{handle_unless_ignored, Interrupt, INTERRUPT};

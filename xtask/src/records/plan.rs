@@ -7,10 +7,15 @@ use super::*;
 /// run): `merge` compares it with the records to name shards that stopped early.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Plan {
-    /// The whole plan's identity (every run before sharding, hashed): shards of one
-    /// plan share it. `None` in plans written before it was kept.
+    /// The whole plan's identity: [`plan_identity`] of [`runs`](Self::runs), which
+    /// a merge computes again. `None` in plans written before it was kept.
     #[serde(default)]
     pub plan_id: Option<String>,
+    /// Every run of the whole plan before sharding, in order, by [`run_identity`]
+    /// (a run that does not expand: [`INVALID`] and its problem's hash). Empty in
+    /// plans written before they listed it: such a plan cannot be checked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<String>,
     /// `[K, N]` for `--shard K/N`.
     pub shard: Option<(usize, usize)>,
     /// The machine it ran on, in words.
@@ -21,6 +26,20 @@ pub struct Plan {
     /// another node has two, naming both hosts.
     #[serde(default)]
     pub starts: Vec<Start>,
+}
+
+/// What marks a planned run that does not expand (its problem's hash follows).
+pub const INVALID: &str = "invalid:";
+
+/// A run's identity: the hash of its scenario as a record stores it, on any machine.
+pub fn run_identity(scenario: &clmulti_scenario::Scenario) -> String {
+    fnv64(&serde_json::to_string(scenario).unwrap_or_default())
+}
+
+/// A plan's identity: the hash of its runs' identities, in order. Shards of one plan
+/// share it; a merge computes it again from the runs the plan lists.
+pub fn plan_identity(runs: &[String]) -> String {
+    fnv64(&runs.join("\n"))
 }
 
 /// One start of a sweep in a folder.

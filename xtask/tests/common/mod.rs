@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 #[path = "../../../crates/cli/tests/common/native.rs"]
 mod native;
 #[allow(unused_imports)] // each test binary uses some
-pub use native::abort_after_layer;
+pub use native::{abort_after_layer, ended, shared_library, HANG};
 
 /// The debug `clmulti` (and its layer), built once per test binary.
 pub fn clmulti_bin() -> PathBuf {
@@ -63,12 +63,28 @@ pub fn xtask_bare() -> Command {
         });
     }
     // A trust record of the test process's own, never the user's.
-    let trust = std::env::temp_dir().join(format!("clmulti-test-trusted-{}", std::process::id()));
-    cmd.env("CLMULTI_TRUST_FILE", trust)
+    cmd.env("CLMULTI_TRUST_FILE", trust_record())
         .env("OCL_ICD_VENDORS", "/etc/OpenCL/vendors/pocl.icd")
         .env("POCL_MEMORY_LIMIT", "2")
         .env_remove("POCL_DEVICES");
     cmd
+}
+
+/// The trust record of this test process (`clmulti trust`), never the user's.
+pub fn trust_record() -> PathBuf {
+    std::env::temp_dir().join(format!("clmulti-test-trusted-{}", std::process::id()))
+}
+
+/// `clmulti trust FILE` in this test process's record, as a user does who has read
+/// the file.
+pub fn trust(file: &Path) {
+    let out = Command::new(clmulti_bin())
+        .env("CLMULTI_TRUST_FILE", trust_record())
+        .arg("trust")
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 pub fn stderr(out: &Output) -> String {

@@ -30,3 +30,39 @@ impl Drop for HostBlock {
         unsafe { std::alloc::dealloc(self.ptr, self.layout) }
     }
 }
+
+/// Address space held back while the loop runs and given back when it ends: a run
+/// whose runtime used all `RLIMIT_AS` allows (a scenario's `[limits] as`, studied)
+/// still has room to take its last sample and write its report, which otherwise
+/// dies allocating (SIGABRT, the result lost) as the heap happens to lie.
+pub(crate) struct Headroom(Option<(*mut libc::c_void, usize)>);
+
+impl Headroom {
+    /// How much: the report of a run with thousands of samples, with room to spare.
+    const BYTES: usize = 4 << 20;
+
+    /// Reserves it (mapped without access, never touched); none when it cannot be.
+    pub fn reserve() -> Self {
+        // SAFETY: an anonymous mapping at an address the kernel chooses.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                Self::BYTES,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        Headroom((ptr != libc::MAP_FAILED).then_some((ptr, Self::BYTES)))
+    }
+}
+
+impl Drop for Headroom {
+    fn drop(&mut self) {
+        if let Some((ptr, len)) = self.0 {
+            // SAFETY: mapped in `reserve` with this length, unmapped once.
+            unsafe { libc::munmap(ptr, len) };
+        }
+    }
+}

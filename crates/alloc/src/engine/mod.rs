@@ -229,10 +229,16 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
         devices: &mut memory,
         on_sample: observer,
         shmem_start: usage.system().map_or(0, |s| s.shmem_bytes),
+        kernel: clmulti_probe::KernelMemory::find().map(|k| {
+            let start = k.read();
+            (k, start)
+        }),
     };
     let loop_start = Instant::now();
     backend.trace_with(tracer);
+    let headroom = host_memory::Headroom::reserve();
     let outcome = allocation_loop(&plan, &mut backend, &mut meter, interrupt);
+    drop(headroom);
     if let Some(traced) = &mut report.traced {
         traced.failing_calls = backend.failing_calls();
     }

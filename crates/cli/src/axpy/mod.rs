@@ -76,7 +76,7 @@ pub struct Args {
     /// Device selector `PLATFORM[:DEVICE]` (name, vendor substring or index); repeat
     /// for several. Default: every device of the first platform with GPUs, else of
     /// the first platform.
-    #[arg(long = "device")]
+    #[arg(long = "device", value_parser = crate::devices::selector)]
     devices: Vec<String>,
     /// Split each selected device into sub-devices first: `equally` (one compute unit
     /// each) or compute-unit counts like `1,1`.

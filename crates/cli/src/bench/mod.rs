@@ -44,7 +44,7 @@ const MIN_BYTES_PER_BUFFER: u64 = 64;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Device selector `PLATFORM[:DEVICE]`.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = crate::devices::selector)]
     device: String,
     /// Buffers per arm to start from; raised until an arm takes --min-seconds.
     #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
@@ -229,6 +229,7 @@ fn spawn_arm(arm: Arm, args: &Args, count: u64, memory: u64) -> Result<ArmResult
         interrupt_grace: Duration::ZERO,
         resolved: None,
         placement: Default::default(),
+        inherit: Vec::new(),
     };
     crate::verbose!(
         "bench: child: {} {}",

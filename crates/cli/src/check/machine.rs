@@ -34,7 +34,12 @@ impl Said {
 
 /// Asks this machine's runtime about every run of `file` that can differ in what
 /// it asks of the machine (the first run alone when the grid varies none of it).
-pub(super) fn said(file: &ScenarioFile, listings: &mut Listings, under: &mut UnderLimits) -> Said {
+pub(super) fn said(
+    file: &ScenarioFile,
+    binding: &crate::trust::Binding,
+    listings: &mut Listings,
+    under: &mut UnderLimits,
+) -> Said {
     let mut said = Said::default();
     let varies = ["devices.", "env.", "allocation.", "limits."]
         .iter()
@@ -44,11 +49,11 @@ pub(super) fn said(file: &ScenarioFile, listings: &mut Listings, under: &mut Und
         let Ok(run) = file.run(index) else { continue };
         let listed = listings
             .entry(run.env.clone())
-            .or_insert_with(|| list_platforms(&run.env, None));
+            .or_insert_with(|| list_platforms(&run.env, binding, None));
         // No runtime to ask: nothing the machine can say.
         let Ok(platforms) = listed else { continue };
         devices(file, index, &run, platforms, &mut said);
-        address_space(file, index, &run, platforms, under, &mut said);
+        address_space(file, index, &run, platforms, binding, under, &mut said);
     }
     said
 }
@@ -140,6 +145,7 @@ fn address_space(
     index: usize,
     run: &Scenario,
     platforms: &[PlatformInfo],
+    binding: &crate::trust::Binding,
     under: &mut UnderLimits,
     said: &mut Said,
 ) {
@@ -154,7 +160,9 @@ fn address_space(
     }
     let loads = under
         .entry((run.env.clone(), format!("{:?}", run.limits.soft)))
-        .or_insert_with(|| list_platforms(&run.env, Some(&run.limits)).map(|p| !p.is_empty()));
+        .or_insert_with(|| {
+            list_platforms(&run.env, binding, Some(&run.limits)).map(|p| !p.is_empty())
+        });
     if matches!(loads, Ok(true)) {
         return;
     }

@@ -45,8 +45,9 @@ struct FileResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     platforms_not_checked: Option<String>,
     /// What its runs would load or write outside themselves, each with why it is
-    /// trusted (`null`: it needs the user's word, `clmulti trust`).
-    loads: Vec<clmulti_scenario::loads::Load>,
+    /// trusted (`null`: it needs the user's word, `clmulti trust`), and what is in
+    /// the way of one no word can allow (`problem`).
+    loads: Vec<crate::trust::Load>,
     /// Whether the file may run as it is: every load trusted, or the file itself.
     trusted: bool,
     /// What is valid but likely a mistake, each placed as an error is: an `[env]`
@@ -85,20 +86,25 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         };
         let checked = checked.and_then(|f| {
             show_runs(file, &f);
-            let loads = f.loads();
-            let trusted = f.untrusted_of(&loads, &[]).is_empty();
+            let assessment = crate::trust::assess(&f, &[]);
+            let trusted = assessment.refused().is_empty();
             let mut warnings = f.warnings();
             warnings.extend(rss_warnings(&f));
+            warnings.extend(load_problems(&f, &assessment.loads));
             // Listing the platforms loads the runtime under the file's [env]: not for
             // code nothing trusts.
             let not_checked = if trusted {
-                let not_checked = check_platforms(&f, &mut listings).map_err(|e| vec![e])?;
-                let said = machine::said(&f, &mut listings, &mut under);
+                let binding = &assessment.binding;
+                let not_checked =
+                    check_platforms(&f, binding, &mut listings).map_err(|e| vec![e])?;
+                let said = machine::said(&f, binding, &mut listings, &mut under);
                 if !said.errors.is_empty() {
                     return Err(said.errors);
                 }
                 warnings.extend(said.warnings);
                 not_checked
+            } else if !f.names_a_platform() {
+                None
             } else {
                 Some(format!(
                     "it loads code nothing trusts, which check does not run (`clmulti trust {}`)",
@@ -107,7 +113,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             };
             warnings.sort_by_key(|w| (w.line, w.column));
             let warnings = warnings.iter().map(ErrorJson::from).collect();
-            Ok((f.len(), not_checked, loads, trusted, warnings))
+            Ok((f.len(), not_checked, assessment.loads, trusted, warnings))
         });
         results.push(match checked {
             Ok((runs, platforms_not_checked, loads, trusted, warnings)) => FileResult {
@@ -158,13 +164,12 @@ pub fn run(args: &Args) -> Result<(), Failure> {
                     }
                     (None, Some(n)) => {
                         let mut text = format!("ok {}: {n} run(s)\n", r.file);
-                        for load in &r.loads {
-                            text.push_str(&format!("  loads: {}\n", crate::trust::describe(load)));
-                        }
+                        text.push_str(&loads_text(&r.loads));
                         for warning in &r.warnings {
                             text.push_str(&format!("  warning: {}\n", warning.text));
                         }
-                        if !r.trusted {
+                        let in_the_way = r.loads.iter().any(|l| l.problem.is_some());
+                        if !r.trusted && !in_the_way {
                             text.push_str(&format!(
                                 "  not trusted: `clmulti run` refuses it until `clmulti trust {}` (or --allow PATH)\n",
                                 r.file
@@ -220,6 +225,30 @@ fn show_runs(file: &Path, f: &ScenarioFile) {
     }
 }
 
+/// A file's loads, a line each; of a key with many (an `env.` axis of 100 000
+/// values), the first few and a count (`--format json` has them all).
+fn loads_text(loads: &[crate::trust::Load]) -> String {
+    const PER_KEY: usize = 5;
+    let mut text = String::new();
+    let mut shown: HashMap<(&str, bool), usize> = HashMap::new();
+    for load in loads {
+        let seen = shown.entry((&load.key, load.may_run())).or_default();
+        *seen += 1;
+        if *seen <= PER_KEY {
+            text.push_str(&format!("  loads: {}\n", crate::trust::describe(load)));
+        }
+    }
+    let mut more: Vec<_> = shown.into_iter().filter(|(_, n)| *n > PER_KEY).collect();
+    more.sort();
+    for ((key, _), n) in more {
+        text.push_str(&format!(
+            "  loads: ... and {} more of {key} (`--format json` lists them)\n",
+            n - PER_KEY
+        ));
+    }
+    text
+}
+
 impl From<&ScenarioError> for ErrorJson {
     fn from(e: &ScenarioError) -> Self {
         ErrorJson {
@@ -243,6 +272,7 @@ type Listings = HashMap<BTreeMap<String, String>, Result<Vec<PlatformInfo>, Stri
 /// is then not refused for it.
 fn check_platforms(
     file: &ScenarioFile,
+    binding: &crate::trust::Binding,
     listings: &mut Listings,
 ) -> Result<Option<String>, ScenarioError> {
     let mut not_checked = None;
@@ -258,7 +288,7 @@ fn check_platforms(
         }
         let listed = listings
             .entry(run.env.clone())
-            .or_insert_with(|| list_platforms(&run.env, None));
+            .or_insert_with(|| list_platforms(&run.env, binding, None));
         match listed {
             Ok(platforms) => clmulti_probe::check_platform(platforms, &selector)
                 .map_err(|e| file.error_in_run(index, e.key(), &e.to_string()))?,
@@ -317,6 +347,23 @@ fn rss_warnings(file: &ScenarioFile) -> Vec<ScenarioError> {
     out
 }
 
+/// What no word allows among a file's loads (a vendors file that is a FIFO, a
+/// relative library in an `.icd` file), placed at its `[env]` key.
+fn load_problems(file: &ScenarioFile, loads: &[crate::trust::Load]) -> Vec<ScenarioError> {
+    loads
+        .iter()
+        .filter_map(|l| {
+            let problem = l.problem.as_ref()?;
+            let name = l.key.split_whitespace().next().unwrap_or(&l.key);
+            Some(file.error_in_run(
+                0,
+                &format!("env.{name}"),
+                &format!("{}: {problem}; `clmulti run` refuses it", l.key),
+            ))
+        })
+        .collect()
+}
+
 fn lists_an_icd(folder: &Path) -> bool {
     std::fs::read_dir(folder).is_ok_and(|entries| {
         entries
@@ -329,11 +376,17 @@ fn lists_an_icd(folder: &Path) -> bool {
 /// that a runtime that hangs or crashes while loading takes only the child down.
 fn list_platforms(
     env: &BTreeMap<String, String>,
+    binding: &crate::trust::Binding,
     limits: Option<&clmulti_scenario::Limits>,
 ) -> Result<Vec<PlatformInfo>, String> {
     let program =
         std::env::current_exe().map_err(|e| format!("cannot find clmulti's own binary: {e}"))?;
-    let mut command = ChildCommand::devices(program, env);
+    // What a run would be given, checked as a run's is.
+    let prepared = crate::trust::prepare(env, binding)?;
+    let mut command = ChildCommand {
+        inherit: prepared.inherit.clone(),
+        ..ChildCommand::devices(program, &prepared.env)
+    };
     if let Some(limits) = limits {
         let json = serde_json::to_string(limits).map_err(|e| e.to_string())?;
         command.args.extend(["--under-limits".into(), json.into()]);

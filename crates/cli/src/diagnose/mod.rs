@@ -36,7 +36,7 @@ pub enum DiagnoseFormat {
 pub struct Args {
     /// Devices to diagnose (`PLATFORM[:DEVICE]`, repeat); default: every GPU of the
     /// first platform with two, else the first platform with two devices.
-    #[arg(long = "device")]
+    #[arg(long = "device", value_parser = crate::devices::selector)]
     devices: Vec<String>,
     /// Buffers in the `create` runs (the `fill` runs make a tenth as many). The seed
     /// failed at ~1000; for the long version use --count 100000.
@@ -356,8 +356,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         .transpose()?;
     // Before minutes of runs: the results must have somewhere to go.
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Failure::Input(format!("--out {}: {e}", dir.display())))?;
+        crate::output::writable_folder(dir).map_err(|e| Failure::Input(format!("--out {e}")))?;
     }
     let (platform_name, devices, single) = choose(args)?;
     if let Some(why) = &single {

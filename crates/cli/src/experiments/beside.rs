@@ -2,11 +2,12 @@
 //! beside it (as the same user, as another, outside the run's cgroups); a system-call
 //! observer (strace) watching it.
 
+use crate::trust::Binding;
 use clmulti_explain::experiment::NotRun;
 use clmulti_explain::verdict::Place;
 use clmulti_explain::Report;
 use clmulti_scenario::{Count, Scenario};
-use clmulti_supervise::Placement;
+use clmulti_supervise::{Placement, PrivateFolder};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -33,26 +34,17 @@ pub(super) fn wait(length: Duration) -> Result<(), NotRun> {
 }
 
 /// A folder of its own for one experiment's files, open to every user (a second
-/// process as another user writes there), removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(what: &str) -> Result<Scratch, NotRun> {
-        use std::os::unix::fs::PermissionsExt;
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("clmulti-{what}-{}-{n}", std::process::id()));
-        let made = std::fs::create_dir_all(&dir)
-            .and_then(|_| std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)));
-        made.map_err(|e| NotRun::Failed(format!("cannot make {}: {e}", dir.display())))?;
-        Ok(Scratch(dir))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// process as another user writes there; sticky, so none removes another's), removed
+/// when dropped.
+fn scratch(what: &str) -> Result<PrivateFolder, NotRun> {
+    use std::os::unix::fs::PermissionsExt;
+    let folder = PrivateFolder::new(what)
+        .and_then(|f| {
+            std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(0o1777))?;
+            Ok(f)
+        })
+        .map_err(|e| NotRun::Failed(format!("cannot make a scratch folder: {e}")))?;
+    Ok(folder)
 }
 
 /// The root `cgroup.procs` of every cgroup hierarchy mounted here: a process written
@@ -130,13 +122,19 @@ fn placed_as_asked(place: Place, ready: &Path) -> Result<(), NotRun> {
 
 /// Runs `scenario` while a second process of the same case holds `held` buffers
 /// (started first; released once the run ends).
-pub(super) fn run_beside(scenario: &Scenario, place: Place, held: u64) -> Result<Report, NotRun> {
+pub(super) fn run_beside(
+    scenario: &Scenario,
+    place: Place,
+    held: u64,
+    binding: &Binding,
+) -> Result<Report, NotRun> {
     let placement = placement(place)?;
-    let scratch = Scratch::new("beside")?;
-    let hold = scratch.0.join("hold");
-    let ready = scratch.0.join("hold.ready");
+    let scratch = scratch("beside")?;
+    let hold = scratch.path().join("hold");
+    let ready = scratch.path().join("hold.ready");
     std::fs::write(&hold, b"").map_err(|e| NotRun::Failed(e.to_string()))?;
     let mut second = scenario.clone();
+    let mut second_binding = binding.clone();
     second.allocation.count = Count::Fixed(held);
     second.name = format!("{} [the second process]", scenario.name);
     second
@@ -145,16 +143,18 @@ pub(super) fn run_beside(scenario: &Scenario, place: Place, held: u64) -> Result
     if place == Place::OtherUser {
         // Another user cannot write this one's home: runtimes that keep a cache there
         // (PoCL) get an empty one of their own, which loads nothing.
-        let home = scratch.0.join("home");
+        let home = scratch.path().join("home");
         std::fs::create_dir_all(&home).map_err(|e| NotRun::Failed(e.to_string()))?;
         let _ = std::os::unix::fs::chown(&home, Some(NOBODY.0), Some(NOBODY.1));
         second.env.insert("HOME".into(), home.display().to_string());
         second
             .env
             .insert("XDG_CACHE_HOME".into(), home.display().to_string());
+        second_binding = second_binding.with_place(home);
     }
-    let handle =
-        std::thread::spawn(move || crate::child::run_child_placed(&second, None, placement));
+    let handle = std::thread::spawn(move || {
+        crate::child::run_child_placed(&second, None, placement, &second_binding)
+    });
     let started = Instant::now();
     while !ready.exists() && !handle.is_finished() && started.elapsed() < HOLD_START {
         if let Err(stop) = stopped() {
@@ -166,7 +166,8 @@ pub(super) fn run_beside(scenario: &Scenario, place: Place, held: u64) -> Result
     }
     let run = if ready.exists() {
         placed_as_asked(place, &ready).and_then(|()| {
-            crate::child::run_child(scenario, None).map_err(|e| NotRun::Failed(e.into_message()))
+            crate::child::run_child_bound(scenario, None, binding)
+                .map_err(|e| NotRun::Failed(e.into_message()))
         })
     } else {
         Err(NotRun::Failed(
@@ -195,12 +196,12 @@ pub(super) fn run_beside(scenario: &Scenario, place: Place, held: u64) -> Result
 /// Runs `scenario` under strace, and records the system calls that failed inside its
 /// failing OpenCL call (none when it failed with none failing; the report's
 /// `observed_calls` stays empty when it did not fail).
-pub(super) fn run_observed(scenario: &Scenario) -> Result<Report, NotRun> {
+pub(super) fn run_observed(scenario: &Scenario, binding: &Binding) -> Result<Report, NotRun> {
     let strace = clmulti_probe::strace::find().ok_or_else(|| {
         NotRun::Failed("strace is not installed (Debian: apt-get install strace)".into())
     })?;
-    let scratch = Scratch::new("observe")?;
-    let log = scratch.0.join("strace.log");
+    let scratch = scratch("observe")?;
+    let log = scratch.path().join("strace.log");
     let mut watched = scenario.clone();
     watched
         .env
@@ -214,7 +215,7 @@ pub(super) fn run_observed(scenario: &Scenario) -> Result<Report, NotRun> {
         wrapper: clmulti_probe::strace::wrapper(&strace, &log),
         ..Placement::default()
     };
-    let mut report = crate::child::run_child_placed(&watched, None, placement)
+    let mut report = crate::child::run_child_placed(&watched, None, placement, binding)
         .map_err(|e| NotRun::Failed(e.into_message()))?;
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     report.observed_calls = Some(match report.failing_window {

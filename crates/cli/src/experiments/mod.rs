@@ -2,6 +2,7 @@
 //! process of this binary ([`clmulti_explain::experiment`] plans and judges them).
 
 use crate::note;
+use crate::trust::Binding;
 use clmulti_explain::experiment::{apply, NotRun, Runner};
 use clmulti_explain::verdict::{Change, Knob, Place};
 
@@ -22,15 +23,18 @@ pub struct ChildRunner {
     base: Scenario,
     platform: String,
     platform_version: String,
+    /// What the runs may load: what the failed run's file was trusted with.
+    binding: Binding,
 }
 
 impl ChildRunner {
     /// A runner for the failed run `report`.
-    pub fn for_report(report: &Report) -> Self {
+    pub fn for_report(report: &Report, binding: &Binding) -> Self {
         ChildRunner {
             base: report.scenario.clone(),
             platform: report.platform.clone(),
             platform_version: report.platform_version.clone(),
+            binding: binding.clone(),
         }
     }
 
@@ -100,9 +104,9 @@ impl Runner for ChildRunner {
             Around {
                 sibling: Some((place, held)),
                 ..
-            } => beside::run_beside(&scenario, place, held)?,
-            Around { observe: true, .. } => beside::run_observed(&scenario)?,
-            _ => crate::child::run_child(&scenario, None)
+            } => beside::run_beside(&scenario, place, held, &self.binding)?,
+            Around { observe: true, .. } => beside::run_observed(&scenario, &self.binding)?,
+            _ => crate::child::run_child_bound(&scenario, None, &self.binding)
                 .map_err(|e| NotRun::Failed(e.into_message()))?,
         };
         // Where it stopped only: its own analysis would answer another question.
@@ -118,10 +122,16 @@ impl Runner for ChildRunner {
     }
 }
 
-/// Tests the causes of a failed run by experiment; for a completed run whose
-/// readings stayed up after release, runs it in two rounds (a cache or a leak).
+/// [`investigate_bound`] for a run clmulti made itself (a diagnose case).
 pub fn investigate(report: &mut Report) {
-    let mut runner = ChildRunner::for_report(report);
+    investigate_bound(report, &Binding::own());
+}
+
+/// Tests the causes of a failed run by experiment, its runs loading what its file
+/// was trusted with (`binding`); for a completed run whose readings stayed up after
+/// release, runs it in two rounds (a cache or a leak).
+pub fn investigate_bound(report: &mut Report, binding: &Binding) {
+    let mut runner = ChildRunner::for_report(report, binding);
     if report.analysis.cause.is_some() {
         note!("experiment: testing what stopped {}", report.run_name);
         clmulti_explain::experiment::investigate(report, &mut runner);

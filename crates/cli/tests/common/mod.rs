@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 mod native;
 #[allow(unused_imports)] // each test binary uses some
 pub use native::{
-    abort_after_layer, fault_layer, fault_space_layer, marking_library, shared_library,
+    abort_after_layer, ended, fault_layer, fault_space_layer, marking_library, shared_library, HANG,
 };
 
 /// The PoCL ICD file the tests pin the loader to.
@@ -58,6 +58,18 @@ pub fn bin() -> PathBuf {
 /// user's (`clmulti trust`).
 pub fn trust_record() -> PathBuf {
     std::env::temp_dir().join(format!("clmulti-test-trusted-{}", std::process::id()))
+}
+
+/// Trusts a scenario file in the test's own trust record (`clmulti trust`), as a
+/// user does who has read it.
+pub fn trust(path: &std::path::Path) {
+    let out = run(clmulti(1).arg("trust").arg(path));
+    assert!(
+        out.status.success(),
+        "clmulti trust {}: {}",
+        path.display(),
+        stderr(&out)
+    );
 }
 
 /// Gives the command the default disposition of the signals tests send: a test

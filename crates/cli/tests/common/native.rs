@@ -1,9 +1,33 @@
-//! Native fixtures built with `cc` (gcc is part of the test setup): shared by the
-//! clmulti and xtask tests, which include this file.
+//! Native fixtures built with `cc` (gcc is part of the test setup), and how a test
+//! waits for a command: shared by the clmulti and xtask tests, which include this file.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Longer than anything a test waits for takes, on a machine at load 16 on two
+/// cores: what is still running past it hangs. A hang detector, never a measure.
+pub const HANG: Duration = Duration::from_secs(300);
+
+/// Runs `cmd` to its end, its output piped; one still running past [`HANG`] is
+/// killed and fails the test (`what` names it).
+pub fn ended(cmd: &mut Command, what: &str) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > HANG {
+            let _ = child.kill();
+            panic!("{what}: still running after {HANG:?}: it hangs");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
 
 /// `crates/cli/tests/hostile`, found from either package's manifest folder.
 pub fn hostile() -> PathBuf {

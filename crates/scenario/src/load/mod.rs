@@ -1,6 +1,7 @@
 //! Reading scenario files: TOML syntax, grid expansion, and errors that name the
 //! file, line, column and key.
 
+mod envs;
 mod problems;
 mod warnings;
 
@@ -38,6 +39,8 @@ pub struct ScenarioFile {
     fallback_name: String,
     context: Context,
     runs: usize,
+    /// The file read, links resolved (`None` for text parsed without a file).
+    real: Option<PathBuf>,
 }
 
 impl ScenarioFile {
@@ -51,12 +54,16 @@ impl ScenarioFile {
     /// [`with_hard_limits`](Self::with_hard_limits) change either.
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
         let file = path.display().to_string();
-        let text = read_text(path, &file)?;
-        Self::parse_with(text, &file, Self::machine_context(path))
+        let real = real_path(path);
+        let text = read_text(&real, &file)?;
+        let mut parsed = Self::parse_with(text, &file, Self::machine_context(&real))?;
+        parsed.real = Some(real);
+        Ok(parsed)
     }
 
-    /// How a file at `path` is checked on this machine: relative paths from its
-    /// folder, this process's hard limits, the layer beside clmulti.
+    /// How a file at `path` (links resolved: [`real_path`]) is checked on this
+    /// machine: relative paths from its folder, this process's hard limits, the
+    /// layer beside clmulti.
     fn machine_context(path: &Path) -> Context {
         Context {
             base_dir: Some(
@@ -81,69 +88,9 @@ impl ScenarioFile {
         self
     }
 
-    /// What the file's runs would load or write outside themselves (every run's
-    /// `[env]`, each load once): see [`crate::loads`].
-    pub fn loads(&self) -> Vec<crate::loads::Load> {
-        // Each distinct `[env]` once: every run's where a grid varies it, directly or
-        // through a placeholder (`{devices.count}`), else the first run's (expanding
-        // 90 000 runs would cost seconds).
-        let runs = if self.env_varies() {
-            self.runs
-        } else {
-            self.runs.min(1)
-        };
-        let mut envs: Vec<std::collections::BTreeMap<String, String>> = Vec::new();
-        for env in (0..runs).filter_map(|i| self.run(i).ok()).map(|s| s.env) {
-            if !envs.contains(&env) {
-                envs.push(env);
-            }
-        }
-        let mut all: Vec<crate::loads::Load> = envs
-            .iter()
-            .flat_map(|env| crate::loads::loads_of(env, self.context.libraries.as_deref()))
-            .collect();
-        all.sort();
-        all.dedup();
-        all
-    }
-
     /// Whether a grid axis sets `key` (`guards.max_rss`): the runs can differ in it.
     pub fn varies(&self, key: &str) -> bool {
         self.axes.iter().any(|(k, _)| k == key)
-    }
-
-    /// Whether the runs can differ in `[env]`: an axis sets an `env.` key, or an
-    /// `[env]` value names an axis as a placeholder (`{devices.count}`).
-    fn env_varies(&self) -> bool {
-        let values: Vec<&str> = self
-            .base
-            .get("env")
-            .and_then(toml::Value::as_table)
-            .map(|t| t.values().filter_map(toml::Value::as_str).collect())
-            .unwrap_or_default();
-        self.axes.iter().any(|(k, _)| {
-            k.starts_with("env.") || values.iter().any(|v| v.contains(&format!("{{{k}}}")))
-        })
-    }
-
-    /// The SHA-256 of the file's text, what [`crate::trust`] records.
-    pub fn digest(&self) -> String {
-        crate::trust::digest(self.doc.raw().as_bytes())
-    }
-
-    /// The loads nothing trusts (see [`crate::trust::untrusted_loads`]), `allowed`
-    /// naming libraries allowed for this run: empty when the file may run.
-    pub fn untrusted_loads(&self, allowed: &[PathBuf]) -> Vec<crate::loads::Load> {
-        self.untrusted_of(&self.loads(), allowed)
-    }
-
-    /// [`untrusted_loads`](Self::untrusted_loads) of loads already listed.
-    pub fn untrusted_of(
-        &self,
-        loads: &[crate::loads::Load],
-        allowed: &[PathBuf],
-    ) -> Vec<crate::loads::Load> {
-        crate::trust::untrusted_loads(loads, &self.digest(), Path::new(&self.file), allowed)
     }
 
     /// The folder of the project's libraries, for `{clmulti-layer}` and
@@ -294,6 +241,7 @@ impl ScenarioFile {
             fallback_name,
             context,
             runs,
+            real: None,
         };
         Ok((parsed, problems))
     }
@@ -517,6 +465,13 @@ pub fn load_str(text: &str, file: &str) -> Result<Vec<Scenario>, ScenarioError> 
     ScenarioFile::parse(text, file)?.runs().collect()
 }
 
+/// The file a path names, links resolved: relative paths in it resolve against its
+/// own folder, never a link's (a link placed elsewhere to a file keeps that file's
+/// meaning). A path that does not resolve is kept, for its error.
+pub(crate) fn real_path(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 /// The file's text: only a regular file, at most [`MAX_FILE_BYTES`], UTF-8.
 fn read_text(path: &Path, file: &str) -> Result<String, ScenarioError> {
     let fail = |message: String| ScenarioError {
@@ -526,7 +481,17 @@ fn read_text(path: &Path, file: &str) -> Result<String, ScenarioError> {
         key: None,
         message,
     };
-    let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read: {e}")))?;
+    // Opened without waiting (a FIFO swapped in after a look would block for ever)
+    // and looked at through the open file: what is checked is what is read.
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| fail(format!("cannot read: {e}")))?;
+    let meta = opened
+        .metadata()
+        .map_err(|e| fail(format!("cannot read: {e}")))?;
     if meta.is_dir() {
         return Err(fail(
             "a folder: name its *.toml files (`cargo xtask sweep` takes folders)".into(),
@@ -547,8 +512,9 @@ fn read_text(path: &Path, file: &str) -> Result<String, ScenarioError> {
         return Err(too_big());
     }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+    opened
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
         .map_err(|e| fail(format!("cannot read: {e}")))?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(too_big());

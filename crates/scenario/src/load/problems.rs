@@ -25,8 +25,9 @@ impl ScenarioFile {
     /// ```
     pub fn problems_in(path: &Path) -> Vec<ScenarioError> {
         let file = path.display().to_string();
-        match read_text(path, &file) {
-            Ok(text) => Self::problems_with(text, &file, Self::machine_context(path)),
+        let real = real_path(path);
+        match read_text(&real, &file) {
+            Ok(text) => Self::problems_with(text, &file, Self::machine_context(&real)),
             Err(e) => vec![e],
         }
     }

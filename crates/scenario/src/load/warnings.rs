@@ -14,15 +14,9 @@ impl ScenarioFile {
     /// read. What the machine decides (a size above a device's largest buffer, too
     /// few devices) `clmulti check` adds from the runtime itself.
     pub fn warnings(&self) -> Vec<ScenarioError> {
-        let runs = if self.env_varies() {
-            self.runs
-        } else {
-            self.runs.min(1)
-        };
         let mut found: Vec<ScenarioError> = Vec::new();
-        for (index, run) in (0..runs).map(|i| (i, self.run(i))) {
-            let Ok(run) = run else { continue };
-            for key in run.env.keys() {
+        for (index, env) in self.envs() {
+            for key in env.keys() {
                 let Some(known) = crate::env_keys::near_miss(key) else {
                     continue;
                 };

@@ -165,6 +165,16 @@ pub struct Context {
     pub libraries: Option<std::path::PathBuf>,
 }
 
+/// The `[env]` a run gets (paths resolved, placeholders filled): what validation
+/// makes of its `[devices]` and `[env]` alone, the rest of the run not looked at.
+pub(crate) fn env_only(
+    raw: RawScenario,
+    context: &Context,
+) -> Result<BTreeMap<String, String>, Problem> {
+    let devices = devices::devices(&raw.devices)?;
+    process::env(raw.env, devices.set.len(), context)
+}
+
 // long: the file's tables in the order they are documented, each checked where its neighbours can be seen (contradictions between tables)
 pub(crate) fn validate(
     raw: RawScenario,

@@ -20,12 +20,14 @@ pub(crate) trait Backend {
     fn release_live(&mut self);
 }
 
-/// What the guards read between samples (cheap: one `statm`, one `meminfo`).
+/// What the guards read between samples (cheap: one `statm`, one `meminfo`, the
+/// cgroup's kernel memory where it reports it).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct GuardReading {
-    /// Host memory the run holds: its RSS, plus the system's Shmem grown since the
-    /// loop started (memfds, an emulation layer's host mirror: memory the kernel
-    /// accounts that RSS does not show).
+    /// Host memory the run holds: its RSS, plus the system's Shmem and its cgroup's
+    /// kernel memory grown since the loop started (memfds, an emulation layer's host
+    /// mirror, page tables and kernel objects: memory the kernel accounts that RSS
+    /// does not show).
     pub held: u64,
     /// Virtual size, bytes (what `RLIMIT_AS` bounds).
     pub vsize: u64,
@@ -508,6 +510,18 @@ pub(crate) struct HostMeter<'a, 'o> {
     pub on_sample: Option<&'a mut (dyn super::Observer + 'o)>,
     /// The system's Shmem before the loop, bytes.
     pub shmem_start: u64,
+    /// The kernel memory of the process's cgroup, where the cgroup reports it, and
+    /// how much before the loop: what the run makes the kernel hold counts too.
+    pub kernel: Option<(clmulti_probe::KernelMemory, u64)>,
+}
+
+impl HostMeter<'_, '_> {
+    /// What the cgroup's kernel memory grew by since the loop began, bytes.
+    fn kernel_growth(&self) -> u64 {
+        self.kernel
+            .as_ref()
+            .map_or(0, |(kernel, start)| kernel.read().saturating_sub(*start))
+    }
 }
 
 impl Meter for HostMeter<'_, '_> {
@@ -515,7 +529,7 @@ impl Meter for HostMeter<'_, '_> {
         let statm = self.usage.statm();
         let shmem = self.usage.system().map_or(0, |s| s.shmem_bytes);
         GuardReading {
-            held: statm.rss_bytes + shmem.saturating_sub(self.shmem_start),
+            held: statm.rss_bytes + shmem.saturating_sub(self.shmem_start) + self.kernel_growth(),
             vsize: statm.virtual_bytes,
             data: statm.data_bytes,
         }
@@ -524,7 +538,9 @@ impl Meter for HostMeter<'_, '_> {
     fn guard_reading_in(&self, usage: &Usage) -> GuardReading {
         let shmem = usage.system.map_or(0, |s| s.shmem_bytes);
         GuardReading {
-            held: usage.process.rss_bytes + shmem.saturating_sub(self.shmem_start),
+            held: usage.process.rss_bytes
+                + shmem.saturating_sub(self.shmem_start)
+                + self.kernel_growth(),
             vsize: usage.process.virtual_bytes,
             // statm's data (with the stack), as between samples: one source for the
             // guard's learning (2 us; meminfo, which the sample has, is the dear one).
