@@ -86,7 +86,6 @@ fn home_path_and_keys_nobody_listed_need_a_word() {
             "PATH = \"bin\"",
             "PATH searches for libraries and programs",
         ),
-        ("lower", "ld_preload = \"./libmark.so\"", "ld_preload = "),
         (
             "tunables",
             "GLIBC_TUNABLES = \"glibc.rtld.x=1\"",
@@ -109,6 +108,16 @@ fn home_path_and_keys_nobody_listed_need_a_word() {
         assert!(out.status.success(), "{}", stderr(&out));
         assert!(String::from_utf8_lossy(&out.stdout).contains("not trusted"));
     }
+    // A known key in another case is a mistake check and run refuse before any trust.
+    let path = dir.join("lower.toml");
+    std::fs::write(
+        &path,
+        format!("{BASE}[env]\nld_preload = \"./libmark.so\"\n"),
+    )
+    .unwrap();
+    refused(&mut clmulti(1), &path, &marker, "did you mean LD_PRELOAD?");
+    let out = finished(clmulti(1).arg("check").arg(&path));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
 #[test]
@@ -131,7 +140,7 @@ fn an_icd_line_with_a_leading_space_is_refused() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.contains(
-            "warning: OCL_ICD_VENDORS (x.icd): names \" hidden/libmark.so\", a relative path"
+            "key `env.OCL_ICD_VENDORS`: OCL_ICD_VENDORS (x.icd): names \" hidden/libmark.so\", a relative path"
         ),
         "{said}"
     );
@@ -248,6 +257,8 @@ fn a_checkout_folder_others_can_write_is_not_the_checkouts() {
         "{}",
         stderr(&out)
     );
+    // Trusted, check listed the devices under it: the library loaded then.
+    let _ = std::fs::remove_file(&marker);
     let out = finished(own(0o777).args(["check", "--format", "json"]).arg(&path));
     assert_eq!(json(&out)["files"][0]["trusted"], false, "{}", stderr(&out));
     refused(&mut own(0o777), &path, &marker, "needs your word");
@@ -305,7 +316,9 @@ fn a_fifo_or_dev_zero_in_a_vendors_folder_ends_every_command() {
         assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
-            text.contains("warning: OCL_ICD_VENDORS") && text.contains(said),
+            text.contains("warning: ")
+                && text.contains("key `env.OCL_ICD_VENDORS`: ")
+                && text.contains(said),
             "{name}: {text}"
         );
         for args in [&["--timeout", "5", "run"][..], &["trust"][..]] {

@@ -70,6 +70,8 @@ pub enum Applies {
     Yes,
     /// It does not: what differs.
     No(String),
+    /// The runs did not read what would tell (no device named): what is missing.
+    Unread(String),
 }
 
 impl Scope {
@@ -97,6 +99,9 @@ impl Scope {
     /// Whether the fact applies to `seen`.
     pub fn applies(&self, seen: &Seen) -> Applies {
         let mut differs = Vec::new();
+        if let Some(hardware) = self.hardware.filter(|_| seen.devices.is_empty()) {
+            return Applies::Unread(format!("no run read a device to compare with {hardware}"));
+        }
         if let Some(hardware) = self.hardware {
             let matches = seen.devices.iter().any(|d| {
                 let d = d.to_lowercase();
@@ -405,6 +410,16 @@ mod tests {
         assert!(
             matches!(NEO_FD_PER_SHARED_BUFFER.scope.applies(&newer), Applies::No(why) if why.contains("not before 26.18.38308"))
         );
+        // Runs that read no device (a shared case skipped on one GPU) tell nothing of
+        // the hardware: never "not this machine" with an empty name.
+        let unread = Seen {
+            devices: Vec::new(),
+            ..a770.clone()
+        };
+        assert!(matches!(
+            BATTLEMAGE_ON_XE.applies(&unread),
+            Applies::Unread(why) if why.contains("no run read a device")
+        ));
         // The GTT mirror reports are Battlemage on xe through Level Zero.
         let Applies::No(why) = BATTLEMAGE_ON_XE.applies(&a770) else {
             panic!()

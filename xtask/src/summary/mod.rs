@@ -325,6 +325,11 @@ fn cover(
     }
     // The scope first: what the statements after it speak for.
     d.verdict.splice(0..0, lines);
+    d.uncompared = unfinished
+        .iter()
+        .map(|r| format!("{}: {}", r.row.run, r.row.headline))
+        .collect();
+    d.finish();
 }
 
 /// For a scope whose runs vary the device count (three counts or more): the cost per

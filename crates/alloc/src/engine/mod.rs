@@ -7,12 +7,14 @@ mod bookkeeping;
 mod check;
 mod device_memory;
 mod host_memory;
+mod layers;
 mod opencl;
 mod pool;
 mod setup;
 mod watchdog;
 
 pub use check::{BufferCheck, BufferPair};
+pub(crate) use layers::names_variable;
 pub use opencl::CL_MEM_DEVICE_ID_INTEL;
 pub use watchdog::{OnHang, Watchdog};
 
@@ -496,56 +498,7 @@ fn add_warnings(scenario: &Scenario, report: &mut Report) {
             advice: "run it alone, or with `clmulti run --isolate`".into(),
         });
     }
-    if let Some(layers) = scenario.env.get("OPENCL_LAYERS") {
-        let (loaded, ignored): (Vec<&str>, Vec<&str>) = layers
-            .split(':')
-            .filter(|l| !l.is_empty())
-            .partition(|l| clmulti_probe::is_mapped(std::path::Path::new(l)));
-        if !loaded.is_empty() {
-            report.warnings.push(Warning {
-                kind: WarningKind::EmulationLayer,
-                message: format!(
-                    "ran under the OpenCL layer {}: what it models is part of what was measured",
-                    loaded.join(":")
-                ),
-                advice: "compare with the same scenario without OPENCL_LAYERS".into(),
-            });
-        }
-        if !ignored.is_empty() {
-            let loader =
-                clmulti_probe::loaded_library("libOpenCL.so").unwrap_or_else(|| "unknown".into());
-            // A loader that reads OPENCL_LAYERS (ocl-icd >= 2.3) opens each library
-            // named (its constructor runs) and closes one that is no layer: never
-            // say such a library did not load.
-            let what = if names_variable(&loader, "OPENCL_LAYERS") {
-                format!(
-                    "which the ICD loader ({loader}), reading OPENCL_LAYERS, opened (its code ran) and left out of the call path: it is no OpenCL layer (no clInitLayer), or its clInitLayer refused"
-                )
-            } else {
-                format!(
-                    "which the ICD loader ({loader}) did not load: it does not read OPENCL_LAYERS"
-                )
-            };
-            report.warnings.push(Warning {
-                kind: WarningKind::LayerNotLoaded,
-                message: format!(
-                    "OPENCL_LAYERS names {}, {what}: the run measured the runtime without it",
-                    ignored.join(":"),
-                ),
-                advice: "name a library that exports clGetLayerInfo and clInitLayer, and use a loader that reads OPENCL_LAYERS (ocl-icd >= 2.3)".into(),
-            });
-        }
-    }
-}
-
-/// Whether the library's file holds the name of an environment variable (a loader
-/// that reads it).
-pub(crate) fn names_variable(library: &str, variable: &str) -> bool {
-    std::fs::read(library).is_ok_and(|bytes| {
-        bytes
-            .windows(variable.len())
-            .any(|w| w == variable.as_bytes())
-    })
+    layers::warn(scenario, report);
 }
 
 #[cfg(test)]

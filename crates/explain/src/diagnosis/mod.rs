@@ -441,6 +441,10 @@ pub struct Diagnosis {
     /// What a signal that stopped the diagnosis left out, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// Runs on the same page that the comparison leaves out and that did not
+    /// complete, each as "name: how it ended": the answer names them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncompared: Vec<String>,
     /// Where and how it ran (machine, OS, runtime, clmulti, date, emulated parts),
     /// as the command that ran it saw; `None` when built without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

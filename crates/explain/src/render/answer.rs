@@ -151,21 +151,57 @@ impl Diagnosis {
         }
         if let Some(r) = shared.iter().find(|r| !self.slow_words(r).is_empty()) {
             return format!(
-                "No shared context failed, but the shared context ({}) is slow{}.",
+                "No shared context {}failed, but the shared context ({}) is slow{}{}.",
+                self.among_compared(),
                 r.strategy.name(),
-                self.slow_words(r)
+                self.slow_words(r),
+                self.uncompared_words()
             );
         }
         let ran: Vec<&str> = shared.iter().map(|r| r.strategy.name()).collect();
         if ran.is_empty() {
-            return "No shared context ran.".into();
+            return format!("No shared context ran{}.", self.uncompared_words());
         }
         match &self.limit_ahead {
             Some(ahead) => format!(
-                "No shared context failed ({}); by its growth it heads for {ahead}.",
-                ran.join(", ")
+                "No shared context {}failed ({}); by its growth it heads for {ahead}{}.",
+                self.among_compared(),
+                ran.join(", "),
+                self.uncompared_words()
             ),
-            None => format!("No shared context failed ({}).", ran.join(", ")),
+            None => format!(
+                "No shared context {}failed ({}){}.",
+                self.among_compared(),
+                ran.join(", "),
+                self.uncompared_words()
+            ),
+        }
+    }
+
+    /// "of those compared " when the page holds runs the comparison leaves out that
+    /// did not complete.
+    fn among_compared(&self) -> &'static str {
+        if self.uncompared.is_empty() {
+            ""
+        } else {
+            "of those compared "
+        }
+    }
+
+    /// `; not compared: big: FAILED after 278 buffers ...`, the runs the comparison
+    /// leaves out that did not complete (the first two, and a count).
+    fn uncompared_words(&self) -> String {
+        match self.uncompared.len() {
+            0 => String::new(),
+            n @ 1..=2 => format!(
+                "; not compared, and did not complete: {}",
+                self.uncompared[..n].join("; ")
+            ),
+            n => format!(
+                "; not compared, and did not complete: {} and {} more",
+                self.uncompared[..2].join("; "),
+                n - 2
+            ),
         }
     }
 
@@ -232,8 +268,10 @@ impl Diagnosis {
                 })
             })?;
         Some(format!(
-            "No shared context failed, but after release {}.",
-            claim.sentence()
+            "No shared context {}failed, but after release {}{}.",
+            self.among_compared(),
+            claim.sentence(),
+            self.uncompared_words()
         ))
     }
 }

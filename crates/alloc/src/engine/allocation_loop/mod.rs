@@ -278,6 +278,8 @@ pub(crate) fn allocation_loop(
     let mut clock = Clock::new(meter.now());
     let mut out = LoopOutcome::default();
     let mut maps = MapsBudget::default();
+    // Whether the latest sample read everything (the counts too).
+    let latest_whole = std::cell::Cell::new(false);
     // Samples are timed apart so the allocation rate excludes the instrumentation.
     let mut sample = |out: &mut LoopOutcome, meter: &mut dyn Meter, start: Instant, walk: Walk| {
         let taken = meter.now();
@@ -293,9 +295,13 @@ pub(crate) fn allocation_loop(
             usage.process.memory_maps = Some(meter.memory_maps());
             maps.spent += meter.now() - walking;
         }
-        if walk == Walk::Always {
+        // Every figure: at the samples that always walk, and at all of them when
+        // asked for every sample.
+        let whole = walk == Walk::Always || plan.sample_maps == MapsSampling::EverySample;
+        if whole {
             meter.counts(&mut usage);
         }
+        latest_whole.set(whole);
         let guards = meter.guard_reading_in(&usage);
         let sample = Sample {
             allocations: out.buffers,
@@ -435,9 +441,10 @@ pub(crate) fn allocation_loop(
         }
     }
     out.elapsed_seconds = (meter.now() - clock.start).as_secs_f64();
-    // The last sample has every figure: one taken without the mappings is taken again.
+    // The last sample has every figure: one taken without the mappings or the counts is
+    // taken again.
     match out.samples.last() {
-        Some(last) if last.allocations == out.buffers && last.host.memory_maps.is_some() => {}
+        Some(last) if last.allocations == out.buffers && latest_whole.get() => {}
         Some(last) if last.allocations == out.buffers => {
             out.samples.pop();
             sample(&mut out, meter, clock.start, Walk::Always);

@@ -148,7 +148,13 @@ impl Diagnosis {
         }
         let release = release_findings(runs);
         verdict.extend(release_statement(runs, &release));
-        verdict.extend(known(&platform, shared_any.map(seen_in)));
+        // The machine as any run read it: a shared case skipped on one GPU named none.
+        let read_devices = runs
+            .iter()
+            .map(|p| p.report)
+            .find(|r| !r.devices.is_empty())
+            .or(shared_any);
+        verdict.extend(known(&platform, read_devices.map(seen_in)));
         let mut diagnosis = Diagnosis {
             schema_version: DIAGNOSIS_SCHEMA_VERSION,
             platform,
@@ -163,6 +169,7 @@ impl Diagnosis {
             fixes: fixes.iter().map(|f| fix_outcome(f, shared_any)).collect(),
             verdict,
             answer: Vec::new(),
+            uncompared: Vec::new(),
             limit_ahead: shared_any.and_then(limit_ahead),
             stopped: None,
             context: None,
@@ -478,6 +485,12 @@ fn known(platform: &str, seen: Option<Seen>) -> Vec<Statement> {
                 ),
                 Applies::No(why) => format!(
                     "{}: reported for {}, not this machine ({why}): {}",
+                    runtime.name,
+                    fact.scope.describe(),
+                    fact.text
+                ),
+                Applies::Unread(why) => format!(
+                    "{}: reported for {}; whether this machine is one was not read ({why}): {}",
                     runtime.name,
                     fact.scope.describe(),
                     fact.text
