@@ -308,7 +308,8 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     };
     let root = workspace::root()?;
     let bin = match &args.bin {
-        Some(b) => b.clone(),
+        // Absolute: the libraries beside it are not named from a scenario's folder.
+        Some(b) => std::path::absolute(b).unwrap_or_else(|_| b.clone()),
         None => workspace::build_release(&root, args.features.as_deref())?,
     };
     let libraries = bin.parent().map_or_else(

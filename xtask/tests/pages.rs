@@ -1,8 +1,9 @@
 //! Every committed page, as a reader sees it in a real browser (Debian's chromium):
 //! where and how it ran is said up front (machine, OS, runtime, clmulti, and every
 //! emulated part or that none was), a sweep's verdicts each open with their answer,
-//! and no raw number of more than six digits is left for a person to count. Diagnose
-//! pages made by a clmulti before pages carried their context are left as made.
+//! no raw number of more than six digits is left for a person to count, and no page
+//! names the folder clmulti's libraries were built in. Diagnose pages made by a
+//! clmulti before pages carried their context say so first.
 
 mod common;
 use common::{browser_dom, visible_text};
@@ -77,7 +78,22 @@ fn committed_pages_say_where_they_ran_and_answer_first() {
             assert_eq!(verdicts, answers, "{name}: a verdict without its answer");
         }
         // Diagnose pages made before pages carried their context (on machines not at
-        // hand again, e.g. the H200 node) are left as they were made.
+        // hand again, e.g. two H200s) say so at their top, and are otherwise as made.
+        if !sweep && !diagnose_with_context {
+            assert!(
+                text.trim_start().starts_with("An earlier page."),
+                "{name}: made before pages carried their context, and does not say so first"
+            );
+        }
+        // No page names the folder it was built in: clmulti's libraries by file name.
+        let built_in = text
+            .match_indices("libclmulti_")
+            .filter(|(at, _)| text[..*at].ends_with('/'));
+        assert_eq!(
+            built_in.count(),
+            0,
+            "{name}: a build path of clmulti's libraries"
+        );
         if sweep || diagnose_with_context {
             let raw = raw_numbers(&text);
             assert!(

@@ -42,13 +42,20 @@ impl PageContext {
                     .iter()
                     .map(|(k, v)| format!("{k}={v}"))
                     .collect();
+                // By file name: a page never carries the folder it was built in.
+                let names: Vec<&str> = layers
+                    .opencl_layers
+                    .split(':')
+                    .filter(|l| !l.is_empty())
+                    .map(|l| l.rsplit('/').next().unwrap_or(l))
+                    .collect();
+                let names = names.join(":");
                 parts.push(match (ours, knobs.is_empty()) {
                     (true, false) => format!(
-                        "clmulti's emulation layer ({}) with {}: what it models is part of what was measured",
-                        layers.opencl_layers,
+                        "clmulti's emulation layer ({names}) with {}: what it models is part of what was measured",
                         knobs.join(" ")
                     ),
-                    _ => format!("the OpenCL layers named in OPENCL_LAYERS ({})", layers.opencl_layers),
+                    _ => format!("the OpenCL layers named in OPENCL_LAYERS ({names})"),
                 });
             }
         }

@@ -268,7 +268,7 @@ impl Diagnosis {
                 })
             })?;
         Some(format!(
-            "No shared context {}failed, but after release {}{}.",
+            "No shared context {}failed, but memory stayed after release ({}){}.",
             self.among_compared(),
             claim.sentence(),
             self.uncompared_words()

@@ -94,9 +94,10 @@ impl ScenarioFile {
     }
 
     /// The folder of the project's libraries, for `{clmulti-layer}` and
-    /// `{clmulti-kmd-emu}` in `[env]` paths.
+    /// `{clmulti-kmd-emu}` in `[env]` paths (a relative folder is this process's
+    /// working folder's, never the scenario's).
     pub fn with_libraries(mut self, folder: PathBuf) -> Self {
-        self.context.libraries = Some(folder);
+        self.context.libraries = Some(std::path::absolute(&folder).unwrap_or(folder));
         self
     }
 
