@@ -92,3 +92,4 @@ pub use report::{
 };
 pub use resource::{Facts, Limit, Resource, Unit};
 pub use verdict::{Basis, Candidate, Cause, Experiment, Statement};
+pub use words::library_file_names;

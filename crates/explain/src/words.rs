@@ -405,3 +405,44 @@ pub fn runtime_log(report: &crate::Report) -> Option<Statement> {
         )
     }))
 }
+
+/// `text` with every path to one of clmulti's libraries cut to its file name
+/// (`/home/u/clmulti/target/release/libclmulti_layer.so` -> `libclmulti_layer.so`): a
+/// page never names the folder a build was made in, whatever report it reads.
+pub fn library_file_names(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("libclmulti_") {
+        let start = rest[..at]
+            .rfind(|c: char| c.is_whitespace() || "(\"'=:,".contains(c))
+            .map_or(0, |p| p + 1);
+        let path = &rest[start..at];
+        out.push_str(&rest[..start]);
+        if !path.ends_with('/') {
+            out.push_str(path);
+        }
+        out.push_str("libclmulti_");
+        rest = &rest[at + "libclmulti_".len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod library_names_tests {
+    #[test]
+    fn build_folders_are_cut_from_library_paths() {
+        assert_eq!(
+            super::library_file_names(
+                "ran under the OpenCL layer /work/main/target/gpu/libclmulti_layer.so: what"
+            ),
+            "ran under the OpenCL layer libclmulti_layer.so: what"
+        );
+        assert_eq!(
+            super::library_file_names(
+                "(target/release/libclmulti_kmd_emu.so), libclmulti_trace.so"
+            ),
+            "(libclmulti_kmd_emu.so), libclmulti_trace.so"
+        );
+    }
+}

@@ -135,7 +135,11 @@ impl RunView {
                 })
             })
             .collect();
-        let mut notes: Vec<String> = r.warnings.iter().map(|w| w.message.clone()).collect();
+        let mut notes: Vec<String> = r
+            .warnings
+            .iter()
+            .map(|w| clmulti_explain::library_file_names(&w.message))
+            .collect();
         notes.extend(
             r.driver_messages
                 .iter()

@@ -238,10 +238,12 @@ pub fn per_peer(
     let seen = std::iter::once((d, base))
         .chain(points.iter().copied())
         .map(|(k, (c, _))| {
-            format!(
-                "{k} devices: {} {label} per buffer",
-                crate::words::figure(c)
-            )
+            // Bytes with their unit; counts whole or to two decimals.
+            let value = match cause.unit() {
+                crate::Unit::Bytes => crate::Unit::Bytes.format(c),
+                crate::Unit::Count => crate::words::figure(c),
+            };
+            format!("{k} devices: {value} {label} per buffer")
         })
         .collect::<Vec<_>>()
         .join(", ");
