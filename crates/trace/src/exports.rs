@@ -122,7 +122,7 @@ extern "C" fn init() {
     let asked = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     // A program that never asks gets its report in full; so does full mode.
     let full = asked(crate::MODE_ENV)
-        .is_some_and(|v| clmulti_scenario::trace::is_full(&v.to_string_lossy()));
+        .is_some_and(|v| clmulti_contract::trace::is_full(&v.to_string_lossy()));
     if full || asked(crate::REPORT_ENV).is_some() {
         record::detail_from_now();
     }

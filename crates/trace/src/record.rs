@@ -122,8 +122,7 @@ pub fn failed(call: &'static str, args: impl FnOnce() -> String, errno: i32) {
         all.kept.push_back(failure);
     });
     // The caller's errno is what it would have seen without the tracer.
-    // SAFETY: the thread's errno location.
-    unsafe { *libc::__errno_location() = errno };
+    clmulti_contract::interpose::set_errno(errno);
 }
 
 /// This thread's return addresses, innermost first.

@@ -185,8 +185,8 @@ pub fn combined_labels(all: &[NeoEmulation]) -> Vec<String> {
                 let s = if devices == "1" { "" } else { "s" };
                 let model = product
                     .as_deref()
-                    .and_then(clmulti_scenario::kmd_emu::model_of_family)
-                    .unwrap_or(clmulti_scenario::kmd_emu::A770);
+                    .and_then(clmulti_contract::kmd_emu::model_of_family)
+                    .unwrap_or(clmulti_contract::kmd_emu::A770);
                 format!(
                     "Intel GPU runtime NEO {version} on {devices} emulated {} {} device{s}: {}",
                     model.kernel.name(),
@@ -211,7 +211,7 @@ pub fn combined_statement(all: &[NeoEmulation]) -> Option<String> {
     if all.iter().any(|e| e.kernel_driver.is_none()) {
         evidence.push(EVIDENCE);
     }
-    for kernel in clmulti_scenario::kmd_emu::KERNELS {
+    for kernel in clmulti_contract::kmd_emu::KERNELS {
         if all
             .iter()
             .any(|e| e.kernel_driver.is_some_and(|d| d.kernel() == kernel))
