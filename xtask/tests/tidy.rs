@@ -526,18 +526,27 @@ fn raw_opencl(files: &[PathBuf]) -> Vec<String> {
 
 /// What in `code` calls OpenCL raw, if anything.
 fn raw_call(code: &str) -> Option<String> {
+    // Inside a string literal (an odd number of quotes before it) is no call.
+    let in_code = |at: usize| {
+        let before = &code[..at];
+        (before.matches('"').count() - before.matches("\\\"").count()) % 2 == 0
+    };
     let crate_path = |name: &str| {
         code.match_indices(name).any(|(at, _)| {
-            !code[..at]
-                .chars()
-                .next_back()
-                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+            in_code(at)
+                && !code[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
         })
     };
     if let Some(name) = ["cl3::", "cl_sys::"].into_iter().find(|n| crate_path(n)) {
         return Some(format!("`{name}`"));
     }
-    for (at, _) in code.match_indices("opencl3::") {
+    for (at, _) in code
+        .match_indices("opencl3::")
+        .filter(|(at, _)| in_code(*at))
+    {
         let rest = &code[at..];
         let end = rest
             .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
@@ -667,14 +676,14 @@ fn the_rules_fail_on_what_they_forbid() {
     std::fs::write(src.join("b.rs"), "pub struct B;\n").unwrap();
     assert!(module_cycles(&src, &rust_files(&src), "demo").is_empty());
     let raw = src.join("raw.rs");
-    std::fs::write(
-        &raw,
-        "let m = unsafe { opencl3::memory::create_buffer(c, f, s, p) };\n\
-         let _ = cl3::memory::release_mem_object(m);\n\
-         let d = opencl3::device::Device::new(id); // opencl3::memory::create_buffer(\n\
-         let t: opencl3::types::cl_mem = m;\n",
-    )
-    .unwrap();
+    let fixture = [
+        "let m = unsafe { opencl3::memory::create_buffer(c, f, s, p) };",
+        "let _ = cl3::memory::release_mem_object(m);",
+        "let d = opencl3::device::Device::new(id); // opencl3::memory::create_buffer(",
+        "let t: opencl3::types::cl_mem = m;",
+        "let said = \"cl3::memory::release_mem_object(m)\";",
+    ];
+    std::fs::write(&raw, fixture.join("\n")).unwrap();
     let found = raw_opencl(std::slice::from_ref(&raw));
     assert!(
         found.len() == 2 && found[0].contains("raw.rs:1: `opencl3::memory::create_buffer`"),
