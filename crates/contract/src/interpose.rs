@@ -171,9 +171,47 @@ macro_rules! libc_open_family {
     };
 }
 
+/// An `mmap` call's arguments, as the entry point received them.
+#[derive(Debug, Clone, Copy)]
+pub struct MmapArgs {
+    /// The address asked for (a hint, or with `MAP_FIXED` the place).
+    pub addr: *mut libc::c_void,
+    /// Bytes.
+    pub len: libc::size_t,
+    /// `PROT_*`.
+    pub prot: c_int,
+    /// `MAP_*`.
+    pub flags: c_int,
+    /// The descriptor mapped, or -1.
+    pub fd: c_int,
+    /// The offset in it, bytes.
+    pub offset: libc::off_t,
+}
+
+impl MmapArgs {
+    /// The call, passed on to `real` as it came.
+    ///
+    /// # Safety
+    /// `mmap`'s contract: the caller's arguments.
+    #[inline]
+    pub unsafe fn pass_on(self, real: Mmap) -> *mut libc::c_void {
+        // SAFETY: the caller's contract.
+        unsafe {
+            real(
+                self.addr,
+                self.len,
+                self.prot,
+                self.flags,
+                self.fd,
+                self.offset,
+            )
+        }
+    }
+}
+
 /// Defines `mmap` and `mmap64` over one function of the calling crate,
-/// `mmap_with: unsafe fn(real: Option<Mmap>, addr, len, prot, flags, fd, offset) -> *mut c_void`,
-/// handed the next definition of the entry point called.
+/// `mmap_with: unsafe fn(real: Mmap, call: MmapArgs) -> *mut c_void`, handed the next
+/// definition of the entry point called (a libc without it: `MAP_FAILED`, ENOSYS).
 #[macro_export]
 macro_rules! libc_mmap_family {
     ($mmap_with:path) => {
@@ -192,9 +230,19 @@ macro_rules! libc_mmap_family {
             fd: $crate::libc::c_int,
             offset: $crate::libc::off_t,
         ) -> *mut $crate::libc::c_void {
-            let real = $crate::libc_next!($symbol as $crate::interpose::Mmap);
+            let Some(real) = $crate::libc_next!($symbol as $crate::interpose::Mmap) else {
+                return $crate::interpose::enosys($crate::libc::MAP_FAILED);
+            };
+            let call = $crate::interpose::MmapArgs {
+                addr,
+                len,
+                prot,
+                flags,
+                fd,
+                offset,
+            };
             // SAFETY: the caller's contract.
-            unsafe { $mmap_with(real, addr, len, prot, flags, fd, offset) }
+            unsafe { $mmap_with(real, call) }
         }
     };
 }

@@ -72,10 +72,3 @@ mod exports;
 mod interpose;
 pub mod names;
 pub mod record;
-
-/// The variable naming the file the tracer writes its failures and counts to at exit.
-pub const REPORT_ENV: &str = clmulti_contract::trace::REPORT;
-/// The variable choosing full recording ([`FULL`]).
-pub const MODE_ENV: &str = clmulti_contract::trace::MODE;
-/// [`MODE_ENV`]'s value for full recording.
-pub const FULL: &str = clmulti_contract::trace::FULL;

@@ -73,22 +73,19 @@ clmulti_contract::libc_mmap_family!(mmap_with);
 ///
 /// # Safety
 /// `mmap`'s contract.
-unsafe fn mmap_with(
-    real: Option<Mmap>,
-    addr: *mut c_void,
-    len: size_t,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    offset: off_t,
-) -> *mut c_void {
-    let Some(real) = real else {
-        return enosys(libc::MAP_FAILED);
-    };
-    if !tracked(fd) {
+unsafe fn mmap_with(real: Mmap, call: MmapArgs) -> *mut c_void {
+    if !tracked(call.fd) {
         // SAFETY: passing the caller's arguments on.
-        return unsafe { real(addr, len, prot, flags, fd, offset) };
+        return unsafe { call.pass_on(real) };
     }
+    let MmapArgs {
+        addr,
+        len,
+        prot,
+        flags,
+        fd,
+        offset,
+    } = call;
     // SAFETY: the caller's contract.
     unsafe { map_object(addr, len, prot, flags, fd, offset, real) }
 }

@@ -5,20 +5,9 @@ use super::*;
 
 /// # Safety
 /// `mmap`'s contract.
-unsafe fn mmap_with(
-    real: Option<Mmap>,
-    addr: *mut c_void,
-    len: size_t,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    off: off_t,
-) -> *mut c_void {
-    let Some(real) = real else {
-        return enosys(libc::MAP_FAILED);
-    };
+unsafe fn mmap_with(real: Mmap, call: MmapArgs) -> *mut c_void {
     // SAFETY: passing the caller's arguments on.
-    let p = unsafe { real(addr, len, prot, flags, fd, off) };
+    let p = unsafe { call.pass_on(real) };
     let e = errno();
     count(Kind::Mmap.key());
     if p == libc::MAP_FAILED {
@@ -26,8 +15,12 @@ unsafe fn mmap_with(
             "mmap",
             || {
                 format!(
-                    "{addr:?}, {len}, {}, {fd}, {off:#x}",
-                    names::mmap_words(prot, flags)
+                    "{:?}, {}, {}, {}, {:#x}",
+                    call.addr,
+                    call.len,
+                    names::mmap_words(call.prot, call.flags),
+                    call.fd,
+                    call.offset
                 )
             },
             e,

@@ -12,9 +12,9 @@
 use crate::count::count;
 use crate::names::{self, Driver, Kind, Region};
 use crate::record::failed;
-use clmulti_contract::interpose::{enosys, errno, Fopen, Mmap, OpenAt};
+use clmulti_contract::interpose::{enosys, errno, Fopen, Mmap, MmapArgs, OpenAt};
 use clmulti_contract::libc_next;
-use libc::{c_char, c_int, c_uint, c_ulong, c_void, off_t, size_t, FILE};
+use libc::{c_char, c_int, c_uint, c_ulong, c_void, size_t, FILE};
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Counts a call returning a descriptor (or 0) and records it when it failed.
