@@ -3,14 +3,14 @@
 //! the (emulated) kernel driver.
 //!
 //! The emulation answers one file only inside a process it is preloaded into,
-//! [`COUNTS_PATH`]: reading it is how a process knows its kernel driver is emulated, so
-//! a report never calls an emulated driver real, and on real GPUs nothing here is
-//! found and nothing depends on it.
+//! [`COUNTS_PATH`](clmulti_contract::kmd_emu::COUNTS_PATH): reading it is how a
+//! process knows its kernel driver is emulated, so a report never calls an emulated
+//! driver real, and on real GPUs nothing here is found and nothing depends on it.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use clmulti_contract::kmd_emu::COUNTS_PATH;
+use clmulti_contract::kmd_emu::COUNTS_PATH;
 
 /// What the emulation presents to this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,7 +25,7 @@ pub struct EmulatedDriver {
     pub pci_id: u16,
 }
 
-pub use clmulti_contract::kmd_emu::{Kernel, Model};
+use clmulti_contract::kmd_emu::{Kernel, Model};
 
 /// An [`EmulatedDriver`] as reports hold it: those from before the PCI id was kept
 /// have none (A770s), or only `kernel: "xe"` (B580s).

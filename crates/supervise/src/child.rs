@@ -157,24 +157,21 @@ impl ChildCommand {
     }
 }
 
-/// The tracer's mode ([`clmulti_contract::trace::MODE`]): `off` (or `0`) runs
-/// untraced, `full` records in full.
-pub const TRACE_ENV: &str = clmulti_contract::trace::MODE;
-
 /// clmulti's call tracer beside `program` (the clmulti binary), unless
-/// [`TRACE_ENV`] turns tracing off or it was not built.
+/// [`MODE`](clmulti_contract::trace::MODE) turns tracing off or it was not built.
 pub fn tracer_beside(program: &Path) -> Option<PathBuf> {
-    let off = std::env::var(TRACE_ENV).is_ok_and(|v| clmulti_contract::trace::is_off(&v));
+    let off = std::env::var(clmulti_contract::trace::MODE)
+        .is_ok_and(|v| clmulti_contract::trace::is_off(&v));
     let tracer = program.with_file_name(clmulti_contract::TRACE.file_name);
     (!off && tracer.exists()).then_some(tracer)
 }
 
 /// Whether the child records in full: its `[env]`, or else this process's,
-/// sets [`TRACE_ENV`] to `full`.
+/// sets [`MODE`](clmulti_contract::trace::MODE) to `full`.
 fn full_mode(env: &BTreeMap<String, String>) -> bool {
-    env.get(TRACE_ENV)
+    env.get(clmulti_contract::trace::MODE)
         .cloned()
-        .or_else(|| std::env::var(TRACE_ENV).ok())
+        .or_else(|| std::env::var(clmulti_contract::trace::MODE).ok())
         .is_some_and(|v| clmulti_contract::trace::is_full(&v))
 }
 

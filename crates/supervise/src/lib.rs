@@ -48,7 +48,7 @@ pub mod worker;
 
 pub use child::{
     hang_margin, run_child, run_child_watching, tracer_beside, ChildCommand, ChildOutcome,
-    Placement, PrivateFolder, TRACE_ENV,
+    Placement, PrivateFolder,
 };
 pub use protocol::{read_resolved, Progress, ProgressWriter};
 pub use signal::{handle_unless_ignored, Interrupt, INTERRUPT};
