@@ -105,7 +105,7 @@ fn build_layer() -> Result<ExitCode, String> {
         "layer: {}",
         workspace::target_dir(&root)
             .join("release")
-            .join(clmulti_scenario::LAYER_FILE_NAME)
+            .join(clmulti_contract::LAYER.file_name)
             .display()
     );
     Ok(ExitCode::SUCCESS)

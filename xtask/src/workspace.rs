@@ -40,7 +40,7 @@ pub fn build_release(root: &Path, features: Option<&str>) -> Result<PathBuf, Str
     let mut cmd = std::process::Command::new(cargo);
     cmd.current_dir(root)
         .args(["build", "--release", "-p", "clmulti"]);
-    for library in clmulti_scenario::PROJECT_LIBRARIES {
+    for library in clmulti_contract::PROJECT_LIBRARIES {
         cmd.args(["-p", library.package]);
     }
     if let Some(f) = features {

@@ -187,7 +187,7 @@ fn the_schema_refuses_every_mistake_that_does_not_depend_on_the_machine() {
     // The project's libraries stand for themselves: what matters is that they exist.
     let libraries = std::env::temp_dir().join(format!("clmulti-docs-libs-{}", std::process::id()));
     std::fs::create_dir_all(&libraries).unwrap();
-    for library in clmulti_scenario::PROJECT_LIBRARIES {
+    for library in clmulti_contract::PROJECT_LIBRARIES {
         std::fs::write(libraries.join(library.file_name), "").unwrap();
     }
     for text in VALID {

@@ -82,6 +82,13 @@ fn cases(target: &Path) -> Vec<Case> {
         ),
         ("clmulti-axpy", "bandwidth", vec![], pocl(), "GB/s"),
         (
+            "clmulti-contract",
+            "contract_names",
+            vec![],
+            vec![],
+            "CLMULTI_PROGRESS_FILE",
+        ),
+        (
             "clmulti-drm-uapi",
             "names",
             vec!["0xc00c642d".into(), "0x40406469".into()],

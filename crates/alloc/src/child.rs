@@ -2,6 +2,7 @@
 //! report it wrote, or one that says how it ended with what its progress file kept;
 //! and the engine's observer that writes that progress file.
 
+use clmulti_contract::progress::Kind;
 use clmulti_explain::{Report, Sample, StopReason};
 use clmulti_scenario::Scenario;
 use clmulti_supervise::ended::{around_failure, loading_failure};
@@ -10,11 +11,11 @@ use std::os::unix::process::ExitStatusExt;
 
 impl crate::Observer for ProgressWriter {
     fn started(&mut self, report: &Report) {
-        self.write_line("started", report);
+        self.write_line(Kind::Started, report);
     }
 
     fn sampled(&mut self, sample: &Sample) {
-        self.write_line("sample", sample);
+        self.write_line(Kind::Sample, sample);
     }
 }
 
@@ -22,8 +23,8 @@ impl crate::Observer for ProgressWriter {
 /// ended (crashed with a signal, killed at the timeout, exited with its stderr),
 /// with the setup and samples its progress file kept.
 pub fn report_of(scenario: &Scenario, outcome: &ChildOutcome) -> Report {
-    if let (Some(report), false) = (&outcome.progress.report, outcome.timed_out) {
-        let mut report = report.clone();
+    let written = outcome.progress.report.as_deref().map(Report::from_json);
+    if let (Some(Ok(mut report)), false) = (written, outcome.timed_out) {
         report.stdout_tail = around_failure(&outcome.stdout);
         report.stderr_tail = outcome.stderr_tail.trim().to_owned();
         return report;
@@ -65,10 +66,16 @@ pub fn report_of(scenario: &Scenario, outcome: &ChildOutcome) -> Report {
     let mut report = outcome
         .progress
         .started
-        .clone()
+        .as_deref()
+        .and_then(|json| Report::from_json(json).ok())
         .unwrap_or_else(|| crate::blank_report(scenario, StopReason::Completed));
     report.stop = stop;
-    report.samples = outcome.progress.samples.clone();
+    report.samples = outcome
+        .progress
+        .samples
+        .iter()
+        .filter_map(|json| serde_json::from_str::<Sample>(json).ok())
+        .collect();
     if let Some(last) = report.samples.last() {
         report.buffers = last.allocations;
         report.bytes_requested = last.bytes_requested;

@@ -208,8 +208,8 @@ pub(crate) fn launch_without_event(
     // SAFETY: as in `launch`: live handles of one context, arguments set.
     unsafe {
         clmulti_probe::raw::enqueue_kernel_1d_without_event(
-            queue.get().cast(),
-            object.get().cast(),
+            queue.get(),
+            object.get(),
             global,
             LOCAL_SIZE,
         )

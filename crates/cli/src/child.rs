@@ -67,8 +67,12 @@ pub(crate) fn run_child_placed(
         command.resolved.as_deref().unwrap_or("{}")
     );
     let mut progress = ProgressLine::new();
-    let outcome = clmulti_supervise::run_child_watching(&command, &mut |s| progress.show(s))
-        .map_err(|e| Failure::Tool(format!("cannot run a child process: {e}")))?;
+    let outcome = clmulti_supervise::run_child_watching(&command, &mut |json| {
+        if let Ok(sample) = serde_json::from_str(json) {
+            progress.show(&sample);
+        }
+    })
+    .map_err(|e| Failure::Tool(format!("cannot run a child process: {e}")))?;
     progress.clear();
     crate::verbose!(
         "run: child exited with {} after {:.3} s{}",
@@ -93,9 +97,10 @@ pub(crate) fn run_child_placed(
             .find_map(|l| l.strip_prefix("error: "))
             .unwrap_or(outcome.stderr_tail.trim())
             .to_owned();
-        match outcome.status.code() {
-            Some(1) => return Err(Failure::Tool(message)),
-            Some(2) => return Err(Failure::Input(message)),
+        let code = outcome.status.code().and_then(|c| u8::try_from(c).ok());
+        match code {
+            Some(clmulti_contract::EXIT_TOOL) => return Err(Failure::Tool(message)),
+            Some(clmulti_contract::EXIT_INPUT) => return Err(Failure::Input(message)),
             _ => {}
         }
     }

@@ -8,7 +8,7 @@
 
 use crate::Failure;
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
-use clmulti_scenario::kmd_emu;
+use clmulti_contract::kmd_emu;
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

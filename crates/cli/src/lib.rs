@@ -159,7 +159,7 @@ impl Failure {
             Failure::Tool(m) | Failure::Input(m) => m,
             Failure::ClosedOutput => "stdout was closed".into(),
             Failure::Interrupted(signal) => {
-                format!("stopped by {}", clmulti_explain::signal_name(signal))
+                format!("stopped by {}", clmulti_contract::signal_name(signal))
             }
         }
     }
@@ -168,9 +168,9 @@ impl Failure {
 /// `clmulti emulate` did not become its program: why, and 2 for bad input, else 1.
 fn emulate_failed(failure: Failure) -> ExitCode {
     let code = if matches!(failure, Failure::Input(_)) {
-        2
+        clmulti_contract::EXIT_INPUT
     } else {
-        1
+        clmulti_contract::EXIT_TOOL
     };
     say!("error: {}", failure.into_message());
     ExitCode::from(code)
@@ -232,14 +232,14 @@ pub fn main() -> ExitCode {
             Ok(()) => 0,
             Err(Failure::Tool(msg)) => {
                 say!("error: {msg}");
-                1
+                clmulti_contract::EXIT_TOOL
             }
             Err(Failure::Input(msg)) => {
                 say!("error: {msg}");
-                2
+                clmulti_contract::EXIT_INPUT
             }
-            Err(Failure::ClosedOutput) => 1,
-            Err(Failure::Interrupted(signal)) => 128 + signal as u8,
+            Err(Failure::ClosedOutput) => clmulti_contract::EXIT_TOOL,
+            Err(Failure::Interrupted(signal)) => clmulti_contract::exit_by_signal(signal),
         }
     };
     // Internal children are watched by the harness that started them.

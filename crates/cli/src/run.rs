@@ -182,7 +182,7 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
     if let Some(signal) = INTERRUPT.signal() {
         say!(
             "run: stopped by {}; the reports above are what ran",
-            clmulti_explain::signal_name(signal)
+            clmulti_contract::signal_name(signal)
         );
         return Err(Failure::Interrupted(signal));
     }

@@ -216,7 +216,7 @@ fn a_layer_the_loader_did_not_load_is_reported_not_measured() {
     // support does. The run must not pass the bare runtime off as the emulation.
     let dir = std::env::temp_dir().join(format!("clmulti-notlayer-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let fake = dir.join(clmulti_scenario::LAYER_FILE_NAME);
+    let fake = dir.join(clmulti_contract::LAYER.file_name);
     std::fs::copy("/lib/x86_64-linux-gnu/libm.so.6", &fake).unwrap();
     let path = scenario_file(
         "notlayer.toml",

@@ -187,6 +187,24 @@ pub struct DrmVersion {
     pub desc: *mut u8,
 }
 
+impl DrmVersion {
+    /// A `DRM_IOCTL_VERSION` request for the driver's name alone, written into `name`
+    /// (the kernel fills at most its length; no date, no description).
+    pub fn asking_name(name: &mut [u8]) -> Self {
+        DrmVersion {
+            version_major: 0,
+            version_minor: 0,
+            version_patchlevel: 0,
+            name_len: name.len(),
+            name: name.as_mut_ptr(),
+            date_len: 0,
+            date: std::ptr::null_mut(),
+            desc_len: 0,
+            desc: std::ptr::null_mut(),
+        }
+    }
+}
+
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DrmGetCap {

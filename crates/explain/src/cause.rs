@@ -402,7 +402,7 @@ fn traced_statement(
     let in_layer = last
         .stack
         .first()
-        .is_some_and(|f| f.module == clmulti_scenario::LAYER.file_name);
+        .is_some_and(|f| f.module == clmulti_contract::LAYER.file_name);
     let layer = if in_layer {
         " (inside clmulti's emulation layer: the policy it emulates made the call)"
     } else {

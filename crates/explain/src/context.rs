@@ -36,7 +36,7 @@ impl PageContext {
             if let Some(layers) = &r.layers {
                 let ours = layers
                     .opencl_layers
-                    .contains(clmulti_scenario::LAYER_FILE_NAME);
+                    .contains(clmulti_contract::LAYER.file_name);
                 let knobs: Vec<String> = layers
                     .emulation
                     .iter()

@@ -85,10 +85,10 @@ pub mod verdict;
 mod words;
 
 pub use report::{
-    signal_name, AxpyCheckReport, AxpySplit, Bookkeeping, Call, Cost, DeviceMemorySource,
-    EffectiveGuards, ErrorCode, GuardKind, Kept, Layers, LeakCheck, NotReturned, Phase, ReadError,
-    Report, RoundReadings, RoundsControl, Sample, SecondRound, SplitFigures, StopKind, StopReason,
-    Traced, Warning, WarningKind, SCHEMA_VERSION,
+    AxpyCheckReport, AxpySplit, Bookkeeping, Call, Cost, DeviceMemorySource, EffectiveGuards,
+    ErrorCode, GuardKind, Kept, Layers, LeakCheck, NotReturned, Phase, ReadError, Report,
+    RoundReadings, RoundsControl, Sample, SecondRound, SplitFigures, StopKind, StopReason, Traced,
+    Warning, WarningKind, SCHEMA_VERSION,
 };
 pub use resource::{Facts, Limit, Resource, Unit};
 pub use verdict::{Basis, Candidate, Cause, Experiment, Statement};

@@ -72,7 +72,7 @@ impl Layers {
     /// The layers named by an environment (`lookup` reads a variable).
     pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Option<Self> {
         let opencl_layers = lookup("OPENCL_LAYERS").filter(|l| !l.is_empty())?;
-        let emulation = clmulti_scenario::layer::KNOBS
+        let emulation = clmulti_contract::layer::KNOBS
             .iter()
             .filter_map(|k| Some((k.to_string(), lookup(k)?)))
             .collect();

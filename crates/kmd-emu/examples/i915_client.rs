@@ -128,17 +128,7 @@ fn main() {
         .collect();
     for (i, &fd) in fds.iter().enumerate() {
         let mut name = [0u8; 8];
-        let mut version = DrmVersion {
-            version_major: 0,
-            version_minor: 0,
-            version_patchlevel: 0,
-            name_len: name.len(),
-            name: name.as_mut_ptr(),
-            date_len: 0,
-            date: std::ptr::null_mut(),
-            desc_len: 0,
-            desc: std::ptr::null_mut(),
-        };
+        let mut version = DrmVersion::asking_name(&mut name);
         ioctl(fd, DRM_IOCTL_VERSION, &mut version).expect("DRM_IOCTL_VERSION");
         let mut chipset = 0i32;
         let mut get = GetParam {

@@ -1,16 +1,16 @@
 //! What the emulation presents, read once from the environment.
 
+pub use clmulti_contract::kmd_emu::{Kernel, Model};
 use clmulti_drm_uapi::{
     I915_ENGINE_CLASS_COMPUTE as COMPUTE, I915_ENGINE_CLASS_COPY as COPY,
     I915_ENGINE_CLASS_RENDER as RENDER, I915_ENGINE_CLASS_VIDEO as VIDEO,
     I915_ENGINE_CLASS_VIDEO_ENHANCE as VIDEO_ENHANCE,
 };
-pub use clmulti_scenario::kmd_emu::{Kernel, Model};
 
 /// The DRM character-device major.
 pub const DRM_MAJOR: u32 = 226;
 /// Most devices the emulation presents.
-pub const MAX_DEVICES: usize = clmulti_scenario::kmd_emu::MAX_DEVICES;
+pub const MAX_DEVICES: usize = clmulti_contract::kmd_emu::MAX_DEVICES;
 
 /// What the kernel driver reports of one device model (the model says which driver:
 /// i915 or xe). Values no uAPI fixes for a model (the timestamp clock of a board, clock
@@ -84,7 +84,7 @@ impl Hardware {
 /// 16 EUs, as i915 reports Xe-HPG (it folds DG2's slices into one); retail stepping C0
 /// (`rev 08`).
 pub const A770: Hardware = Hardware {
-    model: clmulti_scenario::kmd_emu::A770,
+    model: clmulti_contract::kmd_emu::A770,
     revision: 0x08,
     max_subslices: 32,
     subslices: 32,
@@ -112,7 +112,7 @@ pub const A770: Hardware = Hardware {
 /// crystal clock (boards also use 24 or 38.4); stepping C0 (`rev 0c`); i9-12900K's
 /// 300-1550 MHz. Integrated: the LLC, system memory only.
 pub const ADL_S: Hardware = Hardware {
-    model: clmulti_scenario::kmd_emu::ADL_S,
+    model: clmulti_contract::kmd_emu::ADL_S,
     revision: 0x0c,
     max_subslices: 6,
     subslices: 2,
@@ -135,7 +135,7 @@ pub const ADL_S: Hardware = Hardware {
 /// boost. Invented (xe reads them from the hardware): the revision (one NEO accepts),
 /// the 19.2 MHz timestamp clock and the 400 MHz floor.
 pub const B580: Hardware = Hardware {
-    model: clmulti_scenario::kmd_emu::B580,
+    model: clmulti_contract::kmd_emu::B580,
     revision: 0x00,
     max_subslices: 20,
     subslices: 20,
@@ -155,7 +155,7 @@ pub const B580: Hardware = Hardware {
 };
 
 /// The environment variables the emulation reads (defined once, in clmulti-scenario).
-pub use clmulti_scenario::kmd_emu as env;
+pub use clmulti_contract::kmd_emu as env;
 
 /// One emulated device.
 #[derive(Debug, Clone)]

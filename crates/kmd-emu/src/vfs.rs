@@ -14,7 +14,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 /// A live file the emulation answers itself: the counts of this process.
-pub use clmulti_scenario::kmd_emu::COUNTS_PATH;
+pub use clmulti_contract::kmd_emu::COUNTS_PATH;
 
 /// The emulated tree.
 #[derive(Debug)]

@@ -9,8 +9,8 @@
 //! `OPENCL_LAYERS` silently; this asks the layer itself, through the
 //! `clGetPlatformInfo` query only it answers.
 
+use clmulti_contract::layer::ACTIVE_QUERY;
 use clmulti_layer::LayerSettings;
-use clmulti_scenario::layer::ACTIVE_QUERY;
 
 fn main() -> std::process::ExitCode {
     match LayerSettings::read(|k| std::env::var(k).ok()) {

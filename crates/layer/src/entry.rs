@@ -235,7 +235,7 @@ unsafe extern "C" fn release_context(context: cl_context) -> cl_int {
     }
 }
 
-/// Answers [`ACTIVE_QUERY`](clmulti_scenario::layer::ACTIVE_QUERY) with the policy's
+/// Answers [`ACTIVE_QUERY`](clmulti_contract::layer::ACTIVE_QUERY) with the policy's
 /// name; forwards every other query.
 unsafe extern "C" fn get_platform_info(
     platform: cl_platform_id,
@@ -254,7 +254,7 @@ unsafe extern "C" fn get_platform_info(
             None => return CL_INVALID_OPERATION,
         }
     };
-    if param_name != clmulti_scenario::layer::ACTIVE_QUERY {
+    if param_name != clmulti_contract::layer::ACTIVE_QUERY {
         // SAFETY: the application's arguments, forwarded unchanged.
         return unsafe {
             next.clGetPlatformInfo.map_or(CL_INVALID_OPERATION, |f| {

@@ -6,7 +6,7 @@
 //! loads through `OPENCL_LAYERS` and puts between the application and the real
 //! runtime. It intercepts `clCreateBuffer`, `clCreateBufferWithProperties`,
 //! `clReleaseMemObject`, `clReleaseContext`, `clGetDeviceInfo` and
-//! `clGetPlatformInfo` (which answers [`ACTIVE_QUERY`](clmulti_scenario::layer::ACTIVE_QUERY),
+//! `clGetPlatformInfo` (which answers [`ACTIVE_QUERY`](clmulti_contract::layer::ACTIVE_QUERY),
 //! so a run can tell the layer is really in the call path), and adds one
 //! candidate cause of the failure on top of the real runtime (PoCL in the tests),
 //! chosen by `CLMULTI_LAYER_POLICY` (see [`clmulti_scenario::layer`]):

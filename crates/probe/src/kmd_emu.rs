@@ -3,14 +3,14 @@
 //! the (emulated) kernel driver.
 //!
 //! The emulation answers one file only inside a process it is preloaded into,
-//! [`COUNTS_PATH`]: reading it is how a process knows its kernel driver is emulated, so
-//! a report never calls an emulated driver real, and on real GPUs nothing here is
-//! found and nothing depends on it.
+//! [`COUNTS_PATH`](clmulti_contract::kmd_emu::COUNTS_PATH): reading it is how a
+//! process knows its kernel driver is emulated, so a report never calls an emulated
+//! driver real, and on real GPUs nothing here is found and nothing depends on it.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use clmulti_scenario::kmd_emu::COUNTS_PATH;
+use clmulti_contract::kmd_emu::COUNTS_PATH;
 
 /// What the emulation presents to this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,7 +25,7 @@ pub struct EmulatedDriver {
     pub pci_id: u16,
 }
 
-pub use clmulti_scenario::kmd_emu::{Kernel, Model};
+use clmulti_contract::kmd_emu::{Kernel, Model};
 
 /// An [`EmulatedDriver`] as reports hold it: those from before the PCI id was kept
 /// have none (A770s), or only `kernel: "xe"` (B580s).
@@ -42,8 +42,8 @@ struct StoredDriver {
 impl From<StoredDriver> for EmulatedDriver {
     fn from(stored: StoredDriver) -> Self {
         let pci_id = match (stored.pci_id, stored.kernel.as_deref()) {
-            (0, Some("xe")) => clmulti_scenario::kmd_emu::B580.pci_id,
-            (0, _) => clmulti_scenario::kmd_emu::A770.pci_id,
+            (0, Some("xe")) => clmulti_contract::kmd_emu::B580.pci_id,
+            (0, _) => clmulti_contract::kmd_emu::A770.pci_id,
             (id, _) => id,
         };
         Self {
@@ -57,8 +57,8 @@ impl From<StoredDriver> for EmulatedDriver {
 impl EmulatedDriver {
     /// The emulated device (the A770 when the id is not one clmulti emulates).
     pub fn model(&self) -> Model {
-        clmulti_scenario::kmd_emu::model_of_pci_id(u64::from(self.pci_id))
-            .unwrap_or(clmulti_scenario::kmd_emu::A770)
+        clmulti_contract::kmd_emu::model_of_pci_id(u64::from(self.pci_id))
+            .unwrap_or(clmulti_contract::kmd_emu::A770)
     }
 
     /// The kernel driver emulated: the model's.
@@ -99,7 +99,7 @@ pub fn active() -> Option<EmulatedDriver> {
         pci_id: counts
             .get("pci-id")
             .and_then(|&id| u16::try_from(id).ok())
-            .unwrap_or(clmulti_scenario::kmd_emu::A770.pci_id),
+            .unwrap_or(clmulti_contract::kmd_emu::A770.pci_id),
     })
 }
 

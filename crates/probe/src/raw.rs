@@ -156,6 +156,164 @@ pub unsafe fn release_mem_object(mem: cl_sys::cl_mem) -> Result<(), ClCode> {
     check(unsafe { cl_sys::clReleaseMemObject(mem) })
 }
 
+/// `clRetainMemObject`: one more reference, for the caller to release.
+///
+/// # Safety
+/// `mem` must be a live memory object.
+#[inline]
+pub unsafe fn retain_mem_object(mem: cl_sys::cl_mem) -> Result<(), ClCode> {
+    // SAFETY: forwarded contract.
+    check(unsafe { cl_sys::clRetainMemObject(mem) })
+}
+
+/// `clWaitForEvents` on events of one context.
+///
+/// # Safety
+/// Every event must be live, and all of one context.
+pub unsafe fn wait_for_events(events: &[cl_sys::cl_event]) -> Result<(), ClCode> {
+    let count = cl_uint::try_from(events.len()).map_err(|_| ClCode(cl_sys::CL_INVALID_VALUE))?;
+    // SAFETY: forwarded contract; `count` events at the slice's start.
+    check(unsafe { cl_sys::clWaitForEvents(count, events.as_ptr()) })
+}
+
+/// `clCreateBuffer` with a host pointer (`CL_MEM_USE_HOST_PTR`, `CL_MEM_COPY_HOST_PTR`)
+/// or without one (null).
+///
+/// # Safety
+/// `context` must be a live context of this process; `host_ptr` null or valid for
+/// `size` bytes as `flags` ask (for `CL_MEM_USE_HOST_PTR`, for the buffer's life).
+#[inline]
+pub unsafe fn create_buffer_from(
+    context: cl_sys::cl_context,
+    flags: cl_sys::cl_mem_flags,
+    size: usize,
+    host_ptr: *mut c_void,
+) -> Result<cl_sys::cl_mem, ClCode> {
+    let mut status = cl_sys::CL_SUCCESS;
+    // SAFETY: forwarded contract; a writable status.
+    let mem = unsafe { cl_sys::clCreateBuffer(context, flags, size, host_ptr, &mut status) };
+    check(status).map(|()| mem)
+}
+
+/// `cl_mem_properties` (OpenCL 3.0).
+pub type MemProperties = cl_sys::cl_ulong;
+
+extern "system" {
+    // OpenCL 3.0, which cl-sys does not declare; the ICD loader clmulti links exports it.
+    fn clCreateBufferWithProperties(
+        context: cl_sys::cl_context,
+        properties: *const MemProperties,
+        flags: cl_sys::cl_mem_flags,
+        size: usize,
+        host_ptr: *mut c_void,
+        errcode_ret: *mut cl_sys::cl_int,
+    ) -> cl_sys::cl_mem;
+}
+
+/// `clCreateBufferWithProperties` (OpenCL 3.0): `properties` zero-terminated.
+///
+/// # Safety
+/// As [`create_buffer_from`]; `properties` ends with 0.
+#[inline]
+pub unsafe fn create_buffer_with_properties(
+    context: cl_sys::cl_context,
+    properties: &[MemProperties],
+    flags: cl_sys::cl_mem_flags,
+    size: usize,
+    host_ptr: *mut c_void,
+) -> Result<cl_sys::cl_mem, ClCode> {
+    debug_assert_eq!(properties.last(), Some(&0));
+    let mut status = cl_sys::CL_SUCCESS;
+    // SAFETY: forwarded contract; zero-terminated properties, a writable status.
+    let mem = unsafe {
+        clCreateBufferWithProperties(
+            context,
+            properties.as_ptr(),
+            flags,
+            size,
+            host_ptr,
+            &mut status,
+        )
+    };
+    check(status).map(|()| mem)
+}
+
+/// `clCreateSubBuffer` of the region `origin..origin + size` of `buffer`, with its
+/// parent's flags.
+///
+/// # Safety
+/// `buffer` must be a live buffer (not a sub-buffer) that holds the region, `origin`
+/// aligned to the device's `CL_DEVICE_MEM_BASE_ADDR_ALIGN`.
+#[inline]
+pub unsafe fn create_sub_buffer(
+    buffer: cl_sys::cl_mem,
+    origin: usize,
+    size: usize,
+) -> Result<cl_sys::cl_mem, ClCode> {
+    let region = cl_sys::cl_buffer_region { origin, size };
+    let mut status = cl_sys::CL_SUCCESS;
+    // SAFETY: forwarded contract; the region outlives the call.
+    let mem = unsafe {
+        cl_sys::clCreateSubBuffer(
+            buffer,
+            0,
+            cl_sys::CL_BUFFER_CREATE_TYPE_REGION,
+            (&region as *const cl_sys::cl_buffer_region).cast(),
+            &mut status,
+        )
+    };
+    check(status).map(|()| mem)
+}
+
+/// `clEnqueueFillBuffer` of `size` bytes of `buffer` with `pattern`; the event, for
+/// the caller to release.
+///
+/// # Safety
+/// `queue` and `buffer` must be live and of one context; `pattern` must stay valid
+/// until the fill completes.
+#[inline]
+pub unsafe fn enqueue_fill_buffer(
+    queue: cl_sys::cl_command_queue,
+    buffer: cl_sys::cl_mem,
+    pattern: &[u8],
+    size: usize,
+) -> Result<cl_sys::cl_event, ClCode> {
+    let mut event = ptr::null_mut();
+    // SAFETY: forwarded contract; no wait list, a writable event.
+    check(unsafe {
+        cl_sys::clEnqueueFillBuffer(
+            queue,
+            buffer,
+            pattern.as_ptr().cast(),
+            pattern.len(),
+            0,
+            size,
+            0,
+            ptr::null(),
+            &mut event,
+        )
+    })
+    .map(|()| event)
+}
+
+/// `clEnqueueMigrateMemObjects` of one buffer to `queue`'s device; the event, for the
+/// caller to release.
+///
+/// # Safety
+/// `queue` and `buffer` must be live and of one context.
+#[inline]
+pub unsafe fn enqueue_migrate_mem_object(
+    queue: cl_sys::cl_command_queue,
+    buffer: cl_sys::cl_mem,
+) -> Result<cl_sys::cl_event, ClCode> {
+    let mut event = ptr::null_mut();
+    // SAFETY: forwarded contract; one object, no wait list, a writable event.
+    check(unsafe {
+        cl_sys::clEnqueueMigrateMemObjects(queue, 1, &buffer, 0, 0, ptr::null(), &mut event)
+    })
+    .map(|()| event)
+}
+
 /// The two-call size-then-value pattern shared by every `clGet*Info`.
 fn query_bytes(
     mut call: impl FnMut(usize, *mut c_void, *mut usize) -> i32,
@@ -187,8 +345,8 @@ fn check(status: i32) -> Result<(), ClCode> {
 /// `queue` and `kernel` must be live handles of one context, the kernel's arguments
 /// set and valid until the launch completes.
 pub unsafe fn enqueue_kernel_1d_without_event(
-    queue: *mut c_void,
-    kernel: *mut c_void,
+    queue: cl_sys::cl_command_queue,
+    kernel: cl_sys::cl_kernel,
     global: usize,
     local: usize,
 ) -> Result<(), ClCode> {
@@ -196,8 +354,8 @@ pub unsafe fn enqueue_kernel_1d_without_event(
     // and a null event list with no events asks for no event.
     check(unsafe {
         cl_sys::clEnqueueNDRangeKernel(
-            queue.cast(),
-            kernel.cast(),
+            queue,
+            kernel,
             1,
             ptr::null(),
             &global,

@@ -28,8 +28,8 @@ const RUNTIME_KEYS: [&str; 16] = [
 pub(crate) fn known() -> impl Iterator<Item = &'static str> {
     crate::PATH_ENV_KEYS
         .into_iter()
-        .chain(crate::layer::KNOBS)
-        .chain(crate::kmd_emu::KNOBS)
+        .chain(clmulti_contract::layer::KNOBS)
+        .chain(clmulti_contract::kmd_emu::KNOBS)
         .chain(RUNTIME_KEYS)
 }
 

@@ -51,7 +51,6 @@ mod defs;
 mod env_keys;
 mod error;
 mod keys;
-pub mod kmd_emu;
 pub mod layer;
 mod load;
 mod locate;
@@ -62,7 +61,6 @@ mod raw;
 mod schema;
 mod size;
 mod suggest;
-pub mod trace;
 mod validate;
 
 pub use defs::{
@@ -85,6 +83,5 @@ pub use size::{
     SizeError, SIZE_UNITS,
 };
 pub use validate::{
-    parse_seconds, ProjectLibrary, DEVICE_COUNT_TOKEN, KMD_EMU, LAYER, LAYER_FILE_NAME,
-    LAYER_TOKEN, MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS, PATH_ENV_KEYS, PROJECT_LIBRARIES, TRACE,
+    parse_seconds, DEVICE_COUNT_TOKEN, MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS, PATH_ENV_KEYS,
 };

@@ -14,7 +14,7 @@ pub fn default_libraries() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
     let has_one = |d: &Path| {
-        crate::PROJECT_LIBRARIES
+        clmulti_contract::PROJECT_LIBRARIES
             .iter()
             .any(|l| d.join(l.file_name).exists())
     };

@@ -2,8 +2,9 @@
 //! inherits (the progress file, the resolved scenario), dying with its parent,
 //! drained, bounded in time, passed an interrupt and given its grace, reaped.
 
-use crate::protocol::{read_progress, Progress, PROGRESS_ENV};
+use crate::protocol::{read_progress, Progress};
 use crate::signal::Interrupt;
+use clmulti_contract::progress::PROGRESS_ENV;
 use clmulti_scenario::Scenario;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -104,7 +105,7 @@ impl ChildCommand {
             preload_first(&mut env, &tracer);
             // In full mode the allocators' half after it (its failures go to the
             // tracer, which must be loaded first).
-            let alloc = program.with_file_name(clmulti_scenario::trace::ALLOC_FILE_NAME);
+            let alloc = program.with_file_name(clmulti_contract::trace::ALLOC_FILE_NAME);
             if full_mode(&env) && alloc.exists() {
                 let preload = env.get("LD_PRELOAD").cloned().unwrap_or_default();
                 let (first, rest) = preload.split_once(':').unwrap_or((&preload, ""));
@@ -156,25 +157,22 @@ impl ChildCommand {
     }
 }
 
-/// The tracer's mode ([`clmulti_scenario::trace::MODE`]): `off` (or `0`) runs
-/// untraced, `full` records in full.
-pub const TRACE_ENV: &str = clmulti_scenario::trace::MODE;
-
 /// clmulti's call tracer beside `program` (the clmulti binary), unless
-/// [`TRACE_ENV`] turns tracing off or it was not built.
+/// [`MODE`](clmulti_contract::trace::MODE) turns tracing off or it was not built.
 pub fn tracer_beside(program: &Path) -> Option<PathBuf> {
-    let off = std::env::var(TRACE_ENV).is_ok_and(|v| clmulti_scenario::trace::is_off(&v));
-    let tracer = program.with_file_name(clmulti_scenario::TRACE.file_name);
+    let off = std::env::var(clmulti_contract::trace::MODE)
+        .is_ok_and(|v| clmulti_contract::trace::is_off(&v));
+    let tracer = program.with_file_name(clmulti_contract::TRACE.file_name);
     (!off && tracer.exists()).then_some(tracer)
 }
 
 /// Whether the child records in full: its `[env]`, or else this process's,
-/// sets [`TRACE_ENV`] to `full`.
+/// sets [`MODE`](clmulti_contract::trace::MODE) to `full`.
 fn full_mode(env: &BTreeMap<String, String>) -> bool {
-    env.get(TRACE_ENV)
+    env.get(clmulti_contract::trace::MODE)
         .cloned()
-        .or_else(|| std::env::var(TRACE_ENV).ok())
-        .is_some_and(|v| clmulti_scenario::trace::is_full(&v))
+        .or_else(|| std::env::var(clmulti_contract::trace::MODE).ok())
+        .is_some_and(|v| clmulti_contract::trace::is_full(&v))
 }
 
 /// Puts `library` first in the child's `LD_PRELOAD` (the scenario's, or else the one
@@ -301,12 +299,12 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
     run_child_watching(command, &mut |_| {})
 }
 
-/// [`run_child`], handing each sample to `on_sample` while the child runs (the
-/// latest at most every 200 ms): what a terminal's progress line shows.
+/// [`run_child`], handing each sample (its JSON) to `on_sample` while the child runs
+/// (the latest at most every 200 ms): what a terminal's progress line shows.
 // long: one child's life from spawn to reap (files, pipes drained by threads, the wait with timeout and interrupt, the group killed); split, the ordering of kill and drain would be harder to see.
 pub fn run_child_watching(
     command: &ChildCommand,
-    on_sample: &mut dyn FnMut(&clmulti_explain::Sample),
+    on_sample: &mut dyn FnMut(&str),
 ) -> std::io::Result<ChildOutcome> {
     use std::os::fd::AsRawFd;
     let progress_file = anonymous_file(c"clmulti-progress")?;

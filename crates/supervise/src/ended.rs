@@ -56,7 +56,7 @@ pub fn devices_report(outcome: &ChildOutcome) -> Result<clmulti_probe::DevicesRe
         (Some(said), _) => said,
         (None, Some(signal)) => format!(
             "`clmulti devices` was killed by {}",
-            clmulti_explain::signal_name(signal)
+            clmulti_contract::signal_name(signal)
         ),
         (None, None) => format!(
             "`clmulti devices` exited with {} and said nothing",
@@ -82,7 +82,7 @@ pub fn loading_failure(outcome: &ChildOutcome) -> Option<String> {
     } else if let Some(signal) = outcome.status.signal() {
         format!(
             "crashed the process with {}",
-            clmulti_explain::signal_name(signal)
+            clmulti_contract::signal_name(signal)
         )
     } else {
         format!(

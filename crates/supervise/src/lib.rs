@@ -9,7 +9,7 @@
 //!   worker loads the runtime, its deadline, the signals it saw, and its exit code; it
 //!   passes on a signal sent to it alone and kills a worker past its limit.
 //! - **A run's child** ([`run_child`]): `clmulti run --child` (or any program that
-//!   honours [`PROGRESS_ENV`]) in its own process group, dying with its parent,
+//!   honours [`PROGRESS_ENV`](clmulti_contract::progress::PROGRESS_ENV)) in its own process group, dying with its parent,
 //!   bounded in time, given an interrupt and a grace to report; it tells the parent
 //!   how far it got through a progress file ([`protocol`]): loading, setup, every
 //!   sample, its report last. A crash still leaves what it measured.
@@ -48,7 +48,7 @@ pub mod worker;
 
 pub use child::{
     hang_margin, run_child, run_child_watching, tracer_beside, ChildCommand, ChildOutcome,
-    Placement, PrivateFolder, TRACE_ENV,
+    Placement, PrivateFolder,
 };
-pub use protocol::{read_resolved, Progress, ProgressWriter, PROGRESS_ENV};
+pub use protocol::{read_resolved, Progress, ProgressWriter};
 pub use signal::{handle_unless_ignored, Interrupt, INTERRUPT};

@@ -1,19 +1,17 @@
 //! What a child tells its parent, through a progress file it inherits: that it loads
 //! the runtime, its setup, every sample, and its report last (stdout and stderr stay
-//! the runtime's). Also the resolved scenario a parent hands a child.
+//! the runtime's); the envelope is [`clmulti_contract::progress`]'s, and its payloads
+//! move here as JSON text, for the caller to read. Also the resolved scenario a
+//! parent hands a child.
 
-use clmulti_explain::{Report, Sample};
+use clmulti_contract::progress::{Kind, LOADED, LOADING, PROGRESS_ENV};
 use std::io::{BufRead, Read, Write};
 use std::path::Path;
-
-/// The environment variable naming the progress file a child writes: a path, or
-/// `/dev/fd/N` for a descriptor it inherited.
-pub const PROGRESS_ENV: &str = "CLMULTI_PROGRESS_FILE";
 
 /// The most of a progress file that is read back, bytes.
 const PROGRESS_MAX: u64 = 256 << 20;
 
-/// What a child reported as it went.
+/// What a child reported as it went; payloads as the JSON it wrote.
 #[derive(Debug, Clone, Default)]
 pub struct Progress {
     /// It was about to load the OpenCL runtime (`clGetPlatformIDs`).
@@ -21,13 +19,13 @@ pub struct Progress {
     /// `clGetPlatformIDs` returned.
     pub loaded: bool,
     /// Its setup: platform, devices, limits (a report with nothing measured).
-    pub started: Option<Report>,
+    pub started: Option<String>,
     /// Its samples, in order: read only when no report came (the report holds
     /// them all).
-    pub samples: Vec<Sample>,
-    /// Its report, written here and not on stdout: stdout and stderr are the
-    /// runtime's (and may be anything).
-    pub report: Option<Report>,
+    pub samples: Vec<String>,
+    /// Its report (whole JSON: a line cut short by a crash is none), written here
+    /// and not on stdout: stdout and stderr are the runtime's (and may be anything).
+    pub report: Option<String>,
 }
 
 /// The progress descriptor this process adopted, for its report.
@@ -76,7 +74,7 @@ impl ProgressWriter {
         static FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
         fn hook(loading: bool) {
             let fd = FD.load(std::sync::atomic::Ordering::SeqCst);
-            let line: &[u8] = if loading { b"loading\n" } else { b"loaded\n" };
+            let line = if loading { LOADING } else { LOADED };
             // SAFETY: one write of a static line to the progress descriptor.
             unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
         }
@@ -87,7 +85,7 @@ impl ProgressWriter {
 
     /// Writes the run's report to the progress file this process adopted (the
     /// parent reads it there; stdout stays the runtime's); `false` when there is none.
-    pub fn report_to_parent(report: &Report) -> bool {
+    pub fn report_to_parent(report: &impl serde::Serialize) -> bool {
         let fd = PROGRESS_FD.load(std::sync::atomic::Ordering::SeqCst);
         let Ok(json) = serde_json::to_string(report) else {
             return false;
@@ -95,7 +93,7 @@ impl ProgressWriter {
         if fd < 0 {
             return false;
         }
-        let line = format!("report\t{json}\n");
+        let line = Kind::Report.line(&json);
         let mut written = 0;
         while written < line.len() {
             // SAFETY: writing the rest of `line` to the adopted progress descriptor.
@@ -110,10 +108,10 @@ impl ProgressWriter {
     }
 
     /// Writes one `kind\tJSON` line: the engine's setup and samples as they come.
-    pub fn write_line(&mut self, kind: &str, value: &impl serde::Serialize) {
+    pub fn write_line(&mut self, kind: Kind, value: &impl serde::Serialize) {
         if let Ok(json) = serde_json::to_string(value) {
             // One write per line: a crash leaves whole lines.
-            let _ = self.file.write_all(format!("{kind}\t{json}\n").as_bytes());
+            let _ = self.file.write_all(kind.line(&json).as_bytes());
         }
     }
 }
@@ -146,8 +144,8 @@ pub(crate) struct Tail {
 }
 
 impl Tail {
-    /// The newest sample written since the last look, if any.
-    pub(crate) fn latest_sample(&mut self, file: &std::fs::File) -> Option<Sample> {
+    /// The newest sample written since the last look (its JSON), if any.
+    pub(crate) fn latest_sample(&mut self, file: &std::fs::File) -> Option<String> {
         use std::os::unix::fs::FileExt;
         let mut chunk = vec![0u8; 1 << 16];
         let mut latest = None;
@@ -159,8 +157,9 @@ impl Tail {
             self.partial.extend_from_slice(&chunk[..n]);
             while let Some(end) = self.partial.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = self.partial.drain(..=end).collect();
-                if let Some(json) = line.strip_prefix(b"sample\t") {
-                    latest = Some(json.to_vec());
+                let line = String::from_utf8_lossy(&line[..end]);
+                if let Some((Kind::Sample, json)) = Kind::parse(&line) {
+                    latest = Some(json.to_owned());
                 }
             }
             // A line longer than a sample ever is: not a sample, not kept.
@@ -168,7 +167,7 @@ impl Tail {
                 self.partial.clear();
             }
         }
-        latest.and_then(|json| serde_json::from_slice(&json).ok())
+        latest
     }
 }
 
@@ -185,23 +184,30 @@ pub(crate) fn read_progress(mut file: std::fs::File) -> Progress {
     // The samples stand in for a report that never came: read only then.
     let mut samples = Vec::new();
     for line in reader.lines().map_while(Result::ok) {
-        match line.as_str() {
-            "loading" => progress.loading = true,
-            "loaded" => progress.loaded = true,
-            _ => {}
+        if line == LOADING.trim_end() {
+            progress.loading = true;
+        } else if line == LOADED.trim_end() {
+            progress.loaded = true;
         }
-        match line.split_once('\t') {
-            Some(("started", json)) => progress.started = Report::from_json(json).ok(),
-            Some(("report", json)) => progress.report = Report::from_json(json).ok(),
-            Some(("sample", _)) => samples.push(line),
-            _ => {}
+        match Kind::parse(&line) {
+            Some((Kind::Started, json)) => progress.started = Some(json.to_owned()),
+            Some((Kind::Report, json)) => progress.report = whole_json(json),
+            Some((Kind::Sample, _)) => samples.push(line),
+            None => {}
         }
     }
     if progress.report.is_none() {
         progress.samples = samples
             .iter()
-            .filter_map(|l| serde_json::from_str(l.split_once('\t')?.1).ok())
+            .filter_map(|l| whole_json(Kind::parse(l)?.1))
             .collect();
     }
     progress
+}
+
+/// `json`, when it is JSON to its end: a line a crash cut short is not.
+fn whole_json(json: &str) -> Option<String> {
+    serde_json::from_str::<serde::de::IgnoredAny>(json)
+        .is_ok()
+        .then(|| json.to_owned())
 }

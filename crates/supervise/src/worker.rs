@@ -113,7 +113,7 @@ extern "C" fn worker_signal(signal: libc::c_int) {
     if GRACEFUL.load(Ordering::SeqCst) == 1 {
         if seen >= 2 {
             // The second one ends the worker at once (`Interrupt::record`): as asked.
-            finish(128 + signal as u8);
+            finish(clmulti_contract::exit_by_signal(signal));
         }
         crate::signal::INTERRUPT.record(signal);
     } else {
@@ -300,7 +300,7 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
                 (bounds.note)(&format!(
                     "clmulti {}: stopping on {}: what is in flight stops where it can (a run at its next buffer, keeping what it measured) and what finished is reported; a second signal ends it at once, without a report",
                     bounds.command,
-                    clmulti_explain::signal_name(RECEIVED.load(Ordering::SeqCst))
+                    clmulti_contract::signal_name(RECEIVED.load(Ordering::SeqCst))
                 ));
             }
             received = count;
@@ -349,7 +349,7 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
     let code = shared.exit_code.load(Ordering::SeqCst);
     if libc::WIFSIGNALED(status) {
         let signal = libc::WTERMSIG(status);
-        let name = clmulti_explain::signal_name(signal);
+        let name = clmulti_contract::signal_name(signal);
         if finished {
             say(&format!(
                 "note: the process crashed with {name} after `clmulti {}` finished (in a runtime's exit handlers)",
@@ -364,7 +364,7 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
                 "`clmulti {}` stopped by {name} before it finished: what it measured so far is not reported (`clmulti run` stops a run and reports it)",
                 bounds.command
             ));
-            return 128 + signal as u8;
+            return clmulti_contract::exit_by_signal(signal);
         }
         say(&match shared.phase.load(Ordering::SeqCst) {
             LOADING => format!(
@@ -397,7 +397,7 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
             say(&format!(
                 "note: `clmulti {}` ended at once by a second {}: what it had not reported is lost",
                 bounds.command,
-                clmulti_explain::signal_name(signal)
+                clmulti_contract::signal_name(signal)
             ));
         }
         return u8::try_from(code).unwrap_or(1);

@@ -69,7 +69,8 @@ pub unsafe extern "C" fn clmulti_trace_counts(buf: *mut libc::c_char, len: usize
 }
 
 extern "C" fn at_exit() {
-    let Some(path) = std::env::var_os(crate::REPORT_ENV).filter(|p| !p.is_empty()) else {
+    let Some(path) = std::env::var_os(clmulti_contract::trace::REPORT).filter(|p| !p.is_empty())
+    else {
         return;
     };
     let text = record::outside(|| {
@@ -121,9 +122,9 @@ fn highest_fd() -> Option<i32> {
 extern "C" fn init() {
     let asked = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     // A program that never asks gets its report in full; so does full mode.
-    let full = asked(crate::MODE_ENV)
-        .is_some_and(|v| clmulti_scenario::trace::is_full(&v.to_string_lossy()));
-    if full || asked(crate::REPORT_ENV).is_some() {
+    let full = asked(clmulti_contract::trace::MODE)
+        .is_some_and(|v| clmulti_contract::trace::is_full(&v.to_string_lossy()));
+    if full || asked(clmulti_contract::trace::REPORT).is_some() {
         record::detail_from_now();
     }
     // SAFETY: registering a plain extern "C" function.

@@ -60,7 +60,7 @@
 //! failure pays a lock; from the program's first mark on, a backtrace and its
 //! arguments in words too. Before the first mark (a runtime probing for files while
 //! it loads) only its call and errno are kept, unless `CLMULTI_TRACE=full`
-//! ([`clmulti_scenario::trace::MODE`]) asks for every failure in detail from the
+//! ([`clmulti_contract::trace::MODE`]) asks for every failure in detail from the
 //! start, and the allocators' failures too: what a diagnosis asks for in the
 //! replicate of a failing case.
 
@@ -72,10 +72,3 @@ mod exports;
 mod interpose;
 pub mod names;
 pub mod record;
-
-/// The variable naming the file the tracer writes its failures and counts to at exit.
-pub const REPORT_ENV: &str = clmulti_scenario::trace::REPORT;
-/// The variable choosing full recording ([`FULL`]).
-pub const MODE_ENV: &str = clmulti_scenario::trace::MODE;
-/// [`MODE_ENV`]'s value for full recording.
-pub const FULL: &str = clmulti_scenario::trace::FULL;

@@ -1,7 +1,7 @@
 //! What the tracer keeps of each failed call: what, errno, the thread, and in detail
 //! its arguments and stack. Failures are rare and kept under a lock. In detail means
 //! from the program's first [`mark`] on (it asks only about what fails after a mark),
-//! and from the start in [`full`](crate::FULL) mode or when the report is written at
+//! and from the start in [`full`](clmulti_contract::trace::FULL) mode or when the report is written at
 //! exit: a runtime that probes for files while loading fails dozens of calls nobody
 //! asks about, and a stack costs the unwinder's load and a walk.
 
@@ -122,8 +122,7 @@ pub fn failed(call: &'static str, args: impl FnOnce() -> String, errno: i32) {
         all.kept.push_back(failure);
     });
     // The caller's errno is what it would have seen without the tracer.
-    // SAFETY: the thread's errno location.
-    unsafe { *libc::__errno_location() = errno };
+    clmulti_contract::interpose::set_errno(errno);
 }
 
 /// This thread's return addresses, innermost first.

@@ -66,7 +66,7 @@ fn row(dir: &Path) -> Result<Row, String> {
             .ok_or_else(|| format!("{}: no {k}=", dir.join("meta.txt").display()))
     };
     let (suite, package, model) = (field("suite")?, field("package")?, field("model")?);
-    let device = clmulti_scenario::kmd_emu::model(&model)
+    let device = clmulti_contract::kmd_emu::model(&model)
         .ok_or_else(|| format!("{}: unknown model {model}", dir.join("meta.txt").display()))?
         .name
         .to_owned();

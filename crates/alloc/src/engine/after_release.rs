@@ -8,7 +8,7 @@ use clmulti_explain::{LeakCheck, Sample};
 use clmulti_probe::UsageReader;
 
 /// Every reading after release, as a sample of no live buffer; in full mode
-/// ([`clmulti_scenario::trace::FULL`]) then what `malloc_trim(0)` gives back.
+/// ([`clmulti_contract::trace::FULL`]) then what `malloc_trim(0)` gives back.
 ///
 /// Nothing allocates before the readings that need no heap: the runtime just freed
 /// its buffers' chunks, and (glibc) the first allocation of a size the C library
@@ -58,8 +58,8 @@ pub(super) fn read(
     leak_check.after_release_sample = Some(after);
 }
 
-/// Whether this run records in full ([`clmulti_scenario::trace::MODE`] is `full`):
+/// Whether this run records in full ([`clmulti_contract::trace::MODE`] is `full`):
 /// the replicate a diagnosis runs of a failing case.
 pub(crate) fn full_mode() -> bool {
-    std::env::var(clmulti_scenario::trace::MODE).is_ok_and(|v| clmulti_scenario::trace::is_full(&v))
+    std::env::var(clmulti_contract::trace::MODE).is_ok_and(|v| clmulti_contract::trace::is_full(&v))
 }

@@ -39,7 +39,7 @@ pub trait BufferCheck {
 /// A buffer of the engine's, with one more reference the wrapper releases on drop.
 fn retained(mem: cl_mem) -> Option<Buffer<f32>> {
     // SAFETY: `mem` is a live buffer the engine keeps until after the check.
-    unsafe { opencl3::memory::retain_mem_object(mem) }.ok()?;
+    unsafe { clmulti_probe::raw::retain_mem_object(mem) }.ok()?;
     Some(Buffer::new(mem))
 }
 

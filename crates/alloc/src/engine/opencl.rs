@@ -302,12 +302,8 @@ impl OpenClBackend {
                     // SAFETY: a live context; the properties are zero-terminated;
                     // host_ptr is null or a live block of `size` bytes the backend owns.
                     unsafe {
-                        opencl3::memory::create_buffer_with_properties(
-                            context,
-                            props.as_ptr(),
-                            self.flags,
-                            size,
-                            host_ptr,
+                        clmulti_probe::raw::create_buffer_with_properties(
+                            context, &props, self.flags, size, host_ptr,
                         )
                     }
                 };
@@ -315,7 +311,7 @@ impl OpenClBackend {
                     // NEO before 2023 knows the property only by its private value:
                     // tried once, at the first buffer, then kept.
                     Err(code)
-                        if code == ClCode::INVALID_PROPERTY.0
+                        if code == ClCode::INVALID_PROPERTY
                             && self.pin_property == CL_MEM_DEVICE_ID_INTEL
                             && self.live.is_empty() =>
                     {
@@ -324,7 +320,7 @@ impl OpenClBackend {
                     }
                     other => other,
                 }
-                .map_err(|e| (ClCode(e), Call::CreateBufferWithProperties))?
+                .map_err(|code| (code, Call::CreateBufferWithProperties))?
             }
             Strategy::Pool => {
                 let (mem, new_pool) = self.pools[device].carve(context, self.flags, self.size)?;
@@ -332,8 +328,10 @@ impl OpenClBackend {
                 mem
             }
             // SAFETY: as above, without properties.
-            _ => unsafe { opencl3::memory::create_buffer(context, self.flags, size, host_ptr) }
-                .map_err(|e| (ClCode(e), Call::CreateBuffer))?,
+            _ => unsafe {
+                clmulti_probe::raw::create_buffer_from(context, self.flags, size, host_ptr)
+            }
+            .map_err(|code| (code, Call::CreateBuffer))?,
         };
         self.tracker.leave();
         Ok((mem, block))
@@ -341,42 +339,32 @@ impl OpenClBackend {
 
     /// Makes the buffer resident on its device, per strategy.
     fn touch(&mut self, mem: cl_mem, slot: usize) -> Result<(), (ClCode, Call)> {
-        let (queue, call) = match self.strategy {
-            Strategy::Fill => (self.queues[slot].get(), Call::EnqueueFillBuffer),
-            Strategy::Migrate => (self.queues[slot].get(), Call::EnqueueMigrateMemObjects),
+        let call = match self.strategy {
+            Strategy::Fill => Call::EnqueueFillBuffer,
+            Strategy::Migrate => Call::EnqueueMigrateMemObjects,
             _ => return Ok(()),
         };
+        let queue = &self.queues[slot];
         let pattern = [0u8; 128];
         self.tracker.enter(call);
         // SAFETY: `queue` and `mem` are live and of the same context; the pattern
         // outlives the call (blocking finish below).
         let event = unsafe {
             if self.strategy == Strategy::Fill {
-                opencl3::command_queue::enqueue_fill_buffer(
-                    queue,
+                clmulti_probe::raw::enqueue_fill_buffer(
+                    queue.get(),
                     mem,
-                    pattern.as_ptr().cast(),
-                    self.fill_pattern_size,
-                    0,
+                    &pattern[..self.fill_pattern_size],
                     self.size as usize,
-                    0,
-                    ptr::null(),
                 )
             } else {
-                opencl3::command_queue::enqueue_migrate_mem_object(
-                    queue,
-                    1,
-                    &mem,
-                    0,
-                    0,
-                    ptr::null(),
-                )
+                clmulti_probe::raw::enqueue_migrate_mem_object(queue.get(), mem)
             }
         }
-        .map_err(|e| (ClCode(e), call))?;
+        .map_err(|code| (code, call))?;
         let event = opencl3::event::Event::new(event);
         self.tracker.enter(Call::Finish);
-        let finished = opencl3::command_queue::finish(queue).map_err(|e| (ClCode(e), Call::Finish));
+        let finished = queue.finish().map_err(|e| (ClCode(e.0), Call::Finish));
         self.tracker.leave();
         drop(event);
         finished

@@ -4,7 +4,6 @@
 use clmulti_explain::Call;
 use clmulti_probe::ClCode;
 use opencl3::types::{cl_context, cl_mem};
-use std::ptr;
 
 struct Pool {
     mem: cl_mem,
@@ -44,14 +43,9 @@ impl Pools {
             // SAFETY: a live context, no host pointer (validation forbids host flags
             // with pools).
             let mem = unsafe {
-                opencl3::memory::create_buffer(
-                    context,
-                    flags,
-                    self.pool_size as usize,
-                    ptr::null_mut(),
-                )
+                clmulti_probe::raw::create_buffer(context, flags, self.pool_size as usize)
             }
-            .map_err(|e| (ClCode(e), Call::CreateBuffer))?;
+            .map_err(|code| (code, Call::CreateBuffer))?;
             self.pools.push(Pool { mem, used: 0 });
         }
         let pool = self
@@ -59,21 +53,12 @@ impl Pools {
             .last_mut()
             .ok_or((ClCode::INVALID_MEM_OBJECT, Call::CreateSubBuffer))?;
         let origin = pool.used.div_ceil(align) * align;
-        let region = opencl3::types::cl_buffer_region {
-            origin: origin as usize,
-            size: size as usize,
-        };
         // SAFETY: `pool.mem` is live; the region lies inside it and its origin is
         // aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN.
         let mem = unsafe {
-            opencl3::memory::create_sub_buffer(
-                pool.mem,
-                0,
-                opencl3::memory::CL_BUFFER_CREATE_TYPE_REGION,
-                (&region as *const opencl3::types::cl_buffer_region).cast(),
-            )
+            clmulti_probe::raw::create_sub_buffer(pool.mem, origin as usize, size as usize)
         }
-        .map_err(|e| (ClCode(e), Call::CreateSubBuffer))?;
+        .map_err(|code| (code, Call::CreateSubBuffer))?;
         pool.used = origin + size;
         Ok((mem, needs_new))
     }
@@ -84,9 +69,9 @@ impl Pools {
         let mut errors = Vec::new();
         for pool in self.pools.drain(..) {
             // SAFETY: created by `carve`, released once.
-            match unsafe { opencl3::memory::release_mem_object(pool.mem) } {
+            match unsafe { clmulti_probe::raw::release_mem_object(pool.mem) } {
                 Ok(()) => released += 1,
-                Err(e) => errors.push(format!("clReleaseMemObject (pool): {}", ClCode(e))),
+                Err(code) => errors.push(format!("clReleaseMemObject (pool): {code}")),
             }
         }
         (released, errors)

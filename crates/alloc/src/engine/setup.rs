@@ -149,10 +149,10 @@ fn emulation_layer_missing(scenario: &Scenario, platform_index: usize) -> Option
     let layers = std::env::var("OPENCL_LAYERS")
         .ok()
         .or_else(|| scenario.env.get("OPENCL_LAYERS").cloned())?;
-    if !layers.contains(clmulti_scenario::LAYER_FILE_NAME) {
+    if !layers.contains(clmulti_contract::LAYER.file_name) {
         return None;
     }
-    let query = clmulti_probe::platform_text(platform_index, clmulti_scenario::layer::ACTIVE_QUERY);
+    let query = clmulti_probe::platform_text(platform_index, clmulti_contract::layer::ACTIVE_QUERY);
     if query.is_ok() {
         return None;
     }

@@ -176,7 +176,7 @@ fn stopped_part_way(not_run: &[String]) -> Option<i32> {
     if not_run.is_empty() {
         note!(
             "axpy: {} came during the last step, which finished: the report is whole",
-            clmulti_explain::signal_name(signal)
+            clmulti_contract::signal_name(signal)
         );
         return None;
     }
@@ -442,7 +442,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             cross_device: None,
             split: Some(report),
             unsupported: None,
-            stopped_by: stopped.map(clmulti_explain::signal_name),
+            stopped_by: stopped.map(clmulti_contract::signal_name),
             not_run,
         };
         match args.format {
@@ -523,7 +523,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         cross_device,
         split: None,
         unsupported: None,
-        stopped_by: stopped.map(clmulti_explain::signal_name),
+        stopped_by: stopped.map(clmulti_contract::signal_name),
         not_run,
     };
     match args.format {

@@ -43,16 +43,15 @@ fn plain_loop(
         }
         // SAFETY: a live context, no host pointer.
         match unsafe {
-            opencl3::memory::create_buffer(
+            clmulti_probe::raw::create_buffer(
                 context.get(),
                 opencl3::memory::CL_MEM_READ_WRITE,
                 size,
-                std::ptr::null_mut(),
             )
         } {
             Ok(mem) => live.push(mem),
-            Err(e) => {
-                failure = Some(PlainStop::Failed(ClCode(e)));
+            Err(code) => {
+                failure = Some(PlainStop::Failed(code));
                 break;
             }
         }
@@ -61,7 +60,7 @@ fn plain_loop(
     let rss_after = usage.rss_bytes();
     for mem in live {
         // SAFETY: created above, released once.
-        let _ = unsafe { opencl3::memory::release_mem_object(mem) };
+        let _ = unsafe { clmulti_probe::raw::release_mem_object(mem) };
     }
     match failure {
         Some(code) => Err(code),

@@ -263,7 +263,7 @@ fn spawn_arm(arm: Arm, args: &Args, count: u64, memory: u64) -> Result<ArmResult
             let why = if out.timed_out {
                 format!("did not end within {:.0} s", command.timeout.as_secs_f64())
             } else if let Some(signal) = out.status.signal() {
-                format!("crashed with {}", clmulti_explain::signal_name(signal))
+                format!("crashed with {}", clmulti_contract::signal_name(signal))
             } else {
                 let err = out.stderr_tail.as_str();
                 err.lines()
@@ -354,7 +354,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     let stopped_before_a_round = |signal: i32| {
         note!(
             "bench: stopped by {} before a round finished: nothing to report",
-            clmulti_explain::signal_name(signal)
+            clmulti_contract::signal_name(signal)
         );
         Failure::Interrupted(signal)
     };
@@ -428,7 +428,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         verdict,
         rounds,
         rounds_asked: args.rounds,
-        stopped_by: stopped_by.map(clmulti_explain::signal_name),
+        stopped_by: stopped_by.map(clmulti_contract::signal_name),
         rounds_needed: (verdict == Verdict::NotResolved)
             .then(|| rounds_needed(&ratios, target))
             .flatten(),

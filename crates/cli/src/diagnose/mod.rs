@@ -192,7 +192,7 @@ fn stop_signal() -> Option<i32> {
 fn stopped_words(signal: i32) -> String {
     format!(
         "not run: diagnose was stopped by {}",
-        clmulti_explain::signal_name(signal)
+        clmulti_contract::signal_name(signal)
     )
 }
 
@@ -447,13 +447,13 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             0,
             Statement::measured(format!(
                 "stopped by {} after {} of the {planned} cases{partial}; the experiments and fixes after that were not run: this diagnosis is of what ran",
-                clmulti_explain::signal_name(signal),
+                clmulti_contract::signal_name(signal),
                 reports.len()
             )),
         );
         diagnosis.stopped = Some(format!(
             "{} after {} of the {planned} cases{partial}; what did not run is not compared",
-            clmulti_explain::signal_name(signal),
+            clmulti_contract::signal_name(signal),
             reports.len()
         ));
     }

@@ -208,8 +208,8 @@ pub(super) fn run_observed(scenario: &Scenario, binding: &Binding) -> Result<Rep
         .insert(clmulti_probe::strace::OBSERVED_ENV.into(), "1".into());
     // The replicate a verdict reads its failing call from: the tracer's full record too.
     watched.env.insert(
-        clmulti_scenario::trace::MODE.into(),
-        clmulti_scenario::trace::FULL.into(),
+        clmulti_contract::trace::MODE.into(),
+        clmulti_contract::trace::FULL.into(),
     );
     let placement = Placement {
         wrapper: clmulti_probe::strace::wrapper(&strace, &log),

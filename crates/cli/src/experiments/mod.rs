@@ -15,7 +15,7 @@ const POCL_DEVICES: &str = "POCL_DEVICES";
 /// NEO (AUB mode) makes this many root devices.
 const NEO_ROOT_DEVICES: &str = "CreateMultipleRootDevices";
 /// The emulated kernel driver makes this many GPUs.
-const KMD_EMU_DEVICES: &str = clmulti_scenario::kmd_emu::DEVICES;
+const KMD_EMU_DEVICES: &str = clmulti_contract::kmd_emu::DEVICES;
 
 /// Runs changed copies of one failed run's scenario in child processes.
 #[derive(Debug)]

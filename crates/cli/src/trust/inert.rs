@@ -5,7 +5,7 @@
 //! linker and the runtimes read them (`ld_preload` is not `LD_PRELOAD` to the
 //! linker, and is a key nobody listed here).
 
-use clmulti_scenario::{kmd_emu, layer};
+use clmulti_contract::{kmd_emu, layer};
 
 /// A key that is inert, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,7 +13,7 @@
 use super::icd::{self, Vendors};
 use super::inert::inert;
 use super::owner::{system_owned, writable_by_others};
-use clmulti_scenario::PROJECT_LIBRARIES;
+use clmulti_contract::PROJECT_LIBRARIES;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -129,8 +129,8 @@ const PATH_KEYS: [(&str, LoadKind, &[char]); 20] = [
     ("LD_DEBUG_OUTPUT", LoadKind::Writes, &[]),
     ("AUBDumpCaptureFileName", LoadKind::Writes, &[]),
     ("CLMULTI_TRACE_REPORT", LoadKind::Writes, &[]),
-    (clmulti_scenario::kmd_emu::REPORT, LoadKind::Writes, &[]),
-    (clmulti_scenario::kmd_emu::ROOT, LoadKind::Writes, &[]),
+    (clmulti_contract::kmd_emu::REPORT, LoadKind::Writes, &[]),
+    (clmulti_contract::kmd_emu::ROOT, LoadKind::Writes, &[]),
 ];
 
 /// The keys naming where ocl-icd finds `.icd` files.

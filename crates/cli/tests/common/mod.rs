@@ -50,7 +50,7 @@ pub fn pocl_devices(n: usize) -> String {
 pub fn bin() -> PathBuf {
     // Every run child is traced by the tracer beside the binary (cargo test builds no
     // cdylib of its own accord): build it first, once per test binary.
-    library(&clmulti_scenario::TRACE);
+    library(&clmulti_contract::TRACE);
     PathBuf::from(env!("CARGO_BIN_EXE_clmulti"))
 }
 
@@ -168,7 +168,7 @@ pub fn cost(
 
 /// Builds one of the project's libraries beside the binary under test (a no-op when
 /// fresh) and returns its path: what its placeholder in a scenario names.
-pub fn library(library: &clmulti_scenario::ProjectLibrary) -> PathBuf {
+pub fn library(library: &clmulti_contract::ProjectLibrary) -> PathBuf {
     static BUILT: OnceLock<std::sync::Mutex<std::collections::BTreeMap<&'static str, PathBuf>>> =
         OnceLock::new();
     let built = BUILT.get_or_init(Default::default);
@@ -193,13 +193,13 @@ pub fn library(library: &clmulti_scenario::ProjectLibrary) -> PathBuf {
 
 /// The emulation layer beside the binary under test: what `{clmulti-layer}` names.
 pub fn layer() -> PathBuf {
-    library(&clmulti_scenario::LAYER)
+    library(&clmulti_contract::LAYER)
 }
 
 /// The emulated i915 driver beside the binary under test: what `{clmulti-kmd-emu}`
 /// names, and what `clmulti emulate` preloads.
 pub fn kmd_emu() -> PathBuf {
-    library(&clmulti_scenario::KMD_EMU)
+    library(&clmulti_contract::KMD_EMU)
 }
 
 /// The folder of ICD files that selects Intel's OpenCL CPU runtime, installed by

@@ -28,7 +28,7 @@ use crate::thresholds::MOVED_SHARE;
 use crate::verdict::{
     Candidate, CandidateTest, Change, EnvUnit, Experiment, ExperimentOutcome, Knob, LimitMet,
 };
-use clmulti_scenario::layer::{DEVICE_MEMORY, MIRROR_LIMIT};
+use clmulti_contract::layer::{DEVICE_MEMORY, MIRROR_LIMIT};
 use clmulti_scenario::{format_size, Count, DeviceSet, Scenario};
 
 mod replicate;
@@ -55,7 +55,7 @@ pub trait Runner {
 pub enum NotRun {
     /// A signal asked the caller to stop: no further run, and none stopped part way
     /// is judged.
-    #[error("not run: stopped by {}", crate::signal_name(*.0))]
+    #[error("not run: stopped by {}", clmulti_contract::signal_name(*.0))]
     Stopped(i32),
     /// The run could not be made: why.
     #[error("{0}")]

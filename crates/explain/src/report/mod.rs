@@ -10,7 +10,7 @@ mod stop;
 pub use crate::sample::{Layers, Sample};
 pub use leak::{Kept, LeakCheck, NotReturned, RoundReadings, RoundsControl, SecondRound};
 pub use read::ReadError;
-pub use stop::{signal_name, Call, ErrorCode, GuardKind, StopKind, StopReason};
+pub use stop::{Call, ErrorCode, GuardKind, StopKind, StopReason};
 
 use crate::resource::{Limit, Resource};
 use crate::verdict::RunAnalysis;

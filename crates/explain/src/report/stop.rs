@@ -1,6 +1,7 @@
 //! How a run ended: the OpenCL status and call of a failure, the guard that stopped
 //! it, a crash, a timeout; with the one-line summaries people read.
 
+use clmulti_contract::signal_name;
 use clmulti_probe::ClCode;
 use clmulti_scenario::format_bytes_apart;
 use serde::{Deserialize, Serialize};
@@ -365,19 +366,6 @@ impl StopReason {
     }
 }
 
-/// `SIGABRT` for 6, and so on; `SIG<n>` for numbers not in the table.
-pub fn signal_name(signal: i32) -> String {
-    const NAMES: [&str; 16] = [
-        "", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE",
-        "SIGKILL", "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM",
-    ];
-    usize::try_from(signal)
-        .ok()
-        .and_then(|i| NAMES.get(i))
-        .filter(|n| !n.is_empty())
-        .map_or_else(|| format!("SIG{signal}"), |n| (*n).to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -427,9 +415,6 @@ mod tests {
 
     #[test]
     fn signals_are_named() {
-        assert_eq!(signal_name(6), "SIGABRT");
-        assert_eq!(signal_name(9), "SIGKILL");
-        assert_eq!(signal_name(40), "SIG40");
         assert_eq!(StopReason::crashed(11).summary(), "crashed: SIGSEGV");
     }
 

@@ -8,9 +8,10 @@ use super::*;
 #[no_mangle]
 pub unsafe extern "C" fn ioctl(fd: c_int, request: u64, arg: *mut c_void) -> c_int {
     if !tracked(fd) {
-        let Some(real) = next!("ioctl" as unsafe extern "C" fn(c_int, u64, *mut c_void) -> c_int)
+        let Some(real) =
+            libc_next!("ioctl" as unsafe extern "C" fn(c_int, u64, *mut c_void) -> c_int)
         else {
-            enosys!(-1)
+            return enosys(-1);
         };
         // SAFETY: passing the caller's arguments on.
         return unsafe { real(fd, request, arg) };
@@ -66,43 +67,27 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: u64, arg: *mut c_void) -> c_i
     }
 }
 
-type Mmap = unsafe extern "C" fn(*mut c_void, size_t, c_int, c_int, c_int, off_t) -> *mut c_void;
+clmulti_contract::libc_mmap_family!(mmap_with);
 
+/// Maps a tracked descriptor's object here; passes any other mapping on.
+///
 /// # Safety
-/// libc's `mmap`.
-#[no_mangle]
-pub unsafe extern "C" fn mmap(
-    addr: *mut c_void,
-    len: size_t,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    offset: off_t,
-) -> *mut c_void {
-    let Some(real) = next!("mmap" as Mmap) else {
-        enosys!(libc::MAP_FAILED)
-    };
-    if !tracked(fd) {
+/// `mmap`'s contract.
+unsafe fn mmap_with(real: Mmap, call: MmapArgs) -> *mut c_void {
+    if !tracked(call.fd) {
         // SAFETY: passing the caller's arguments on.
-        return unsafe { real(addr, len, prot, flags, fd, offset) };
+        return unsafe { call.pass_on(real) };
     }
+    let MmapArgs {
+        addr,
+        len,
+        prot,
+        flags,
+        fd,
+        offset,
+    } = call;
     // SAFETY: the caller's contract.
     unsafe { map_object(addr, len, prot, flags, fd, offset, real) }
-}
-
-/// # Safety
-/// libc's `mmap64`.
-#[no_mangle]
-pub unsafe extern "C" fn mmap64(
-    addr: *mut c_void,
-    len: size_t,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    offset: off_t,
-) -> *mut c_void {
-    // SAFETY: the same function on 64-bit Linux.
-    unsafe { mmap(addr, len, prot, flags, fd, offset) }
 }
 
 /// Maps an object: shared anonymous memory (shmem, as i915's system objects are),
@@ -169,8 +154,9 @@ unsafe fn map_object(
 /// libc's `munmap`.
 #[no_mangle]
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
-    let Some(real) = next!("munmap" as unsafe extern "C" fn(*mut c_void, size_t) -> c_int) else {
-        enosys!(-1)
+    let Some(real) = libc_next!("munmap" as unsafe extern "C" fn(*mut c_void, size_t) -> c_int)
+    else {
+        return enosys(-1);
     };
     // SAFETY: passing the caller's arguments on.
     let result = unsafe { real(addr, len) };
@@ -195,8 +181,9 @@ pub unsafe extern "C" fn lseek(fd: c_int, offset: off_t, whence: c_int) -> off_t
             return dmabuf_seek(size, offset, whence);
         }
     }
-    let Some(real) = next!("lseek" as unsafe extern "C" fn(c_int, off_t, c_int) -> off_t) else {
-        enosys!(-1)
+    let Some(real) = libc_next!("lseek" as unsafe extern "C" fn(c_int, off_t, c_int) -> off_t)
+    else {
+        return enosys(-1);
     };
     // SAFETY: passing the caller's arguments on.
     unsafe { real(fd, offset, whence) }
@@ -227,8 +214,8 @@ fn dmabuf_seek(size: u64, offset: off_t, whence: c_int) -> off_t {
 /// libc's `close`.
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    let Some(real) = next!("close" as unsafe extern "C" fn(c_int) -> c_int) else {
-        enosys!(-1)
+    let Some(real) = libc_next!("close" as unsafe extern "C" fn(c_int) -> c_int) else {
+        return enosys(-1);
     };
     if tracked(fd) {
         untrack(fd);
@@ -265,8 +252,8 @@ fn duplicated(old: c_int, new: c_int) {
 /// libc's `dup`.
 #[no_mangle]
 pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
-    let Some(real) = next!("dup" as unsafe extern "C" fn(c_int) -> c_int) else {
-        enosys!(-1)
+    let Some(real) = libc_next!("dup" as unsafe extern "C" fn(c_int) -> c_int) else {
+        return enosys(-1);
     };
     // SAFETY: passing the caller's argument on.
     let new = unsafe { real(fd) };
@@ -278,8 +265,8 @@ pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
 /// libc's `dup2`.
 #[no_mangle]
 pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
-    let Some(real) = next!("dup2" as unsafe extern "C" fn(c_int, c_int) -> c_int) else {
-        enosys!(-1)
+    let Some(real) = libc_next!("dup2" as unsafe extern "C" fn(c_int, c_int) -> c_int) else {
+        return enosys(-1);
     };
     // SAFETY: passing the caller's arguments on.
     let result = unsafe { real(old, new) };
@@ -293,8 +280,9 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
 /// libc's `dup3`.
 #[no_mangle]
 pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
-    let Some(real) = next!("dup3" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int) else {
-        enosys!(-1)
+    let Some(real) = libc_next!("dup3" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int)
+    else {
+        return enosys(-1);
     };
     // SAFETY: passing the caller's arguments on.
     let result = unsafe { real(old, new, flags) };
@@ -308,7 +296,7 @@ pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
 /// libc's `fcntl` (its third argument, when there is one, in the same register).
 #[no_mangle]
 pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    let real = next!("fcntl" as unsafe extern "C" fn(c_int, c_int, c_ulong) -> c_int);
+    let real = libc_next!("fcntl" as unsafe extern "C" fn(c_int, c_int, c_ulong) -> c_int);
     // SAFETY: the caller's contract.
     unsafe { fcntl_with(fd, cmd, arg, real) }
 }
@@ -317,7 +305,7 @@ pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
 /// libc's `fcntl64`.
 #[no_mangle]
 pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    let real = next!("fcntl64" as unsafe extern "C" fn(c_int, c_int, c_ulong) -> c_int);
+    let real = libc_next!("fcntl64" as unsafe extern "C" fn(c_int, c_int, c_ulong) -> c_int);
     // SAFETY: the caller's contract.
     unsafe { fcntl_with(fd, cmd, arg, real) }
 }
@@ -330,7 +318,9 @@ unsafe fn fcntl_with(
     arg: c_ulong,
     real: Option<unsafe extern "C" fn(c_int, c_int, c_ulong) -> c_int>,
 ) -> c_int {
-    let Some(real) = real else { enosys!(-1) };
+    let Some(real) = real else {
+        return enosys(-1);
+    };
     // SAFETY: passing the caller's arguments on.
     let result = unsafe { real(fd, cmd, arg) };
     if cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC {

@@ -15,36 +15,12 @@ use crate::config::{self, Config, Kernel};
 use crate::ioctl::{dmabuf_ioctl, render_ioctl, Host};
 use crate::model::{Driver, Errno};
 use crate::vfs::{self, Node, Tree, COUNTS_PATH};
+use clmulti_contract::interpose::{enosys, errno, set_errno, Fopen, Mmap, MmapArgs, OpenAt};
+use clmulti_contract::libc_next;
 use libc::{c_char, c_int, c_uint, c_ulong, c_void, off_t, size_t, ssize_t, FILE};
 use std::ffi::{CStr, CString};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
-
-/// Looks up the next definition of a libc function once.
-macro_rules! next {
-    (@ident $name:ident as $ty:ty) => {
-        next!(@symbol concat!(stringify!($name), "\0"), $ty)
-    };
-    ($name:literal as $ty:ty) => {
-        next!(@symbol concat!($name, "\0"), $ty)
-    };
-    (@symbol $symbol:expr, $ty:ty) => {{
-        static ADDRESS: AtomicUsize = AtomicUsize::new(0);
-        let mut address = ADDRESS.load(Ordering::Relaxed);
-        if address == 0 {
-            // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name.
-            address = unsafe { libc::dlsym(libc::RTLD_NEXT, $symbol.as_ptr().cast()) } as usize;
-            ADDRESS.store(address, Ordering::Relaxed);
-        }
-        if address == 0 {
-            // libc without this symbol: the caller gets ENOSYS instead of a crash.
-            None
-        } else {
-            // SAFETY: the symbol is libc's function of this signature.
-            Some(unsafe { std::mem::transmute::<usize, $ty>(address) })
-        }
-    }};
-}
 
 /// Descriptors below this are tracked in a bitmap (a lock-free test on every call).
 const BITMAP_FDS: usize = 1 << 16;
@@ -104,7 +80,7 @@ fn start() -> Option<Emulation> {
 /// submission); no GPU runs it here, so NEO must submit each batch itself.
 fn warn_direct_submission() {
     let set = |k: &str, v: &str| std::env::var(k).is_ok_and(|x| x.trim() == v);
-    let keys = clmulti_scenario::kmd_emu::XE_NEO_KEYS;
+    let keys = clmulti_contract::kmd_emu::XE_NEO_KEYS;
     if !keys.iter().all(|(k, v)| set(k, v)) {
         let keys: Vec<String> = keys.iter().map(|(k, v)| format!("{k}={v}")).collect();
         eprintln!(
@@ -184,16 +160,6 @@ fn tracked(fd: c_int) -> bool {
     }
 }
 
-fn set_errno(errno: Errno) {
-    // SAFETY: the thread's errno location.
-    unsafe { *libc::__errno_location() = errno };
-}
-
-fn errno() -> Errno {
-    // SAFETY: the thread's errno location.
-    unsafe { *libc::__errno_location() }
-}
-
 /// # Safety
 /// `path` is null or NUL-terminated.
 unsafe fn bytes<'a>(path: *const c_char) -> Option<&'a [u8]> {
@@ -225,8 +191,9 @@ impl Host for NeoHost {
         let path =
             CString::new([emu.tree.root(), b"/dmabuf:"].concat()).map_err(|_| libc::EINVAL)?;
         let flags = libc::O_RDWR | libc::O_CREAT | if cloexec { libc::O_CLOEXEC } else { 0 };
-        let open = next!("open" as unsafe extern "C" fn(*const c_char, c_int, c_uint) -> c_int)
-            .ok_or(libc::ENOSYS)?;
+        let open =
+            libc_next!("open" as unsafe extern "C" fn(*const c_char, c_int, c_uint) -> c_int)
+                .ok_or(libc::ENOSYS)?;
         // SAFETY: a NUL-terminated path.
         let fd = unsafe { open(path.as_ptr(), flags, 0o600) };
         if fd < 0 {
@@ -302,9 +269,9 @@ fn fdinfo_target(path: &[u8]) -> Option<c_int> {
 fn is_own_fdinfo_dir(dirfd: c_int) -> bool {
     let link = format!("/proc/self/fd/{dirfd}\0");
     let mut target = [0u8; 64];
-    let Some(readlink) =
-        next!("readlink" as unsafe extern "C" fn(*const c_char, *mut c_char, size_t) -> ssize_t)
-    else {
+    let Some(readlink) = libc_next!(
+        "readlink" as unsafe extern "C" fn(*const c_char, *mut c_char, size_t) -> ssize_t
+    ) else {
         return false;
     };
     // SAFETY: a NUL-terminated path and a buffer of its stated length.
@@ -408,17 +375,14 @@ fn counts_file(flags: c_int) -> c_int {
     virtual_file(&text, flags)
 }
 
-/// The one place every open variant goes through.
+/// The one place every open variant goes through ([`clmulti_contract::libc_open_family!`]).
 ///
 /// # Safety
-/// `path` is null or NUL-terminated; `real` is libc's openat.
-unsafe fn open_at(
-    dirfd: c_int,
-    path: *const c_char,
-    flags: c_int,
-    mode: c_uint,
-    real: unsafe extern "C" fn(c_int, *const c_char, c_int, c_uint) -> c_int,
-) -> c_int {
+/// `path` is null or NUL-terminated.
+unsafe fn open_at(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
+    let Some(real) = real_openat() else {
+        return enosys(-1);
+    };
     // SAFETY: the caller's contract.
     if let Some(p) = unsafe { bytes(path) } {
         if p.first() == Some(&b'/') {
@@ -454,20 +418,10 @@ unsafe fn open_at(
     unsafe { real(dirfd, path, flags, mode) }
 }
 
-type OpenAt = unsafe extern "C" fn(c_int, *const c_char, c_int, c_uint) -> c_int;
-
 fn real_openat() -> Option<OpenAt> {
-    next!("openat" as OpenAt)
+    libc_next!("openat" as OpenAt)
 }
 
-macro_rules! enosys {
-    ($ret:expr) => {{
-        set_errno(libc::ENOSYS);
-        return $ret;
-    }};
-}
-
-// After the macros above, which these use.
 mod descriptors;
 mod open;
 mod paths;

@@ -11,8 +11,8 @@ macro_rules! path_call {
         /// libc's function of the same name.
         #[no_mangle]
         pub unsafe extern "C" fn $name($($pre: $pre_ty,)* path: *const c_char $(, $post: $post_ty)*) -> $ret {
-            let Some(real) = next!(@ident $name as unsafe extern "C" fn($($pre_ty,)* *const c_char $(, $post_ty)*) -> $ret) else {
-                enosys!($fail)
+            let Some(real) = libc_next!(@ident $name as unsafe extern "C" fn($($pre_ty,)* *const c_char $(, $post_ty)*) -> $ret) else {
+                return enosys($fail);
             };
             // SAFETY: the caller's contract.
             match unsafe { rewritten(path) } {
@@ -78,8 +78,9 @@ path_call!(scandir(@path, list: *mut c_void, filter: *mut c_void, compare: *mut 
 /// libc's `fstat`.
 #[no_mangle]
 pub unsafe extern "C" fn fstat(fd: c_int, buf: *mut libc::stat) -> c_int {
-    let Some(real) = next!("fstat" as unsafe extern "C" fn(c_int, *mut libc::stat) -> c_int) else {
-        enosys!(-1)
+    let Some(real) = libc_next!("fstat" as unsafe extern "C" fn(c_int, *mut libc::stat) -> c_int)
+    else {
+        return enosys(-1);
     };
     // SAFETY: the caller's contract.
     let result = unsafe { real(fd, buf) };
@@ -138,10 +139,10 @@ fn strip_root(buf: *mut c_char, n: ssize_t) -> ssize_t {
 /// libc's `readlink`.
 #[no_mangle]
 pub unsafe extern "C" fn readlink(path: *const c_char, buf: *mut c_char, len: size_t) -> ssize_t {
-    let Some(real) =
-        next!("readlink" as unsafe extern "C" fn(*const c_char, *mut c_char, size_t) -> ssize_t)
-    else {
-        enosys!(-1)
+    let Some(real) = libc_next!(
+        "readlink" as unsafe extern "C" fn(*const c_char, *mut c_char, size_t) -> ssize_t
+    ) else {
+        return enosys(-1);
     };
     // SAFETY: the caller's contract.
     let n = match unsafe { rewritten(path) } {
@@ -175,10 +176,10 @@ pub unsafe extern "C" fn readlinkat(
     buf: *mut c_char,
     len: size_t,
 ) -> ssize_t {
-    let Some(real) = next!(
+    let Some(real) = libc_next!(
         "readlinkat" as unsafe extern "C" fn(c_int, *const c_char, *mut c_char, size_t) -> ssize_t
     ) else {
-        enosys!(-1)
+        return enosys(-1);
     };
     // SAFETY: the caller's contract.
     let n = match unsafe { rewritten(path) } {
@@ -209,9 +210,9 @@ pub unsafe extern "C" fn __readlinkat_chk(
 #[no_mangle]
 pub unsafe extern "C" fn realpath(path: *const c_char, resolved: *mut c_char) -> *mut c_char {
     let Some(real) =
-        next!("realpath" as unsafe extern "C" fn(*const c_char, *mut c_char) -> *mut c_char)
+        libc_next!("realpath" as unsafe extern "C" fn(*const c_char, *mut c_char) -> *mut c_char)
     else {
-        enosys!(std::ptr::null_mut())
+        return enosys(std::ptr::null_mut());
     };
     // SAFETY: the caller's contract.
     let Some((inside, _)) = (unsafe { rewritten(path) }) else {

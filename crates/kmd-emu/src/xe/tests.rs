@@ -316,7 +316,7 @@ fn a_vm_with_a_queue_stays_and_a_fence_wait_holds_or_times_out() {
 #[test]
 fn the_b580_is_xes_model_and_its_engines_come_from_the_table() {
     use crate::config::{Hardware, Kernel};
-    for model in clmulti_scenario::kmd_emu::MODELS {
+    for model in clmulti_contract::kmd_emu::MODELS {
         assert_eq!(
             Hardware::of(model).model,
             model,

@@ -67,10 +67,10 @@ the kernel's own memory and GTT mappings, page faults; NEO's direct submission o
 EnableDirectSubmission=0; kernel accounting as modelled)";
 
 /// The limits part of a kernel-path label, by kernel driver.
-fn kernel_path_limits(kernel: crate::kmd_emu::Kernel) -> &'static str {
+fn kernel_path_limits(kernel: clmulti_contract::kmd_emu::Kernel) -> &'static str {
     match kernel {
-        crate::kmd_emu::Kernel::I915 => KERNEL_PATH_LIMITS,
-        crate::kmd_emu::Kernel::Xe => XE_KERNEL_PATH_LIMITS,
+        clmulti_contract::kmd_emu::Kernel::I915 => KERNEL_PATH_LIMITS,
+        clmulti_contract::kmd_emu::Kernel::Xe => XE_KERNEL_PATH_LIMITS,
     }
 }
 
@@ -89,10 +89,10 @@ picks its xe ioctl helper when the render node's driver is xe (intel/compute-run
 shared/source/os_interface/linux/drm_neo.cpp, xe/ioctl_helper_xe.cpp)]";
 
 /// The evidence of a kernel-path label, by kernel driver.
-fn kernel_path_evidence(kernel: crate::kmd_emu::Kernel) -> &'static str {
+fn kernel_path_evidence(kernel: clmulti_contract::kmd_emu::Kernel) -> &'static str {
     match kernel {
-        crate::kmd_emu::Kernel::I915 => KERNEL_PATH_EVIDENCE,
-        crate::kmd_emu::Kernel::Xe => XE_KERNEL_PATH_EVIDENCE,
+        clmulti_contract::kmd_emu::Kernel::I915 => KERNEL_PATH_EVIDENCE,
+        clmulti_contract::kmd_emu::Kernel::Xe => XE_KERNEL_PATH_EVIDENCE,
     }
 }
 
@@ -185,8 +185,8 @@ pub fn combined_labels(all: &[NeoEmulation]) -> Vec<String> {
                 let s = if devices == "1" { "" } else { "s" };
                 let model = product
                     .as_deref()
-                    .and_then(clmulti_scenario::kmd_emu::model_of_family)
-                    .unwrap_or(clmulti_scenario::kmd_emu::A770);
+                    .and_then(clmulti_contract::kmd_emu::model_of_family)
+                    .unwrap_or(clmulti_contract::kmd_emu::A770);
                 format!(
                     "Intel GPU runtime NEO {version} on {devices} emulated {} {} device{s}: {}",
                     model.kernel.name(),
@@ -211,7 +211,7 @@ pub fn combined_statement(all: &[NeoEmulation]) -> Option<String> {
     if all.iter().any(|e| e.kernel_driver.is_none()) {
         evidence.push(EVIDENCE);
     }
-    for kernel in clmulti_scenario::kmd_emu::KERNELS {
+    for kernel in clmulti_contract::kmd_emu::KERNELS {
         if all
             .iter()
             .any(|e| e.kernel_driver.is_some_and(|d| d.kernel() == kernel))

@@ -47,6 +47,7 @@ fn text(description: &str, pattern: &str, words: &str) -> Value {
 /// The values of the emulation layer's knobs in `[env]`.
 fn layer_knobs() -> Map<String, Value> {
     use crate::layer::*;
+    use clmulti_contract::layer::*;
     let policies: Vec<&str> = Policy::ALL.iter().map(|(n, _)| *n).collect();
     let one = format!("(?:{})", policies.join("|"));
     let mut knobs = Map::new();
@@ -134,7 +135,7 @@ fn env(description: &str) -> Value {
     let plain = |d: String| json!({"description": d, "type": "string"});
     properties.insert(
         "OPENCL_LAYERS".into(),
-        plain(format!("OpenCL layers the ICD loader puts in the call path (ocl-icd >= 2.3). {paths} \"{}\" is clmulti's emulation layer, built beside clmulti.", crate::LAYER_TOKEN)),
+        plain(format!("OpenCL layers the ICD loader puts in the call path (ocl-icd >= 2.3). {paths} \"{}\" is clmulti's emulation layer, built beside clmulti.", clmulti_contract::LAYER.token)),
     );
     properties.insert(
         "OCL_ICD_VENDORS".into(),
@@ -148,21 +149,21 @@ fn env(description: &str) -> Value {
     );
     properties.insert(
         "LD_PRELOAD".into(),
-        plain(format!("Libraries loaded first, separated by ':' or spaces; a bare name is the dynamic linker's to find, a path is relative to the scenario's folder. \"{}\" is clmulti's emulated kernel driver, built beside clmulti: Intel's GPU runtime NEO then runs its kernel-driver path on emulated GPUs (Arc A770s on i915 unless CLMULTI_KMD_EMU_DRIVER and CLMULTI_KMD_EMU_MODEL say).", crate::KMD_EMU.token)),
+        plain(format!("Libraries loaded first, separated by ':' or spaces; a bare name is the dynamic linker's to find, a path is relative to the scenario's folder. \"{}\" is clmulti's emulated kernel driver, built beside clmulti: Intel's GPU runtime NEO then runs its kernel-driver path on emulated GPUs (Arc A770s on i915 unless CLMULTI_KMD_EMU_DRIVER and CLMULTI_KMD_EMU_MODEL say).", clmulti_contract::KMD_EMU.token)),
     );
     for (key, text) in [
-        (crate::kmd_emu::DRIVER, "clmulti's emulated kernel driver: i915 (the default) or xe (NEO 26 then needs NEOReadDebugKeys=1 EnableDirectSubmission=0)."),
-        (crate::kmd_emu::MODEL, "clmulti's emulated kernel driver: the device it presents, one of the driver's models: on i915 a770 (Arc A770, the default) or adl-s (UHD Graphics 770, Alder Lake-S: integrated, the newest GPU NEO 20.44 lists); on xe b580 (Arc B580, the default)."),
-        (crate::kmd_emu::DEVICES, "clmulti's emulated kernel driver: how many devices it presents, 1 to 8 (default 2)."),
-        (crate::kmd_emu::LOCAL_MEMORY, "clmulti's emulated kernel driver: device memory per device, bytes (default the model's: 17179869184 on an A770, 12884901888 on a B580; an integrated GPU has none)."),
-        (crate::kmd_emu::TRACE, "clmulti's emulated kernel driver: 1 prints every ioctl on an emulated descriptor on stderr."),
+        (clmulti_contract::kmd_emu::DRIVER, "clmulti's emulated kernel driver: i915 (the default) or xe (NEO 26 then needs NEOReadDebugKeys=1 EnableDirectSubmission=0)."),
+        (clmulti_contract::kmd_emu::MODEL, "clmulti's emulated kernel driver: the device it presents, one of the driver's models: on i915 a770 (Arc A770, the default) or adl-s (UHD Graphics 770, Alder Lake-S: integrated, the newest GPU NEO 20.44 lists); on xe b580 (Arc B580, the default)."),
+        (clmulti_contract::kmd_emu::DEVICES, "clmulti's emulated kernel driver: how many devices it presents, 1 to 8 (default 2)."),
+        (clmulti_contract::kmd_emu::LOCAL_MEMORY, "clmulti's emulated kernel driver: device memory per device, bytes (default the model's: 17179869184 on an A770, 12884901888 on a B580; an integrated GPU has none)."),
+        (clmulti_contract::kmd_emu::TRACE, "clmulti's emulated kernel driver: 1 prints every ioctl on an emulated descriptor on stderr."),
     ] {
         properties.insert(key.into(), plain(text.into()));
     }
-    let dependencies: Map<String, Value> = crate::layer::KNOBS
+    let dependencies: Map<String, Value> = clmulti_contract::layer::KNOBS
         .iter()
-        .filter(|k| **k != crate::layer::POLICY)
-        .map(|k| ((*k).to_owned(), json!([crate::layer::POLICY])))
+        .filter(|k| **k != clmulti_contract::layer::POLICY)
+        .map(|k| ((*k).to_owned(), json!([clmulti_contract::layer::POLICY])))
         .collect();
     json!({
         "description": description,

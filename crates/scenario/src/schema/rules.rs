@@ -86,7 +86,7 @@ fn other_rules() -> Vec<Value> {
     let checks = json!({"allOf": [present("axpy.check"), {"anyOf": [is_word("axpy.check", "sample"), is_word("axpy.check", "all")]}]});
     let layer = format!(
         "(?:\\{{clmulti-layer\\}}|{})",
-        crate::LAYER_FILE_NAME.replace('.', "\\.")
+        clmulti_contract::LAYER.file_name.replace('.', "\\.")
     );
     let env_has =
         |key: &str| json!({"required": ["env"], "properties": {"env": {"required": [key]}}});
@@ -142,14 +142,14 @@ fn other_rules() -> Vec<Value> {
         ),
         rule(
             &["env.OPENCL_LAYERS", "env.CLMULTI_LAYER_POLICY"],
-            json!({"allOf": [names_layer.clone(), {"not": env_has(crate::layer::POLICY)}]}),
+            json!({"allOf": [names_layer.clone(), {"not": env_has(clmulti_contract::layer::POLICY)}]}),
             "env.OPENCL_LAYERS",
             "names clmulti's layer but no CLMULTI_LAYER_POLICY (what it models)",
         ),
         rule(
             &["env.OPENCL_LAYERS", "env.CLMULTI_LAYER_POLICY"],
-            json!({"allOf": [env_has(crate::layer::POLICY), {"not": names_layer}]}),
-            &format!("env.{}", crate::layer::POLICY),
+            json!({"allOf": [env_has(clmulti_contract::layer::POLICY), {"not": names_layer}]}),
+            &format!("env.{}", clmulti_contract::layer::POLICY),
             "sets what clmulti's emulation layer models, but OPENCL_LAYERS does not load the layer: add OPENCL_LAYERS = \"{clmulti-layer}\"",
         ),
     ]

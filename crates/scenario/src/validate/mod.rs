@@ -97,54 +97,6 @@ pub const PATH_ENV_KEYS: [&str; 4] = [
 /// Linux refuses to start a process with one environment string (`KEY=VALUE`) longer
 /// than this (MAX_ARG_STRLEN, with its NUL).
 pub const MAX_ENV_ENTRY_BYTES: usize = 128 * 1024 - 1;
-/// A library of this project that a path-valued `[env]` entry can name by a
-/// placeholder: the copy built beside the running clmulti binary (`target/debug` or
-/// `target/release`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProjectLibrary {
-    /// The placeholder (`{clmulti-layer}`).
-    pub token: &'static str,
-    /// The file cargo builds (`libclmulti_layer.so`).
-    pub file_name: &'static str,
-    /// The package that builds it.
-    pub package: &'static str,
-    /// The `[env]` key it belongs in.
-    pub env_key: &'static str,
-    /// What it is, in words.
-    pub what: &'static str,
-}
-
-/// clmulti's OpenCL emulation layer (crate `clmulti-layer`), for `OPENCL_LAYERS`.
-pub const LAYER: ProjectLibrary = ProjectLibrary {
-    token: "{clmulti-layer}",
-    file_name: "libclmulti_layer.so",
-    package: "clmulti-layer",
-    env_key: "OPENCL_LAYERS",
-    what: "clmulti's emulation layer",
-};
-/// clmulti's emulated i915 kernel driver (crate `clmulti-kmd-emu`), for `LD_PRELOAD`.
-pub const KMD_EMU: ProjectLibrary = ProjectLibrary {
-    token: "{clmulti-kmd-emu}",
-    file_name: "libclmulti_kmd_emu.so",
-    package: "clmulti-kmd-emu",
-    env_key: "LD_PRELOAD",
-    what: "clmulti's emulated i915 kernel driver",
-};
-/// clmulti's call tracer (crate `clmulti-trace`), for `LD_PRELOAD` (clmulti preloads
-/// it into every run it starts unless told not to).
-pub const TRACE: ProjectLibrary = ProjectLibrary {
-    token: "{clmulti-trace}",
-    file_name: "libclmulti_trace.so",
-    package: "clmulti-trace",
-    env_key: "LD_PRELOAD",
-    what: "clmulti's call tracer",
-};
-/// Every project library a scenario can name.
-pub const PROJECT_LIBRARIES: [ProjectLibrary; 3] = [LAYER, KMD_EMU, TRACE];
-/// The file name of clmulti's emulation layer (crate `clmulti-layer`).
-pub const LAYER_FILE_NAME: &str = LAYER.file_name;
-/// In `OPENCL_LAYERS`: the emulation layer built beside the running clmulti binary.
-pub const LAYER_TOKEN: &str = LAYER.token;
 /// In any `[env]` value: the number of devices the run selects (`devices.count`, or how
 /// many `devices.indices` name), so that a grid over `devices.count` can tell a runtime
 /// how many devices to emulate (NEO's `CreateMultipleRootDevices = "{devices.count}"`).

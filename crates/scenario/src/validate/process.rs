@@ -2,12 +2,10 @@
 //! and its `[limits]` (against this machine's hard limits).
 
 use super::{positive, problem, size, Context, Problem};
-use super::{
-    DEVICE_COUNT_TOKEN, LAYER_FILE_NAME, LAYER_TOKEN, MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS,
-    PATH_ENV_KEYS, PROJECT_LIBRARIES,
-};
+use super::{DEVICE_COUNT_TOKEN, MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS, PATH_ENV_KEYS};
 use crate::model::{Limits, Rlimit};
 use crate::raw::RawLimits;
+use clmulti_contract::{LAYER, PROJECT_LIBRARIES};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -85,24 +83,25 @@ pub(super) fn env(
     .map_err(|(key, message)| problem(&format!("env.{key}"), message))?;
     let names_layer = raw.get("OPENCL_LAYERS").is_some_and(|l| {
         l.split(':')
-            .any(|p| p.trim() == LAYER_TOKEN || p.ends_with(LAYER_FILE_NAME))
+            .any(|p| p.trim() == LAYER.token || p.ends_with(LAYER.file_name))
     });
-    if names_layer && !raw.contains_key(crate::layer::POLICY) {
+    if names_layer && !raw.contains_key(clmulti_contract::layer::POLICY) {
         let names: Vec<&str> = crate::layer::Policy::ALL.iter().map(|(n, _)| *n).collect();
         return Err(problem(
             "env.OPENCL_LAYERS",
             format!(
                 "names clmulti's layer but no {} ({})",
-                crate::layer::POLICY,
+                clmulti_contract::layer::POLICY,
                 names.join(", ")
             ),
         ));
     }
-    if raw.contains_key(crate::layer::POLICY) && !names_layer {
+    if raw.contains_key(clmulti_contract::layer::POLICY) && !names_layer {
         return Err(problem(
-            &format!("env.{}", crate::layer::POLICY),
+            &format!("env.{}", clmulti_contract::layer::POLICY),
             format!(
-                "sets what clmulti's emulation layer models, but OPENCL_LAYERS does not load the layer: the run would measure the runtime without it; add OPENCL_LAYERS = \"{LAYER_TOKEN}\""
+                "sets what clmulti's emulation layer models, but OPENCL_LAYERS does not load the layer: the run would measure the runtime without it; add OPENCL_LAYERS = \"{}\"",
+                LAYER.token
             ),
         ));
     }

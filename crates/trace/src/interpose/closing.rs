@@ -23,7 +23,7 @@ pub(super) fn closed() {
 /// libc's `fclose`.
 #[no_mangle]
 pub unsafe extern "C" fn fclose(file: *mut FILE) -> c_int {
-    let Some(real) = next!("fclose" as unsafe extern "C" fn(*mut FILE) -> c_int) else {
+    let Some(real) = libc_next!("fclose" as unsafe extern "C" fn(*mut FILE) -> c_int) else {
         return enosys(libc::EOF);
     };
     // SAFETY: passing the caller's argument on.
@@ -36,7 +36,7 @@ pub unsafe extern "C" fn fclose(file: *mut FILE) -> c_int {
 /// libc's `fcloseall`.
 #[no_mangle]
 pub unsafe extern "C" fn fcloseall() -> c_int {
-    let Some(real) = next!("fcloseall" as unsafe extern "C" fn() -> c_int) else {
+    let Some(real) = libc_next!("fcloseall" as unsafe extern "C" fn() -> c_int) else {
         return enosys(libc::EOF);
     };
     // SAFETY: no arguments.
@@ -49,7 +49,7 @@ pub unsafe extern "C" fn fcloseall() -> c_int {
 /// libc's `pclose`.
 #[no_mangle]
 pub unsafe extern "C" fn pclose(file: *mut FILE) -> c_int {
-    let Some(real) = next!("pclose" as unsafe extern "C" fn(*mut FILE) -> c_int) else {
+    let Some(real) = libc_next!("pclose" as unsafe extern "C" fn(*mut FILE) -> c_int) else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's argument on.
@@ -85,7 +85,7 @@ pub unsafe extern "C" fn freopen(
     mode: *const c_char,
     file: *mut FILE,
 ) -> *mut FILE {
-    let real = next!("freopen" as Freopen);
+    let real = libc_next!("freopen" as Freopen);
     // SAFETY: the caller's contract.
     unsafe { freopen_with(real, path, mode, file) }
 }
@@ -98,7 +98,7 @@ pub unsafe extern "C" fn freopen64(
     mode: *const c_char,
     file: *mut FILE,
 ) -> *mut FILE {
-    let real = next!("freopen64" as Freopen);
+    let real = libc_next!("freopen64" as Freopen);
     // SAFETY: the caller's contract.
     unsafe { freopen_with(real, path, mode, file) }
 }
@@ -107,7 +107,7 @@ pub unsafe extern "C" fn freopen64(
 /// libc's `closedir`.
 #[no_mangle]
 pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
-    let Some(real) = next!("closedir" as unsafe extern "C" fn(*mut libc::DIR) -> c_int) else {
+    let Some(real) = libc_next!("closedir" as unsafe extern "C" fn(*mut libc::DIR) -> c_int) else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's argument on.
@@ -120,7 +120,8 @@ pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
 /// libc's `close_range`.
 #[no_mangle]
 pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
-    let Some(real) = next!("close_range" as unsafe extern "C" fn(c_uint, c_uint, c_int) -> c_int)
+    let Some(real) =
+        libc_next!("close_range" as unsafe extern "C" fn(c_uint, c_uint, c_int) -> c_int)
     else {
         return enosys(-1);
     };
@@ -134,7 +135,7 @@ pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) 
 /// libc's `closefrom`.
 #[no_mangle]
 pub unsafe extern "C" fn closefrom(low: c_int) {
-    if let Some(real) = next!("closefrom" as unsafe extern "C" fn(c_int)) {
+    if let Some(real) = libc_next!("closefrom" as unsafe extern "C" fn(c_int)) {
         // SAFETY: passing the caller's argument on.
         unsafe { real(low) };
     }

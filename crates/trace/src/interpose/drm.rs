@@ -24,17 +24,7 @@ fn driver_of(fd: c_int, real: Ioctl) -> Driver {
         };
     }
     let mut name = [0u8; 16];
-    let mut version = clmulti_drm_uapi::DrmVersion {
-        version_major: 0,
-        version_minor: 0,
-        version_patchlevel: 0,
-        name_len: name.len(),
-        name: name.as_mut_ptr(),
-        date_len: 0,
-        date: std::ptr::null_mut(),
-        desc_len: 0,
-        desc: std::ptr::null_mut(),
-    };
+    let mut version = clmulti_drm_uapi::DrmVersion::asking_name(&mut name);
     let saved = errno();
     // SAFETY: DRM_IOCTL_VERSION with a valid structure and a buffer of its length.
     let ok = unsafe {
@@ -100,7 +90,7 @@ unsafe fn create_region(arg: *mut c_void) -> Region {
 /// libc's `ioctl`.
 #[no_mangle]
 pub unsafe extern "C" fn ioctl(fd: c_int, request: u64, arg: *mut c_void) -> c_int {
-    let Some(real) = next!("ioctl" as Ioctl) else {
+    let Some(real) = libc_next!("ioctl" as Ioctl) else {
         return enosys(-1);
     };
     if crate::count::own() {

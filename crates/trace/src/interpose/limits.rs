@@ -14,7 +14,7 @@ pub unsafe extern "C" fn pthread_create(
     start: extern "C" fn(*mut c_void) -> *mut c_void,
     arg: *mut c_void,
 ) -> c_int {
-    let Some(real) = next!("pthread_create" as PthreadCreate) else {
+    let Some(real) = libc_next!("pthread_create" as PthreadCreate) else {
         return libc::ENOSYS;
     };
     // SAFETY: passing the caller's arguments on.
@@ -30,7 +30,8 @@ pub unsafe extern "C" fn pthread_create(
 /// libc's `mlock`.
 #[no_mangle]
 pub unsafe extern "C" fn mlock(addr: *const c_void, len: size_t) -> c_int {
-    let Some(real) = next!("mlock" as unsafe extern "C" fn(*const c_void, size_t) -> c_int) else {
+    let Some(real) = libc_next!("mlock" as unsafe extern "C" fn(*const c_void, size_t) -> c_int)
+    else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's arguments on.
@@ -43,7 +44,7 @@ pub unsafe extern "C" fn mlock(addr: *const c_void, len: size_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn mlock2(addr: *const c_void, len: size_t, flags: c_uint) -> c_int {
     let Some(real) =
-        next!("mlock2" as unsafe extern "C" fn(*const c_void, size_t, c_uint) -> c_int)
+        libc_next!("mlock2" as unsafe extern "C" fn(*const c_void, size_t, c_uint) -> c_int)
     else {
         return enosys(-1);
     };
@@ -58,7 +59,7 @@ pub unsafe extern "C" fn mlock2(addr: *const c_void, len: size_t, flags: c_uint)
 /// libc's `mlockall`.
 #[no_mangle]
 pub unsafe extern "C" fn mlockall(flags: c_int) -> c_int {
-    let Some(real) = next!("mlockall" as unsafe extern "C" fn(c_int) -> c_int) else {
+    let Some(real) = libc_next!("mlockall" as unsafe extern "C" fn(c_int) -> c_int) else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's argument on.

@@ -5,20 +5,9 @@ use super::*;
 
 /// # Safety
 /// `mmap`'s contract.
-unsafe fn mmap_with(
-    real: Option<Mmap>,
-    addr: *mut c_void,
-    len: size_t,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    off: off_t,
-) -> *mut c_void {
-    let Some(real) = real else {
-        return enosys(libc::MAP_FAILED);
-    };
+unsafe fn mmap_with(real: Mmap, call: MmapArgs) -> *mut c_void {
     // SAFETY: passing the caller's arguments on.
-    let p = unsafe { real(addr, len, prot, flags, fd, off) };
+    let p = unsafe { call.pass_on(real) };
     let e = errno();
     count(Kind::Mmap.key());
     if p == libc::MAP_FAILED {
@@ -26,8 +15,12 @@ unsafe fn mmap_with(
             "mmap",
             || {
                 format!(
-                    "{addr:?}, {len}, {}, {fd}, {off:#x}",
-                    names::mmap_words(prot, flags)
+                    "{:?}, {}, {}, {}, {:#x}",
+                    call.addr,
+                    call.len,
+                    names::mmap_words(call.prot, call.flags),
+                    call.fd,
+                    call.offset
                 )
             },
             e,
@@ -36,43 +29,14 @@ unsafe fn mmap_with(
     p
 }
 
-/// # Safety
-/// libc's `mmap`.
-#[no_mangle]
-pub unsafe extern "C" fn mmap(
-    addr: *mut c_void,
-    len: size_t,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    off: off_t,
-) -> *mut c_void {
-    let real = next!("mmap" as Mmap);
-    // SAFETY: the caller's contract.
-    unsafe { mmap_with(real, addr, len, prot, flags, fd, off) }
-}
-
-/// # Safety
-/// libc's `mmap64`.
-#[no_mangle]
-pub unsafe extern "C" fn mmap64(
-    addr: *mut c_void,
-    len: size_t,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    off: off_t,
-) -> *mut c_void {
-    let real = next!("mmap64" as Mmap);
-    // SAFETY: the caller's contract.
-    unsafe { mmap_with(real, addr, len, prot, flags, fd, off) }
-}
+clmulti_contract::libc_mmap_family!(mmap_with);
 
 /// # Safety
 /// libc's `munmap`.
 #[no_mangle]
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
-    let Some(real) = next!("munmap" as unsafe extern "C" fn(*mut c_void, size_t) -> c_int) else {
+    let Some(real) = libc_next!("munmap" as unsafe extern "C" fn(*mut c_void, size_t) -> c_int)
+    else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's arguments on.
@@ -90,7 +54,7 @@ pub unsafe extern "C" fn mremap(
     flags: c_int,
     new_addr: *mut c_void,
 ) -> *mut c_void {
-    let Some(real) = next!(
+    let Some(real) = libc_next!(
         "mremap"
             as unsafe extern "C" fn(*mut c_void, size_t, size_t, c_int, *mut c_void) -> *mut c_void
     ) else {
@@ -114,7 +78,8 @@ pub unsafe extern "C" fn mremap(
 /// libc's `mprotect`.
 #[no_mangle]
 pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -> c_int {
-    let Some(real) = next!("mprotect" as unsafe extern "C" fn(*mut c_void, size_t, c_int) -> c_int)
+    let Some(real) =
+        libc_next!("mprotect" as unsafe extern "C" fn(*mut c_void, size_t, c_int) -> c_int)
     else {
         return enosys(-1);
     };

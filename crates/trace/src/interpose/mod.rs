@@ -12,36 +12,10 @@
 use crate::count::count;
 use crate::names::{self, Driver, Kind, Region};
 use crate::record::failed;
-use libc::{c_char, c_int, c_uint, c_ulong, c_void, off_t, size_t, FILE};
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-
-/// Looks up the next definition of a libc function once.
-macro_rules! next {
-    ($name:literal as $ty:ty) => {{
-        static ADDRESS: AtomicUsize = AtomicUsize::new(0);
-        let mut address = ADDRESS.load(Ordering::Relaxed);
-        if address == 0 {
-            // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name.
-            address = unsafe { libc::dlsym(libc::RTLD_NEXT, concat!($name, "\0").as_ptr().cast()) }
-                as usize;
-            ADDRESS.store(address, Ordering::Relaxed);
-        }
-        // SAFETY: the symbol is libc's function of this signature (or null: a libc
-        // without it, which the caller turns into ENOSYS).
-        (address != 0).then(|| unsafe { std::mem::transmute::<usize, $ty>(address) })
-    }};
-}
-
-fn errno() -> c_int {
-    // SAFETY: the thread's errno location.
-    unsafe { *libc::__errno_location() }
-}
-
-fn enosys<T>(value: T) -> T {
-    // SAFETY: the thread's errno location.
-    unsafe { *libc::__errno_location() = libc::ENOSYS };
-    value
-}
+use clmulti_contract::interpose::{enosys, errno, Fopen, Mmap, MmapArgs, OpenAt};
+use clmulti_contract::libc_next;
+use libc::{c_char, c_int, c_uint, c_ulong, c_void, size_t, FILE};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Counts a call returning a descriptor (or 0) and records it when it failed.
 fn fd_call(result: c_int, kind: Kind, call: &'static str, args: impl FnOnce() -> String) -> c_int {
@@ -53,23 +27,15 @@ fn fd_call(result: c_int, kind: Kind, call: &'static str, args: impl FnOnce() ->
     result
 }
 
-type OpenAt = unsafe extern "C" fn(c_int, *const c_char, c_int, c_uint) -> c_int;
-
 /// # Safety
 /// libc's `openat`'s contract.
-unsafe fn open_at(
-    call: &'static str,
-    dirfd: c_int,
-    path: *const c_char,
-    flags: c_int,
-    mode: c_uint,
-) -> c_int {
-    let Some(real) = next!("openat" as OpenAt) else {
+unsafe fn open_at(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
+    let Some(real) = libc_next!("openat" as OpenAt) else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's arguments on.
     let fd = unsafe { real(dirfd, path, flags, mode) };
-    fd_call(fd, Kind::Open, call, || {
+    fd_call(fd, Kind::Open, "openat", || {
         // SAFETY: the caller's path, NUL-terminated.
         let path = unsafe { names::c_string(path) };
         format!(
@@ -80,81 +46,7 @@ unsafe fn open_at(
     })
 }
 
-/// # Safety
-/// libc's `open`.
-#[no_mangle]
-pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
-    // SAFETY: the same call through openat.
-    unsafe { open_at("openat", libc::AT_FDCWD, path, flags, mode) }
-}
-
-/// # Safety
-/// libc's `open64`.
-#[no_mangle]
-pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
-    // SAFETY: the same call.
-    unsafe { open(path, flags, mode) }
-}
-
-/// # Safety
-/// libc's `__open_2`.
-#[no_mangle]
-pub unsafe extern "C" fn __open_2(path: *const c_char, flags: c_int) -> c_int {
-    // SAFETY: the same call.
-    unsafe { open(path, flags, 0) }
-}
-
-/// # Safety
-/// libc's `__open64_2`.
-#[no_mangle]
-pub unsafe extern "C" fn __open64_2(path: *const c_char, flags: c_int) -> c_int {
-    // SAFETY: the same call.
-    unsafe { open(path, flags, 0) }
-}
-
-/// # Safety
-/// libc's `openat`.
-#[no_mangle]
-pub unsafe extern "C" fn openat(
-    dirfd: c_int,
-    path: *const c_char,
-    flags: c_int,
-    mode: c_uint,
-) -> c_int {
-    // SAFETY: the caller's contract.
-    unsafe { open_at("openat", dirfd, path, flags, mode) }
-}
-
-/// # Safety
-/// libc's `openat64`.
-#[no_mangle]
-pub unsafe extern "C" fn openat64(
-    dirfd: c_int,
-    path: *const c_char,
-    flags: c_int,
-    mode: c_uint,
-) -> c_int {
-    // SAFETY: the caller's contract.
-    unsafe { open_at("openat", dirfd, path, flags, mode) }
-}
-
-/// # Safety
-/// libc's `__openat_2`.
-#[no_mangle]
-pub unsafe extern "C" fn __openat_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
-    // SAFETY: the caller's contract.
-    unsafe { open_at("openat", dirfd, path, flags, 0) }
-}
-
-/// # Safety
-/// libc's `__openat64_2`.
-#[no_mangle]
-pub unsafe extern "C" fn __openat64_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
-    // SAFETY: the caller's contract.
-    unsafe { open_at("openat", dirfd, path, flags, 0) }
-}
-
-type Fopen = unsafe extern "C" fn(*const c_char, *const c_char) -> *mut FILE;
+clmulti_contract::libc_open_family!(open_at: open_at, fopen: fopen_with);
 
 /// # Safety
 /// `fopen`'s contract.
@@ -177,24 +69,6 @@ unsafe fn fopen_with(real: Option<Fopen>, path: *const c_char, mode: *const c_ch
     file
 }
 
-/// # Safety
-/// libc's `fopen`.
-#[no_mangle]
-pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut FILE {
-    let real = next!("fopen" as Fopen);
-    // SAFETY: the caller's contract.
-    unsafe { fopen_with(real, path, mode) }
-}
-
-/// # Safety
-/// libc's `fopen64`.
-#[no_mangle]
-pub unsafe extern "C" fn fopen64(path: *const c_char, mode: *const c_char) -> *mut FILE {
-    let real = next!("fopen64" as Fopen);
-    // SAFETY: the caller's contract.
-    unsafe { fopen_with(real, path, mode) }
-}
-
 /// The descriptors whose DRM driver is remembered ([`drm::DRIVERS`]).
 const DRIVER_FDS: usize = 1 << 16;
 /// # Safety
@@ -204,7 +78,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     if let Some(s) = usize::try_from(fd).ok().filter(|&f| f < DRIVER_FDS) {
         DRIVERS[s].store(0, Ordering::Relaxed);
     }
-    let Some(real) = next!("close" as unsafe extern "C" fn(c_int) -> c_int) else {
+    let Some(real) = libc_next!("close" as unsafe extern "C" fn(c_int) -> c_int) else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's argument on.
@@ -213,13 +87,12 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     r
 }
 
-type Mmap = unsafe extern "C" fn(*mut c_void, size_t, c_int, c_int, c_int, off_t) -> *mut c_void;
-
 /// # Safety
 /// libc's `memfd_create`.
 #[no_mangle]
 pub unsafe extern "C" fn memfd_create(name: *const c_char, flags: c_uint) -> c_int {
-    let Some(real) = next!("memfd_create" as unsafe extern "C" fn(*const c_char, c_uint) -> c_int)
+    let Some(real) =
+        libc_next!("memfd_create" as unsafe extern "C" fn(*const c_char, c_uint) -> c_int)
     else {
         return enosys(-1);
     };
@@ -236,7 +109,7 @@ pub unsafe extern "C" fn memfd_create(name: *const c_char, flags: c_uint) -> c_i
 /// libc's `pipe`.
 #[no_mangle]
 pub unsafe extern "C" fn pipe(fds: *mut c_int) -> c_int {
-    let Some(real) = next!("pipe" as unsafe extern "C" fn(*mut c_int) -> c_int) else {
+    let Some(real) = libc_next!("pipe" as unsafe extern "C" fn(*mut c_int) -> c_int) else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's argument on.
@@ -248,7 +121,7 @@ pub unsafe extern "C" fn pipe(fds: *mut c_int) -> c_int {
 /// libc's `pipe2`.
 #[no_mangle]
 pub unsafe extern "C" fn pipe2(fds: *mut c_int, flags: c_int) -> c_int {
-    let Some(real) = next!("pipe2" as unsafe extern "C" fn(*mut c_int, c_int) -> c_int) else {
+    let Some(real) = libc_next!("pipe2" as unsafe extern "C" fn(*mut c_int, c_int) -> c_int) else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's arguments on.
@@ -260,7 +133,8 @@ pub unsafe extern "C" fn pipe2(fds: *mut c_int, flags: c_int) -> c_int {
 /// libc's `socket`.
 #[no_mangle]
 pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
-    let Some(real) = next!("socket" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int) else {
+    let Some(real) = libc_next!("socket" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int)
+    else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's arguments on.
@@ -274,7 +148,7 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_
 /// libc's `dup`.
 #[no_mangle]
 pub unsafe extern "C" fn dup(old: c_int) -> c_int {
-    let Some(real) = next!("dup" as unsafe extern "C" fn(c_int) -> c_int) else {
+    let Some(real) = libc_next!("dup" as unsafe extern "C" fn(c_int) -> c_int) else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's argument on.
@@ -286,7 +160,7 @@ pub unsafe extern "C" fn dup(old: c_int) -> c_int {
 /// libc's `dup2`.
 #[no_mangle]
 pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
-    let Some(real) = next!("dup2" as unsafe extern "C" fn(c_int, c_int) -> c_int) else {
+    let Some(real) = libc_next!("dup2" as unsafe extern "C" fn(c_int, c_int) -> c_int) else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's arguments on.
@@ -299,7 +173,8 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
 /// libc's `dup3`.
 #[no_mangle]
 pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
-    let Some(real) = next!("dup3" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int) else {
+    let Some(real) = libc_next!("dup3" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int)
+    else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's arguments on.
@@ -333,7 +208,7 @@ unsafe fn fcntl_with(real: Option<Fcntl>, fd: c_int, cmd: c_int, arg: c_ulong) -
 /// libc's `fcntl`.
 #[no_mangle]
 pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    let real = next!("fcntl" as Fcntl);
+    let real = libc_next!("fcntl" as Fcntl);
     // SAFETY: the caller's contract.
     unsafe { fcntl_with(real, fd, cmd, arg) }
 }
@@ -342,7 +217,7 @@ pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
 /// libc's `fcntl64`.
 #[no_mangle]
 pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    let real = next!("fcntl64" as Fcntl);
+    let real = libc_next!("fcntl64" as Fcntl);
     // SAFETY: the caller's contract.
     unsafe { fcntl_with(real, fd, cmd, arg) }
 }
@@ -351,7 +226,7 @@ pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
 /// libc's `eventfd`.
 #[no_mangle]
 pub unsafe extern "C" fn eventfd(initval: c_uint, flags: c_int) -> c_int {
-    let Some(real) = next!("eventfd" as unsafe extern "C" fn(c_uint, c_int) -> c_int) else {
+    let Some(real) = libc_next!("eventfd" as unsafe extern "C" fn(c_uint, c_int) -> c_int) else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's arguments on.
@@ -365,7 +240,7 @@ pub unsafe extern "C" fn eventfd(initval: c_uint, flags: c_int) -> c_int {
 /// libc's `epoll_create1`.
 #[no_mangle]
 pub unsafe extern "C" fn epoll_create1(flags: c_int) -> c_int {
-    let Some(real) = next!("epoll_create1" as unsafe extern "C" fn(c_int) -> c_int) else {
+    let Some(real) = libc_next!("epoll_create1" as unsafe extern "C" fn(c_int) -> c_int) else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's argument on.
@@ -377,7 +252,8 @@ pub unsafe extern "C" fn epoll_create1(flags: c_int) -> c_int {
 /// libc's `timerfd_create`.
 #[no_mangle]
 pub unsafe extern "C" fn timerfd_create(clock: c_int, flags: c_int) -> c_int {
-    let Some(real) = next!("timerfd_create" as unsafe extern "C" fn(c_int, c_int) -> c_int) else {
+    let Some(real) = libc_next!("timerfd_create" as unsafe extern "C" fn(c_int, c_int) -> c_int)
+    else {
         return enosys(-1);
     };
     // SAFETY: passing the caller's arguments on.
