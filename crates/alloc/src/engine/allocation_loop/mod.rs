@@ -267,7 +267,7 @@ impl Clock {
 
 /// Runs the loop; `interrupt`, when it turns non-zero (a signal number), stops it
 /// before the next buffer.
-// long: the hot loop reads top to bottom in the order its checks run (total, time, RSS, allocate, release round, sample); split, each buffer would cross calls the guards must see in order.
+// long: a hot loop: its checks run in order for each buffer (total, time, RSS, allocate, release round, sample); split, each buffer would cross calls the guards must see in order.
 pub(crate) fn allocation_loop(
     plan: &LoopPlan,
     backend: &mut impl Backend,
@@ -280,40 +280,7 @@ pub(crate) fn allocation_loop(
     let mut maps = MapsBudget::default();
     // Samples are timed apart so the allocation rate excludes the instrumentation.
     let mut sample = |out: &mut LoopOutcome, meter: &mut dyn Meter, start: Instant, walk: Walk| {
-        let taken = meter.now();
-        let mut usage = meter.usage();
-        let walks = match (walk, plan.sample_maps) {
-            (Walk::Always, _) | (_, MapsSampling::EverySample) => true,
-            (Walk::Budgeted, MapsSampling::Budgeted) => {
-                maps.allows(taken - start, out.samples.len())
-            }
-        };
-        if walks {
-            let walking = meter.now();
-            usage.process.memory_maps = Some(meter.memory_maps());
-            maps.spent += meter.now() - walking;
-        }
-        if walk == Walk::Always {
-            meter.counts(&mut usage);
-        }
-        let guards = meter.guard_reading_in(&usage);
-        let sample = Sample {
-            allocations: out.buffers,
-            live: (out.live != out.buffers).then_some(out.live),
-            bytes_requested: out.bytes,
-            elapsed_seconds: (taken - start).as_secs_f64(),
-            host: usage.process,
-            system: usage.system,
-            drm: usage.drm,
-            device_used_bytes: meter.device_used(),
-            dmabuf_exporters: usage.dmabuf_exporters,
-            kernel_counts: usage.kernel_counts,
-            traced_counts: usage.traced_counts,
-        };
-        meter.sampled(&sample);
-        out.samples.push(sample);
-        out.sampling_seconds += (meter.now() - taken).as_secs_f64();
-        guards
+        take_sample(plan, &mut maps, out, meter, (start, walk))
     };
     sample(&mut out, meter, clock.start, Walk::Always);
     let baseline = meter.guard_reading();
@@ -436,17 +403,65 @@ pub(crate) fn allocation_loop(
     }
     out.elapsed_seconds = (meter.now() - clock.start).as_secs_f64();
     // The last sample has every figure: one taken without the mappings is taken again.
-    match out.samples.last() {
-        Some(last) if last.allocations == out.buffers && last.host.memory_maps.is_some() => {}
-        Some(last) if last.allocations == out.buffers => {
+    let complete = out
+        .samples
+        .last()
+        .is_some_and(|last| last.allocations == out.buffers && last.host.memory_maps.is_some());
+    if !complete {
+        if out
+            .samples
+            .last()
+            .is_some_and(|last| last.allocations == out.buffers)
+        {
             out.samples.pop();
-            sample(&mut out, meter, clock.start, Walk::Always);
         }
-        _ => {
-            sample(&mut out, meter, clock.start, Walk::Always);
-        }
+        sample(&mut out, meter, clock.start, Walk::Always);
     }
     out
+}
+
+/// One sample of every reading (the mappings walked always, on every sample, or
+/// within their time budget), told to the meter and kept; its guard reading.
+#[inline]
+fn take_sample(
+    plan: &LoopPlan,
+    maps: &mut MapsBudget,
+    out: &mut LoopOutcome,
+    meter: &mut dyn Meter,
+    (start, walk): (Instant, Walk),
+) -> GuardReading {
+    let taken = meter.now();
+    let mut usage = meter.usage();
+    let walks = match (walk, plan.sample_maps) {
+        (Walk::Always, _) | (_, MapsSampling::EverySample) => true,
+        (Walk::Budgeted, MapsSampling::Budgeted) => maps.allows(taken - start, out.samples.len()),
+    };
+    if walks {
+        let walking = meter.now();
+        usage.process.memory_maps = Some(meter.memory_maps());
+        maps.spent += meter.now() - walking;
+    }
+    if walk == Walk::Always {
+        meter.counts(&mut usage);
+    }
+    let guards = meter.guard_reading_in(&usage);
+    let sample = Sample {
+        allocations: out.buffers,
+        live: (out.live != out.buffers).then_some(out.live),
+        bytes_requested: out.bytes,
+        elapsed_seconds: (taken - start).as_secs_f64(),
+        host: usage.process,
+        system: usage.system,
+        drm: usage.drm,
+        device_used_bytes: meter.device_used(),
+        dmabuf_exporters: usage.dmabuf_exporters,
+        kernel_counts: usage.kernel_counts,
+        traced_counts: usage.traced_counts,
+    };
+    meter.sampled(&sample);
+    out.samples.push(sample);
+    out.sampling_seconds += (meter.now() - taken).as_secs_f64();
+    guards
 }
 
 /// Waits `pause`: spinning below a millisecond, where sleep overshoots by tens of
