@@ -68,7 +68,6 @@ impl Diagnosis {
     /// Builds the diagnosis from the matrix's runs (the failing shared case carrying
     /// its experiments in its analysis, when they ran) and the fixes' runs (`Err`:
     /// not run, with the reason).
-    // long: the verdict's statements in reading order, strategy by strategy
     pub fn new(runs: &[Placed<'_>], fixes: &[(Fix, Result<&Report, String>)]) -> Self {
         let matrix = Matrix { runs };
         let shared_any = matrix.shared();
@@ -86,16 +85,7 @@ impl Diagnosis {
             .collect();
         let mut sharing_costs = Vec::new();
         let mut investigated = None;
-        let kernel_counts: Vec<KernelCounts> = runs
-            .iter()
-            .flat_map(|p| {
-                [
-                    KernelCounts::of(p.report, p.role),
-                    KernelCounts::traced(p.report, p.role),
-                ]
-            })
-            .flatten()
-            .collect();
+        let kernel_counts = kernel_counts(runs);
         // Runs that stopped before their first buffer measured no buffer at all.
         let none_allocated = !runs.is_empty() && runs.iter().all(|p| p.report.buffers == 0);
         for strategy in matrix.strategies() {
@@ -111,31 +101,10 @@ impl Diagnosis {
             let (costs, extra) = sharing(&matrix, strategy, shared, n);
             sharing_costs.extend(costs);
             verdict.extend(extra);
-            for source in [super::KERNEL_COUNTS, super::TRACED_COUNTS] {
-                verdict.extend(KernelCounts::statement(
-                    &kernel_counts
-                        .iter()
-                        .filter(|k| k.strategy == strategy && k.source == source)
-                        .collect::<Vec<_>>(),
-                    n,
-                ));
-            }
+            verdict.extend(counts_statements(&kernel_counts, strategy, n));
             verdict.extend(shared_cause(shared, per, n));
-            let found = !shared.analysis.candidates.is_empty()
-                || !shared.analysis.shape.is_empty()
-                || shared.analysis.replicates.is_some();
-            if investigated.is_none() && failed(shared) && found {
-                investigated = Some(Investigation {
-                    run_name: shared.run_name.clone(),
-                    candidates: shared.analysis.candidates.clone(),
-                    shape: shared.analysis.shape.clone(),
-                    replicates: shared.analysis.replicates.clone(),
-                    reproduction: shared
-                        .analysis
-                        .claim(crate::claim::Topic::Reproduction)
-                        .cloned(),
-                    cause: shared.analysis.claim(crate::claim::Topic::Cause).cloned(),
-                });
+            if investigated.is_none() {
+                investigated = investigation(shared);
             }
         }
         verdict.extend(time_across_strategies(&matrix));
@@ -572,4 +541,54 @@ fn shorten(s: &mut Statement) {
         Some(d) if !d.is_empty() => format!("{rest}; {d}"),
         _ => rest,
     });
+}
+
+/// The kernel's counts of every run, as the runtime logs them and as traced.
+fn kernel_counts(runs: &[Placed<'_>]) -> Vec<KernelCounts> {
+    runs.iter()
+        .flat_map(|p| {
+            [
+                KernelCounts::of(p.report, p.role),
+                KernelCounts::traced(p.report, p.role),
+            ]
+        })
+        .flatten()
+        .collect()
+}
+
+/// What the kernel's counts say of one strategy, from each source.
+fn counts_statements(
+    kernel_counts: &[KernelCounts],
+    strategy: Strategy,
+    n: usize,
+) -> Vec<Statement> {
+    let mut out = Vec::new();
+    for source in [super::KERNEL_COUNTS, super::TRACED_COUNTS] {
+        out.extend(KernelCounts::statement(
+            &kernel_counts
+                .iter()
+                .filter(|k| k.strategy == strategy && k.source == source)
+                .collect::<Vec<_>>(),
+            n,
+        ));
+    }
+    out
+}
+
+/// The failing shared case's investigation, when it found anything.
+fn investigation(shared: &Report) -> Option<Investigation> {
+    let found = !shared.analysis.candidates.is_empty()
+        || !shared.analysis.shape.is_empty()
+        || shared.analysis.replicates.is_some();
+    (failed(shared) && found).then(|| Investigation {
+        run_name: shared.run_name.clone(),
+        candidates: shared.analysis.candidates.clone(),
+        shape: shared.analysis.shape.clone(),
+        replicates: shared.analysis.replicates.clone(),
+        reproduction: shared
+            .analysis
+            .claim(crate::claim::Topic::Reproduction)
+            .cloned(),
+        cause: shared.analysis.claim(crate::claim::Topic::Cause).cloned(),
+    })
 }
