@@ -433,7 +433,7 @@ fn signalled(signal: i32, finished: bool, code: i32, shared: &Shared, bounds: &B
             where_it_was(shared)
         ),
     });
-    return 1;
+    1
 }
 
 fn where_it_was(shared: &Shared) -> &'static str {

@@ -32,15 +32,7 @@ pub(super) fn run_split<'r>(
     let write_start = Instant::now();
     let mut built = build_parts(devices, parts, whole, &parents, runner_of)?;
     let write_s = write_start.elapsed().as_secs_f64();
-    // Every tuning launch adds alpha * x to y too.
-    let tuning_launches: u32 = if kernel == KernelRan::Fast { 12 } else { 0 };
-    if kernel == KernelRan::Fast {
-        for p in &mut built {
-            if p.case.n >= 4 {
-                p.per_item = p.runner.tune(&p.queue, &p.case, &p.x, &p.y)?;
-            }
-        }
-    }
+    let tuning_launches = tune(&mut built, kernel)?;
     let timed = time_parts(&built, kernel, options.repeat.max(1), stop)?;
     if timed.measured.timed.len() < options.repeat.max(1) {
         // Stopped part way: best-of figures of fewer repetitions do not compare.
@@ -65,27 +57,11 @@ pub(super) fn run_split<'r>(
     sorted.sort_by(f64::total_cmp);
     let parts_figures = part_figures(&built, &timed.measured.profiled);
     // The same kernel on device 0 alone, whole vector, timed the same way.
-    let (one, one_strategy) = match one_device
-        .iter()
-        .find(|(m, k, _, _)| *m == mode && *k == kernel)
-    {
-        Some(&(_, _, one, strategy)) => (one, strategy),
-        None => {
-            let Some((one, strategy)) = single_device(
-                runner_of(0),
-                &devices[0],
-                kernel,
-                total,
-                whole,
-                options.repeat.max(1),
-                stop,
-            )?
-            else {
-                return Ok(None);
-            };
-            one_device.push((mode, kernel, one, strategy));
-            (one, strategy)
-        }
+    let key = (mode, kernel);
+    let on_one = (runner_of(0), &devices[0], total, whole);
+    let Some((one, one_strategy)) = one_device_figure(one_device, key, on_one, options, stop)?
+    else {
+        return Ok(None);
     };
     let aggregate_best = bytes as f64 / sorted[0] / 1e9;
     Ok(Some((
@@ -106,6 +82,51 @@ pub(super) fn run_split<'r>(
         },
         transfers,
     )))
+}
+
+/// The fast kernel tuned on each part of 4 elements or more; the tuning launches
+/// each part ran (each adds alpha * x to y too).
+fn tune(built: &mut [Part<'_>], kernel: KernelRan) -> Result<u32, AxpyError> {
+    if kernel != KernelRan::Fast {
+        return Ok(0);
+    }
+    for p in built {
+        if p.case.n >= 4 {
+            p.per_item = p.runner.tune(&p.queue, &p.case, &p.x, &p.y)?;
+        }
+    }
+    Ok(12)
+}
+
+/// The same kernel on one device alone over the whole vector: measured once per mode
+/// and kernel, then taken from `one_device`; `None` when a stop cut it short.
+fn one_device_figure<'r>(
+    one_device: &mut Vec<(ContextMode, KernelRan, f64, Strategy)>,
+    (mode, kernel): (ContextMode, KernelRan),
+    (runner, device, total, whole): (&'r Runner<'r>, &Device, u64, (&'r [f32], &'r [f32])),
+    options: &SplitOptions,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<(f64, Strategy)>, AxpyError> {
+    if let Some(&(_, _, one, strategy)) = one_device
+        .iter()
+        .find(|(m, k, _, _)| *m == mode && *k == kernel)
+    {
+        return Ok(Some((one, strategy)));
+    }
+    let Some((one, strategy)) = single_device(
+        runner,
+        device,
+        kernel,
+        total,
+        whole,
+        options.repeat.max(1),
+        stop,
+    )?
+    else {
+        return Ok(None);
+    };
+    one_device.push((mode, kernel, one, strategy));
+    Ok(Some((one, strategy)))
 }
 
 /// Each device's part: its buffers (its own, or sub-buffers of `parents`) written

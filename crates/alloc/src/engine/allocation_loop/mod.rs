@@ -288,11 +288,6 @@ pub(crate) fn allocation_loop(
     // What a buffer adds to the mappings is learned from the readings.
     let mut vsize = RssGuard::new(plan.max_vsize, baseline.vsize, 0.0);
     let mut data = RssGuard::new(plan.max_data, baseline.data, 0.0);
-    let guard = |guard, value: f64, limit: u64| StopReason::Guard {
-        guard,
-        value,
-        limit: limit as f64,
-    };
     // The backend's own host memory is in the baseline by now.
     if let Some(stop) = refused_up_front(plan, baseline, 0) {
         out.stop = stop;
@@ -320,7 +315,7 @@ pub(crate) fn allocation_loop(
         let index = out.buffers;
         let next_total = out.bytes.saturating_add(plan.size);
         if next_total > plan.max_total {
-            out.stop = guard(GuardKind::MaxTotalBytes, next_total as f64, plan.max_total);
+            out.stop = guard_stop(GuardKind::MaxTotalBytes, next_total as f64, plan.max_total);
             break;
         }
         if let Some(seconds) = clock.tick(|| meter.now()) {
@@ -347,17 +342,17 @@ pub(crate) fn allocation_loop(
             out.sampling_seconds += (meter.now() - reading).as_secs_f64();
             let estimate = rss.estimate(next_total);
             if estimate > rss.limit as f64 {
-                out.stop = guard(GuardKind::MaxRss, estimate, rss.limit);
+                out.stop = guard_stop(GuardKind::MaxRss, estimate, rss.limit);
                 break;
             }
             let estimate = vsize.estimate(next_total);
             if estimate > vsize.limit as f64 {
-                out.stop = guard(GuardKind::AddressSpace, estimate, vsize.limit);
+                out.stop = guard_stop(GuardKind::AddressSpace, estimate, vsize.limit);
                 break;
             }
             let estimate = data.estimate(next_total);
             if estimate > data.limit as f64 {
-                out.stop = guard(GuardKind::DataSegment, estimate, data.limit);
+                out.stop = guard_stop(GuardKind::DataSegment, estimate, data.limit);
                 break;
             }
         }
@@ -418,6 +413,16 @@ pub(crate) fn allocation_loop(
         sample(&mut out, meter, clock.start, Walk::Always);
     }
     out
+}
+
+/// A guard's stop at `value` past its `limit`.
+#[inline]
+fn guard_stop(guard: GuardKind, value: f64, limit: u64) -> StopReason {
+    StopReason::Guard {
+        guard,
+        value,
+        limit: limit as f64,
+    }
 }
 
 /// One sample of every reading (the mappings walked always, on every sample, or
