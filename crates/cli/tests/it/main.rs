@@ -1,6 +1,8 @@
 //! The cli's integration tests, one binary (one link) for all: each module is what
 //! one file of tests is about. None changes process-wide state (limits and signals are
-//! set in children, between fork and exec), so they may share one process.
+//! set in children, between fork and exec), so they may share one process. `faults`
+//! keeps a binary of its own: its runtimes must load within seconds, and beside the
+//! NEO tests here oclgrind's loading once took longer than its 6 s limit.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -13,7 +15,6 @@ mod editing;
 mod exit_codes;
 mod failing_call;
 mod fault_space;
-mod faults;
 mod hostile;
 mod hostile_loads;
 mod intel;

@@ -1,7 +1,7 @@
 //! Faults reported as what they are: crashes, hangs, limits that stop the runtime
 //! from loading, runs the machine cannot do, and bad arguments.
 
-use crate::common;
+mod common;
 use clmulti_explain::{Call, StopReason};
 use common::*;
 
