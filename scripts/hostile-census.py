@@ -7,8 +7,8 @@ count that is not zero.
 
     scripts/hostile-census.py --clmulti target/debug/clmulti --xtask target/debug/xtask
 
-The cargo tests (`cargo test -p clmulti --test hostile`, `cargo test -p xtask --test
-hostile`) assert the same behaviour; this script counts it, so that an older build can
+The cargo tests (`cargo test -p clmulti --test it hostile::`, `cargo test -p xtask --test it
+hostile::`) assert the same behaviour; this script counts it, so that an older build can
 be measured too (it uses only what both understand). Runs on PoCL
 (OCL_ICD_VENDORS=/etc/OpenCL/vendors/pocl.icd, POCL_MEMORY_LIMIT=2) and the fixture ICDs
 of crates/cli/tests/hostile/icd, built here with cc. Takes a few minutes.

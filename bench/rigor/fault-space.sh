@@ -3,7 +3,7 @@
 # time), each diagnosed on two PoCL devices and every claim held against the fault's
 # truth; prints, per fault family and topic, the claims that settled on the truth,
 # that left it open among others, and that contradicted it, and the median time of a
-# diagnose. The same code as the test (crates/cli/tests/fault_space.rs), built in
+# diagnose. The same code as the test (crates/cli/tests/it/fault_space.rs), built in
 # release mode.
 #
 #   bench/rigor/fault-space.sh [N] [SEED]
@@ -11,4 +11,4 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CLMULTI_FAULTS="${1:-500}"
 [ -n "${2:-}" ] && export CLMULTI_FAULT_SEED="$2"
-exec cargo test --release -p clmulti --test fault_space -- --nocapture
+exec cargo test --release -p clmulti --test it fault_space:: -- --nocapture

@@ -36,33 +36,11 @@ fn size(path: &std::path::Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
 }
 
-// long: the bench's arms interleaved round by round, then the figures
 pub fn bench(args: &Args) -> Result<std::process::ExitCode, String> {
     let dir = std::env::temp_dir().join(format!("clmulti-bench-sweep-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    // Runs told apart by their names alone: an [env] key would be a load to trust.
-    let values: Vec<String> = (0..args.runs).map(|i| format!("\"tiny-{i}\"")).collect();
-    let scenario = dir.join("tiny.toml");
-    std::fs::write(
-        &scenario,
-        format!(
-            "[devices]\ntype = \"gpu\"\ncount = 2\n[allocation]\nsize = \"64KiB\"\ncount = 10\n\
-             [sampling]\nevery = 5\n[grid]\n\"name\" = [{}]\n",
-            values.join(", ")
-        ),
-    )
-    .map_err(|e| e.to_string())?;
     let out = args.out.clone().unwrap_or_else(|| dir.join("out"));
-    let mut argv = vec![
-        "sweep".into(),
-        scenario.display().to_string(),
-        "--out".into(),
-        out.display().to_string(),
-        "--force".into(),
-    ];
-    if let Some(bin) = &args.bin {
-        argv.extend(["--bin".into(), bin.display().to_string()]);
-    }
+    let argv = sweep_argv(args, &dir, &out)?;
     let wrapper = Wrapper::try_parse_from(argv).map_err(|e| e.to_string())?;
     let start = Instant::now();
     let (_, stats) = sweep::sweep_with_stats(&wrapper.sweep)?;
@@ -80,20 +58,7 @@ pub fn bench(args: &Args) -> Result<std::process::ExitCode, String> {
     let render = Instant::now();
     let rebuilt = crate::summary::rebuild(&out)?;
     let render_s = render.elapsed().as_secs_f64();
-    let svgs: Vec<(String, u64)> = std::fs::read_dir(&out)
-        .map_err(|e| e.to_string())?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "svg"))
-        .map(|p| {
-            (
-                p.file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned(),
-                size(&p),
-            )
-        })
-        .collect();
+    let svgs = svg_sizes(&out)?;
     println!("bench-sweep: {n} runs in {total:.1} s");
     println!(
         "  sweep's own time per run: first tenth {:.2} ms, last tenth {:.2} ms (ratio {:.2}; target <= 1.2 and <= 20 ms)",
@@ -120,4 +85,53 @@ pub fn bench(args: &Args) -> Result<std::process::ExitCode, String> {
         let _ = std::fs::remove_dir_all(&dir);
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The sweep's command line: a grid of `args.runs` tiny runs written into `dir`.
+fn sweep_argv(
+    args: &Args,
+    dir: &std::path::Path,
+    out: &std::path::Path,
+) -> Result<Vec<String>, String> {
+    // Runs told apart by their names alone: an [env] key would be a load to trust.
+    let values: Vec<String> = (0..args.runs).map(|i| format!("\"tiny-{i}\"")).collect();
+    let scenario = dir.join("tiny.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            "[devices]\ntype = \"gpu\"\ncount = 2\n[allocation]\nsize = \"64KiB\"\ncount = 10\n\
+             [sampling]\nevery = 5\n[grid]\n\"name\" = [{}]\n",
+            values.join(", ")
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut argv = vec![
+        "sweep".into(),
+        scenario.display().to_string(),
+        "--out".into(),
+        out.display().to_string(),
+        "--force".into(),
+    ];
+    if let Some(bin) = &args.bin {
+        argv.extend(["--bin".into(), bin.display().to_string()]);
+    }
+    Ok(argv)
+}
+
+/// Each plot the sweep wrote, with its size.
+fn svg_sizes(out: &std::path::Path) -> Result<Vec<(String, u64)>, String> {
+    Ok(std::fs::read_dir(out)
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "svg"))
+        .map(|p| {
+            (
+                p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned(),
+                size(&p),
+            )
+        })
+        .collect())
 }

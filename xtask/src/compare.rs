@@ -73,22 +73,9 @@ fn index(path: &Path) -> Result<(Index, BTreeSet<String>), String> {
 }
 
 /// The comparison as Markdown.
-// long: the comparison's table row by row, then runs found in one sweep only
 pub fn compare_files(old: &Path, new: &Path, threshold: f64) -> Result<String, String> {
     let (old_runs, old_hosts) = index(old)?;
     let (new_runs, new_hosts) = index(new)?;
-    let names = |h: &BTreeSet<String>| {
-        let list: Vec<&str> = h
-            .iter()
-            .map(String::as_str)
-            .filter(|s| !s.is_empty())
-            .collect();
-        if list.is_empty() {
-            "(unnamed)".to_owned()
-        } else {
-            list.join("; ")
-        }
-    };
     let mut out = format!(
         "# Comparison (threshold {:.0}%)\n\nold: {} ({})\n\nnew: {} ({})\n\n| run | measure | old | new | change | flag |\n|---|---|---|---|---|---|\n",
         threshold * 100.0,
@@ -100,34 +87,7 @@ pub fn compare_files(old: &Path, new: &Path, threshold: f64) -> Result<String, S
     let mut flagged = 0;
     for (key, n) in &new_runs {
         let Some(o) = old_runs.get(key) else { continue };
-        // Each measure with the unit it reads in: a person reads "1.00 GiB", never
-        // "1073747968.00".
-        let mut measures = vec![(
-            "buffers reached".to_owned(),
-            o.report.buffers as f64,
-            n.report.buffers as f64,
-            0.0,
-            clmulti_explain::Unit::Count,
-        )];
-        for c in &n.report.costs {
-            // System-wide figures move with every other process: not the run's change.
-            if c.resource.system_wide() || c.estimated {
-                continue;
-            }
-            if let Some(oc) = o.report.costs.iter().find(|x| x.resource == c.resource) {
-                if oc.per_buffer == 0.0 && c.per_buffer == 0.0 {
-                    continue;
-                }
-                measures.push((
-                    format!("{} per buffer", c.resource.label()),
-                    oc.per_buffer,
-                    c.per_buffer,
-                    oc.margin.hypot(c.margin),
-                    c.resource.unit(),
-                ));
-            }
-        }
-        for (name, a, b, margin, unit) in measures {
+        for (name, a, b, margin, unit) in measures(o, n) {
             let change = relative(a, b);
             // Beyond the threshold and beyond both fits' margins: a slope that moved
             // within its own uncertainty did not change.
@@ -172,6 +132,56 @@ pub fn compare_files(old: &Path, new: &Path, threshold: f64) -> Result<String, S
         ));
     }
     Ok(out)
+}
+
+/// A measure of one run in both sweeps: its name, old and new value, the fits'
+/// margin, and its unit.
+type Measure = (String, f64, f64, f64, clmulti_explain::Unit);
+
+/// The measures two records of one run share.
+fn measures(o: &SweepRecord, n: &SweepRecord) -> Vec<Measure> {
+    // Each measure with the unit it reads in: a person reads "1.00 GiB", never
+    // "1073747968.00".
+    let mut measures = vec![(
+        "buffers reached".to_owned(),
+        o.report.buffers as f64,
+        n.report.buffers as f64,
+        0.0,
+        clmulti_explain::Unit::Count,
+    )];
+    for c in &n.report.costs {
+        // System-wide figures move with every other process: not the run's change.
+        if c.resource.system_wide() || c.estimated {
+            continue;
+        }
+        if let Some(oc) = o.report.costs.iter().find(|x| x.resource == c.resource) {
+            if oc.per_buffer == 0.0 && c.per_buffer == 0.0 {
+                continue;
+            }
+            measures.push((
+                format!("{} per buffer", c.resource.label()),
+                oc.per_buffer,
+                c.per_buffer,
+                oc.margin.hypot(c.margin),
+                c.resource.unit(),
+            ));
+        }
+    }
+    measures
+}
+
+/// The hosts a results file names, or `(unnamed)`.
+fn names(h: &BTreeSet<String>) -> String {
+    let list: Vec<&str> = h
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if list.is_empty() {
+        "(unnamed)".to_owned()
+    } else {
+        list.join("; ")
+    }
 }
 
 pub fn compare(args: &Args) -> Result<std::process::ExitCode, String> {

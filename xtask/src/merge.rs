@@ -54,51 +54,15 @@ fn canonical(path: &Path) -> PathBuf {
     path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
 }
 
-// long: the merge in its steps (shards named once, refused strangers, newest records, merged file, states, closing words), each a call
 pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
-    let out = canonical(&args.out);
-    // The shards, each once, none of them the output folder.
-    let mut shards: Vec<Shard> = Vec::new();
-    let mut missing = Vec::new();
-    let mut named_twice = Vec::new();
-    for input in &args.inputs {
-        let file = if input.is_dir() {
-            input.join("results.jsonl")
-        } else {
-            input.clone()
-        };
-        let folder = canonical(
-            file.parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new(".")),
-        );
-        if folder == out {
-            eprintln!(
-                "error: {} is the output folder (--out {}): merging a folder into itself would replace its results with themselves; merge into another folder",
-                input.display(),
-                args.out.display()
-            );
-            return Ok(std::process::ExitCode::from(2));
-        }
-        match records::open_regular(&file) {
-            Ok(Some(_)) => {}
-            Ok(None) => {
-                missing.push(format!("{} (no such results.jsonl)", file.display()));
-                continue;
-            }
-            Err(e) => return Err(format!("{}: {e}", file.display())),
-        }
-        let file = canonical(&file);
-        if shards.iter().any(|s| s.file == file) {
-            named_twice.push(input.display().to_string());
-            continue;
-        }
-        shards.push(Shard {
-            input: input.clone(),
-            file,
-            folder,
-        });
-    }
+    let Shards {
+        shards,
+        missing,
+        named_twice,
+    } = match named_shards(args)? {
+        Ok(named) => named,
+        Err(code) => return Ok(code),
+    };
     if shards.is_empty() {
         return Err(format!(
             "no shard has a results.jsonl: {}",
@@ -140,6 +104,65 @@ pub fn merge(args: &Args) -> Result<std::process::ExitCode, String> {
             restarted,
         },
     ))
+}
+
+/// The shards named, each once, and the inputs that are not shards.
+struct Shards {
+    shards: Vec<Shard>,
+    missing: Vec<String>,
+    named_twice: Vec<String>,
+}
+
+/// The shards, each once, none of them the output folder (that is refused with
+/// exit 2).
+fn named_shards(args: &Args) -> Result<Result<Shards, std::process::ExitCode>, String> {
+    let out = canonical(&args.out);
+    let mut shards: Vec<Shard> = Vec::new();
+    let mut missing = Vec::new();
+    let mut named_twice = Vec::new();
+    for input in &args.inputs {
+        let file = if input.is_dir() {
+            input.join("results.jsonl")
+        } else {
+            input.clone()
+        };
+        let folder = canonical(
+            file.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new(".")),
+        );
+        if folder == out {
+            eprintln!(
+                "error: {} is the output folder (--out {}): merging a folder into itself would replace its results with themselves; merge into another folder",
+                input.display(),
+                args.out.display()
+            );
+            return Ok(Err(std::process::ExitCode::from(2)));
+        }
+        match records::open_regular(&file) {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                missing.push(format!("{} (no such results.jsonl)", file.display()));
+                continue;
+            }
+            Err(e) => return Err(format!("{}: {e}", file.display())),
+        }
+        let file = canonical(&file);
+        if shards.iter().any(|s| s.file == file) {
+            named_twice.push(input.display().to_string());
+            continue;
+        }
+        shards.push(Shard {
+            input: input.clone(),
+            file,
+            folder,
+        });
+    }
+    Ok(Ok(Shards {
+        shards,
+        missing,
+        named_twice,
+    }))
 }
 
 /// Where a run's newest record is: when it finished, in which shard, where there.

@@ -75,7 +75,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     }
 }
 
-// long: one row per device, column by column
+// long: a flat table: one row per device, column by column
 fn table_text(report: &DevicesReport) -> String {
     let mut out = String::new();
     let mem = |q: &Queried<u64>| match q {

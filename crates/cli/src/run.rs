@@ -59,11 +59,46 @@ impl Args {
 
 /// Runs every run of the files given, each in a child process of its own, and
 /// prints their reports; `timeout` bounds each (`--timeout`).
-// long: each file's runs in order, their experiments, and the output in the format asked
 pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
     if args.resolved {
         return run_resolved(args, timeout);
     }
+    let (files, problems) = trusted_files(args);
+    if args.list {
+        return list(&files, problems);
+    }
+    let total: usize = files
+        .iter()
+        .map(|(_, f, _)| if args.index.is_some() { 1 } else { f.len() })
+        .sum();
+    let mut runs = Runs {
+        args,
+        timeout,
+        several: total > 1,
+        reports: Vec::new(),
+        shown: std::collections::HashSet::new(),
+        problems,
+        tool_failures: 0,
+        performed: 0,
+    };
+    'files: for (_, file, binding) in &files {
+        let indices: Box<dyn Iterator<Item = usize>> = match args.index {
+            Some(i) => Box::new(std::iter::once(i)),
+            None => Box::new(0..file.len()),
+        };
+        for index in indices {
+            if INTERRUPT.signal().is_some() {
+                break 'files;
+            }
+            runs.one(file, index, binding)?;
+        }
+    }
+    runs.closing_words()
+}
+
+/// The files given that load, each with what its runs may load (listing needs no
+/// trust), and how many did not load or were refused.
+fn trusted_files(args: &Args) -> (Vec<(PathBuf, ScenarioFile, Binding)>, usize) {
     let mut files = Vec::new();
     let mut problems = 0usize;
     for path in &args.files {
@@ -86,119 +121,130 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
             }
         }
     }
-    if args.list {
-        return list(&files, problems);
-    }
-    let total: usize = files
-        .iter()
-        .map(|(_, f, _)| if args.index.is_some() { 1 } else { f.len() })
-        .sum();
-    let several = total > 1;
-    let mut reports = Vec::new();
-    let mut shown = std::collections::HashSet::new();
-    let mut tool_failures = 0usize;
-    let mut performed = 0usize;
-    'files: for (_, file, binding) in &files {
-        let indices: Box<dyn Iterator<Item = usize>> = match args.index {
-            Some(i) => Box::new(std::iter::once(i)),
-            None => Box::new(0..file.len()),
-        };
-        for index in indices {
-            if INTERRUPT.signal().is_some() {
-                break 'files;
+    (files, problems)
+}
+
+/// The runs as they go: reports kept for the comparison, and what failed whose way.
+struct Runs<'a> {
+    args: &'a Args,
+    timeout: Option<Duration>,
+    several: bool,
+    reports: Vec<Report>,
+    shown: std::collections::HashSet<String>,
+    /// The input's problems (exit 2).
+    problems: usize,
+    /// Runs the tool could not perform (exit 1).
+    tool_failures: usize,
+    performed: usize,
+}
+
+impl Runs<'_> {
+    /// Run `index` of `file`, its report printed.
+    fn one(&mut self, file: &ScenarioFile, index: usize, binding: &Binding) -> Result<(), Failure> {
+        let args = self.args;
+        let scenario = match file.run(index) {
+            Ok(s) => s,
+            Err(e) => {
+                say!("error: {e}");
+                self.problems += 1;
+                return Ok(());
             }
-            let scenario = match file.run(index) {
-                Ok(s) => s,
-                Err(e) => {
-                    say!("error: {e}");
-                    problems += 1;
-                    continue;
+        };
+        // A child of its own for every run: a fresh process to measure, and the
+        // runtime's output (NEO's debug keys print on stdout) never in the report.
+        let result = if args.child {
+            in_process(&scenario, binding, args.format, self.timeout)
+        } else {
+            crate::child::run_child_bound(&scenario, self.timeout, binding)
+                .map(|report| (report, None))
+        };
+        match result {
+            Ok((mut report, mut watchdog)) => {
+                self.performed += 1;
+                if args.experiment && !matches!(report.stop, StopReason::Interrupted { .. }) {
+                    // The experiments' runs are children bounded by their own limits.
+                    drop(watchdog.take());
+                    crate::experiments::investigate_bound(&mut report, binding);
                 }
-            };
-            // A child of its own for every run: a fresh process to measure, and the
-            // runtime's output (NEO's debug keys print on stdout) never in the report.
-            let result = if args.child {
-                in_process(&scenario, binding, args.format, timeout)
+                print_report(&report, args.format, &mut self.shown)?;
+                drop(watchdog);
+                self.judge(&scenario.name, &report);
+                if args.format == Format::Text && self.several {
+                    self.reports.push(report);
+                }
+            }
+            Err(Failure::Tool(m)) => {
+                say!("error: {}: {m}", scenario.name);
+                self.tool_failures += 1;
+            }
+            Err(Failure::Input(m)) => {
+                say!("error: {}", located(file, index, &m));
+                self.problems += 1;
+            }
+            Err(other) => return Err(other),
+        }
+        Ok(())
+    }
+
+    /// Reports that measured nothing, said and counted as the input's or the tool's.
+    fn judge(&mut self, name: &str, report: &Report) {
+        // A runtime that never finished loading measured nothing: the report says
+        // where it hung, and the tool failed.
+        if let StopReason::TimedOut {
+            call: Some(clmulti_explain::Call::GetPlatformIds),
+            seconds,
+        } = report.stop
+        {
+            say!("error: {name}: loading the OpenCL runtime did not finish within {seconds:.1} s: clGetPlatformIDs never returned (an ICD the loader opened hangs while loading)");
+            self.tool_failures += 1;
+        }
+        // A run this machine cannot do measured nothing: the input asks for what is
+        // not here (a sweep records it as skipped instead, as it must on a node with
+        // fewer devices).
+        if let StopReason::Skipped { reason } = &report.stop {
+            say!("error: {name}: {reason}: this machine cannot run it, so nothing was measured (`clmulti check` says so before a run; a sweep records such a run as skipped)");
+            self.problems += 1;
+        }
+        // A child that ended without a report measured nothing: its input's fault
+        // when it said so (exit 2), else the tool's.
+        if let StopReason::NoReport { exit_code, .. } = &report.stop {
+            say!("error: {name}: {}", report.stop.summary());
+            if *exit_code == Some(2) {
+                self.problems += 1;
             } else {
-                crate::child::run_child_bound(&scenario, timeout, binding)
-                    .map(|report| (report, None))
-            };
-            match result {
-                Ok((mut report, mut watchdog)) => {
-                    performed += 1;
-                    if args.experiment && !matches!(report.stop, StopReason::Interrupted { .. }) {
-                        // The experiments' runs are children bounded by their own limits.
-                        drop(watchdog.take());
-                        crate::experiments::investigate_bound(&mut report, binding);
-                    }
-                    print_report(&report, args.format, &mut shown)?;
-                    drop(watchdog);
-                    // A runtime that never finished loading measured nothing: the
-                    // report says where it hung, and the tool failed.
-                    if let StopReason::TimedOut {
-                        call: Some(clmulti_explain::Call::GetPlatformIds),
-                        seconds,
-                    } = report.stop
-                    {
-                        say!("error: {}: loading the OpenCL runtime did not finish within {seconds:.1} s: clGetPlatformIDs never returned (an ICD the loader opened hangs while loading)", scenario.name);
-                        tool_failures += 1;
-                    }
-                    // A run this machine cannot do measured nothing: the input asks
-                    // for what is not here (a sweep records it as skipped instead,
-                    // as it must on a node with fewer devices).
-                    if let StopReason::Skipped { reason } = &report.stop {
-                        say!("error: {}: {reason}: this machine cannot run it, so nothing was measured (`clmulti check` says so before a run; a sweep records such a run as skipped)", scenario.name);
-                        problems += 1;
-                    }
-                    // A child that ended without a report measured nothing: its
-                    // input's fault when it said so (exit 2), else the tool's.
-                    if let StopReason::NoReport { exit_code, .. } = &report.stop {
-                        say!("error: {}: {}", scenario.name, report.stop.summary());
-                        if *exit_code == Some(2) {
-                            problems += 1;
-                        } else {
-                            tool_failures += 1;
-                        }
-                    }
-                    if args.format == Format::Text && several {
-                        reports.push(report);
-                    }
-                }
-                Err(Failure::Tool(m)) => {
-                    say!("error: {}: {m}", scenario.name);
-                    tool_failures += 1;
-                }
-                Err(Failure::Input(m)) => {
-                    say!("error: {}", located(file, index, &m));
-                    problems += 1;
-                }
-                Err(other) => return Err(other),
+                self.tool_failures += 1;
             }
         }
     }
-    if reports.len() > 1 {
-        crate::format::write_stdout(&render::comparison(&reports))?;
+
+    /// The comparison of several reports, and the exit the runs earned.
+    fn closing_words(self) -> Result<(), Failure> {
+        if self.reports.len() > 1 {
+            crate::format::write_stdout(&render::comparison(&self.reports))?;
+        }
+        if let Some(signal) = INTERRUPT.signal() {
+            say!(
+                "run: stopped by {}; the reports above are what ran",
+                clmulti_contract::signal_name(signal)
+            );
+            return Err(Failure::Interrupted(signal));
+        }
+        let (problems, performed) = (self.problems, self.performed);
+        if self.tool_failures > 0 {
+            return Err(Failure::Tool(format!(
+                "{} run(s) could not be performed (said above)",
+                self.tool_failures
+            )));
+        }
+        if problems > 0 {
+            return Err(Failure::Input(if performed == 0 {
+                format!("{problems} scenario problem(s); nothing was run")
+            } else {
+                format!("{problems} scenario problem(s); {performed} run(s) were performed (above)")
+            }));
+        }
+        Ok(())
     }
-    if let Some(signal) = INTERRUPT.signal() {
-        say!(
-            "run: stopped by {}; the reports above are what ran",
-            clmulti_contract::signal_name(signal)
-        );
-        return Err(Failure::Interrupted(signal));
-    }
-    if tool_failures > 0 {
-        return Err(Failure::Tool(format!(
-            "{tool_failures} run(s) could not be performed (said above)"
-        )));
-    }
-    if problems > 0 {
-        return Err(Failure::Input(if performed == 0 {
-            format!("{problems} scenario problem(s); nothing was run")
-        } else {
-            format!("{problems} scenario problem(s); {performed} run(s) were performed (above)")
-        }));
-    }
-    Ok(())
 }
 
 /// A run's input error at its place in the file: the engine names the key
@@ -355,7 +401,6 @@ impl Observer for CliObserver {
 /// `--timeout`, else max_seconds plus a margin), which the caller holds until the
 /// report's last byte is written. Limits and env are applied first, so this must be
 /// the process's first use of OpenCL for `[env]` to reach the runtime.
-// long: a run in this process: limits, watchdog, deadline, engine, report to the parent, in the order they must happen
 fn run_here(
     scenario: &Scenario,
     env: Option<&std::collections::BTreeMap<String, String>>,
@@ -363,10 +408,56 @@ fn run_here(
     timeout: Option<Duration>,
 ) -> Result<(Report, Option<Watchdog>), Failure> {
     let seen = Arc::new(Mutex::new(Seen::default()));
+    let on_hang = report_on_hang(scenario, format, Arc::clone(&seen));
+    // Armed before anything touches the runtime, held until the report is written.
+    let limit = clmulti_alloc::time_limit(scenario, timeout);
+    let watchdog = Watchdog::arm(limit, on_hang)
+        .map_err(|e| Failure::Tool(format!("cannot start the run's watchdog thread: {e}")))?;
+    clmulti_supervise::worker::publish_deadline(limit);
+    clmulti_alloc::apply_limits(&scenario.limits)
+        .map_err(|e| Failure::Input(format!("{}: [limits]: {e}", scenario.file)))?;
+    for (key, value) in env.into_iter().flatten() {
+        // Validation refused NUL and '=': set_var cannot panic on these.
+        std::env::set_var(key, value);
+    }
+    let progress = ProgressWriter::from_env();
+    if let Some(p) = &progress {
+        p.mark_loading();
+    }
+    let mut observer = CliObserver {
+        progress,
+        seen: Arc::clone(&seen),
+    };
+    let mut check = crate::axpy::BufferCheckAxpy;
+    let mut split = short_split;
+    let result = clmulti_alloc::run(
+        scenario,
+        RunOptions {
+            check: Some(&mut check),
+            split: Some(&mut split),
+            observer: Some(&mut observer),
+            watchdog: Some(&watchdog),
+            interrupt: Some(INTERRUPT.as_atomic()),
+            ..RunOptions::default()
+        },
+    );
+    let report = result.map_err(|e| match e {
+        clmulti_alloc::EngineError::Probe(p) => Failure::Tool(p.to_string()),
+        devices @ clmulti_alloc::EngineError::Devices { .. } => Failure::Input(devices.to_string()),
+    })?;
+    Ok((report, Some(watchdog)))
+}
+
+/// What the watchdog does when a call outlives the run's limit: the report so far
+/// (from what the observer `seen`) on stdout, then the process ends at once.
+fn report_on_hang(
+    scenario: &Scenario,
+    format: Format,
+    seen: Arc<Mutex<Seen>>,
+) -> clmulti_alloc::OnHang {
     let hung_scenario = scenario.clone();
-    let seen_by_watchdog = Arc::clone(&seen);
-    let on_hang: clmulti_alloc::OnHang = Box::new(move |call, seconds| {
-        let seen = seen_by_watchdog.lock().unwrap_or_else(|e| e.into_inner());
+    Box::new(move |call, seconds| {
+        let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
         let mut report = seen
             .started
             .clone()
@@ -390,78 +481,46 @@ fn run_here(
         // wait on the runtime.
         // SAFETY: _exit ends the process at once; nothing after it runs.
         unsafe { libc::_exit(i32::from(code)) };
-    });
-    // Armed before anything touches the runtime, held until the report is written.
-    let limit = clmulti_alloc::time_limit(scenario, timeout);
-    let watchdog = Watchdog::arm(limit, on_hang)
-        .map_err(|e| Failure::Tool(format!("cannot start the run's watchdog thread: {e}")))?;
-    clmulti_supervise::worker::publish_deadline(limit);
-    clmulti_alloc::apply_limits(&scenario.limits)
-        .map_err(|e| Failure::Input(format!("{}: [limits]: {e}", scenario.file)))?;
-    for (key, value) in env.into_iter().flatten() {
-        // Validation refused NUL and '=': set_var cannot panic on these.
-        std::env::set_var(key, value);
-    }
-    let progress = ProgressWriter::from_env();
-    if let Some(p) = &progress {
-        p.mark_loading();
-    }
-    let mut observer = CliObserver {
-        progress,
-        seen: Arc::clone(&seen),
+    })
+}
+
+/// The scenario's `[axpy] split`: a short split (2^22 elements, 5 repetitions) in
+/// the run's own context mode; it runs whole, even when stopped.
+fn short_split(
+    devices: &[clmulti_probe::Device],
+    scenario: &Scenario,
+) -> clmulti_explain::AxpySplit {
+    let options = clmulti_axpy::SplitOptions {
+        n: 1 << 22,
+        weights: None,
+        repeat: 5,
+        modes: vec![scenario.context_mode],
+        kernels: vec![
+            clmulti_axpy::KernelChoice::Seed,
+            clmulti_axpy::KernelChoice::Fast,
+        ],
+        include_transfers: false,
+        device_counts: Vec::new(),
     };
-    let mut check = crate::axpy::BufferCheckAxpy;
-    // The scenario's `[axpy] split`: a short split in the run's own context mode.
-    let mut split = |devices: &[clmulti_probe::Device], scenario: &Scenario| {
-        let options = clmulti_axpy::SplitOptions {
-            n: 1 << 22,
-            weights: None,
-            repeat: 5,
-            modes: vec![scenario.context_mode],
-            kernels: vec![
-                clmulti_axpy::KernelChoice::Seed,
-                clmulti_axpy::KernelChoice::Fast,
-            ],
-            include_transfers: false,
-            device_counts: Vec::new(),
-        };
-        // Short (2^22 elements, 5 repetitions): it runs whole, even when stopped.
-        match crate::axpy::split(devices, &options, &|| false) {
-            Ok(report) => clmulti_explain::AxpySplit::Ran {
-                n: report.n,
-                runs: report
-                    .runs
-                    .iter()
-                    .map(|r| clmulti_explain::SplitFigures {
-                        devices: r.devices,
-                        context: r.context,
-                        layout: r.layout.name().to_owned(),
-                        kernel: r.kernel.name().to_owned(),
-                        aggregate_gb_per_s: r.aggregate_gb_per_s_best,
-                        scaling_efficiency: r.scaling_efficiency,
-                        max_error_ulps: r.max_error_ulps,
-                    })
-                    .collect(),
-            },
-            Err(e) => clmulti_explain::AxpySplit::Failed {
-                error: e.to_string(),
-            },
-        }
-    };
-    let result = clmulti_alloc::run(
-        scenario,
-        RunOptions {
-            check: Some(&mut check),
-            split: Some(&mut split),
-            observer: Some(&mut observer),
-            watchdog: Some(&watchdog),
-            interrupt: Some(INTERRUPT.as_atomic()),
-            ..RunOptions::default()
+    match crate::axpy::split(devices, &options, &|| false) {
+        Ok(report) => clmulti_explain::AxpySplit::Ran {
+            n: report.n,
+            runs: report
+                .runs
+                .iter()
+                .map(|r| clmulti_explain::SplitFigures {
+                    devices: r.devices,
+                    context: r.context,
+                    layout: r.layout.name().to_owned(),
+                    kernel: r.kernel.name().to_owned(),
+                    aggregate_gb_per_s: r.aggregate_gb_per_s_best,
+                    scaling_efficiency: r.scaling_efficiency,
+                    max_error_ulps: r.max_error_ulps,
+                })
+                .collect(),
         },
-    );
-    let report = result.map_err(|e| match e {
-        clmulti_alloc::EngineError::Probe(p) => Failure::Tool(p.to_string()),
-        devices @ clmulti_alloc::EngineError::Devices { .. } => Failure::Input(devices.to_string()),
-    })?;
-    Ok((report, Some(watchdog)))
+        Err(e) => clmulti_explain::AxpySplit::Failed {
+            error: e.to_string(),
+        },
+    }
 }

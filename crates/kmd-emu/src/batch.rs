@@ -81,7 +81,7 @@ impl<'a> Memory<'a> {
     }
 
     /// Reads the batch at `start` and carries out its writes.
-    // long: one decoder: a match over the instructions a batch may hold
+    // long: a state machine: one decoder, a match over the instructions a batch may hold
     pub fn run(&self, start: u64) -> Outcome {
         let mut outcome = Outcome::default();
         let mut pc = start;

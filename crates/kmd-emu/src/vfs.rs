@@ -130,7 +130,7 @@ fn tree_description(config: &Config) -> String {
     text
 }
 
-// long: one device's files in the tree, file by file as the kernel lays them out
+// long: a flat table: one device's files in the tree, file by file as the kernel lays them out
 fn make_device(root: &Path, hw: &Hardware, device: &Device) -> io::Result<()> {
     let bdf = &device.bdf;
     let (id, revision) = (hw.model.pci_id, hw.revision);

@@ -399,7 +399,7 @@ impl Device {
 }
 
 /// Reads every property of a live device.
-// long: one query per field of [`DeviceInfo`], in field order.
+// long: a flat table: one query per field of [`DeviceInfo`], in field order
 fn read_device(platform: usize, index: usize, id: cl_sys::cl_device_id) -> DeviceInfo {
     // SAFETY: `id` is a live handle (the callers' contract).
     let bytes = |param| unsafe { raw::device_info(id, param) };

@@ -130,7 +130,7 @@ impl LayerSettings {
 impl LayerSettings {
     /// Reads the knobs through `lookup` (the process environment, or a scenario's
     /// `[env]`): `Ok(None)` when no policy is set; errors name the knob.
-    // long: each knob parsed where its error is named, in the order of [`KNOBS`].
+    // long: a flat table: each knob parsed where its error is named, in the order of [`KNOBS`]
     pub fn read(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, (String, String)> {
         let Some(name) = lookup(POLICY) else {
             if let Some(knob) = KNOBS.iter().find(|k| lookup(k).is_some()) {

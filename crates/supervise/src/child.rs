@@ -299,9 +299,68 @@ pub fn run_child(command: &ChildCommand) -> std::io::Result<ChildOutcome> {
     run_child_watching(command, &mut |_| {})
 }
 
-/// [`run_child`], handing each sample (its JSON) to `on_sample` while the child runs
-/// (the latest at most every 200 ms): what a terminal's progress line shows.
-// long: one child's life from spawn to reap (files, pipes drained by threads, the wait with timeout and interrupt, the group killed); split, the ordering of kill and drain would be harder to see.
+/// The child's program (behind the placement's wrapper, when one is set). A
+/// relative path names a file from this folder, not the child's own: a bare name is
+/// the PATH's to find.
+fn base_command(command: &ChildCommand) -> std::io::Result<Command> {
+    let program = match command.program.components().count() > 1 {
+        true => std::path::absolute(&command.program)?,
+        false => command.program.clone(),
+    };
+    Ok(match command.placement.wrapper.split_first() {
+        Some((wrapper, args)) => {
+            let mut cmd = Command::new(wrapper);
+            cmd.args(args).arg(&program);
+            cmd
+        }
+        None => Command::new(&program),
+    })
+}
+
+/// A thread reading the child's stdout: it keeps the head (the report line comes
+/// first) and drains the rest.
+fn drain_head(mut pipe: std::process::ChildStdout) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let mut chunk = [0u8; 65536];
+        while let Ok(n) = pipe.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            let room = STDOUT_MAX.saturating_sub(text.len());
+            text.extend_from_slice(&chunk[..n.min(room)]);
+        }
+        String::from_utf8_lossy(&text).into_owned()
+    })
+}
+
+/// A thread reading the child's stderr: it keeps only the tail (a runtime can print
+/// without end).
+fn drain_tail(mut pipe: std::process::ChildStderr) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut tail: Vec<u8> = Vec::new();
+        let mut chunk = [0u8; 8192];
+        while let Ok(n) = pipe.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            tail.extend_from_slice(&chunk[..n]);
+            if tail.len() > 4 * STDERR_TAIL {
+                tail.drain(..tail.len() - STDERR_TAIL);
+            }
+        }
+        let text = String::from_utf8_lossy(&tail).into_owned();
+        let cut = text.len().saturating_sub(STDERR_TAIL);
+        let cut = (cut..=text.len())
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        text[cut..].to_owned()
+    })
+}
+
+/// [`run_child`], handing each sample to `on_sample` while the child runs (the
+/// latest at most every 200 ms): what a terminal's progress line shows.
+// long: one unsafe sequence: a child's life from spawn to reap (pre-exec, the wait with timeout and interrupt, the group killed); split, the ordering of kill and drain would be harder to see.
 pub fn run_child_watching(
     command: &ChildCommand,
     on_sample: &mut dyn FnMut(&str),
@@ -311,20 +370,7 @@ pub fn run_child_watching(
     let mut inherited = vec![progress_file.as_raw_fd()];
     inherited.extend(command.inherit.iter().map(|f| f.as_raw_fd()));
     let folder = PrivateFolder::new("run")?;
-    // A relative path names a file from this folder, not the child's own: a bare
-    // name is the PATH's to find.
-    let program = match command.program.components().count() > 1 {
-        true => std::path::absolute(&command.program)?,
-        false => command.program.clone(),
-    };
-    let mut cmd = match command.placement.wrapper.split_first() {
-        Some((wrapper, args)) => {
-            let mut cmd = Command::new(wrapper);
-            cmd.args(args).arg(&program);
-            cmd
-        }
-        None => Command::new(&program),
-    };
+    let mut cmd = base_command(command)?;
     cmd.args(&command.args).current_dir(folder.path());
     if let Some((uid, gid)) = command.placement.user {
         // The child enters its folder after it became that user.
@@ -393,43 +439,8 @@ pub fn run_child_watching(
     let mut child = cmd.spawn()?;
     drop(resolved);
     let pid = child.id() as i32;
-    let stdout = child.stdout.take().map(|mut pipe| {
-        std::thread::spawn(move || {
-            // Keep the head (the report line comes first); drain the rest.
-            let mut text = Vec::new();
-            let mut chunk = [0u8; 65536];
-            while let Ok(n) = pipe.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                let room = STDOUT_MAX.saturating_sub(text.len());
-                text.extend_from_slice(&chunk[..n.min(room)]);
-            }
-            String::from_utf8_lossy(&text).into_owned()
-        })
-    });
-    let stderr = child.stderr.take().map(|mut pipe| {
-        std::thread::spawn(move || {
-            // Keep only the tail: a runtime can print without end.
-            let mut tail: Vec<u8> = Vec::new();
-            let mut chunk = [0u8; 8192];
-            while let Ok(n) = pipe.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                tail.extend_from_slice(&chunk[..n]);
-                if tail.len() > 4 * STDERR_TAIL {
-                    tail.drain(..tail.len() - STDERR_TAIL);
-                }
-            }
-            let text = String::from_utf8_lossy(&tail).into_owned();
-            let cut = text.len().saturating_sub(STDERR_TAIL);
-            let cut = (cut..=text.len())
-                .find(|&i| text.is_char_boundary(i))
-                .unwrap_or(0);
-            text[cut..].to_owned()
-        })
-    });
+    let stdout = child.stdout.take().map(drain_head);
+    let stderr = child.stderr.take().map(drain_tail);
     let mut watched = crate::protocol::Tail::default();
     let mut last_look = Instant::now();
     // A thread waits for the child: its exit is seen at once (a poll with sleeps

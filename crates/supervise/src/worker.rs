@@ -238,7 +238,7 @@ enum Ended {
     Timeout(Duration),
 }
 
-// long: one watcher loop: phase, deadline, signals passed on and exit, read from one shared page each turn
+// long: a state machine: the watcher's loop reads the worker's phase, its deadline and the signals passed on from one shared page each turn
 fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
     let start = monotonic_ms();
     let timeout_ms = bounds.timeout.map(|t| t.as_millis() as u64);
@@ -324,23 +324,7 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
                 libc::kill(pid, libc::SIGKILL);
                 libc::waitpid(pid, std::ptr::null_mut(), 0);
             }
-            let what = match ended {
-                Ended::LoadHang(_) => format!(
-                    "loading the OpenCL runtime did not finish within {:.1} s: clGetPlatformIDs never returned (an ICD the loader opened hangs while loading; OCL_ICD_VENDORS or /etc/OpenCL/vendors name them)",
-                    seconds.as_secs_f64()
-                ),
-                _ if asked_to_stop.is_some() => format!(
-                    "`clmulti {}` did not end within {:.1} s (--timeout), nor within the grace after it was asked to stop (SIGTERM; what it had in flight had not finished): killed, nothing reported",
-                    bounds.command,
-                    seconds.as_secs_f64()
-                ),
-                _ => format!(
-                    "`clmulti {}` did not end within {:.1} s ({}): stopped",
-                    bounds.command,
-                    seconds.as_secs_f64(),
-                    where_it_was(shared)
-                ),
-            };
+            let what = why_killed(&ended, seconds, asked_to_stop.is_some(), shared, &bounds);
             say(&what);
             return 1;
         }
@@ -348,35 +332,7 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
     let finished = shared.phase.load(Ordering::SeqCst) == FINISHED;
     let code = shared.exit_code.load(Ordering::SeqCst);
     if libc::WIFSIGNALED(status) {
-        let signal = libc::WTERMSIG(status);
-        let name = clmulti_contract::signal_name(signal);
-        if finished {
-            say(&format!(
-                "note: the process crashed with {name} after `clmulti {}` finished (in a runtime's exit handlers)",
-                bounds.command
-            ));
-            return u8::try_from(code).unwrap_or(1);
-        }
-        if STOP_SIGNALS.contains(&signal) {
-            // Stopped as asked: the shell's convention, and a line, so that a
-            // command that printed nothing yet does not end in silence.
-            say(&format!(
-                "`clmulti {}` stopped by {name} before it finished: what it measured so far is not reported (`clmulti run` stops a run and reports it)",
-                bounds.command
-            ));
-            return clmulti_contract::exit_by_signal(signal);
-        }
-        say(&match shared.phase.load(Ordering::SeqCst) {
-            LOADING => format!(
-                "loading the OpenCL runtime crashed the process with {name} (in clGetPlatformIDs): an ICD the loader opened (OCL_ICD_VENDORS or /etc/OpenCL/vendors name them) crashes while loading"
-            ),
-            _ => format!(
-                "`clmulti {}` crashed with {name} {}",
-                bounds.command,
-                where_it_was(shared)
-            ),
-        });
-        return 1;
+        return signalled(libc::WTERMSIG(status), finished, code, shared, &bounds);
     }
     let exit = libc::WEXITSTATUS(status);
     if let (Some(_), Some(limit)) = (asked_to_stop, bounds.timeout) {
@@ -412,6 +368,67 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
         ),
         _ => format!(
             "`clmulti {}` ended (exit {exit}) before it finished, {}: something it loaded called exit",
+            bounds.command,
+            where_it_was(shared)
+        ),
+    });
+    1
+}
+
+/// Why the watcher killed the worker: loading hung, or the command outlived its
+/// limit (after being asked to stop, or not).
+fn why_killed(
+    ended: &Ended,
+    seconds: Duration,
+    asked_to_stop: bool,
+    shared: &Shared,
+    bounds: &Bounds,
+) -> String {
+    match ended {
+        Ended::LoadHang(_) => format!(
+            "loading the OpenCL runtime did not finish within {:.1} s: clGetPlatformIDs never returned (an ICD the loader opened hangs while loading; OCL_ICD_VENDORS or /etc/OpenCL/vendors name them)",
+            seconds.as_secs_f64()
+        ),
+        _ if asked_to_stop => format!(
+            "`clmulti {}` did not end within {:.1} s (--timeout), nor within the grace after it was asked to stop (SIGTERM; what it had in flight had not finished): killed, nothing reported",
+            bounds.command,
+            seconds.as_secs_f64()
+        ),
+        _ => format!(
+            "`clmulti {}` did not end within {:.1} s ({}): stopped",
+            bounds.command,
+            seconds.as_secs_f64(),
+            where_it_was(shared)
+        ),
+    }
+}
+
+/// The exit for a worker ended by `signal`: a crash after it finished, a stop it
+/// was asked for, or a crash while loading or running, each said.
+fn signalled(signal: i32, finished: bool, code: i32, shared: &Shared, bounds: &Bounds) -> u8 {
+    let name = clmulti_contract::signal_name(signal);
+    if finished {
+        say(&format!(
+            "note: the process crashed with {name} after `clmulti {}` finished (in a runtime's exit handlers)",
+            bounds.command
+        ));
+        return u8::try_from(code).unwrap_or(1);
+    }
+    if STOP_SIGNALS.contains(&signal) {
+        // Stopped as asked: the shell's convention, and a line, so that a
+        // command that printed nothing yet does not end in silence.
+        say(&format!(
+            "`clmulti {}` stopped by {name} before it finished: what it measured so far is not reported (`clmulti run` stops a run and reports it)",
+            bounds.command
+        ));
+        return clmulti_contract::exit_by_signal(signal);
+    }
+    say(&match shared.phase.load(Ordering::SeqCst) {
+        LOADING => format!(
+            "loading the OpenCL runtime crashed the process with {name} (in clGetPlatformIDs): an ICD the loader opened (OCL_ICD_VENDORS or /etc/OpenCL/vendors name them) crashes while loading"
+        ),
+        _ => format!(
+            "`clmulti {}` crashed with {name} {}",
             bounds.command,
             where_it_was(shared)
         ),

@@ -4,7 +4,7 @@
 
 use super::model::human;
 use super::plots::{outcome_css, PlotData};
-use super::{Exporter, View};
+use super::{Exporter, Group, View};
 use clmulti_explain::render::html_escape as esc;
 use clmulti_explain::Unit;
 use std::collections::BTreeSet;
@@ -206,7 +206,6 @@ impl Exporter for Html {
         "index.html".into()
     }
 
-    // long: the page top to bottom
     fn render(&self, view: &View<'_>) -> Result<String, String> {
         let mut out = format!(
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>clmulti sweep</title><style>{STYLE}</style></head><body>\n<main>\n<h1>clmulti sweep</h1>\n<div class=\"machine\" id=\"machine\">"
@@ -250,69 +249,14 @@ impl Exporter for Html {
                 1,
             ));
         }
-        let uncovered = uncovered_lines(view);
-        if !uncovered.is_empty() {
-            out.push_str(
-                "<section class=\"verdict\" id=\"uncovered\"><h2>Runs without a verdict</h2><ul>",
-            );
-            for line in uncovered {
-                let (tag, text) = line.split_once("] ").unwrap_or(("", &line));
-                out.push_str(&format!(
-                    "<li class=\"measured\"><span class=\"tag\">{}]</span> {}</li>",
-                    esc(tag),
-                    esc(text)
-                ));
-            }
-            out.push_str("</ul></section>\n");
-        }
+        out.push_str(&uncovered_section(view));
         out.push_str(&format!(
             "<h2>Buffers reached</h2><img src=\"{}\" alt=\"buffers reached per run, coloured by outcome; the figures are in the table below it\">\n{}",
             esc(&view.buffers_plot),
             data_tables(&view.buffers_data)
         ));
         for group in &view.groups {
-            out.push_str(&format!("<h2 id=\"{}\">{}</h2>\n<p class=\"notes\">{}</p>\n<table><tr><th scope=\"col\">run</th><th scope=\"col\">result</th><th scope=\"col\">devices</th><th scope=\"col\">context</th><th scope=\"col\">strategy</th><th scope=\"col\">buffers</th><th scope=\"col\">RSS/buffer</th><th scope=\"col\">fds/buffer</th><th scope=\"col\">device memory/buffer</th></tr>\n",
-                esc(&super::slug(&group.file)), esc(&group.name), esc(&group.file)));
-            for run in group.runs.iter().take(ROWS_PER_GROUP) {
-                let r = &run.row;
-                out.push_str(&format!(
-                    "<tr><td>{}</td><td><span class=\"outcome\" style=\"background:{}\">{}</span> {}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                    esc(&r.run),
-                    outcome_css(r.outcome),
-                    r.outcome,
-                    esc(&r.headline),
-                    if run.notes.is_empty() {
-                        String::new()
-                    } else {
-                        format!("<div class=\"notes\">{}</div>", run.notes.iter().map(|n| esc(n)).collect::<Vec<_>>().join("<br>"))
-                    },
-                    esc(&r.devices),
-                    esc(r.context_mode.name()),
-                    esc(&r.strategy),
-                    clmulti_scenario::format_count(r.buffers as f64),
-                    human(Unit::Bytes, r.rss_per_buffer),
-                    human(Unit::Count, r.fds_per_buffer),
-                    human(Unit::Bytes, r.device_mem_per_buffer),
-                ));
-            }
-            out.push_str("</table>\n");
-            if group.runs.len() > ROWS_PER_GROUP {
-                out.push_str(&format!(
-                    "<p class=\"notes\">{} more run(s) of this group are in <a href=\"summary.csv\">summary.csv</a>.</p>\n",
-                    group.runs.len() - ROWS_PER_GROUP
-                ));
-            }
-            for note in &group.plot_notes {
-                out.push_str(&format!("<p class=\"notes\">{}</p>\n", esc(note)));
-            }
-            if let Some(plot) = &group.plot {
-                out.push_str(&format!(
-                    "<img src=\"{}\" alt=\"{}: resources against allocations; the figures are in the table below it\">\n{}",
-                    esc(plot),
-                    esc(&group.name),
-                    data_tables(&group.plot_data)
-                ));
-            }
+            out.push_str(&group_section(group));
         }
         if let Some(plot) = &view.scaling_plot {
             out.push_str(&format!(
@@ -327,4 +271,73 @@ impl Exporter for Html {
         out.push_str("</main>\n</body></html>\n");
         Ok(out)
     }
+}
+
+/// The runs no verdict covers, as a list; empty when every run is covered.
+fn uncovered_section(view: &View<'_>) -> String {
+    let mut out = String::new();
+    let uncovered = uncovered_lines(view);
+    if !uncovered.is_empty() {
+        out.push_str(
+            "<section class=\"verdict\" id=\"uncovered\"><h2>Runs without a verdict</h2><ul>",
+        );
+        for line in uncovered {
+            let (tag, text) = line.split_once("] ").unwrap_or(("", &line));
+            out.push_str(&format!(
+                "<li class=\"measured\"><span class=\"tag\">{}]</span> {}</li>",
+                esc(tag),
+                esc(text)
+            ));
+        }
+        out.push_str("</ul></section>\n");
+    }
+    out
+}
+
+/// A group's table of runs, its notes and its plot.
+fn group_section(group: &Group<'_>) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("<h2 id=\"{}\">{}</h2>\n<p class=\"notes\">{}</p>\n<table><tr><th scope=\"col\">run</th><th scope=\"col\">result</th><th scope=\"col\">devices</th><th scope=\"col\">context</th><th scope=\"col\">strategy</th><th scope=\"col\">buffers</th><th scope=\"col\">RSS/buffer</th><th scope=\"col\">fds/buffer</th><th scope=\"col\">device memory/buffer</th></tr>\n",
+            esc(&super::slug(&group.file)), esc(&group.name), esc(&group.file)));
+    for run in group.runs.iter().take(ROWS_PER_GROUP) {
+        let r = &run.row;
+        out.push_str(&format!(
+                "<tr><td>{}</td><td><span class=\"outcome\" style=\"background:{}\">{}</span> {}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                esc(&r.run),
+                outcome_css(r.outcome),
+                r.outcome,
+                esc(&r.headline),
+                if run.notes.is_empty() {
+                    String::new()
+                } else {
+                    format!("<div class=\"notes\">{}</div>", run.notes.iter().map(|n| esc(n)).collect::<Vec<_>>().join("<br>"))
+                },
+                esc(&r.devices),
+                esc(r.context_mode.name()),
+                esc(&r.strategy),
+                clmulti_scenario::format_count(r.buffers as f64),
+                human(Unit::Bytes, r.rss_per_buffer),
+                human(Unit::Count, r.fds_per_buffer),
+                human(Unit::Bytes, r.device_mem_per_buffer),
+            ));
+    }
+    out.push_str("</table>\n");
+    if group.runs.len() > ROWS_PER_GROUP {
+        out.push_str(&format!(
+                "<p class=\"notes\">{} more run(s) of this group are in <a href=\"summary.csv\">summary.csv</a>.</p>\n",
+                group.runs.len() - ROWS_PER_GROUP
+            ));
+    }
+    for note in &group.plot_notes {
+        out.push_str(&format!("<p class=\"notes\">{}</p>\n", esc(note)));
+    }
+    if let Some(plot) = &group.plot {
+        out.push_str(&format!(
+                "<img src=\"{}\" alt=\"{}: resources against allocations; the figures are in the table below it\">\n{}",
+                esc(plot),
+                esc(&group.name),
+                data_tables(&group.plot_data)
+            ));
+    }
+    out
 }

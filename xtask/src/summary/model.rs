@@ -106,7 +106,7 @@ fn thin(points: Vec<(u64, f64)>) -> Vec<(u64, f64)> {
 }
 
 impl RunView {
-    // long: a record's figures into a row, field by field
+    // long: a flat table: a record's figures into a row, field by field
     pub fn from(record: &SweepRecord) -> Self {
         let r = &record.report;
         let resources = Resource::all_in(&r.samples, &r.devices);

@@ -9,6 +9,7 @@ mod device_memory;
 mod host_memory;
 mod layers;
 mod opencl;
+mod phases;
 mod pool;
 mod setup;
 mod watchdog;
@@ -18,18 +19,14 @@ pub(crate) use layers::names_variable;
 pub use opencl::CL_MEM_DEVICE_ID_INTEL;
 pub use watchdog::{OnHang, Watchdog};
 
-use allocation_loop::{allocation_loop, HostMeter, LoopPlan};
+use allocation_loop::LoopPlan;
 use clmulti_explain::verdict::Statement;
 use clmulti_explain::{
-    AxpySplit, Call, DeviceMemorySource, EffectiveGuards, Layers, Report, Sample, StopReason,
-    Warning, WarningKind,
+    Call, DeviceMemorySource, EffectiveGuards, Layers, Report, Sample, StopReason, Warning,
+    WarningKind,
 };
-use clmulti_probe::{
-    ClCode, DeviceRequest, DeviceTypeFilter, DriverLimits, HostLimits, UsageReader,
-};
-use clmulti_scenario::{Count, MemFlag, RssLimit, Scenario};
-use device_memory::DeviceMemory;
-use opencl::{OpenClBackend, SetupError};
+use clmulti_probe::{ClCode, DeviceRequest, DeviceTypeFilter, DriverLimits, HostLimits};
+use clmulti_scenario::{Count, RssLimit, Scenario};
 use setup::select_devices;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -141,7 +138,6 @@ pub fn blank_report(scenario: &Scenario, stop: StopReason) -> Report {
 /// The scenario's `env` and `limits` are *not* applied here: they must be in force
 /// before the OpenCL runtime loads, so the caller runs the scenario in a fresh
 /// process (`clmulti run` does) and calls [`apply_limits`](crate::apply_limits) there.
-// long: the run's phases in order (setup, guards up front, backend, loop, check, release, reading after release, split, finish); each phase is a call or a few lines, and what they share stays visible.
 pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, EngineError> {
     let RunOptions {
         check,
@@ -156,17 +152,7 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     let mut report = blank_report(scenario, StopReason::Completed);
     report.fresh_process = !reused_process;
     let mut clock = PhaseClock::start();
-    // The engine's own cost, measured before the runtime loads: after the loop, the
-    // runtime's threads (still freeing) and its heap would be in the figure.
-    let (dry_plan, _) = loop_plan(scenario, &report.host_limits);
-    let bookkeeping = bookkeeping::measure(
-        &dry_plan,
-        scenario.devices.set.len().max(1),
-        scenario.allocation.keep,
-        dry_plan
-            .target
-            .clamp(*BOOKKEEPING_BUFFERS.start(), *BOOKKEEPING_BUFFERS.end()),
-    );
+    let bookkeeping = phases::engine_cost(scenario, &report.host_limits);
     clock.mark(&mut report, "the engine's own cost (a loop without OpenCL)");
     report.environment = Some(clmulti_probe::environment::current());
     let selected = select_devices(scenario, &tracker, &mut report)?;
@@ -174,143 +160,53 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     let Some(devices) = selected else {
         return Ok(report);
     };
-    let host = report.host_limits.clone();
-    let (plan, guards) = loop_plan(scenario, &host);
+    let (plan, guards) = loop_plan(scenario, &report.host_limits);
     report.effective_guards = Some(guards);
     if let Some(observer) = observer.as_deref_mut() {
         observer.started(&report);
     }
-    // Before the backend allocates a COPY_HOST_PTR source block of the buffer's size.
-    let source_block = if scenario.allocation.flags.contains(&MemFlag::CopyHostPtr) {
-        plan.size
-    } else {
-        0
-    };
-    let statm = UsageReader::open().statm();
-    let now = allocation_loop::GuardReading {
-        held: statm.rss_bytes,
-        vsize: statm.virtual_bytes,
-        data: statm.data_bytes,
-    };
-    if let Some(stop) = allocation_loop::refused_up_front(&plan, now, source_block) {
+    if let Some(stop) = phases::refused_up_front(scenario, &plan) {
         report.stop = stop;
         return Ok(report);
     }
     let messages: opencl::Messages = Arc::default();
-    let tracer = clmulti_probe::trace::Tracer::find();
-    report.traced = tracer.map(|_| clmulti_explain::Traced::default());
-    let setup_mark = tracer.map(|t| t.mark());
-    let mut backend = match OpenClBackend::new(scenario, &devices, &messages, tracker.clone()) {
-        Ok(b) => b,
-        Err(SetupError::Failed(code, call)) => {
-            report.stop = StopReason::Failed {
-                error: code.into(),
-                call,
-                index: 0,
-            };
-            if let (Some(t), Some(mark), Some(traced)) = (tracer, setup_mark, &mut report.traced) {
-                traced.failing_calls = t.failures_since(mark);
-            }
-            report.driver_messages = take(&messages);
-            return Ok(report);
-        }
-        Err(SetupError::Unsupported(reason)) => {
-            report.stop = StopReason::Unsupported { reason };
-            return Ok(report);
-        }
+    let Some((mut backend, tracer)) =
+        phases::backend(scenario, &devices, &messages, tracker.clone(), &mut report)
+    else {
+        return Ok(report);
     };
     clock.mark(&mut report, "create contexts and queues");
-    // Opened before the loop: at the descriptor limit nothing new can be opened.
-    let usage = UsageReader::open();
-    report.clmulti_fds = Some(usage.clmulti_fd_count());
-    let before = usage.read().process;
-    let mut memory = DeviceMemory::open(&devices);
-    report.device_memory_source = memory.source;
-    let mut meter = HostMeter {
-        usage: &usage,
-        devices: &mut memory,
-        on_sample: observer,
-        shmem_start: usage.system().map_or(0, |s| s.shmem_bytes),
-        kernel: clmulti_probe::KernelMemory::find().map(|k| {
-            let start = k.read();
-            (k, start)
-        }),
-    };
-    let loop_start = Instant::now();
-    backend.trace_with(tracer);
-    let headroom = host_memory::Headroom::reserve();
-    let outcome = allocation_loop(&plan, &mut backend, &mut meter, interrupt);
-    drop(headroom);
-    if let Some(traced) = &mut report.traced {
-        traced.failing_calls = backend.failing_calls();
-    }
-    report.failing_window = backend.failing_window();
-    if let StopReason::Failed { error, call, index } = &outcome.stop {
-        mark_output(&format!(
-            "buffer {index}: {} returned {error}",
-            call.c_name()
-        ));
-    }
+    let (usage, before, mut memory) = phases::readers(&devices, &mut report);
+    let (outcome, loop_start) = phases::loop_with_sampling(
+        &plan,
+        &mut backend,
+        (&usage, &mut memory),
+        observer,
+        (interrupt, tracer),
+        &mut report,
+    );
     clock.mark(&mut report, "allocation loop (with sampling)");
     // The checks and the split share the loop's time: they stop at its deadline.
     let deadline = loop_start + Duration::from_secs_f64(scenario.guards.max_seconds);
     let interrupted = matches!(outcome.stop, StopReason::Interrupted { .. });
-
-    // A pair's check holds host copies of both buffers and the result beside what
-    // the run keeps: where that would pass max_rss, the check is not run.
-    let check_need = 3 * plan.size;
-    let resident = UsageReader::open().statm().rss_bytes;
-    let check_fits = resident.saturating_add(check_need) <= plan.max_rss;
-    let asked = scenario.axpy.check != clmulti_scenario::AxpyCheck::None;
-    if asked && !check_fits && !interrupted {
-        report.axpy_check = Some(clmulti_explain::AxpyCheckReport {
-            failures: vec![format!(
-                "not run: a pair's check holds about {} of host memory, and with {} resident the run would pass guards.max_rss ({})",
-                clmulti_scenario::format_bytes(check_need as f64),
-                clmulti_scenario::format_bytes(resident as f64),
-                clmulti_scenario::format_bytes(plan.max_rss as f64)
-            )],
-            ..Default::default()
-        });
-    }
-    if let (Some(check), true, false, true) = (check, asked, interrupted, check_fits) {
-        let (contexts, context_of) = backend.contexts();
-        report.axpy_check = Some(check::check_pairs(
-            scenario,
-            backend.live(),
-            backend.devices(),
-            contexts,
-            &context_of,
-            check,
-            deadline,
-        ));
-    }
+    phases::check_kept(
+        scenario,
+        check,
+        &plan,
+        &backend,
+        (deadline, interrupted),
+        &mut report,
+    );
     if report.axpy_check.is_some() {
         clock.mark(&mut report, "dAxpy check over kept buffers");
     }
     hold_while_asked(interrupt);
-    let mut leak_check = backend.release_all();
-    let released = Instant::now();
-    after_release::read(&mut leak_check, &usage, &mut memory, &outcome);
-    leak_check.before = before;
-    drop(backend);
+    let (leak_check, released) = phases::release(backend, (&usage, &mut memory), &outcome, before);
     clock.mark_at(&mut report, "release every object", released);
     clock.mark(&mut report, "clmulti's readings after release");
     if let (Some(split), true) = (split, scenario.axpy.split) {
-        report.axpy_split = Some(if interrupted {
-            AxpySplit::Skipped {
-                reason: "the run was interrupted".into(),
-            }
-        } else if Instant::now() >= deadline {
-            AxpySplit::Skipped {
-                reason: format!(
-                    "guards.max_seconds ({} s) had passed when the loop and the checks ended",
-                    scenario.guards.max_seconds
-                ),
-            }
-        } else {
-            split(&devices, scenario)
-        });
+        let ended = (deadline, interrupted);
+        report.axpy_split = Some(phases::split_or_skip(split, scenario, &devices, ended));
         clock.mark(&mut report, "dAxpy split over the devices");
     }
     report.leak_check = leak_check;

@@ -101,8 +101,102 @@ pub(crate) enum SetupError {
     Unsupported(String),
 }
 
+/// Why `pin` cannot run on a device the run places buffers on, if it cannot.
+fn pin_unsupported(scenario: &Scenario, devices: &[Device]) -> Option<String> {
+    let alloc = &scenario.allocation;
+    if alloc.strategy != Strategy::Pin {
+        return None;
+    }
+    let d = alloc
+        .placement
+        .used(devices.len())
+        .iter()
+        .map(|&d| devices[d].info())
+        .find(|d| !d.pins_buffers())?;
+    Some(format!(
+        "strategy \"pin\" needs {PIN_EXTENSION} (or NEO, which takes CL_MEM_DEVICE_ID_INTEL without listing it); device {} ({}) does neither",
+        d.selector,
+        d.display_name()
+    ))
+}
+
+/// One context per group of devices, each counted as created.
+fn create_contexts(
+    groups: Vec<Vec<cl_device_id>>,
+    tracker: &CallTracker,
+    user_data: *mut c_void,
+    leak: &mut LeakCheck,
+) -> Result<Vec<Context>, SetupError> {
+    let mut contexts = Vec::new();
+    for group in groups {
+        tracker.enter(Call::CreateContext);
+        let context = Context::from_devices(&group, &[], Some(notify), user_data)
+            .map_err(|e| SetupError::Failed(ClCode(e.0), Call::CreateContext))?;
+        leak.contexts_created += 1;
+        contexts.push(context);
+    }
+    Ok(contexts)
+}
+
+/// A queue for `device` in `context`, one of its devices.
+fn create_queue(
+    context: &Context,
+    device: cl_device_id,
+    tracker: &CallTracker,
+) -> Result<CommandQueue, SetupError> {
+    tracker.enter(Call::CreateCommandQueue);
+    // SAFETY: the slot's device is one of its context's devices.
+    unsafe { CommandQueue::create_with_properties(context, device, 0, 0) }
+        .map_err(|e| SetupError::Failed(ClCode(e.0), Call::CreateCommandQueue))
+}
+
+/// A pool per device, carved at its base address alignment.
+fn device_pools(devices: &[Device], pool_size: u64) -> Vec<Pools> {
+    devices
+        .iter()
+        .map(|d| {
+            let align_bits = d
+                .info()
+                .mem_base_addr_align_bits
+                .value()
+                .copied()
+                .unwrap_or(1024);
+            Pools::new(pool_size, u64::from(align_bits / 8))
+        })
+        .collect()
+}
+
+/// The source block of `COPY_HOST_PTR` copies, when the flags ask for them.
+fn copy_source(alloc: &clmulti_scenario::Allocation) -> Result<Option<HostBlock>, SetupError> {
+    if !alloc.flags.contains(&MemFlag::CopyHostPtr) {
+        return Ok(None);
+    }
+    HostBlock::new(alloc.size_bytes)
+        .map(Some)
+        .ok_or(SetupError::Failed(
+            ClCode::OUT_OF_HOST_MEMORY,
+            Call::HostAlloc,
+        ))
+}
+
+/// The handle list reserved up front (8 bytes a buffer, capped at 64 MiB) so
+/// growing it does not land inside the measured loop.
+fn reserved_handles(alloc: &clmulti_scenario::Allocation) -> usize {
+    match (alloc.keep, alloc.count) {
+        (true, clmulti_scenario::Count::Fixed(n)) => n.min(8 << 20) as usize,
+        _ => 0,
+    }
+}
+
+/// The widest zero pattern the spec allows (128 bytes) that divides `size`.
+fn fill_pattern_size(size: u64) -> usize {
+    [128usize, 64, 32, 16, 8, 4, 2, 1]
+        .into_iter()
+        .find(|p| size % *p as u64 == 0)
+        .unwrap_or(1)
+}
+
 impl OpenClBackend {
-    // long: the backend's objects in the order they must exist (pin support, contexts, queues, copy source, handle list, pools), each failing with the call that failed.
     pub fn new(
         scenario: &Scenario,
         devices: &[Device],
@@ -111,20 +205,8 @@ impl OpenClBackend {
     ) -> Result<Self, SetupError> {
         let alloc = &scenario.allocation;
         let ids: Vec<cl_device_id> = devices.iter().map(Device::id).collect();
-        if alloc.strategy == Strategy::Pin {
-            if let Some(d) = alloc
-                .placement
-                .used(devices.len())
-                .iter()
-                .map(|&d| devices[d].info())
-                .find(|d| !d.pins_buffers())
-            {
-                return Err(SetupError::Unsupported(format!(
-                    "strategy \"pin\" needs {PIN_EXTENSION} (or NEO, which takes CL_MEM_DEVICE_ID_INTEL without listing it); device {} ({}) does neither",
-                    d.selector,
-                    d.display_name()
-                )));
-            }
+        if let Some(why) = pin_unsupported(scenario, devices) {
+            return Err(SetupError::Unsupported(why));
         }
         let user_data = Arc::as_ptr(messages) as *mut c_void;
         let mut leak = LeakCheck::default();
@@ -135,14 +217,7 @@ impl OpenClBackend {
         } else {
             ids.iter().map(|d| vec![*d]).collect()
         };
-        let mut contexts = Vec::new();
-        for group in groups {
-            tracker.enter(Call::CreateContext);
-            let context = Context::from_devices(&group, &[], Some(notify), user_data)
-                .map_err(|e| SetupError::Failed(ClCode(e.0), Call::CreateContext))?;
-            leak.contexts_created += 1;
-            contexts.push(context);
-        }
+        let contexts = create_contexts(groups, &tracker, user_data, &mut leak)?;
         // Slot `c * devices + d`: device `d` in its `c`-th context.
         let context_index = |slot: usize| {
             if shared {
@@ -155,63 +230,23 @@ impl OpenClBackend {
         let mut queues = Vec::new();
         if matches!(alloc.strategy, Strategy::Fill | Strategy::Migrate) {
             for slot in 0..slots {
-                tracker.enter(Call::CreateCommandQueue);
-                // SAFETY: the slot's device is one of its context's devices.
-                let queue = unsafe {
-                    CommandQueue::create_with_properties(
-                        &contexts[context_index(slot)],
-                        ids[slot % ids.len()],
-                        0,
-                        0,
-                    )
-                }
-                .map_err(|e| SetupError::Failed(ClCode(e.0), Call::CreateCommandQueue))?;
+                let context = &contexts[context_index(slot)];
+                queues.push(create_queue(context, ids[slot % ids.len()], &tracker)?);
                 leak.queues_created += 1;
-                queues.push(queue);
             }
         }
         let has = |f: MemFlag| alloc.flags.contains(&f);
-        let copy_source = if has(MemFlag::CopyHostPtr) {
-            Some(HostBlock::new(alloc.size_bytes).ok_or(SetupError::Failed(
-                ClCode::OUT_OF_HOST_MEMORY,
-                Call::HostAlloc,
-            ))?)
-        } else {
-            None
-        };
-        // Reserve the handle list up front (8 bytes a buffer, capped at 64 MiB) so
-        // growing it does not land inside the measured loop.
-        let reserve = match (alloc.keep, alloc.count) {
-            (true, clmulti_scenario::Count::Fixed(n)) => n.min(8 << 20) as usize,
-            _ => 0,
-        };
+        let copy_source = copy_source(alloc)?;
         let context_of = (0..slots)
             .map(|slot| contexts[context_index(slot)].get())
             .collect();
-        let pools = devices
-            .iter()
-            .map(|d| {
-                let align_bits = d
-                    .info()
-                    .mem_base_addr_align_bits
-                    .value()
-                    .copied()
-                    .unwrap_or(1024);
-                Pools::new(
-                    alloc.pool_size_bytes.unwrap_or(0),
-                    u64::from(align_bits / 8),
-                )
-            })
-            .collect();
+        let pools = device_pools(devices, alloc.pool_size_bytes.unwrap_or(0));
         tracker.enter(match alloc.strategy {
             Strategy::Pin => Call::CreateBufferWithProperties,
             _ => Call::CreateBuffer,
         });
         Ok(OpenClBackend {
-            fill_pattern_size: [128usize, 64, 32, 16, 8, 4, 2, 1]
-                .into_iter()
-                .find(|p| alloc.size_bytes % *p as u64 == 0)
-                .unwrap_or(1),
+            fill_pattern_size: fill_pattern_size(alloc.size_bytes),
             context_of,
             contexts_per_device,
             plain_create: alloc.strategy == Strategy::Create
@@ -225,7 +260,7 @@ impl OpenClBackend {
             devices: devices.to_vec(),
             contexts,
             queues,
-            live: Vec::with_capacity(reserve),
+            live: Vec::with_capacity(reserved_handles(alloc)),
             host_blocks: Vec::new(),
             copy_source,
             use_host_ptr: has(MemFlag::UseHostPtr),

@@ -12,6 +12,7 @@
 
 use crate::error::{cl3, AxpyError};
 use crate::runner::{launch, launch_without_event};
+use one_thread::one_thread;
 use opencl3::command_queue::CommandQueue;
 use opencl3::event::Event;
 use opencl3::kernel::Kernel;
@@ -21,6 +22,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use threads::{Workers, STOP};
 
+mod one_thread;
 mod threads;
 
 /// Who launches the parts.
@@ -338,94 +340,61 @@ fn profile(event: Option<&Event>, profiling: bool) -> Result<Option<[u64; 3]>, A
     Ok(Some([queued, start, end]))
 }
 
-/// One repetition from this thread: enqueue and flush each part in turn, then wait.
-// long: enqueue, flush and completion for every strategy in one loop, so the timed order of calls is the order read.
-fn one_thread(
-    parts: &[Prepared<'_>],
-    strategy: Strategy,
-    epoch: Instant,
-) -> Result<Rep, AxpyError> {
-    let at = || epoch.elapsed().as_secs_f64();
-    let mut reps = vec![PartRep::default(); parts.len()];
-    let mut events = Vec::with_capacity(parts.len());
-    let flush_after = strategy.launcher == Launcher::OneThreadFlushAfter;
-    for (part, rep) in parts.iter().zip(&mut reps) {
-        rep.launch_at = at();
-        events.push(enqueue(part, strategy)?);
-        rep.enqueued_at = at();
-        if !flush_after {
-            rep.flush_at = rep.enqueued_at;
-            flush(part, strategy)?;
-            rep.launched_at = at();
-        }
-    }
-    if flush_after {
-        for (part, rep) in parts.iter().zip(&mut reps) {
-            rep.flush_at = at();
-            flush(part, strategy)?;
-            rep.launched_at = at();
-        }
-    }
-    match strategy.completion {
-        Completion::FinishInOrder => {
-            for (part, rep) in parts.iter().zip(&mut reps) {
-                if part.kernel.is_some() {
-                    part.queue(strategy).finish().map_err(cl3("clFinish"))?;
-                }
-                rep.seen_at = at();
-            }
-        }
-        Completion::WaitForEvents => {
-            // One call per context, in launch order of each context's first part.
-            let mut contexts: Vec<usize> = Vec::with_capacity(parts.len());
-            for p in parts {
-                if !contexts.contains(&p.context) {
-                    contexts.push(p.context);
-                }
-            }
-            for context in contexts {
-                let list: Vec<_> = parts
-                    .iter()
-                    .zip(&events)
-                    .filter(|(p, _)| p.context == context)
-                    .filter_map(|(_, e)| e.as_ref().map(Event::get))
-                    .collect();
-                if !list.is_empty() {
-                    // SAFETY: live events of one context (this loop's).
-                    unsafe { clmulti_probe::raw::wait_for_events(&list) }.map_err(|code| {
-                        AxpyError::OpenCl {
-                            call: "clWaitForEvents",
-                            code,
-                        }
-                    })?;
-                }
-                let seen = at();
-                for (p, r) in parts.iter().zip(&mut reps) {
-                    if p.context == context {
-                        r.seen_at = seen;
-                    }
-                }
-            }
-        }
-        Completion::Poll => {
-            let mut pending: Vec<usize> = (0..parts.len()).collect();
-            while !pending.is_empty() {
-                let mut still = Vec::with_capacity(pending.len());
-                for i in pending {
-                    match &events[i] {
-                        Some(e) if !complete(e)? => still.push(i),
-                        _ => reps[i].seen_at = at(),
-                    }
-                }
-                pending = still;
-                std::hint::spin_loop();
+/// Every strategy tried `trials` times after one warm-up, round-robin so drift
+/// favours none, then `repeat` repetitions (until `stop`) with the fastest by median.
+fn trials_then_timed(
+    run: &dyn Fn(Strategy) -> Result<Rep, AxpyError>,
+    (trials, repeat): (usize, usize),
+    stop: &dyn Fn() -> bool,
+) -> Result<Measured, AxpyError> {
+    let strategies = Strategy::all();
+    let mut applications = 0u32;
+    let mut trial_reps: Vec<Vec<Rep>> = vec![Vec::new(); strategies.len()];
+    for round in 0..=trials.max(1) {
+        for (s, &strategy) in strategies.iter().enumerate() {
+            let rep = run(strategy)?;
+            applications += 1;
+            if round > 0 {
+                trial_reps[s].push(rep);
             }
         }
     }
-    for (event, rep) in events.iter().zip(&mut reps) {
-        rep.profile = profile(event.as_ref(), strategy.profiling)?;
+    let mut profiled: Vec<Rep> = strategies
+        .iter()
+        .zip(&trial_reps)
+        .filter(|(s, _)| s.profiling)
+        .flat_map(|(_, reps)| reps.iter().cloned())
+        .collect();
+    let kernel_best_s = longest_best_kernel(&profiled);
+    let figures: Vec<StrategyFigures> = strategies
+        .iter()
+        .zip(&trial_reps)
+        .map(|(&s, reps)| figures(s, reps, kernel_best_s))
+        .collect();
+    let chosen = figures
+        .iter()
+        .min_by(|a, b| a.total_us.total_cmp(&b.total_us))
+        .map(|f| f.strategy)
+        .expect("strategies to try");
+    let mut timed = Vec::with_capacity(repeat);
+    for _ in 0..repeat.max(1) {
+        let rep = run(chosen)?;
+        applications += 1;
+        if chosen.profiling {
+            profiled.push(rep.clone());
+        }
+        timed.push(rep);
+        if stop() {
+            break;
+        }
     }
-    Ok(reps)
+    Ok(Measured {
+        chosen,
+        strategies: figures,
+        timed,
+        applications,
+        profiled,
+    })
 }
 
 /// What [`measure`] found.
@@ -444,14 +413,12 @@ pub(crate) struct Measured {
 
 /// Tries every strategy (`trials` repetitions each after one warm-up, round-robin so
 /// drift favours none), then times `repeat` repetitions with the fastest by median.
-// long: warm-up, trials of each strategy and the timed repetitions share the prepared parts and the worker threads' lifetime (a thread scope).
 pub(crate) fn measure(
     parts: &[Prepared<'_>],
     trials: usize,
     repeat: usize,
     stop: &dyn Fn() -> bool,
 ) -> Result<Measured, AxpyError> {
-    let strategies = Strategy::all();
     let workers = Workers {
         generation: AtomicU64::new(0),
         strategy: Mutex::new(None),
@@ -477,55 +444,7 @@ pub(crate) fn measure(
             }
             Launcher::ThreadPerDevice => workers.rep(strategy, &threads),
         };
-        let result = (|| {
-            let mut applications = 0u32;
-            let mut trial_reps: Vec<Vec<Rep>> = vec![Vec::new(); strategies.len()];
-            for round in 0..=trials.max(1) {
-                for (s, &strategy) in strategies.iter().enumerate() {
-                    let rep = run(strategy)?;
-                    applications += 1;
-                    if round > 0 {
-                        trial_reps[s].push(rep);
-                    }
-                }
-            }
-            let mut profiled: Vec<Rep> = strategies
-                .iter()
-                .zip(&trial_reps)
-                .filter(|(s, _)| s.profiling)
-                .flat_map(|(_, reps)| reps.iter().cloned())
-                .collect();
-            let kernel_best_s = longest_best_kernel(&profiled);
-            let figures: Vec<StrategyFigures> = strategies
-                .iter()
-                .zip(&trial_reps)
-                .map(|(&s, reps)| figures(s, reps, kernel_best_s))
-                .collect();
-            let chosen = figures
-                .iter()
-                .min_by(|a, b| a.total_us.total_cmp(&b.total_us))
-                .map(|f| f.strategy)
-                .expect("strategies to try");
-            let mut timed = Vec::with_capacity(repeat);
-            for _ in 0..repeat.max(1) {
-                let rep = run(chosen)?;
-                applications += 1;
-                if chosen.profiling {
-                    profiled.push(rep.clone());
-                }
-                timed.push(rep);
-                if stop() {
-                    break;
-                }
-            }
-            Ok(Measured {
-                chosen,
-                strategies: figures,
-                timed,
-                applications,
-                profiled,
-            })
-        })();
+        let result = trials_then_timed(&run, (trials, repeat), stop);
         workers.generation.store(STOP, Ordering::Release);
         threads.iter().for_each(std::thread::Thread::unpark);
         result

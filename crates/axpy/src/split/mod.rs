@@ -9,8 +9,10 @@
 //! device, against the same kernel on one device, timed the same way, in the same
 //! run; and over fewer devices, for the efficiency per device count.
 
+mod plan;
 mod run;
 
+use plan::{layout_notes, Split};
 use run::run_split;
 
 mod report;
@@ -174,12 +176,59 @@ pub fn split(devices: &[Device], options: &SplitOptions) -> Result<SplitReport, 
 /// devices): once it says yes, no run starts, the report holds the runs that
 /// finished and [`SplitReport::not_run`] names the others (what a command does on
 /// Ctrl-C).
-// long: the split's plan in order (parts, contexts per mode, one device for comparison, each layout and kernel, fewer devices, transfers, notes); each step calls out.
 pub fn split_until(
     devices: &[Device],
     options: &SplitOptions,
     stop: &dyn Fn() -> bool,
 ) -> Result<SplitReport, AxpyError> {
+    let weights = checked_weights(devices, options)?;
+    let mut report = SplitReport {
+        n: options.n,
+        parts: parts(options.n, &weights, align_floats(devices))?,
+        repeat: options.repeat.max(1),
+        runs: Vec::new(),
+        scaling: Vec::new(),
+        transfers: Vec::new(),
+        notes: Vec::new(),
+        not_run: Vec::new(),
+    };
+    let mut counts: Vec<usize> = options
+        .device_counts
+        .iter()
+        .copied()
+        .filter(|k| *k < devices.len())
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    counts.push(devices.len());
+    let mut split = Split::new(devices, options, stop, weights, &counts);
+    let mut run_all = || -> Result<(), AxpyError> {
+        for &k in &counts {
+            if !split.run_count(k, &mut report)? {
+                break;
+            }
+        }
+        Ok(())
+    };
+    if let Err(e) = run_all() {
+        // A stop can make the run in flight fail (PoCL's compiler, on the signal,
+        // deletes its temporary files): then it is not run, not an error.
+        if !stop() {
+            return Err(e);
+        }
+        let ran = report.runs.len() + report.scaling.len();
+        report.notes.push(format!(
+            "the run in flight when the stop came failed, and is counted as not run: {e}"
+        ));
+        report.not_run = split.planned[ran..].to_vec();
+    }
+    layout_notes(&mut report);
+    Ok(report)
+}
+
+/// The devices' weights (equal unless given), once the devices are distinct and
+/// every device count is among them.
+fn checked_weights(devices: &[Device], options: &SplitOptions) -> Result<Vec<f64>, AxpyError> {
     for (i, d) in devices.iter().enumerate() {
         if devices[..i].iter().any(|o| o.id() == d.id()) {
             return Err(AxpyError::SameDevice(d.name().unwrap_or_default()));
@@ -206,172 +255,7 @@ pub fn split_until(
             devices.len()
         )));
     }
-    let align = align_floats(devices);
-    let all_parts = parts(options.n, &weights, align)?;
-    let mut report = SplitReport {
-        n: options.n,
-        parts: all_parts,
-        repeat: options.repeat.max(1),
-        runs: Vec::new(),
-        scaling: Vec::new(),
-        transfers: Vec::new(),
-        notes: Vec::new(),
-        not_run: Vec::new(),
-    };
-    // Made once: at n = 2^29 each vector is 2 GiB.
-    let whole_x = test_data(options.n, 1);
-    let whole_y = test_data(options.n, 2);
-    let mut counts: Vec<usize> = options
-        .device_counts
-        .iter()
-        .copied()
-        .filter(|k| *k < devices.len())
-        .collect();
-    counts.sort_unstable();
-    counts.dedup();
-    counts.push(devices.len());
-    // The same kernel on device 0 alone, per mode and kernel: the base of every count.
-    let mut one_device: Vec<(ContextMode, KernelRan, f64, Strategy)> = Vec::new();
-    // Every run, in order, to name those a stop leaves out.
-    let planned: Vec<String> = counts
-        .iter()
-        .flat_map(|&k| options.modes.iter().map(move |&mode| (k, mode)))
-        .flat_map(|(k, mode)| {
-            layouts(mode, k, devices.len())
-                .iter()
-                .flat_map(move |&layout| {
-                    options.kernels.iter().map(move |&choice| {
-                        format!(
-                            "{k} device(s), {} context, {}, {}",
-                            mode.name(),
-                            layout.name(),
-                            choice_name(choice)
-                        )
-                    })
-                })
-        })
-        .collect();
-    // Every run; `Err` when one failed.
-    let mut run_all = || -> Result<(), AxpyError> {
-        'counts: for &k in &counts {
-            let all = devices.len();
-            let devices = &devices[..k];
-            let parts = parts(options.n, &weights[..k], align)?;
-            let everything = k == all;
-            for &mode in &options.modes {
-                let ids: Vec<_> = devices.iter().map(Device::id).collect();
-                let contexts: Vec<Context> = match mode {
-                    ContextMode::Shared => {
-                        vec![Context::from_devices(&ids, &[], None, std::ptr::null_mut())
-                            .map_err(cl3("clCreateContext"))?]
-                    }
-                    ContextMode::PerDevice => devices
-                        .iter()
-                        .map(Context::from_device)
-                        .collect::<Result<_, _>>()
-                        .map_err(cl3("clCreateContext"))?,
-                };
-                let runners: Vec<Runner<'_>> =
-                    contexts.iter().map(Runner::new).collect::<Result<_, _>>()?;
-                let runner_of =
-                    |d: usize| &runners[if mode == ContextMode::Shared { 0 } else { d }];
-                for &layout in layouts(mode, k, all) {
-                    for (i, &choice) in options.kernels.iter().enumerate() {
-                        if stop() {
-                            let ran = report.runs.len() + report.scaling.len();
-                            report.not_run = planned[ran..].to_vec();
-                            break 'counts;
-                        }
-                        // Data movement is timed once per mode: first kernel, own buffers.
-                        let time_transfers = options.include_transfers
-                            && everything
-                            && layout == Layout::Buffers
-                            && i == 0;
-                        let run = run_split(
-                            devices,
-                            &parts,
-                            (&whole_x, &whole_y),
-                            mode,
-                            layout,
-                            choice,
-                            &runner_of,
-                            options,
-                            time_transfers,
-                            &mut one_device,
-                            stop,
-                        )?;
-                        let index = report.runs.len() + report.scaling.len();
-                        let Some((run, transfers)) = run else {
-                            // Its repetitions cut short by a stop: not reported.
-                            report.not_run = std::iter::once(format!(
-                                "{} (stopped part way: best-of figures of fewer repetitions do not compare)",
-                                planned[index]
-                            ))
-                            .chain(planned[index + 1..].iter().cloned())
-                            .collect();
-                            break 'counts;
-                        };
-                        if everything {
-                            report.runs.push(run);
-                        } else {
-                            report.scaling.push(run);
-                        }
-                        report.transfers.extend(transfers);
-                    }
-                }
-            }
-        }
-        Ok(())
-    };
-    if let Err(e) = run_all() {
-        // A stop can make the run in flight fail (PoCL's compiler, on the signal,
-        // deletes its temporary files): then it is not run, not an error.
-        if !stop() {
-            return Err(e);
-        }
-        let ran = report.runs.len() + report.scaling.len();
-        report.notes.push(format!(
-            "the run in flight when the stop came failed, and is counted as not run: {e}"
-        ));
-        report.not_run = planned[ran..].to_vec();
-    }
-    // Which layout of the shared context was faster, on this runtime.
-    for kernel in [KernelRan::Seed, KernelRan::Fast] {
-        let of = |layout| {
-            report
-                .runs
-                .iter()
-                .find(|r| {
-                    r.context == ContextMode::Shared && r.layout == layout && r.kernel == kernel
-                })
-                .map(|r| r.aggregate_gb_per_s_best)
-        };
-        if let (Some(b), Some(s)) = (of(Layout::Buffers), of(Layout::SubBuffers)) {
-            // On two H200s the faster layout changed between two runs with 1.4% and
-            // 1.5% differences: below 3% a winner is not claimed.
-            let text = if (b - s).abs() / b.min(s) < LAYOUT_DIFFERENCE {
-                format!(
-                    "{} in the shared context: no difference beyond {:.0}% between buffers per device ({b:.1} GB/s) and sub-buffers of one buffer ({s:.1} GB/s)",
-                    kernel.name(),
-                    LAYOUT_DIFFERENCE * 100.0
-                )
-            } else {
-                format!(
-                    "{} in the shared context: {} were faster ({:.1} vs {:.1} GB/s)",
-                    kernel.name(),
-                    if b >= s {
-                        "buffers per device"
-                    } else {
-                        "sub-buffers of one buffer"
-                    },
-                    b.max(s),
-                    b.min(s)
-                )
-            };
-            report.notes.push(text);
-        }
-    }
-    Ok(report)
+    Ok(weights)
 }
 
 /// The layouts a split of `k` of `all` devices runs in `mode`: sub-buffers of one

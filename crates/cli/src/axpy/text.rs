@@ -2,7 +2,7 @@
 
 use super::*;
 
-// long: one table, column by column
+// long: a flat table: the devices' figures, column by column
 pub(super) fn table_text(report: &AxpyReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "platform {}", report.platform);
@@ -118,7 +118,6 @@ fn stopped_text(report: &AxpyReport) -> String {
     out
 }
 
-// long: the split's sections in reading order (ways, timings, skew, notes)
 pub(super) fn split_text(report: &AxpyReport, devices: &[Device]) -> String {
     let mut out = String::new();
     let Some(s) = &report.split else {
@@ -141,114 +140,10 @@ pub(super) fn split_text(report: &AxpyReport, devices: &[Device]) -> String {
             devices.len()
         );
     } else {
-        let mut header = vec![
-            "context".to_owned(),
-            "layout".into(),
-            "kernel".into(),
-            "aggregate GB/s".into(),
-            "median".into(),
-            "1 device".into(),
-            "efficiency".into(),
-        ];
-        header.extend((0..devices.len()).map(|d| format!("device {d} GB/s")));
-        let mut rows = vec![header];
-        for r in &s.runs {
-            let mut row = vec![
-                r.context.name().to_owned(),
-                r.layout.name().to_owned(),
-                r.kernel.name().to_owned(),
-                format!("{:.1}", r.aggregate_gb_per_s_best),
-                format!("{:.1}", r.aggregate_gb_per_s_median),
-                format!("{:.1}", r.one_device_gb_per_s),
-                format!("{:.3}", r.scaling_efficiency),
-            ];
-            row.extend(r.parts.iter().map(|p| {
-                format!(
-                    "{:.1}{}",
-                    p.gb_per_s_best,
-                    if p.clock == clmulti_axpy::Clock::Host {
-                        " (host)"
-                    } else {
-                        ""
-                    }
-                )
-            }));
-            rows.push(row);
-        }
-        let _ = write!(out, "{}", table(&rows));
-        let _ = writeln!(
-            out,
-            "  every part verified against the CPU reference (largest error {:.2} of the tolerance)",
-            s.runs
-                .iter()
-                .map(|r| r.max_error_ulps / 2.0)
-                .fold(0.0, f64::max)
-        );
-        let ways = s.runs.first().map_or(0, |r| r.strategies.len());
-        let mut chosen: Vec<String> = s.runs.iter().map(|r| r.launched_by.describe()).collect();
-        chosen.dedup();
-        if chosen.len() == 1 {
-            let _ = writeln!(
-                    out,
-                "  launched by: {} (the fastest by median of {ways} ways tried in each run; -v shows each) [measured]",
-                chosen[0]
-            );
-        } else {
-            let _ = writeln!(
-                out,
-                "  launched by (the fastest by median of {ways} ways tried; -v shows each) [measured]:"
-            );
-            for r in &s.runs {
-                let _ = writeln!(
-                    out,
-                    "    {} {} {}: {}",
-                    r.context.name(),
-                    r.layout.name(),
-                    r.kernel.name(),
-                    r.launched_by.describe()
-                );
-            }
-        }
+        out.push_str(&runs_text(s, devices.len()));
     }
     if !s.scaling.is_empty() {
-        let _ = writeln!(out, "  efficiency per device count (buffers per device; each against the same kernel on device 0 alone) [measured]:");
-        let mut rows = vec![vec![
-            "devices".to_owned(),
-            "context".into(),
-            "kernel".into(),
-            "aggregate GB/s".into(),
-            "1 device".into(),
-            "efficiency".into(),
-        ]];
-        let mut all: Vec<&clmulti_axpy::SplitRun> = s
-            .scaling
-            .iter()
-            .chain(
-                s.runs
-                    .iter()
-                    .filter(|r| r.layout == clmulti_axpy::Layout::Buffers),
-            )
-            .collect();
-        all.sort_by_key(|r| {
-            (
-                r.context == ContextMode::PerDevice,
-                r.kernel.name(),
-                r.devices,
-            )
-        });
-        for r in all {
-            rows.push(vec![
-                r.devices.to_string(),
-                r.context.name().to_owned(),
-                r.kernel.name().to_owned(),
-                format!("{:.1}", r.aggregate_gb_per_s_best),
-                format!("{:.1}", r.one_device_gb_per_s),
-                format!("{:.3}", r.scaling_efficiency),
-            ]);
-        }
-        for line in table(&rows).lines() {
-            let _ = writeln!(out, "  {line}");
-        }
+        out.push_str(&scaling_text(s));
     }
     for t in &s.transfers {
         let _ = writeln!(
@@ -267,6 +162,125 @@ pub(super) fn split_text(report: &AxpyReport, devices: &[Device]) -> String {
         let _ = writeln!(out, "  note: {n}");
     }
     out.push_str(&stopped_text(report));
+    out
+}
+
+/// The runs over every device: their table, their check and how they launched.
+fn runs_text(s: &SplitReport, devices: usize) -> String {
+    let mut out = String::new();
+    let mut header = vec![
+        "context".to_owned(),
+        "layout".into(),
+        "kernel".into(),
+        "aggregate GB/s".into(),
+        "median".into(),
+        "1 device".into(),
+        "efficiency".into(),
+    ];
+    header.extend((0..devices).map(|d| format!("device {d} GB/s")));
+    let mut rows = vec![header];
+    for r in &s.runs {
+        let mut row = vec![
+            r.context.name().to_owned(),
+            r.layout.name().to_owned(),
+            r.kernel.name().to_owned(),
+            format!("{:.1}", r.aggregate_gb_per_s_best),
+            format!("{:.1}", r.aggregate_gb_per_s_median),
+            format!("{:.1}", r.one_device_gb_per_s),
+            format!("{:.3}", r.scaling_efficiency),
+        ];
+        row.extend(r.parts.iter().map(|p| {
+            format!(
+                "{:.1}{}",
+                p.gb_per_s_best,
+                if p.clock == clmulti_axpy::Clock::Host {
+                    " (host)"
+                } else {
+                    ""
+                }
+            )
+        }));
+        rows.push(row);
+    }
+    let _ = write!(out, "{}", table(&rows));
+    let _ = writeln!(
+        out,
+        "  every part verified against the CPU reference (largest error {:.2} of the tolerance)",
+        s.runs
+            .iter()
+            .map(|r| r.max_error_ulps / 2.0)
+            .fold(0.0, f64::max)
+    );
+    let ways = s.runs.first().map_or(0, |r| r.strategies.len());
+    let mut chosen: Vec<String> = s.runs.iter().map(|r| r.launched_by.describe()).collect();
+    chosen.dedup();
+    if chosen.len() == 1 {
+        let _ = writeln!(
+                out,
+            "  launched by: {} (the fastest by median of {ways} ways tried in each run; -v shows each) [measured]",
+            chosen[0]
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "  launched by (the fastest by median of {ways} ways tried; -v shows each) [measured]:"
+        );
+        for r in &s.runs {
+            let _ = writeln!(
+                out,
+                "    {} {} {}: {}",
+                r.context.name(),
+                r.layout.name(),
+                r.kernel.name(),
+                r.launched_by.describe()
+            );
+        }
+    }
+    out
+}
+
+/// The efficiency per device count (buffers per device; each against the same
+/// kernel on device 0 alone).
+fn scaling_text(s: &SplitReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "  efficiency per device count (buffers per device; each against the same kernel on device 0 alone) [measured]:");
+    let mut rows = vec![vec![
+        "devices".to_owned(),
+        "context".into(),
+        "kernel".into(),
+        "aggregate GB/s".into(),
+        "1 device".into(),
+        "efficiency".into(),
+    ]];
+    let mut all: Vec<&clmulti_axpy::SplitRun> = s
+        .scaling
+        .iter()
+        .chain(
+            s.runs
+                .iter()
+                .filter(|r| r.layout == clmulti_axpy::Layout::Buffers),
+        )
+        .collect();
+    all.sort_by_key(|r| {
+        (
+            r.context == ContextMode::PerDevice,
+            r.kernel.name(),
+            r.devices,
+        )
+    });
+    for r in all {
+        rows.push(vec![
+            r.devices.to_string(),
+            r.context.name().to_owned(),
+            r.kernel.name().to_owned(),
+            format!("{:.1}", r.aggregate_gb_per_s_best),
+            format!("{:.1}", r.one_device_gb_per_s),
+            format!("{:.3}", r.scaling_efficiency),
+        ]);
+    }
+    for line in table(&rows).lines() {
+        let _ = writeln!(out, "  {line}");
+    }
     out
 }
 

@@ -193,44 +193,15 @@ fn memory_bound() -> u64 {
 
 /// Runs one arm in a fresh process, watched: killed when it outlives `--min-seconds`
 /// many times over (a hung runtime), at once on a second Ctrl-C.
-// long: one arm's child from its command line to its figures, each way it can fail named
 fn spawn_arm(arm: Arm, args: &Args, count: u64, memory: u64) -> Result<ArmResult, Failure> {
-    use clmulti_supervise::{run_child, ChildCommand, INTERRUPT};
-    use std::os::unix::process::ExitStatusExt;
+    use clmulti_supervise::{run_child, INTERRUPT};
     let exe = std::env::current_exe()
         .map_err(|e| Failure::Tool(format!("cannot find own binary: {e}")))?;
     let arm_name = match arm {
         Arm::Plain => "plain",
         Arm::Engine => "engine",
     };
-    let command = ChildCommand {
-        program: exe,
-        args: [
-            "bench",
-            "--arm",
-            arm_name,
-            "--device",
-            &args.device,
-            "--size",
-            &args.size,
-            "--count",
-            &count.to_string(),
-            "--sample-every",
-            &args.sample_every.to_string(),
-            "--memory-bound",
-            &memory.to_string(),
-        ]
-        .map(std::ffi::OsString::from)
-        .to_vec(),
-        env: Default::default(),
-        // Loading, a calibrated arm (about --min-seconds) and its release, with room.
-        timeout: Duration::from_secs(120) + Duration::from_secs_f64(args.min_seconds * 20.0),
-        interrupt: Some(&INTERRUPT),
-        interrupt_grace: Duration::ZERO,
-        resolved: None,
-        placement: Default::default(),
-        inherit: Vec::new(),
-    };
+    let command = arm_command(exe, arm_name, args, count, memory);
     crate::verbose!(
         "bench: child: {} {}",
         command.program.display(),
@@ -260,22 +231,66 @@ fn spawn_arm(arm: Arm, args: &Args, count: u64, memory: u64) -> Result<ArmResult
     {
         Some(r) if out.status.success() => Ok(r),
         _ => {
-            let why = if out.timed_out {
-                format!("did not end within {:.0} s", command.timeout.as_secs_f64())
-            } else if let Some(signal) = out.status.signal() {
-                format!("crashed with {}", clmulti_contract::signal_name(signal))
-            } else {
-                let err = out.stderr_tail.as_str();
-                err.lines()
-                    .find_map(|l| l.strip_prefix("error: "))
-                    .unwrap_or(err.trim())
-                    .to_owned()
-            };
+            let why = why_arm_failed(&out, command.timeout);
             Err(match out.status.code() {
                 Some(2) => Failure::Input(why),
                 _ => Failure::Tool(format!("the {arm_name} arm failed: {why}")),
             })
         }
+    }
+}
+
+/// An arm's command line: this binary's `bench --arm`, with a timeout for loading,
+/// a calibrated arm (about `--min-seconds`) and its release, with room.
+fn arm_command(
+    exe: std::path::PathBuf,
+    arm_name: &str,
+    args: &Args,
+    count: u64,
+    memory: u64,
+) -> clmulti_supervise::ChildCommand {
+    clmulti_supervise::ChildCommand {
+        program: exe,
+        args: [
+            "bench",
+            "--arm",
+            arm_name,
+            "--device",
+            &args.device,
+            "--size",
+            &args.size,
+            "--count",
+            &count.to_string(),
+            "--sample-every",
+            &args.sample_every.to_string(),
+            "--memory-bound",
+            &memory.to_string(),
+        ]
+        .map(std::ffi::OsString::from)
+        .to_vec(),
+        env: Default::default(),
+        timeout: Duration::from_secs(120) + Duration::from_secs_f64(args.min_seconds * 20.0),
+        interrupt: Some(&clmulti_supervise::INTERRUPT),
+        interrupt_grace: Duration::ZERO,
+        resolved: None,
+        placement: Default::default(),
+        inherit: Vec::new(),
+    }
+}
+
+/// Why an arm gave no figures: its time ran out, a signal, or its error line.
+fn why_arm_failed(out: &clmulti_supervise::ChildOutcome, timeout: Duration) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if out.timed_out {
+        format!("did not end within {:.0} s", timeout.as_secs_f64())
+    } else if let Some(signal) = out.status.signal() {
+        format!("crashed with {}", clmulti_contract::signal_name(signal))
+    } else {
+        let err = out.stderr_tail.as_str();
+        err.lines()
+            .find_map(|l| l.strip_prefix("error: "))
+            .unwrap_or(err.trim())
+            .to_owned()
     }
 }
 
@@ -319,7 +334,6 @@ fn calibrate(args: &Args, memory_bytes: f64) -> Result<Calibration, Failure> {
     })
 }
 
-// long: the bench's rounds interleaved, each arm a fresh process, then the interval and the verdict
 pub fn run(args: &Args) -> Result<(), Failure> {
     let size = clmulti_scenario::parse_size(&args.size)
         .map_err(|e| Failure::Input(format!("--size: {e}")))?;
@@ -342,22 +356,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         devices[0].info().selector,
         devices[0].info().display_name()
     );
-    let memory = memory_bound();
-    if args.count.saturating_mul(MIN_BYTES_PER_BUFFER) > memory {
-        return Err(Failure::Input(format!(
-            "--count {}: at {MIN_BYTES_PER_BUFFER} B of host memory per buffer at least, that passes the bench's bound of {} (a quarter of the available memory): use --count {} or less",
-            args.count,
-            clmulti_scenario::format_bytes(memory as f64),
-            memory / MIN_BYTES_PER_BUFFER
-        )));
-    }
-    let stopped_before_a_round = |signal: i32| {
-        note!(
-            "bench: stopped by {} before a round finished: nothing to report",
-            clmulti_contract::signal_name(signal)
-        );
-        Failure::Interrupted(signal)
-    };
+    let memory = memory_for(args.count)?;
     let Calibration {
         count,
         tried: calibration,
@@ -372,41 +371,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         calibration.last().map_or(0.0, |c| c.1),
         args.sample_every
     );
-    let mut rounds = Vec::new();
-    let mut stopped_by = None;
-    for round in 0..args.rounds {
-        // Alternate which arm goes first.
-        let arms = if round % 2 == 0 {
-            spawn_arm(Arm::Plain, args, count, memory)
-                .and_then(|p| Ok((p, spawn_arm(Arm::Engine, args, count, memory)?)))
-        } else {
-            spawn_arm(Arm::Engine, args, count, memory)
-                .and_then(|e| Ok((spawn_arm(Arm::Plain, args, count, memory)?, e)))
-        };
-        let (plain, engine) = match arms {
-            Ok(arms) => arms,
-            // Stopped as asked: the rounds that finished are reported.
-            Err(Failure::Interrupted(signal)) if !rounds.is_empty() => {
-                stopped_by = Some(signal);
-                break;
-            }
-            Err(Failure::Interrupted(signal)) => return Err(stopped_before_a_round(signal)),
-            Err(e) => return Err(e),
-        };
-        crate::verbose!(
-            "bench: round {} of {}: ratio {:.3}",
-            round + 1,
-            args.rounds,
-            engine.rate / plain.rate
-        );
-        rounds.push(Round {
-            plain: plain.rate,
-            engine: engine.rate,
-            ratio: engine.rate / plain.rate,
-            plain_seconds: plain.seconds,
-            engine_seconds: engine.seconds,
-        });
-    }
+    let (rounds, stopped_by) = play_rounds(args, count, memory)?;
     let mut ratios: Vec<f64> = rounds.iter().map(|r| r.ratio).collect();
     ratios.sort_by(f64::total_cmp);
     let interval = median_interval(&ratios, CONFIDENCE);
@@ -433,17 +398,81 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             .then(|| rounds_needed(&ratios, target))
             .flatten(),
     };
+    say_verdict(args, &report, stopped_by)
+}
+
+/// The bench's bound on host memory, once `--count` buffers fit in it.
+fn memory_for(count: u64) -> Result<u64, Failure> {
+    let memory = memory_bound();
+    if count.saturating_mul(MIN_BYTES_PER_BUFFER) > memory {
+        return Err(Failure::Input(format!(
+            "--count {count}: at {MIN_BYTES_PER_BUFFER} B of host memory per buffer at least, that passes the bench's bound of {} (a quarter of the available memory): use --count {} or less",
+            clmulti_scenario::format_bytes(memory as f64),
+            memory / MIN_BYTES_PER_BUFFER
+        )));
+    }
+    Ok(memory)
+}
+
+fn stopped_before_a_round(signal: i32) -> Failure {
+    note!(
+        "bench: stopped by {} before a round finished: nothing to report",
+        clmulti_contract::signal_name(signal)
+    );
+    Failure::Interrupted(signal)
+}
+
+/// The rounds, each arm a fresh process, which goes first alternating; a stop
+/// after a round ends them (the signal returned), before any is an error.
+fn play_rounds(args: &Args, count: u64, memory: u64) -> Result<(Vec<Round>, Option<i32>), Failure> {
+    let mut rounds = Vec::new();
+    for round in 0..args.rounds {
+        let arms = if round % 2 == 0 {
+            spawn_arm(Arm::Plain, args, count, memory)
+                .and_then(|p| Ok((p, spawn_arm(Arm::Engine, args, count, memory)?)))
+        } else {
+            spawn_arm(Arm::Engine, args, count, memory)
+                .and_then(|e| Ok((spawn_arm(Arm::Plain, args, count, memory)?, e)))
+        };
+        let (plain, engine) = match arms {
+            Ok(arms) => arms,
+            // Stopped as asked: the rounds that finished are reported.
+            Err(Failure::Interrupted(signal)) if !rounds.is_empty() => {
+                return Ok((rounds, Some(signal)));
+            }
+            Err(Failure::Interrupted(signal)) => return Err(stopped_before_a_round(signal)),
+            Err(e) => return Err(e),
+        };
+        crate::verbose!(
+            "bench: round {} of {}: ratio {:.3}",
+            round + 1,
+            args.rounds,
+            engine.rate / plain.rate
+        );
+        rounds.push(Round {
+            plain: plain.rate,
+            engine: engine.rate,
+            ratio: engine.rate / plain.rate,
+            plain_seconds: plain.seconds,
+            engine_seconds: engine.seconds,
+        });
+    }
+    Ok((rounds, None))
+}
+
+/// The report in the format asked, and the exit: a stop, or a rate below `--require`.
+fn say_verdict(args: &Args, report: &BenchReport, stopped_by: Option<i32>) -> Result<(), Failure> {
     match args.format {
-        Format::Json => format::print_json(&report)?,
-        Format::Text => format::write_stdout(&bench_text(&report, args.min_seconds))?,
+        Format::Json => format::print_json(report)?,
+        Format::Text => format::write_stdout(&bench_text(report, args.min_seconds))?,
     }
     if let Some(signal) = stopped_by {
         return Err(Failure::Interrupted(signal));
     }
     if args.require.is_some() && report.verdict == Verdict::NotMet {
         return Err(Failure::Tool(format!(
-            "the engine's rate is below --require {target} of the plain loop's (median {:.3}, 95% interval below it)",
-            report.ratio_median
+            "the engine's rate is below --require {} of the plain loop's (median {:.3}, 95% interval below it)",
+            report.target, report.ratio_median
         )));
     }
     Ok(())

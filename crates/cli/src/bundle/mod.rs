@@ -25,7 +25,7 @@ fn first_line(path: &str) -> String {
     )
 }
 
-// long: one line per fact of the machine, in the order a maintainer reads them
+// long: a flat table: one line per fact of the machine, in the order a maintainer reads them
 fn machine() -> String {
     let mut out = String::new();
     // SAFETY: uname fills the struct it is given.

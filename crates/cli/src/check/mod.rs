@@ -72,75 +72,14 @@ pub fn load(path: &Path) -> Result<ScenarioFile, ScenarioError> {
     ScenarioFile::load(path)
 }
 
-// long: each file's problems, the platforms each names, then the summary and its exit code
 pub fn run(args: &Args) -> Result<(), Failure> {
-    let mut results = Vec::new();
     let mut listings = Listings::new();
     let mut under = machine::UnderLimits::new();
-    for file in &args.files {
-        let problems = ScenarioFile::problems_in(file);
-        let checked = if problems.is_empty() {
-            load(file).map_err(|e| vec![e])
-        } else {
-            Err(problems)
-        };
-        let checked = checked.and_then(|f| {
-            show_runs(file, &f);
-            let assessment = crate::trust::assess(&f, &[]);
-            let trusted = assessment.refused().is_empty();
-            let mut warnings = f.warnings();
-            warnings.extend(rss_warnings(&f));
-            warnings.extend(load_problems(&f, &assessment.loads));
-            // Listing the platforms loads the runtime under the file's [env]: not for
-            // code nothing trusts.
-            let not_checked = if trusted {
-                let binding = &assessment.binding;
-                let not_checked =
-                    check_platforms(&f, binding, &mut listings).map_err(|e| vec![e])?;
-                let said = machine::said(&f, binding, &mut listings, &mut under);
-                if !said.errors.is_empty() {
-                    return Err(said.errors);
-                }
-                warnings.extend(said.warnings);
-                not_checked
-            } else if !f.names_a_platform() {
-                None
-            } else {
-                Some(format!(
-                    "it loads code nothing trusts, which check does not run (`clmulti trust {}`)",
-                    file.display()
-                ))
-            };
-            warnings.sort_by_key(|w| (w.line, w.column));
-            let warnings = warnings.iter().map(ErrorJson::from).collect();
-            Ok((f.len(), not_checked, assessment.loads, trusted, warnings))
-        });
-        results.push(match checked {
-            Ok((runs, platforms_not_checked, loads, trusted, warnings)) => FileResult {
-                file: file.display().to_string(),
-                runs: Some(runs),
-                error: None,
-                errors: Vec::new(),
-                platforms_not_checked,
-                loads,
-                trusted,
-                warnings,
-            },
-            Err(problems) => {
-                let errors: Vec<ErrorJson> = problems.iter().map(ErrorJson::from).collect();
-                FileResult {
-                    file: file.display().to_string(),
-                    runs: None,
-                    platforms_not_checked: None,
-                    error: errors.first().cloned(),
-                    errors,
-                    loads: Vec::new(),
-                    trusted: false,
-                    warnings: Vec::new(),
-                }
-            }
-        });
-    }
+    let results: Vec<FileResult> = args
+        .files
+        .iter()
+        .map(|file| check_file(file, &mut listings, &mut under))
+        .collect();
     let bad = results.iter().filter(|r| r.error.is_some()).count();
     match args.format {
         Format::Json => format::print_json(&CheckReport {
@@ -149,42 +88,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         })?,
         Format::Text => {
             for r in &results {
-                match (&r.error, r.runs) {
-                    (Some(_), _) => {
-                        for e in &r.errors {
-                            crate::say!("error: {}", e.text);
-                        }
-                        if r.errors.len() >= clmulti_scenario::MAX_PROBLEMS {
-                            crate::say!(
-                                "error: {}: the first {} problems; fix them and check again for more",
-                                r.file,
-                                clmulti_scenario::MAX_PROBLEMS
-                            );
-                        }
-                    }
-                    (None, Some(n)) => {
-                        let mut text = format!("ok {}: {n} run(s)\n", r.file);
-                        text.push_str(&loads_text(&r.loads));
-                        for warning in &r.warnings {
-                            text.push_str(&format!("  warning: {}\n", warning.text));
-                        }
-                        let in_the_way = r.loads.iter().any(|l| l.problem.is_some());
-                        if !r.trusted && !in_the_way {
-                            text.push_str(&format!(
-                                "  not trusted: `clmulti run` refuses it until `clmulti trust {}` (or --allow PATH)\n",
-                                r.file
-                            ));
-                        }
-                        format::write_stdout(&text)?
-                    }
-                    (None, None) => {}
-                }
-                if let Some(why) = &r.platforms_not_checked {
-                    crate::note!(
-                        "check: {}: devices.platform was not checked against this machine's OpenCL platforms: {why}",
-                        r.file
-                    );
-                }
+                say_file(r)?;
             }
         }
     }
@@ -193,6 +97,135 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             "{bad} of {} file(s) are invalid",
             args.files.len()
         )));
+    }
+    Ok(())
+}
+
+/// What a file's check found: its runs, what it loads and warnings, or its problems.
+fn check_file(
+    file: &Path,
+    listings: &mut Listings,
+    under: &mut machine::UnderLimits,
+) -> FileResult {
+    let problems = ScenarioFile::problems_in(file);
+    let checked = if problems.is_empty() {
+        load(file).map_err(|e| vec![e])
+    } else {
+        Err(problems)
+    };
+    match checked.and_then(|f| checked_here(file, &f, listings, under)) {
+        Ok((runs, platforms_not_checked, loads, trusted, warnings)) => FileResult {
+            file: file.display().to_string(),
+            runs: Some(runs),
+            error: None,
+            errors: Vec::new(),
+            platforms_not_checked,
+            loads,
+            trusted,
+            warnings,
+        },
+        Err(problems) => {
+            let errors: Vec<ErrorJson> = problems.iter().map(ErrorJson::from).collect();
+            FileResult {
+                file: file.display().to_string(),
+                runs: None,
+                platforms_not_checked: None,
+                error: errors.first().cloned(),
+                errors,
+                loads: Vec::new(),
+                trusted: false,
+                warnings: Vec::new(),
+            }
+        }
+    }
+}
+
+/// What a file that loads is, checked: (runs, why its platform was not checked,
+/// what it loads, whether it is trusted, warnings).
+type Checked = (
+    usize,
+    Option<String>,
+    Vec<crate::trust::Load>,
+    bool,
+    Vec<ErrorJson>,
+);
+
+/// A file that loads, checked on this machine: its platforms only when trusted
+/// (listing them loads the runtime under the file's [env]: not for code nothing
+/// trusts).
+fn checked_here(
+    file: &Path,
+    f: &ScenarioFile,
+    listings: &mut Listings,
+    under: &mut machine::UnderLimits,
+) -> Result<Checked, Vec<ScenarioError>> {
+    show_runs(file, f);
+    let assessment = crate::trust::assess(f, &[]);
+    let trusted = assessment.refused().is_empty();
+    let mut warnings = f.warnings();
+    warnings.extend(rss_warnings(f));
+    warnings.extend(load_problems(f, &assessment.loads));
+    // Listing the platforms loads the runtime under the file's [env]: not for
+    // code nothing trusts.
+    let not_checked = if trusted {
+        let binding = &assessment.binding;
+        let not_checked = check_platforms(f, binding, listings).map_err(|e| vec![e])?;
+        let said = machine::said(f, binding, listings, under);
+        if !said.errors.is_empty() {
+            return Err(said.errors);
+        }
+        warnings.extend(said.warnings);
+        not_checked
+    } else if !f.names_a_platform() {
+        None
+    } else {
+        Some(format!(
+            "it loads code nothing trusts, which check does not run (`clmulti trust {}`)",
+            file.display()
+        ))
+    };
+    warnings.sort_by_key(|w| (w.line, w.column));
+    let warnings = warnings.iter().map(ErrorJson::from).collect();
+    Ok((f.len(), not_checked, assessment.loads, trusted, warnings))
+}
+
+/// A file's result as text: its problems, or its runs, loads and warnings.
+fn say_file(r: &FileResult) -> Result<(), Failure> {
+    match (&r.error, r.runs) {
+        (Some(_), _) => {
+            for e in &r.errors {
+                crate::say!("error: {}", e.text);
+            }
+            if r.errors.len() >= clmulti_scenario::MAX_PROBLEMS {
+                crate::say!(
+                    "error: {}: the first {} problems; fix them and check again for more",
+                    r.file,
+                    clmulti_scenario::MAX_PROBLEMS
+                );
+            }
+        }
+        (None, Some(n)) => {
+            let mut text = format!("ok {}: {n} run(s)\n", r.file);
+            text.push_str(&loads_text(&r.loads));
+            for warning in &r.warnings {
+                text.push_str(&format!("  warning: {}\n", warning.text));
+            }
+            let in_the_way = r.loads.iter().any(|l| l.problem.is_some());
+            if !r.trusted && !in_the_way {
+                text.push_str(&format!(
+                    "  not trusted: `clmulti run` refuses it until `clmulti trust {}` (or --allow PATH)\n",
+                    r.file
+                ));
+            }
+            format::write_stdout(&text)?
+        }
+        (None, None) => {}
+    }
+    if let Some(why) = &r.platforms_not_checked {
+        crate::note!(
+            "check: {}: devices.platform was not checked against this machine's OpenCL platforms: {why}",
+            r.file
+        );
     }
     Ok(())
 }

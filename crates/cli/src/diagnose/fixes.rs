@@ -5,7 +5,7 @@
 use super::*;
 
 /// A fix and its run, or why it was not run.
-type FixRun = (Fix, Result<Report, String>);
+pub(super) type FixRun = (Fix, Result<Report, String>);
 
 /// Runs each fix that applies on the shared case (the per-device case is the
 /// matrix's own run; system settings are never changed).

@@ -4,7 +4,10 @@
 //! re-run on a failing shared case; then one verdict, each statement tagged with
 //! where it comes from.
 
+mod command;
 mod fixes;
+
+pub use command::run;
 
 use fixes::run_fixes;
 
@@ -323,162 +326,6 @@ fn role_word(role: Role) -> &'static str {
         Role::OneDevice => "one-device",
         Role::Shared => "shared",
         Role::PerDevice => "per-device",
-    }
-}
-
-// long: the command's steps in order (inputs, matrix, experiments, fixes, rounds, diagnosis, compare, outputs), each able to stop on a signal
-pub fn run(args: &Args) -> Result<(), Failure> {
-    let size = parse_size(&args.size).map_err(|e| Failure::Input(format!("--size: {e}")))?;
-    if size == 0 || size > i64::MAX as u64 {
-        return Err(Failure::Input(format!(
-            "--size: a buffer has 1 byte to {} (what a scenario holds)",
-            format_size(i64::MAX as u64)
-        )));
-    }
-    // Before minutes of runs: what to compare with must read.
-    let compare = args
-        .compare
-        .as_ref()
-        .map(|path| {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Failure::Input(format!("--compare {}: {e}", path.display())))?;
-            serde_json::from_str::<Diagnosis>(&text)
-                .map(|d| (d, path.display().to_string()))
-                .map_err(|e| {
-                    Failure::Input(format!(
-                        "--compare {}: not a diagnose.json of this clmulti (line {}, column {}: {e})",
-                        path.display(),
-                        e.line(),
-                        e.column()
-                    ))
-                })
-        })
-        .transpose()?;
-    // Before minutes of runs: the results must have somewhere to go.
-    if let Some(dir) = &args.out {
-        crate::output::writable_folder(dir).map_err(|e| Failure::Input(format!("--out {e}")))?;
-    }
-    let (platform_name, devices, single) = choose(args)?;
-    if let Some(why) = &single {
-        note!("diagnose: only one device: {why}; the shared and per-device cases need two");
-    }
-    note!(
-        "diagnose: {} device(s) of {platform_name}; {} x {} buffers with create, {} with fill",
-        devices.len(),
-        args.count,
-        format_size(size),
-        args.count / 10
-    );
-    let mut reports = run_matrix(
-        (&platform_name, args.partition.as_ref()),
-        &devices,
-        size,
-        args.count,
-        args.runtime_log,
-    )?;
-    let find = |reports: &[(Role, Report)], role: Role, strategy: Strategy| {
-        reports
-            .iter()
-            .position(|(r, rep)| *r == role && rep.scenario.allocation.strategy == strategy)
-    };
-    let failing = [Strategy::Create, Strategy::Fill].into_iter().find(|s| {
-        find(&reports, Role::Shared, *s).is_some_and(|i| {
-            let per = find(&reports, Role::PerDevice, *s).map(|p| &reports[p].1);
-            needs_fixes(&reports[i].1, per)
-        })
-    });
-    let mut fix_reports = Vec::new();
-    if let Some(strategy) = failing {
-        let shared = find(&reports, Role::Shared, strategy).expect("found above");
-        if args.experiments {
-            crate::experiments::investigate(&mut reports[shared].1);
-        }
-        let per = find(&reports, Role::PerDevice, strategy).map(|p| &reports[p].1);
-        fix_reports = run_fixes(&reports[shared].1, per)?;
-    }
-    // A limit that outlives processes would stop the rounds too: no fair test.
-    let persistent = reports
-        .iter()
-        .any(|(_, r)| matches!(r.analysis.cause, Some(Cause::Persistent { .. })));
-    if args.experiments && stop_signal().is_none() && !persistent {
-        second_rounds(&mut reports);
-    }
-    let placed: Vec<Placed<'_>> = reports
-        .iter()
-        .map(|(role, report)| Placed {
-            role: *role,
-            report,
-        })
-        .collect();
-    let fixes: Vec<(Fix, Result<&Report, String>)> = fix_reports
-        .iter()
-        .map(|(f, r)| (f.clone(), r.as_ref().map_err(Clone::clone)))
-        .collect();
-    let mut diagnosis = Diagnosis::new(&placed, &fixes);
-    diagnosis.context = Some(page_context(&diagnosis, reports.iter().map(|(_, r)| r)));
-    if diagnosis.neo_emulation.is_some() && stop_signal().is_none() {
-        diagnosis.add_allocation_log(allocation_logs(&reports, args.count)?);
-    }
-    if let Some((other, source)) = &compare {
-        diagnosis.compare(other, source);
-    }
-    if let Some(why) = single {
-        diagnosis.verdict.insert(
-            0,
-            Statement::measured(format!(
-                "one device only: {why}; nothing here compares a shared context with per-device ones"
-            )),
-        );
-    }
-    let stopped = stop_signal();
-    if let Some(signal) = stopped {
-        let planned = if devices.len() >= 2 { 6 } else { 2 };
-        let partial = reports
-            .last()
-            .filter(|(_, r)| matches!(r.stop, StopReason::Interrupted { .. }))
-            .map_or(String::new(), |(_, r)| {
-                format!(
-                    " (the last, {}, part way: {})",
-                    r.run_name,
-                    r.buffers_words()
-                )
-            });
-        diagnosis.verdict.insert(
-            0,
-            Statement::measured(format!(
-                "stopped by {} after {} of the {planned} cases{partial}; the experiments and fixes after that were not run: this diagnosis is of what ran",
-                clmulti_contract::signal_name(signal),
-                reports.len()
-            )),
-        );
-        diagnosis.stopped = Some(format!(
-            "{} after {} of the {planned} cases{partial}; what did not run is not compared",
-            clmulti_contract::signal_name(signal),
-            reports.len()
-        ));
-    }
-    diagnosis.finish();
-    if let Some(dir) = &args.out {
-        write_out(dir, &diagnosis, &reports)?;
-    }
-    if let Some(path) = &args.bundle {
-        crate::bundle::write(
-            path,
-            &diagnosis,
-            &reports,
-            &page(&diagnosis),
-            !args.no_redact,
-        )?;
-        note!("diagnose: bundle written to {}", path.display());
-    }
-    match args.format {
-        DiagnoseFormat::Json => crate::format::print_json(&diagnosis)?,
-        DiagnoseFormat::Markdown => crate::format::write_stdout(&diagnosis.markdown())?,
-        DiagnoseFormat::Text => crate::format::write_stdout(&text(&diagnosis, args))?,
-    }
-    match stopped {
-        Some(signal) => Err(Failure::Interrupted(signal)),
-        None => Ok(()),
     }
 }
 

@@ -43,49 +43,16 @@ fn shell_word(text: &str) -> String {
 
 /// The C program for `report`'s run, or why there is none (sub-devices, a strategy
 /// with no one-call equivalent).
-// long: the C program's text, top to bottom
 pub fn c_program(report: &Report) -> Result<String, String> {
     let s = &report.scenario;
-    if s.devices.partition.is_some() {
-        return Err(
-            "a run on sub-devices (devices.partition) is not written as a reproducer".into(),
-        );
-    }
-    if report.devices.is_empty() {
-        return Err("the run chose no device".into());
-    }
     let alloc = &s.allocation;
-    let strategy = match alloc.strategy {
-        Strategy::Create | Strategy::Fill | Strategy::Migrate | Strategy::Pin => alloc.strategy,
-        Strategy::Pool => return Err("strategy \"pool\" is not written as a reproducer".into()),
-    };
-    let (failed_at, what) = match &report.stop {
-        crate::StopReason::Failed { index, error, call } => (
-            Some(*index),
-            format!("failed at buffer {index} with {error} in {}", call.c_name()),
-        ),
-        other => (
-            None,
-            format!("{} after {} buffers", other.summary(), report.buffers),
-        ),
-    };
+    let strategy = reproducible_strategy(report)?;
+    let (failed_at, what) = stop_words(report);
     let count = failed_at.map_or(report.buffers.max(1), |i| i + i / 5 + 10);
     let indices: Vec<String> = report.devices.iter().map(|d| d.index.to_string()).collect();
     let nofile = s.limits.soft.get(&Rlimit::NoFile).copied().unwrap_or(0);
     let extra_fds = report.clmulti_fds.unwrap_or(0);
-    let env: Vec<String> = report
-        .environment
-        .as_ref()
-        .map(|e| {
-            e.kept
-                .iter()
-                .filter(|(k, _)| {
-                    !k.starts_with("CLMULTI_PROGRESS") && k.as_str() != "CLMULTI_TRACE"
-                })
-                .map(|(k, v)| format!("{k}={}", shell_word(v)))
-                .collect()
-        })
-        .unwrap_or_default();
+    let env = kept_env(report);
     let mut c = String::new();
     let _ = writeln!(
         c,
@@ -140,6 +107,56 @@ pub fn c_program(report: &Report) -> Result<String, String> {
     );
     c.push_str(BODY);
     Ok(c)
+}
+
+/// The run's strategy, or why the run is not written as a reproducer.
+fn reproducible_strategy(report: &Report) -> Result<Strategy, String> {
+    let s = &report.scenario;
+    if s.devices.partition.is_some() {
+        return Err(
+            "a run on sub-devices (devices.partition) is not written as a reproducer".into(),
+        );
+    }
+    if report.devices.is_empty() {
+        return Err("the run chose no device".into());
+    }
+    match s.allocation.strategy {
+        Strategy::Create | Strategy::Fill | Strategy::Migrate | Strategy::Pin => {
+            Ok(s.allocation.strategy)
+        }
+        Strategy::Pool => Err("strategy \"pool\" is not written as a reproducer".into()),
+    }
+}
+
+/// The buffer the run failed at, if it failed, and how it ended in words.
+fn stop_words(report: &Report) -> (Option<u64>, String) {
+    match &report.stop {
+        crate::StopReason::Failed { index, error, call } => (
+            Some(*index),
+            format!("failed at buffer {index} with {error} in {}", call.c_name()),
+        ),
+        other => (
+            None,
+            format!("{} after {} buffers", other.summary(), report.buffers),
+        ),
+    }
+}
+
+/// The run's environment as `KEY=value` shell words, clmulti's own keys left out.
+fn kept_env(report: &Report) -> Vec<String> {
+    report
+        .environment
+        .as_ref()
+        .map(|e| {
+            e.kept
+                .iter()
+                .filter(|(k, _)| {
+                    !k.starts_with("CLMULTI_PROGRESS") && k.as_str() != "CLMULTI_TRACE"
+                })
+                .map(|(k, v)| format!("{k}={}", shell_word(v)))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 const BODY: &str = r#"static const char *name(cl_int e) {

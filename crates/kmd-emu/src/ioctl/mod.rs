@@ -65,7 +65,7 @@ pub trait Host {
 /// pointer to the request's structure, valid for reads and writes, whose embedded
 /// pointers (query items, extension chains, exec objects, version strings) are valid
 /// as the uAPI defines them. Unknown requests do not touch `arg`.
-// long: the driver's ioctl table, one arm per request
+// long: a flat table: the driver's ioctls, one arm per request
 pub unsafe fn render_ioctl(
     driver: &mut Driver,
     host: &dyn Host,
@@ -93,20 +93,7 @@ pub unsafe fn render_ioctl(
                 Ok(0)
             }
             DRM_IOCTL_I915_GEM_CREATE_EXT => gem_create_ext(driver, fd, &mut *arg.cast()),
-            DRM_IOCTL_I915_GEM_USERPTR => {
-                let userptr = &mut *arg.cast::<GemUserptr>();
-                if userptr.flags & !(I915_USERPTR_PROBE | 1) != 0 {
-                    // UNSYNCHRONIZED needs CAP_SYS_ADMIN and is gone from i915.
-                    return Err(libc::ENODEV);
-                }
-                userptr.handle = driver.userptr(
-                    fd,
-                    userptr.user_ptr,
-                    userptr.user_size,
-                    userptr.flags & 1 != 0,
-                )?;
-                Ok(0)
-            }
+            DRM_IOCTL_I915_GEM_USERPTR => userptr(driver, fd, &mut *arg.cast()),
             DRM_IOCTL_GEM_CLOSE => {
                 driver.close_handle(fd, (*arg.cast::<DrmGemClose>()).handle)?;
                 Ok(0)
@@ -119,14 +106,7 @@ pub unsafe fn render_ioctl(
                 mmap.offset = driver.mmap_offset(fd, mmap.handle)?;
                 Ok(0)
             }
-            DRM_IOCTL_PRIME_HANDLE_TO_FD => {
-                let prime = &mut *arg.cast::<DrmPrimeHandle>();
-                let object = driver.export(fd, prime.handle)?;
-                let dmabuf = host.new_dmabuf_fd(prime.flags & DRM_CLOEXEC != 0)?;
-                driver.exported(object, dmabuf);
-                prime.fd = dmabuf;
-                Ok(0)
-            }
+            DRM_IOCTL_PRIME_HANDLE_TO_FD => prime_export(driver, host, fd, &mut *arg.cast()),
             DRM_IOCTL_PRIME_FD_TO_HANDLE => {
                 let prime = &mut *arg.cast::<DrmPrimeHandle>();
                 prime.handle = driver.import(fd, prime.fd)?;
@@ -145,16 +125,7 @@ pub unsafe fn render_ioctl(
                 Ok(0)
             }
             DRM_IOCTL_I915_GEM_CONTEXT_CREATE_EXT => context_create(driver, fd, &mut *arg.cast()),
-            DRM_IOCTL_I915_GEM_CONTEXT_CREATE => {
-                // The kernel reads the older structure as the newer one, zero-extended:
-                // its pad is the newer one's flags, with no extension chain to follow.
-                let create = &mut *arg.cast::<GemContextCreate>();
-                if create.pad & !I915_CONTEXT_CREATE_FLAGS_USE_EXTENSIONS != 0 {
-                    return Err(libc::EINVAL);
-                }
-                create.ctx_id = driver.context_create(fd, 0)?;
-                Ok(0)
-            }
+            DRM_IOCTL_I915_GEM_CONTEXT_CREATE => context_create_old(driver, fd, &mut *arg.cast()),
             DRM_IOCTL_I915_GEM_CONTEXT_DESTROY => {
                 driver.context_destroy(fd, (*arg.cast::<GemContextDestroy>()).ctx_id)?;
                 Ok(0)
@@ -164,16 +135,7 @@ pub unsafe fn render_ioctl(
                 let param = *arg.cast::<GemContextParam>();
                 context_setparam(driver, fd, param.ctx_id, &param)
             }
-            DRM_IOCTL_I915_REG_READ => {
-                let read = &mut *arg.cast::<RegRead>();
-                // i915 lets userspace read one register: the render ring's timestamp
-                // (bit 0 asks for the 8-byte read).
-                if read.offset & !1 != 0x2358 {
-                    return Err(libc::EINVAL);
-                }
-                read.val = driver.config.hardware.timestamp(host.now_ns());
-                Ok(0)
-            }
+            DRM_IOCTL_I915_REG_READ => reg_read(driver, host, &mut *arg.cast()),
             DRM_IOCTL_I915_GET_RESET_STATS => {
                 let stats = &mut *arg.cast::<ResetStats>();
                 if !driver.has_context(fd, stats.ctx_id)? {
@@ -231,6 +193,58 @@ pub unsafe fn render_ioctl(
             _ => Err(libc::ENOTTY),
         }
     }
+}
+
+fn userptr(driver: &mut Driver, fd: i32, userptr: &mut GemUserptr) -> Result<i32, Errno> {
+    if userptr.flags & !(I915_USERPTR_PROBE | 1) != 0 {
+        // UNSYNCHRONIZED needs CAP_SYS_ADMIN and is gone from i915.
+        return Err(libc::ENODEV);
+    }
+    userptr.handle = driver.userptr(
+        fd,
+        userptr.user_ptr,
+        userptr.user_size,
+        userptr.flags & 1 != 0,
+    )?;
+    Ok(0)
+}
+
+/// A handle exported as a dma-buf descriptor of the host's.
+fn prime_export(
+    driver: &mut Driver,
+    host: &dyn Host,
+    fd: i32,
+    prime: &mut DrmPrimeHandle,
+) -> Result<i32, Errno> {
+    let object = driver.export(fd, prime.handle)?;
+    let dmabuf = host.new_dmabuf_fd(prime.flags & DRM_CLOEXEC != 0)?;
+    driver.exported(object, dmabuf);
+    prime.fd = dmabuf;
+    Ok(0)
+}
+
+/// The older context creation: the kernel reads its structure as the newer one,
+/// zero-extended (its pad is the newer one's flags, with no extension chain).
+fn context_create_old(
+    driver: &mut Driver,
+    fd: i32,
+    create: &mut GemContextCreate,
+) -> Result<i32, Errno> {
+    if create.pad & !I915_CONTEXT_CREATE_FLAGS_USE_EXTENSIONS != 0 {
+        return Err(libc::EINVAL);
+    }
+    create.ctx_id = driver.context_create(fd, 0)?;
+    Ok(0)
+}
+
+/// i915 lets userspace read one register: the render ring's timestamp (bit 0 asks
+/// for the 8-byte read).
+fn reg_read(driver: &Driver, host: &dyn Host, read: &mut RegRead) -> Result<i32, Errno> {
+    if read.offset & !1 != 0x2358 {
+        return Err(libc::EINVAL);
+    }
+    read.val = driver.config.hardware.timestamp(host.now_ns());
+    Ok(0)
 }
 
 /// Copies `text` into a user buffer of `len` bytes the way the kernel's

@@ -113,26 +113,13 @@ impl ScenarioFile {
     /// with a problem is left out (a repeated value only itself), a grid too large
     /// leaves every axis out, so that the rest can still be checked. An error only for
     /// what leaves nothing to check (TOML syntax, a key that must be a table).
-    // long: TOML, tables and grid axes in file order, each refusing with its own located error
     fn parse_lenient(
         text: String,
         file: &str,
         context: Context,
     ) -> Result<(Self, Vec<ScenarioError>), ScenarioError> {
         let mut problems = Vec::new();
-        let doc = match toml_edit::ImDocument::parse(text.clone()) {
-            Ok(doc) => doc,
-            Err(e) => {
-                let message = e
-                    .message()
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                return Err(syntax_error(&text, file, e.span(), message));
-            }
-        };
+        let doc = document(&text, file)?;
         let mut base: toml::Table = toml::from_str(&text)
             .map_err(|e| error_at(&text, file, e.span(), None, e.message().to_owned()))?;
         let located = |path: &[String], message: &str| at_key(&doc, file, path, message);
@@ -150,36 +137,10 @@ impl ScenarioFile {
         let mut repeats = Vec::new();
         for (key, values) in grid {
             let path = vec!["grid".to_owned(), key.clone()];
-            let values = match values {
-                toml::Value::Array(v) if !v.is_empty() => v,
-                toml::Value::Array(_) => {
-                    problems.push(located(&path, "a grid axis needs at least one value"));
-                    continue;
-                }
-                toml::Value::Table(inner) => {
-                    // `allocation.count = [...]` unquoted in [grid]: the dots made tables.
-                    let dotted = std::iter::successors(
-                        Some((key.clone(), toml::Value::Table(inner))),
-                        |(k, v)| match v {
-                            toml::Value::Table(t) => t
-                                .iter()
-                                .next()
-                                .map(|(inner, v)| (format!("{k}.{inner}"), v.clone())),
-                            _ => None,
-                        },
-                    )
-                    .last()
-                    .map_or(key.clone(), |(k, _)| k);
-                    problems.push(located(
-                        &path,
-                        &format!(
-                            "a grid axis must be a list of values; to vary {dotted}, write its key in quotes: \"{dotted}\" = [...] (unquoted, the dots make tables)"
-                        ),
-                    ));
-                    continue;
-                }
-                _ => {
-                    problems.push(located(&path, "a grid axis must be a list of values"));
+            let values = match axis_values(&key, values) {
+                Ok(values) => values,
+                Err(message) => {
+                    problems.push(located(&path, &message));
                     continue;
                 }
             };
@@ -187,42 +148,23 @@ impl ScenarioFile {
                 problems.push(located(&path, &why));
                 continue;
             }
-            // Equal values would give runs of one name, each overwriting the other's
-            // results: each repeat is a problem (its runs are checked without it).
-            // Equal values print alike: their text finds the first in one pass.
-            let mut seen: HashMap<String, usize> = HashMap::with_capacity(values.len());
-            for (later, value) in values.iter().enumerate() {
-                if let Some(&first) = seen.get(&value.to_string()) {
-                    let entry = vec!["grid".to_owned(), key.clone(), later.to_string()];
-                    problems.push(located(
-                        &entry,
-                        &format!(
-                            "the same value as [{first}] of this axis ({}): two runs would have one name; remove one (to run one twice, vary the name: \"name\" = [\"first\", \"second\"])",
-                            label(value)
-                        ),
-                    ));
-                    repeats.push((axes.len(), later));
-                } else {
-                    seen.insert(value.to_string(), later);
-                }
+            for (first, later) in repeated(&values) {
+                let entry = vec!["grid".to_owned(), key.clone(), later.to_string()];
+                problems.push(located(
+                    &entry,
+                    &format!(
+                        "the same value as [{first}] of this axis ({}): two runs would have one name; remove one (to run one twice, vary the name: \"name\" = [\"first\", \"second\"])",
+                        label(&values[later])
+                    ),
+                ));
+                repeats.push((axes.len(), later));
             }
             axes.push((key, values));
         }
-        let runs = axes
-            .iter()
-            .try_fold(1u64, |n, (_, values)| n.checked_mul(values.len() as u64))
-            .filter(|n| *n <= MAX_RUNS);
-        let runs = match runs {
-            Some(runs) => runs as usize,
-            None => {
-                let sizes: Vec<String> = axes.iter().map(|(_, v)| v.len().to_string()).collect();
-                problems.push(located(
-                    &["grid".to_owned()],
-                    &format!(
-                        "expands to {} runs; at most {MAX_RUNS} are allowed: shorten an axis or split the file",
-                        sizes.join(" x ")
-                    ),
-                ));
+        let runs = match capped_runs(&axes) {
+            Ok(runs) => runs,
+            Err(message) => {
+                problems.push(located(&["grid".to_owned()], &message));
                 // The rest of the file is still checked, as one run without the grid.
                 axes.clear();
                 repeats.clear();
@@ -562,6 +504,81 @@ fn set_path(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<()
                 }
                 _ => Err(format!("`{head}` is not a table, so `{key}` cannot be set")),
             }
+        }
+    }
+}
+
+/// A grid axis's values, or why it is not a list of them.
+fn axis_values(key: &str, values: toml::Value) -> Result<Vec<toml::Value>, String> {
+    match values {
+        toml::Value::Array(v) if !v.is_empty() => Ok(v),
+        toml::Value::Array(_) => Err("a grid axis needs at least one value".to_owned()),
+        toml::Value::Table(inner) => {
+            // `allocation.count = [...]` unquoted in [grid]: the dots made tables.
+            let dotted = std::iter::successors(
+                Some((key.to_owned(), toml::Value::Table(inner))),
+                |(k, v)| match v {
+                    toml::Value::Table(t) => t
+                        .iter()
+                        .next()
+                        .map(|(inner, v)| (format!("{k}.{inner}"), v.clone())),
+                    _ => None,
+                },
+            )
+            .last()
+            .map_or(key.to_owned(), |(k, _)| k);
+            Err(format!(
+                "a grid axis must be a list of values; to vary {dotted}, write its key in quotes: \"{dotted}\" = [...] (unquoted, the dots make tables)"
+            ))
+        }
+        _ => Err("a grid axis must be a list of values".to_owned()),
+    }
+}
+
+/// Each value equal to an earlier one, as (the earlier's index, its index): equal
+/// values would give runs of one name, each overwriting the other's results. Equal
+/// values print alike: their text finds the first in one pass.
+fn repeated(values: &[toml::Value]) -> Vec<(usize, usize)> {
+    let mut seen: HashMap<String, usize> = HashMap::with_capacity(values.len());
+    let mut found = Vec::new();
+    for (later, value) in values.iter().enumerate() {
+        if let Some(&first) = seen.get(&value.to_string()) {
+            found.push((first, later));
+        } else {
+            seen.insert(value.to_string(), later);
+        }
+    }
+    found
+}
+
+/// The file as TOML that keeps its spans, or its first syntax error, located.
+fn document(text: &str, file: &str) -> Result<toml_edit::ImDocument<String>, ScenarioError> {
+    toml_edit::ImDocument::parse(text.to_owned()).map_err(|e| {
+        let message = e
+            .message()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
+        syntax_error(text, file, e.span(), message)
+    })
+}
+
+/// The runs the grid expands to, or why that is too many.
+fn capped_runs(axes: &[(String, Vec<toml::Value>)]) -> Result<usize, String> {
+    let runs = axes
+        .iter()
+        .try_fold(1u64, |n, (_, values)| n.checked_mul(values.len() as u64))
+        .filter(|n| *n <= MAX_RUNS);
+    match runs {
+        Some(runs) => Ok(runs as usize),
+        None => {
+            let sizes: Vec<String> = axes.iter().map(|(_, v)| v.len().to_string()).collect();
+            Err(format!(
+                "expands to {} runs; at most {MAX_RUNS} are allowed: shorten an axis or split the file",
+                sizes.join(" x ")
+            ))
         }
     }
 }

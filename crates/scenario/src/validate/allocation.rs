@@ -6,7 +6,6 @@ use crate::defs::{MAX_SECONDS, MEM_FLAGS, STRATEGIES};
 use crate::model::*;
 use crate::raw::*;
 
-// long: `[allocation]`'s keys in documented order, with the contradictions between them next to the keys they concern.
 pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Allocation, Problem> {
     let size_bytes = size(
         "allocation.size",
@@ -18,7 +17,47 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
             "a buffer must have at least 1 byte",
         ));
     }
-    let count = match &or_default(raw.count.clone(), "allocation.count") {
+    let count = count(raw)?;
+    let flags = flags(raw)?;
+    let placement = placement(raw, devices)?;
+    let strategy = one_of(
+        "allocation.strategy",
+        &or_default(raw.strategy.clone(), "allocation.strategy"),
+        &STRATEGIES,
+    )?;
+    let pool_size_bytes = pool_size(raw, strategy, size_bytes, &flags)?;
+    let keep: bool = or_default(raw.keep, "allocation.keep");
+    if !keep && strategy == Strategy::Pool {
+        return Err(problem(
+            "allocation.keep",
+            "a pool keeps its memory until the end; keep = false contradicts strategy \"pool\"",
+        ));
+    }
+    let release_every = release_every(raw, keep, strategy, count)?;
+    let pause_us = in_range(
+        "allocation.pause_us",
+        or_default(raw.pause_us, "allocation.pause_us"),
+    )?;
+    let release_pause_us = in_range(
+        "allocation.release_pause_us",
+        or_default(raw.release_pause_us, "allocation.release_pause_us"),
+    )?;
+    Ok(Allocation {
+        pause_us,
+        release_pause_us,
+        size_bytes,
+        count,
+        flags,
+        placement,
+        keep,
+        release_every,
+        strategy,
+        pool_size_bytes,
+    })
+}
+
+fn count(raw: &RawAllocation) -> Result<Count, Problem> {
+    Ok(match &or_default(raw.count.clone(), "allocation.count") {
         RawNumberOrWord::Number(n) => Count::Fixed(positive("allocation.count", *n)?),
         RawNumberOrWord::Word(w) if crate::defs::same_word(w, "until-failure") => {
             Count::UntilFailure
@@ -29,7 +68,11 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
                 format!("expected a positive integer or \"until-failure\", got {w:?}"),
             ))
         }
-    };
+    })
+}
+
+/// `allocation.flags`, sorted, each once, none excluding another (OpenCL spec).
+fn flags(raw: &RawAllocation) -> Result<Vec<MemFlag>, Problem> {
     let mut flags = Vec::new();
     let written = or_default(raw.flags.clone(), "allocation.flags");
     // An empty list is the default too.
@@ -62,37 +105,48 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
             "USE_HOST_PTR excludes ALLOC_HOST_PTR and COPY_HOST_PTR (OpenCL spec)",
         ));
     }
+    Ok(flags)
+}
 
-    let placement = match &or_default(raw.placement.clone(), "allocation.placement") {
-        RawNumberOrWord::Word(w) if crate::defs::same_word(w, "round-robin") => {
-            Placement::RoundRobin
-        }
-        RawNumberOrWord::Word(w) => {
-            return Err(problem(
-                "allocation.placement",
-                format!("expected \"round-robin\" or a device index, got {w:?}"),
-            ))
-        }
-        RawNumberOrWord::Number(n) => {
-            let index = usize::try_from(*n)
-                .map_err(|_| problem("allocation.placement", "a device index must be >= 0"))?;
-            if index >= devices.set.len() {
+/// `allocation.placement`: round-robin, or one of the selected devices.
+fn placement(raw: &RawAllocation, devices: &Devices) -> Result<Placement, Problem> {
+    Ok(
+        match &or_default(raw.placement.clone(), "allocation.placement") {
+            RawNumberOrWord::Word(w) if crate::defs::same_word(w, "round-robin") => {
+                Placement::RoundRobin
+            }
+            RawNumberOrWord::Word(w) => {
                 return Err(problem(
                     "allocation.placement",
-                    format!(
-                        "device {index} is not among the {} selected device(s) (indices start at 0)",
-                        devices.set.len()
-                    ),
-                ));
+                    format!("expected \"round-robin\" or a device index, got {w:?}"),
+                ))
             }
-            Placement::Device(index)
-        }
-    };
-    let strategy = one_of(
-        "allocation.strategy",
-        &or_default(raw.strategy.clone(), "allocation.strategy"),
-        &STRATEGIES,
-    )?;
+            RawNumberOrWord::Number(n) => {
+                let index = usize::try_from(*n)
+                    .map_err(|_| problem("allocation.placement", "a device index must be >= 0"))?;
+                if index >= devices.set.len() {
+                    return Err(problem(
+                        "allocation.placement",
+                        format!(
+                            "device {index} is not among the {} selected device(s) (indices start at 0)",
+                            devices.set.len()
+                        ),
+                    ));
+                }
+                Placement::Device(index)
+            }
+        },
+    )
+}
+
+/// `allocation.pool_size`, for a pool only, big enough for one buffer; a pool's
+/// flags may not ask for host memory.
+fn pool_size(
+    raw: &RawAllocation,
+    strategy: Strategy,
+    size_bytes: u64,
+    flags: &[MemFlag],
+) -> Result<Option<u64>, Problem> {
     let pool_size_bytes = match (strategy, &raw.pool_size) {
         (Strategy::Pool, None) => Some(size_bytes.max(256 << 20)),
         (Strategy::Pool, Some(s)) => {
@@ -123,13 +177,16 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
             "host-pointer flags apply to the pool buffer, not its sub-buffers: use strategy \"create\" with them",
         ));
     }
-    let keep: bool = or_default(raw.keep, "allocation.keep");
-    if !keep && strategy == Strategy::Pool {
-        return Err(problem(
-            "allocation.keep",
-            "a pool keeps its memory until the end; keep = false contradicts strategy \"pool\"",
-        ));
-    }
+    Ok(pool_size_bytes)
+}
+
+/// `allocation.release_every`: rounds of kept buffers, fewer than the count.
+fn release_every(
+    raw: &RawAllocation,
+    keep: bool,
+    strategy: Strategy,
+    count: Count,
+) -> Result<Option<u64>, Problem> {
     let release_every = raw
         .release_every
         .map(|n| positive("allocation.release_every", n))
@@ -151,26 +208,7 @@ pub(super) fn allocation(raw: &RawAllocation, devices: &Devices) -> Result<Alloc
             ));
         }
     }
-    let pause_us = in_range(
-        "allocation.pause_us",
-        or_default(raw.pause_us, "allocation.pause_us"),
-    )?;
-    let release_pause_us = in_range(
-        "allocation.release_pause_us",
-        or_default(raw.release_pause_us, "allocation.release_pause_us"),
-    )?;
-    Ok(Allocation {
-        pause_us,
-        release_pause_us,
-        size_bytes,
-        count,
-        flags,
-        placement,
-        keep,
-        release_every,
-        strategy,
-        pool_size_bytes,
-    })
+    Ok(release_every)
 }
 
 pub(super) fn guards(raw: &RawGuards) -> Result<Guards, Problem> {

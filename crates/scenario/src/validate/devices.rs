@@ -6,9 +6,32 @@ use crate::model::*;
 use crate::raw::*;
 
 /// `[devices]`, validated.
-// long: `[devices]`'s keys in documented order.
 pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
-    let platform = match &or_default(raw.platform.clone(), "devices.platform") {
+    let platform = platform(raw)?;
+    let device_type = one_of(
+        "devices.type",
+        &or_default(raw.device_type.clone(), "devices.type"),
+        &DEVICE_TYPES,
+    )?;
+    let set = set(raw)?;
+    let fallback_to_any_type = one_of(
+        "devices.fallback",
+        &or_default(raw.fallback.clone(), "devices.fallback"),
+        &FALLBACKS,
+    )?;
+    let partition = partition(raw)?;
+    Ok(Devices {
+        platform,
+        device_type,
+        set,
+        fallback_to_any_type,
+        partition,
+    })
+}
+
+/// `devices.platform`: auto, an index, or one line naming it.
+fn platform(raw: &RawDevices) -> Result<Platform, Problem> {
+    Ok(match &or_default(raw.platform.clone(), "devices.platform") {
         RawNumberOrWord::Number(n) => Platform::Index(
             usize::try_from(*n)
                 .map_err(|_| problem("devices.platform", "a platform index must be >= 0"))?,
@@ -30,13 +53,12 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
             ))
         }
         RawNumberOrWord::Word(w) => Platform::Name(w.clone()),
-    };
-    let device_type = one_of(
-        "devices.type",
-        &or_default(raw.device_type.clone(), "devices.type"),
-        &DEVICE_TYPES,
-    )?;
-    let set = match (&raw.count, &raw.indices) {
+    })
+}
+
+/// `devices.count` or `devices.indices` (each index once), not both.
+fn set(raw: &RawDevices) -> Result<DeviceSet, Problem> {
+    Ok(match (&raw.count, &raw.indices) {
         (Some(_), Some(_)) => {
             return Err(problem(
                 "devices.indices",
@@ -86,13 +108,12 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
             DeviceSet::Indices(seen)
         }
         (None, None) => DeviceSet::Count(crate::defs::default("devices.count")),
-    };
-    let fallback_to_any_type = one_of(
-        "devices.fallback",
-        &or_default(raw.fallback.clone(), "devices.fallback"),
-        &FALLBACKS,
-    )?;
-    let partition = match &raw.partition {
+    })
+}
+
+/// `devices.partition`: equally, or a positive compute-unit count per sub-device.
+fn partition(raw: &RawDevices) -> Result<Option<Partition>, Problem> {
+    Ok(match &raw.partition {
         None => None,
         Some(RawPartition::Word(w)) if crate::defs::same_word(w, "equally") => {
             Some(Partition::Equally(1))
@@ -132,12 +153,5 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
                 .collect::<Result<Vec<u32>, Problem>>()?;
             Some(Partition::ByCounts(counts))
         }
-    };
-    Ok(Devices {
-        platform,
-        device_type,
-        set,
-        fallback_to_any_type,
-        partition,
     })
 }

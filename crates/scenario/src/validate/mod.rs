@@ -127,7 +127,6 @@ pub(crate) fn env_only(
     process::env(raw.env, devices.set.len(), context)
 }
 
-// long: the file's tables in the order they are documented, each checked where its neighbours can be seen (contradictions between tables)
 pub(crate) fn validate(
     raw: RawScenario,
     file: &str,
@@ -135,58 +134,9 @@ pub(crate) fn validate(
     grid_point: BTreeMap<String, toml::Value>,
     context: &Context,
 ) -> Result<Scenario, Problem> {
-    let base_name = match raw.name {
-        Some(n) if n.trim().is_empty() => return Err(problem("name", "must not be empty")),
-        Some(n) if n.len() > MAX_NAME_BYTES => {
-            return Err(problem(
-                "name",
-                format!(
-                    "{} bytes; a name is at most {MAX_NAME_BYTES} (it names table rows and plots)",
-                    n.len()
-                ),
-            ))
-        }
-        Some(n) if n.chars().any(char::is_control) => {
-            return Err(problem(
-                "name",
-                "must be one line without control characters (it names files and table rows)",
-            ))
-        }
-        Some(n) => n,
-        None => fallback_name.to_owned(),
-    };
-    let name = if grid_point.is_empty() {
-        base_name
-    } else {
-        let point: Vec<String> = grid_point
-            .iter()
-            .map(|(k, v)| format!("{k}={}", crate::keys::label(v)))
-            .collect();
-        format!("{base_name}[{}]", point.join(","))
-    };
-
+    let name = run_name(raw.name, fallback_name, &grid_point)?;
     let devices = devices::devices(&raw.devices)?;
-    let context_mode = one_of(
-        "context.mode",
-        &or_default(raw.context.mode.clone(), "context.mode"),
-        &CONTEXT_MODES,
-    )?;
-    let context_count = positive(
-        "context.count",
-        or_default(raw.context.count, "context.count"),
-    )?;
-    if context_count > 1 && context_mode != ContextMode::Shared {
-        return Err(problem(
-            "context.count",
-            "several contexts apply to mode = \"shared\" (per-device makes one per device)",
-        ));
-    }
-    if context_count > MAX_CONTEXTS {
-        return Err(problem(
-            "context.count",
-            format!("{context_count} contexts; at most {MAX_CONTEXTS} are allowed"),
-        ));
-    }
+    let (context_mode, context_count) = contexts(&raw.context)?;
     let allocation = allocation::allocation(&raw.allocation, &devices)?;
     if context_count > 1 && allocation.strategy == Strategy::Pool {
         return Err(problem(
@@ -210,69 +160,9 @@ pub(crate) fn validate(
     )?;
 
     let split: bool = or_default(raw.axpy.split, "axpy.split");
-    let check: String = or_default(raw.axpy.check.clone(), "axpy.check");
-    let axpy_check = match check.to_ascii_lowercase().as_str() {
-        "none" => {
-            if raw.axpy.samples.is_some() {
-                return Err(problem(
-                    "axpy.samples",
-                    "only applies with axpy.check = \"sample\"",
-                ));
-            }
-            AxpyCheck::None
-        }
-        "all" => AxpyCheck::All,
-        "sample" => AxpyCheck::Sample(positive(
-            "axpy.samples",
-            or_default(raw.axpy.samples, "axpy.samples"),
-        )?),
-        other => {
-            return Err(problem(
-                "axpy.check",
-                format!(
-                    "unknown value {other:?}; expected one of: {}{}",
-                    AXPY_CHECKS.join(", "),
-                    crate::suggest::hint(other, AXPY_CHECKS)
-                ),
-            ))
-        }
-    };
-    if axpy_check != AxpyCheck::None && !allocation.keep {
-        return Err(problem(
-            "axpy.check",
-            "dAxpy runs over kept buffers; allocation.keep = false releases each at once",
-        ));
-    }
-    if axpy_check != AxpyCheck::None && allocation.size_bytes < 8 {
-        return Err(problem(
-            "axpy.check",
-            "dAxpy needs buffers of at least 8 bytes (two floats)",
-        ));
-    }
-    if axpy_check != AxpyCheck::None && context_count > 1 {
-        return Err(problem(
-            "axpy.check",
-            "dAxpy pairs buffers of one context; with context.count > 1 a device's buffers span contexts",
-        ));
-    }
-    if axpy_check != AxpyCheck::None && allocation.strategy == Strategy::Pin {
-        return Err(problem(
-            "axpy.check",
-            "the check runs over kept buffers of strategy create, fill, migrate or pool",
-        ));
-    }
-
-    let description = raw.description.unwrap_or_default();
-    if description.len() > MAX_DESCRIPTION_BYTES {
-        return Err(problem(
-            "description",
-            format!(
-                "{} bytes; a description is at most {} KiB (every run of the grid carries it)",
-                description.len(),
-                MAX_DESCRIPTION_BYTES >> 10
-            ),
-        ));
-    }
+    let axpy_check = axpy_check(&raw.axpy)?;
+    axpy_check_fits(axpy_check, &allocation, context_count)?;
+    let description = description(raw.description)?;
 
     Ok(Scenario {
         name,
@@ -293,4 +183,146 @@ pub(crate) fn validate(
             split,
         },
     })
+}
+
+/// The run's name: the file's `name` (or `fallback_name`), then its grid point.
+fn run_name(
+    name: Option<String>,
+    fallback_name: &str,
+    grid_point: &BTreeMap<String, toml::Value>,
+) -> Result<String, Problem> {
+    let base_name = match name {
+        Some(n) if n.trim().is_empty() => return Err(problem("name", "must not be empty")),
+        Some(n) if n.len() > MAX_NAME_BYTES => {
+            return Err(problem(
+                "name",
+                format!(
+                    "{} bytes; a name is at most {MAX_NAME_BYTES} (it names table rows and plots)",
+                    n.len()
+                ),
+            ))
+        }
+        Some(n) if n.chars().any(char::is_control) => {
+            return Err(problem(
+                "name",
+                "must be one line without control characters (it names files and table rows)",
+            ))
+        }
+        Some(n) => n,
+        None => fallback_name.to_owned(),
+    };
+    if grid_point.is_empty() {
+        return Ok(base_name);
+    }
+    let point: Vec<String> = grid_point
+        .iter()
+        .map(|(k, v)| format!("{k}={}", crate::keys::label(v)))
+        .collect();
+    Ok(format!("{base_name}[{}]", point.join(",")))
+}
+
+/// `[context]`: its mode and how many contexts.
+fn contexts(raw: &RawContext) -> Result<(ContextMode, u64), Problem> {
+    let context_mode = one_of(
+        "context.mode",
+        &or_default(raw.mode.clone(), "context.mode"),
+        &CONTEXT_MODES,
+    )?;
+    let context_count = positive("context.count", or_default(raw.count, "context.count"))?;
+    if context_count > 1 && context_mode != ContextMode::Shared {
+        return Err(problem(
+            "context.count",
+            "several contexts apply to mode = \"shared\" (per-device makes one per device)",
+        ));
+    }
+    if context_count > MAX_CONTEXTS {
+        return Err(problem(
+            "context.count",
+            format!("{context_count} contexts; at most {MAX_CONTEXTS} are allowed"),
+        ));
+    }
+    Ok((context_mode, context_count))
+}
+
+/// `axpy.check` and, with `sample`, `axpy.samples`.
+fn axpy_check(raw: &RawAxpy) -> Result<AxpyCheck, Problem> {
+    let check: String = or_default(raw.check.clone(), "axpy.check");
+    Ok(match check.to_ascii_lowercase().as_str() {
+        "none" => {
+            if raw.samples.is_some() {
+                return Err(problem(
+                    "axpy.samples",
+                    "only applies with axpy.check = \"sample\"",
+                ));
+            }
+            AxpyCheck::None
+        }
+        "all" => AxpyCheck::All,
+        "sample" => AxpyCheck::Sample(positive(
+            "axpy.samples",
+            or_default(raw.samples, "axpy.samples"),
+        )?),
+        other => {
+            return Err(problem(
+                "axpy.check",
+                format!(
+                    "unknown value {other:?}; expected one of: {}{}",
+                    AXPY_CHECKS.join(", "),
+                    crate::suggest::hint(other, AXPY_CHECKS)
+                ),
+            ))
+        }
+    })
+}
+
+/// A dAxpy check needs kept buffers of two floats or more, of one context, and a
+/// strategy whose buffers it can pair.
+fn axpy_check_fits(
+    check: AxpyCheck,
+    allocation: &Allocation,
+    context_count: u64,
+) -> Result<(), Problem> {
+    if check == AxpyCheck::None {
+        return Ok(());
+    }
+    if !allocation.keep {
+        return Err(problem(
+            "axpy.check",
+            "dAxpy runs over kept buffers; allocation.keep = false releases each at once",
+        ));
+    }
+    if allocation.size_bytes < 8 {
+        return Err(problem(
+            "axpy.check",
+            "dAxpy needs buffers of at least 8 bytes (two floats)",
+        ));
+    }
+    if context_count > 1 {
+        return Err(problem(
+            "axpy.check",
+            "dAxpy pairs buffers of one context; with context.count > 1 a device's buffers span contexts",
+        ));
+    }
+    if allocation.strategy == Strategy::Pin {
+        return Err(problem(
+            "axpy.check",
+            "the check runs over kept buffers of strategy create, fill, migrate or pool",
+        ));
+    }
+    Ok(())
+}
+
+fn description(description: Option<String>) -> Result<String, Problem> {
+    let description = description.unwrap_or_default();
+    if description.len() > MAX_DESCRIPTION_BYTES {
+        return Err(problem(
+            "description",
+            format!(
+                "{} bytes; a description is at most {} KiB (every run of the grid carries it)",
+                description.len(),
+                MAX_DESCRIPTION_BYTES >> 10
+            ),
+        ));
+    }
+    Ok(description)
 }

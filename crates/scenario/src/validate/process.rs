@@ -59,7 +59,6 @@ pub(super) fn limits(raw: &RawLimits, context: &Context) -> Result<Limits, Probl
     Ok(Limits { soft })
 }
 
-// long: each [env] entry's checks (layer knobs, paths, placeholders, sizes) in the order messages name them
 pub(super) fn env(
     raw: BTreeMap<String, String>,
     device_count: usize,
@@ -74,8 +73,37 @@ pub(super) fn env(
             ),
         ));
     }
-    // The layer's knobs first: they are words and numbers, not paths, so a mistake
-    // in them reads the same on every machine.
+    layer_settings(&raw, device_count)?;
+    known_names(&raw)?;
+    let mut env = BTreeMap::new();
+    for (key, value) in raw {
+        let at = format!("env.{key}");
+        one_line(&at, &key, &value)?;
+        let value = value.replace(DEVICE_COUNT_TOKEN, &device_count.to_string());
+        known_placeholders(&at, &key, &value)?;
+        if key.len() + 1 + value.len() > MAX_ENV_ENTRY_BYTES {
+            return Err(problem(
+                &at,
+                format!(
+                    "{} bytes as KEY=VALUE; Linux starts no process with an entry over {MAX_ENV_ENTRY_BYTES}",
+                    key.len() + 1 + value.len()
+                ),
+            ));
+        }
+        let value = if PATH_ENV_KEYS.contains(&key.as_str()) {
+            resolve_paths(&at, &value, context)?
+        } else {
+            value
+        };
+        env.insert(key, value);
+    }
+    Ok(env)
+}
+
+/// The layer's knobs, checked first: they are words and numbers, not paths, so a
+/// mistake in them reads the same on every machine. The layer and its policy come
+/// together.
+fn layer_settings(raw: &BTreeMap<String, String>, device_count: usize) -> Result<(), Problem> {
     crate::layer::LayerSettings::read(|k| {
         raw.get(k)
             .map(|v| v.replace(DEVICE_COUNT_TOKEN, &device_count.to_string()))
@@ -105,72 +133,60 @@ pub(super) fn env(
             ),
         ));
     }
-    known_names(&raw)?;
-    let mut env = BTreeMap::new();
-    for (key, value) in raw {
-        let at = format!("env.{key}");
-        if key.is_empty()
-            || key.contains('=')
-            || key.chars().any(|c| c.is_control() || c.is_whitespace())
-        {
-            return Err(problem(
-                &at,
-                "an environment variable name must be non-empty, without '=', spaces or control characters",
-            ));
-        }
-        if value.contains('\0') {
-            return Err(problem(
-                &at,
-                "an environment variable value cannot contain NUL",
-            ));
-        }
-        if let Some(c) = value.chars().find(|c| c.is_control()) {
-            return Err(problem(
-                &at,
-                format!(
-                    "an environment variable value is one line of printable text; it holds the control character U+{:04X}",
-                    u32::from(c)
-                ),
-            ));
-        }
-        let value = value.replace(DEVICE_COUNT_TOKEN, &device_count.to_string());
-        // A placeholder spelled wrong would reach the runtime as literal text.
-        let others = PROJECT_LIBRARIES
-            .iter()
-            .filter(|l| l.env_key == key)
-            .fold(value.clone(), |v, l| v.replace(l.token, ""));
-        if let Some(start) = others.find("{devices.").or_else(|| others.find("{clmulti")) {
-            let rest = &others[start..];
-            let token = &rest[..rest.find('}').map_or(rest.len(), |e| e + 1)];
-            let libraries: Vec<String> = PROJECT_LIBRARIES
-                .iter()
-                .map(|l| format!("in {}, {}", l.env_key, l.token))
-                .collect();
-            return Err(problem(
-                &at,
-                format!(
-                    "unknown placeholder {token}; there are {DEVICE_COUNT_TOKEN} (the run's device count) and {}",
-                    libraries.join(" and ")
-                ),
-            ));
-        }
-        if key.len() + 1 + value.len() > MAX_ENV_ENTRY_BYTES {
-            return Err(problem(
-                &at,
-                format!(
-                    "{} bytes as KEY=VALUE; Linux starts no process with an entry over {MAX_ENV_ENTRY_BYTES}",
-                    key.len() + 1 + value.len()
-                ),
-            ));
-        }
-        let value = if PATH_ENV_KEYS.contains(&key.as_str()) {
-            resolve_paths(&at, &value, context)?
-        } else {
-            value
-        };
-        env.insert(key, value);
+    Ok(())
+}
+
+/// A name a process can be given, and a value of one line of printable text.
+fn one_line(at: &str, key: &str, value: &str) -> Result<(), Problem> {
+    if key.is_empty()
+        || key.contains('=')
+        || key.chars().any(|c| c.is_control() || c.is_whitespace())
+    {
+        return Err(problem(
+            at,
+            "an environment variable name must be non-empty, without '=', spaces or control characters",
+        ));
     }
-    Ok(env)
+    if value.contains('\0') {
+        return Err(problem(
+            at,
+            "an environment variable value cannot contain NUL",
+        ));
+    }
+    if let Some(c) = value.chars().find(|c| c.is_control()) {
+        return Err(problem(
+            at,
+            format!(
+                "an environment variable value is one line of printable text; it holds the control character U+{:04X}",
+                u32::from(c)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A placeholder spelled wrong would reach the runtime as literal text.
+fn known_placeholders(at: &str, key: &str, value: &str) -> Result<(), Problem> {
+    let others = PROJECT_LIBRARIES
+        .iter()
+        .filter(|l| l.env_key == key)
+        .fold(value.to_owned(), |v, l| v.replace(l.token, ""));
+    if let Some(start) = others.find("{devices.").or_else(|| others.find("{clmulti")) {
+        let rest = &others[start..];
+        let token = &rest[..rest.find('}').map_or(rest.len(), |e| e + 1)];
+        let libraries: Vec<String> = PROJECT_LIBRARIES
+            .iter()
+            .map(|l| format!("in {}, {}", l.env_key, l.token))
+            .collect();
+        return Err(problem(
+            at,
+            format!(
+                "unknown placeholder {token}; there are {DEVICE_COUNT_TOKEN} (the run's device count) and {}",
+                libraries.join(" and ")
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Resolves each `:`-separated path against the scenario's folder and checks it exists

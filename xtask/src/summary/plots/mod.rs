@@ -5,6 +5,7 @@
 use super::model::RunView;
 use clmulti_explain::{StopKind, Unit};
 use clmulti_scenario::{format_bytes, format_count, format_size};
+use plotters::coord::ranged1d::SegmentedCoord;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 
@@ -99,7 +100,6 @@ fn series_color(i: usize) -> RGBColor {
 /// The buffers each run reached, on a log scale so a failure at 278 shows beside a
 /// run of 100000; the count and why it stopped written on each bar, a run that
 /// reached none marked at the axis.
-// long: one plot's drawing, axis by axis
 pub fn buffers(runs: &[&RunView]) -> Result<Plot, String> {
     if runs.len() > BARS_PER_PLOT {
         return outcomes_by_group(runs);
@@ -159,53 +159,7 @@ pub fn buffers(runs: &[&RunView]) -> Result<Plot, String> {
             .draw()
             .map_err(plot_err)?;
         for (i, run) in runs.iter().enumerate() {
-            let segment = n - 1 - i as i32;
-            let color = outcome_color(run.row.outcome);
-            let label = match run.row.outcome {
-                StopKind::Completed => format_count(run.row.buffers as f64),
-                _ => format!("{}: {}", format_count(run.row.buffers as f64), run.row.stop),
-            };
-            if run.row.buffers == 0 {
-                chart
-                    .draw_series([TriangleMarker::new(
-                        (1.0, SegmentValue::CenterOf(segment)),
-                        7,
-                        color.filled(),
-                    )])
-                    .map_err(plot_err)?;
-            } else {
-                let mut bar = Rectangle::new(
-                    [
-                        (1.0, SegmentValue::Exact(segment)),
-                        (run.row.buffers as f64, SegmentValue::Exact(segment + 1)),
-                    ],
-                    color.filled(),
-                );
-                bar.set_margin(4, 4, 0, 0);
-                chart.draw_series([bar]).map_err(plot_err)?;
-            }
-            // What fits between the bar's end and the plot's right edge (the plot is
-            // 1300 - 400 - 2 x 12 px wide; 12 px sans averages ~6.5 px a character).
-            let at = (run.row.buffers.max(1) as f64) * 1.2;
-            let room = ((1.0 - at.ln() / max.ln()) * 876.0 / 6.5) as usize;
-            let label = if label.chars().count() > room.max(8) {
-                let kept: String = label.chars().take(room.max(8) - 1).collect();
-                format!("{kept}…")
-            } else {
-                label
-            };
-            chart
-                .draw_series([Text::new(
-                    label,
-                    (at, SegmentValue::CenterOf(segment)),
-                    ("sans-serif", 12).into_font().color(&BLACK).pos(
-                        plotters::style::text_anchor::Pos::new(
-                            plotters::style::text_anchor::HPos::Left,
-                            plotters::style::text_anchor::VPos::Center,
-                        ),
-                    ),
-                )])
-                .map_err(plot_err)?;
+            draw_buffers_bar(&mut chart, run, n - 1 - i as i32, max)?;
         }
         root.present().map_err(plot_err)?;
     }
@@ -215,10 +169,79 @@ pub fn buffers(runs: &[&RunView]) -> Result<Plot, String> {
     })
 }
 
+type BarChart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<LogCoord<f64>, SegmentedCoord<plotters::coord::types::RangedCoordi32>>,
+>;
+
+/// A run's bar in its segment (a marker at the axis when it reached none), with its
+/// count and why it stopped written after it.
+fn draw_buffers_bar(
+    chart: &mut BarChart<'_, '_>,
+    run: &RunView,
+    segment: i32,
+    max: f64,
+) -> Result<(), String> {
+    let color = outcome_color(run.row.outcome);
+    if run.row.buffers == 0 {
+        chart
+            .draw_series([TriangleMarker::new(
+                (1.0, SegmentValue::CenterOf(segment)),
+                7,
+                color.filled(),
+            )])
+            .map_err(plot_err)?;
+    } else {
+        let mut bar = Rectangle::new(
+            [
+                (1.0, SegmentValue::Exact(segment)),
+                (run.row.buffers as f64, SegmentValue::Exact(segment + 1)),
+            ],
+            color.filled(),
+        );
+        bar.set_margin(4, 4, 0, 0);
+        chart.draw_series([bar]).map_err(plot_err)?;
+    }
+    let at = (run.row.buffers.max(1) as f64) * 1.2;
+    chart
+        .draw_series([Text::new(
+            bar_label(run, at, max),
+            (at, SegmentValue::CenterOf(segment)),
+            ("sans-serif", 12).into_font().color(&BLACK).pos(
+                plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Left,
+                    plotters::style::text_anchor::VPos::Center,
+                ),
+            ),
+        )])
+        .map_err(plot_err)?;
+    Ok(())
+}
+
+/// A bar's count and why its run stopped, cut to what fits between the bar's end
+/// (`at`) and the plot's right edge (the plot is 1300 - 400 - 2 x 12 px wide; 12 px
+/// sans averages ~6.5 px a character).
+fn bar_label(run: &RunView, at: f64, max: f64) -> String {
+    let label = match run.row.outcome {
+        StopKind::Completed => format_count(run.row.buffers as f64),
+        _ => format!("{}: {}", format_count(run.row.buffers as f64), run.row.stop),
+    };
+    let room = ((1.0 - at.ln() / max.ln()) * 876.0 / 6.5) as usize;
+    if label.chars().count() > room.max(8) {
+        let kept: String = label.chars().take(room.max(8) - 1).collect();
+        format!("{kept}…")
+    } else {
+        label
+    }
+}
+
+/// Runs per outcome, per group (in the groups' order).
+type OutcomeCounts = BTreeMap<(u8, String), BTreeMap<StopKind, usize>>;
+
 /// For large sweeps: runs per outcome, per group, as stacked bars.
-// long: one plot's drawing, axis by axis
 fn outcomes_by_group(runs: &[&RunView]) -> Result<Plot, String> {
-    let mut counts: BTreeMap<(u8, String), BTreeMap<StopKind, usize>> = BTreeMap::new();
+    let mut counts: OutcomeCounts = BTreeMap::new();
     for run in runs {
         *counts
             .entry(super::model::group_rank(&run.row.group))
@@ -259,25 +282,7 @@ fn outcomes_by_group(runs: &[&RunView]) -> Result<Plot, String> {
             .draw()
             .map_err(plot_err)?;
         for (i, ((_, group), outcomes)) in counts.iter().enumerate() {
-            let y = n - i as f64 - 0.5;
-            let mut start = 0.0;
-            for (outcome, count) in outcomes {
-                let end = start + *count as f64;
-                chart
-                    .draw_series([Rectangle::new(
-                        [(start, y - 0.35), (end, y + 0.35)],
-                        outcome_color(*outcome).filled(),
-                    )])
-                    .map_err(plot_err)?;
-                chart
-                    .draw_series([Text::new(
-                        format!("{count} {outcome}"),
-                        (start + 0.5, y + 0.1),
-                        ("sans-serif", 11).into_font().color(&WHITE),
-                    )])
-                    .map_err(plot_err)?;
-                start = end;
-            }
+            draw_stacked_bar(&mut chart, n - i as f64 - 0.5, outcomes)?;
             labels_area
                 .draw(&Text::new(
                     group.clone(),
@@ -291,7 +296,47 @@ fn outcomes_by_group(runs: &[&RunView]) -> Result<Plot, String> {
         }
         root.present().map_err(plot_err)?;
     }
-    let data = PlotData {
+    Ok(Plot {
+        svg,
+        data: vec![outcomes_data(&counts)],
+    })
+}
+
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// One group's runs per outcome, side by side at height `y`, each part named.
+fn draw_stacked_bar(
+    chart: &mut Chart<'_, '_>,
+    y: f64,
+    outcomes: &BTreeMap<StopKind, usize>,
+) -> Result<(), String> {
+    let mut start = 0.0;
+    for (outcome, count) in outcomes {
+        let end = start + *count as f64;
+        chart
+            .draw_series([Rectangle::new(
+                [(start, y - 0.35), (end, y + 0.35)],
+                outcome_color(*outcome).filled(),
+            )])
+            .map_err(plot_err)?;
+        chart
+            .draw_series([Text::new(
+                format!("{count} {outcome}"),
+                (start + 0.5, y + 0.1),
+                ("sans-serif", 11).into_font().color(&WHITE),
+            )])
+            .map_err(plot_err)?;
+        start = end;
+    }
+    Ok(())
+}
+
+fn outcomes_data(counts: &OutcomeCounts) -> PlotData {
+    PlotData {
         title: "runs per outcome in each group".into(),
         columns: vec!["group".into(), "runs per outcome".into()],
         rows: counts
@@ -307,11 +352,7 @@ fn outcomes_by_group(runs: &[&RunView]) -> Result<Plot, String> {
                 ]
             })
             .collect(),
-    };
-    Ok(Plot {
-        svg,
-        data: vec![data],
-    })
+    }
 }
 
 fn scale(unit: Unit, max: f64) -> (f64, &'static str) {

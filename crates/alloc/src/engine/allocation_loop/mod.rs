@@ -3,11 +3,13 @@
 //! OpenCL: a [`Backend`] allocates, a [`Meter`] reads the host.
 
 mod quiet;
+mod sample;
 
 use clmulti_explain::{Call, GuardKind, Sample, StopReason};
 use clmulti_probe::{ClCode, Usage, UsageReader};
 use clmulti_scenario::{MapsSampling, Placement};
 use quiet::{allocate_quietly, quiet_buffers};
+use sample::{pause, take_sample};
 use std::time::{Duration, Instant};
 
 /// What the loop needs from whatever allocates.
@@ -146,6 +148,8 @@ pub(crate) struct LoopOutcome {
     pub sampling_seconds: f64,
     pub samples: Vec<Sample>,
     pub stop: StopReason,
+    /// Whether the latest sample read every figure (the mappings and the counts).
+    pub last_sample_whole: bool,
 }
 
 /// Estimates RSS between readings, so the guard reads RSS only when the next buffer
@@ -267,7 +271,7 @@ impl Clock {
 
 /// Runs the loop; `interrupt`, when it turns non-zero (a signal number), stops it
 /// before the next buffer.
-// long: the hot loop reads top to bottom in the order its checks run (total, time, RSS, allocate, release round, sample); split, each buffer would cross calls the guards must see in order.
+// long: a hot loop: its checks run in order for each buffer (total, time, RSS, allocate, release round, sample); split, each buffer would cross calls the guards must see in order.
 pub(crate) fn allocation_loop(
     plan: &LoopPlan,
     backend: &mut impl Backend,
@@ -278,48 +282,9 @@ pub(crate) fn allocation_loop(
     let mut clock = Clock::new(meter.now());
     let mut out = LoopOutcome::default();
     let mut maps = MapsBudget::default();
-    // Whether the latest sample read everything (the counts too).
-    let latest_whole = std::cell::Cell::new(false);
     // Samples are timed apart so the allocation rate excludes the instrumentation.
     let mut sample = |out: &mut LoopOutcome, meter: &mut dyn Meter, start: Instant, walk: Walk| {
-        let taken = meter.now();
-        let mut usage = meter.usage();
-        let walks = match (walk, plan.sample_maps) {
-            (Walk::Always, _) | (_, MapsSampling::EverySample) => true,
-            (Walk::Budgeted, MapsSampling::Budgeted) => {
-                maps.allows(taken - start, out.samples.len())
-            }
-        };
-        if walks {
-            let walking = meter.now();
-            usage.process.memory_maps = Some(meter.memory_maps());
-            maps.spent += meter.now() - walking;
-        }
-        // Every figure: at the samples that always walk, and at all of them when
-        // asked for every sample.
-        let whole = walk == Walk::Always || plan.sample_maps == MapsSampling::EverySample;
-        if whole {
-            meter.counts(&mut usage);
-        }
-        latest_whole.set(whole);
-        let guards = meter.guard_reading_in(&usage);
-        let sample = Sample {
-            allocations: out.buffers,
-            live: (out.live != out.buffers).then_some(out.live),
-            bytes_requested: out.bytes,
-            elapsed_seconds: (taken - start).as_secs_f64(),
-            host: usage.process,
-            system: usage.system,
-            drm: usage.drm,
-            device_used_bytes: meter.device_used(),
-            dmabuf_exporters: usage.dmabuf_exporters,
-            kernel_counts: usage.kernel_counts,
-            traced_counts: usage.traced_counts,
-        };
-        meter.sampled(&sample);
-        out.samples.push(sample);
-        out.sampling_seconds += (meter.now() - taken).as_secs_f64();
-        guards
+        take_sample(plan, &mut maps, out, meter, (start, walk))
     };
     sample(&mut out, meter, clock.start, Walk::Always);
     let baseline = meter.guard_reading();
@@ -327,11 +292,6 @@ pub(crate) fn allocation_loop(
     // What a buffer adds to the mappings is learned from the readings.
     let mut vsize = RssGuard::new(plan.max_vsize, baseline.vsize, 0.0);
     let mut data = RssGuard::new(plan.max_data, baseline.data, 0.0);
-    let guard = |guard, value: f64, limit: u64| StopReason::Guard {
-        guard,
-        value,
-        limit: limit as f64,
-    };
     // The backend's own host memory is in the baseline by now.
     if let Some(stop) = refused_up_front(plan, baseline, 0) {
         out.stop = stop;
@@ -359,7 +319,7 @@ pub(crate) fn allocation_loop(
         let index = out.buffers;
         let next_total = out.bytes.saturating_add(plan.size);
         if next_total > plan.max_total {
-            out.stop = guard(GuardKind::MaxTotalBytes, next_total as f64, plan.max_total);
+            out.stop = guard_stop(GuardKind::MaxTotalBytes, next_total as f64, plan.max_total);
             break;
         }
         if let Some(seconds) = clock.tick(|| meter.now()) {
@@ -386,17 +346,17 @@ pub(crate) fn allocation_loop(
             out.sampling_seconds += (meter.now() - reading).as_secs_f64();
             let estimate = rss.estimate(next_total);
             if estimate > rss.limit as f64 {
-                out.stop = guard(GuardKind::MaxRss, estimate, rss.limit);
+                out.stop = guard_stop(GuardKind::MaxRss, estimate, rss.limit);
                 break;
             }
             let estimate = vsize.estimate(next_total);
             if estimate > vsize.limit as f64 {
-                out.stop = guard(GuardKind::AddressSpace, estimate, vsize.limit);
+                out.stop = guard_stop(GuardKind::AddressSpace, estimate, vsize.limit);
                 break;
             }
             let estimate = data.estimate(next_total);
             if estimate > data.limit as f64 {
-                out.stop = guard(GuardKind::DataSegment, estimate, data.limit);
+                out.stop = guard_stop(GuardKind::DataSegment, estimate, data.limit);
                 break;
             }
         }
@@ -443,32 +403,31 @@ pub(crate) fn allocation_loop(
     out.elapsed_seconds = (meter.now() - clock.start).as_secs_f64();
     // The last sample has every figure: one taken without the mappings or the counts is
     // taken again.
-    match out.samples.last() {
-        Some(last) if last.allocations == out.buffers && latest_whole.get() => {}
-        Some(last) if last.allocations == out.buffers => {
+    if !(out.last_sample_whole
+        && out
+            .samples
+            .last()
+            .is_some_and(|l| l.allocations == out.buffers))
+    {
+        if out
+            .samples
+            .last()
+            .is_some_and(|last| last.allocations == out.buffers)
+        {
             out.samples.pop();
-            sample(&mut out, meter, clock.start, Walk::Always);
         }
-        _ => {
-            sample(&mut out, meter, clock.start, Walk::Always);
-        }
+        sample(&mut out, meter, clock.start, Walk::Always);
     }
     out
 }
 
-/// Waits `pause`: spinning below a millisecond, where sleep overshoots by tens of
-/// microseconds (the pause must stay near what was asked to halve a rate).
-fn pause(pause: std::time::Duration) {
-    if pause.is_zero() {
-        return;
-    }
-    if pause >= std::time::Duration::from_millis(1) {
-        std::thread::sleep(pause);
-        return;
-    }
-    let until = Instant::now() + pause;
-    while Instant::now() < until {
-        std::hint::spin_loop();
+/// A guard's stop at `value` past its `limit`.
+#[inline]
+fn guard_stop(guard: GuardKind, value: f64, limit: u64) -> StopReason {
+    StopReason::Guard {
+        guard,
+        value,
+        limit: limit as f64,
     }
 }
 

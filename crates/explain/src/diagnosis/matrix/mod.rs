@@ -1,10 +1,12 @@
 //! Building a [`Diagnosis`] from the matrix's runs, the experiments on the failing
 //! shared case, and the fixes' runs.
 
+mod known;
 mod release;
 mod time;
 
 use cause::{no_failure, shared_cause};
+use known::{known, seen_in};
 use release::{release_findings, release_statement};
 use time::time_across_strategies;
 mod cause;
@@ -13,7 +15,6 @@ use super::{
     cost_of, differs, failed, Diagnosis, Fix, FixOutcome, Investigation, KernelCounts, LoggedCase,
     Outcome, Placed, Role, RunBrief, SharingCost, DIAGNOSIS_SCHEMA_VERSION,
 };
-use crate::knowledge::{runtime_of, Applies, Seen, SEED_ANSWER_CORRECTIONS};
 use crate::report::{Report, StopKind, StopReason};
 use crate::resource::Resource;
 use crate::verdict::{Basis, Cause, Statement};
@@ -68,7 +69,6 @@ impl Diagnosis {
     /// Builds the diagnosis from the matrix's runs (the failing shared case carrying
     /// its experiments in its analysis, when they ran) and the fixes' runs (`Err`:
     /// not run, with the reason).
-    // long: the verdict's statements in reading order, strategy by strategy
     pub fn new(runs: &[Placed<'_>], fixes: &[(Fix, Result<&Report, String>)]) -> Self {
         let matrix = Matrix { runs };
         let shared_any = matrix.shared();
@@ -86,16 +86,7 @@ impl Diagnosis {
             .collect();
         let mut sharing_costs = Vec::new();
         let mut investigated = None;
-        let kernel_counts: Vec<KernelCounts> = runs
-            .iter()
-            .flat_map(|p| {
-                [
-                    KernelCounts::of(p.report, p.role),
-                    KernelCounts::traced(p.report, p.role),
-                ]
-            })
-            .flatten()
-            .collect();
+        let kernel_counts = kernel_counts(runs);
         // Runs that stopped before their first buffer measured no buffer at all.
         let none_allocated = !runs.is_empty() && runs.iter().all(|p| p.report.buffers == 0);
         for strategy in matrix.strategies() {
@@ -111,31 +102,10 @@ impl Diagnosis {
             let (costs, extra) = sharing(&matrix, strategy, shared, n);
             sharing_costs.extend(costs);
             verdict.extend(extra);
-            for source in [super::KERNEL_COUNTS, super::TRACED_COUNTS] {
-                verdict.extend(KernelCounts::statement(
-                    &kernel_counts
-                        .iter()
-                        .filter(|k| k.strategy == strategy && k.source == source)
-                        .collect::<Vec<_>>(),
-                    n,
-                ));
-            }
+            verdict.extend(counts_statements(&kernel_counts, strategy, n));
             verdict.extend(shared_cause(shared, per, n));
-            let found = !shared.analysis.candidates.is_empty()
-                || !shared.analysis.shape.is_empty()
-                || shared.analysis.replicates.is_some();
-            if investigated.is_none() && failed(shared) && found {
-                investigated = Some(Investigation {
-                    run_name: shared.run_name.clone(),
-                    candidates: shared.analysis.candidates.clone(),
-                    shape: shared.analysis.shape.clone(),
-                    replicates: shared.analysis.replicates.clone(),
-                    reproduction: shared
-                        .analysis
-                        .claim(crate::claim::Topic::Reproduction)
-                        .cloned(),
-                    cause: shared.analysis.claim(crate::claim::Topic::Cause).cloned(),
-                });
+            if investigated.is_none() {
+                investigated = investigation(shared);
             }
         }
         verdict.extend(time_across_strategies(&matrix));
@@ -439,72 +409,6 @@ pub(crate) fn outcome(r: &Report) -> String {
     }
 }
 
-/// What the runs showed of the machine, for the facts' scopes.
-fn seen_in(report: &Report) -> Seen {
-    let kernel_driver = report
-        .neo_emulation
-        .as_ref()
-        .and_then(|n| n.kernel_driver)
-        .map(|d| format!("{} (emulated)", d.kernel().name()))
-        .or_else(|| {
-            report
-                .samples
-                .iter()
-                .flat_map(|s| &s.drm)
-                .map(|d| d.driver.clone())
-                .next()
-        });
-    Seen {
-        devices: report
-            .devices
-            .iter()
-            .map(|d| d.display_name().to_owned())
-            .collect(),
-        kernel_driver,
-        api: "OpenCL",
-        version: report
-            .devices
-            .first()
-            .and_then(|d| d.driver_version.value().cloned()),
-    }
-}
-
-/// The documented facts of the platform's runtime, each said as a fact where its
-/// scope covers what the runs saw, and as "reported for X, not this machine" where not.
-fn known(platform: &str, seen: Option<Seen>) -> Vec<Statement> {
-    let mut out = Vec::new();
-    let seen = seen.unwrap_or_default();
-    if let Some(runtime) = runtime_of(platform) {
-        for fact in runtime.facts {
-            let text = match fact.scope.applies(&seen) {
-                Applies::Yes => format!(
-                    "{}: {} (reported for {})",
-                    runtime.name,
-                    fact.text,
-                    fact.scope.describe()
-                ),
-                Applies::No(why) => format!(
-                    "{}: reported for {}, not this machine ({why}): {}",
-                    runtime.name,
-                    fact.scope.describe(),
-                    fact.text
-                ),
-                Applies::Unread(why) => format!(
-                    "{}: reported for {}; whether this machine is one was not read ({why}): {}",
-                    runtime.name,
-                    fact.scope.describe(),
-                    fact.text
-                ),
-            };
-            out.push(Statement::known(fact.source, text));
-        }
-    }
-    for fact in SEED_ANSWER_CORRECTIONS {
-        out.push(Statement::known(fact.source, fact.text));
-    }
-    out
-}
-
 /// What a fix's run shows. For a shared case that failed: whether the fix run got
 /// through. For one that only headed for a limit: whether the fix moved that limit
 /// (gone, or at least twice as far).
@@ -585,4 +489,54 @@ fn shorten(s: &mut Statement) {
         Some(d) if !d.is_empty() => format!("{rest}; {d}"),
         _ => rest,
     });
+}
+
+/// The kernel's counts of every run, as the runtime logs them and as traced.
+fn kernel_counts(runs: &[Placed<'_>]) -> Vec<KernelCounts> {
+    runs.iter()
+        .flat_map(|p| {
+            [
+                KernelCounts::of(p.report, p.role),
+                KernelCounts::traced(p.report, p.role),
+            ]
+        })
+        .flatten()
+        .collect()
+}
+
+/// What the kernel's counts say of one strategy, from each source.
+fn counts_statements(
+    kernel_counts: &[KernelCounts],
+    strategy: Strategy,
+    n: usize,
+) -> Vec<Statement> {
+    let mut out = Vec::new();
+    for source in [super::KERNEL_COUNTS, super::TRACED_COUNTS] {
+        out.extend(KernelCounts::statement(
+            &kernel_counts
+                .iter()
+                .filter(|k| k.strategy == strategy && k.source == source)
+                .collect::<Vec<_>>(),
+            n,
+        ));
+    }
+    out
+}
+
+/// The failing shared case's investigation, when it found anything.
+fn investigation(shared: &Report) -> Option<Investigation> {
+    let found = !shared.analysis.candidates.is_empty()
+        || !shared.analysis.shape.is_empty()
+        || shared.analysis.replicates.is_some();
+    (failed(shared) && found).then(|| Investigation {
+        run_name: shared.run_name.clone(),
+        candidates: shared.analysis.candidates.clone(),
+        shape: shared.analysis.shape.clone(),
+        replicates: shared.analysis.replicates.clone(),
+        reproduction: shared
+            .analysis
+            .claim(crate::claim::Topic::Reproduction)
+            .cloned(),
+        cause: shared.analysis.claim(crate::claim::Topic::Cause).cloned(),
+    })
 }

@@ -235,18 +235,10 @@ pub fn per_peer(
         return vec![no_answer(q, SUBJECT, alternatives, &runs)];
     }
     let label = cause.label();
-    let seen = std::iter::once((d, base))
-        .chain(points.iter().copied())
-        .map(|(k, (c, _))| {
-            // Bytes with their unit; counts whole or to two decimals.
-            let value = match cause.unit() {
-                crate::Unit::Bytes => crate::Unit::Bytes.format(c),
-                crate::Unit::Count => crate::words::figure(c),
-            };
-            format!("{k} devices: {value} {label} per buffer")
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
+    let seen = seen_words(
+        cause,
+        std::iter::once((d, base)).chain(points.iter().copied()),
+    );
     let alternatives = MODELS
         .iter()
         .zip(alternatives)
@@ -271,4 +263,20 @@ pub fn per_peer(
         ),
         &runs,
     )]
+}
+
+/// `2 devices: 1.00 MiB system Shmem per buffer, 3 devices: ...`: bytes with their
+/// unit, counts whole or to two decimals.
+fn seen_words(cause: &Resource, points: impl Iterator<Item = (u64, (f64, f64))>) -> String {
+    let label = cause.label();
+    points
+        .map(|(k, (c, _))| {
+            let value = match cause.unit() {
+                crate::Unit::Bytes => crate::Unit::Bytes.format(c),
+                crate::Unit::Count => crate::words::figure(c),
+            };
+            format!("{k} devices: {value} {label} per buffer")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -1,0 +1,67 @@
+//! One sample of every reading, inside the loop, and the pause between buffers.
+
+use super::*;
+
+/// One sample of every reading (the mappings walked always, on every sample, or
+/// within their time budget), told to the meter and kept; its guard reading.
+#[inline]
+pub(super) fn take_sample(
+    plan: &LoopPlan,
+    maps: &mut MapsBudget,
+    out: &mut LoopOutcome,
+    meter: &mut dyn Meter,
+    (start, walk): (Instant, Walk),
+) -> GuardReading {
+    let taken = meter.now();
+    let mut usage = meter.usage();
+    let walks = match (walk, plan.sample_maps) {
+        (Walk::Always, _) | (_, MapsSampling::EverySample) => true,
+        (Walk::Budgeted, MapsSampling::Budgeted) => maps.allows(taken - start, out.samples.len()),
+    };
+    if walks {
+        let walking = meter.now();
+        usage.process.memory_maps = Some(meter.memory_maps());
+        maps.spent += meter.now() - walking;
+    }
+    // Every figure: at the samples that always walk, and at all of them when asked
+    // for every sample.
+    let whole = walk == Walk::Always || plan.sample_maps == MapsSampling::EverySample;
+    if whole {
+        meter.counts(&mut usage);
+    }
+    out.last_sample_whole = whole;
+    let guards = meter.guard_reading_in(&usage);
+    let sample = Sample {
+        allocations: out.buffers,
+        live: (out.live != out.buffers).then_some(out.live),
+        bytes_requested: out.bytes,
+        elapsed_seconds: (taken - start).as_secs_f64(),
+        host: usage.process,
+        system: usage.system,
+        drm: usage.drm,
+        device_used_bytes: meter.device_used(),
+        dmabuf_exporters: usage.dmabuf_exporters,
+        kernel_counts: usage.kernel_counts,
+        traced_counts: usage.traced_counts,
+    };
+    meter.sampled(&sample);
+    out.samples.push(sample);
+    out.sampling_seconds += (meter.now() - taken).as_secs_f64();
+    guards
+}
+
+/// Waits `pause`: spinning below a millisecond, where sleep overshoots by tens of
+/// microseconds (the pause must stay near what was asked to halve a rate).
+pub(super) fn pause(pause: std::time::Duration) {
+    if pause.is_zero() {
+        return;
+    }
+    if pause >= std::time::Duration::from_millis(1) {
+        std::thread::sleep(pause);
+        return;
+    }
+    let until = Instant::now() + pause;
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}

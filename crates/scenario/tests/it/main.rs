@@ -1,0 +1,4 @@
+//! The scenario crate's integration tests, one binary for all.
+
+mod editing;
+mod malformed;
