@@ -209,13 +209,13 @@ fn setting(key: &str, value: &str) -> Item {
 }
 
 /// A load no run may make, whoever trusts it: `why` says what is in the way.
-fn refused(key: &str, path: String, why: String) -> Item {
+pub(super) fn refused(key: &str, path: String, why: String) -> Item {
     let mut load = load(key, LoadKind::Library, path, None);
     load.problem = Some(why);
     Item { load, real: None }
 }
 
-fn load(key: &str, kind: LoadKind, path: String, trusted: Option<Trusted>) -> Load {
+pub(super) fn load(key: &str, kind: LoadKind, path: String, trusted: Option<Trusted>) -> Load {
     Load {
         key: key.to_owned(),
         kind,
@@ -237,13 +237,10 @@ pub(super) fn resolve(part: &str, origin: &Origin) -> PathBuf {
 }
 
 fn path_item(key: &str, kind: LoadKind, part: &str, origin: &Origin) -> Item {
-    // A bare library name is the dynamic linker's to find in the system's folders
-    // (a search path the scenario sets is a load of its own).
+    // A bare library name is the dynamic linker's to find (a search path the scenario
+    // sets is a load of its own).
     if kind == LoadKind::Library && !part.is_empty() && !part.contains('/') {
-        return Item {
-            load: load(key, kind, part.to_owned(), Some(Trusted::System)),
-            real: None,
-        };
+        return super::search::bare_library(key, part);
     }
     let resolved = resolve(part, origin);
     let mut item = Item {

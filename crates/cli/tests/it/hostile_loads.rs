@@ -354,3 +354,38 @@ fn a_fifo_or_dev_zero_in_a_vendors_folder_ends_every_command() {
         );
     }
 }
+
+#[test]
+fn a_bare_library_name_is_trusted_only_from_the_systems_folders() {
+    let dir = folder("bare-name");
+    let marker = dir.join("constructor-ran");
+    let mine = dir.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    marking_library(&mine, "libclmulti-hook.so", &marker);
+    std::fs::create_dir_all(dir.join("vendors")).unwrap();
+    std::fs::write(dir.join("vendors/x.icd"), "libclmulti-hook.so\n").unwrap();
+    for (name, env) in [
+        ("preload", "LD_PRELOAD = \"libclmulti-hook.so\""),
+        ("icd", "OCL_ICD_VENDORS = \"vendors\""),
+    ] {
+        let path = dir.join(format!("{name}.toml"));
+        std::fs::write(&path, format!("{BASE}[env]\n{env}\n")).unwrap();
+        // Found first in a folder of this user's that LD_LIBRARY_PATH names: refused.
+        let mut cmd = clmulti(1);
+        cmd.env("LD_LIBRARY_PATH", &mine);
+        refused(
+            &mut cmd,
+            &path,
+            &marker,
+            "is not the system's: name the library by its path",
+        );
+        // Found nowhere: refused, not called a system file.
+        let out = finished(clmulti(1).arg("check").arg(&path));
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            said.contains("no library libclmulti-hook.so"),
+            "{name}: {said}"
+        );
+        assert!(!marker.exists(), "{name}: its code ran");
+    }
+}

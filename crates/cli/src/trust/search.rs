@@ -1,0 +1,98 @@
+//! A bare library name (`libpocl.so.2` in an `.icd` file, `libm.so.6` in
+//! `LD_PRELOAD`), found as the dynamic linker finds it: first in the folders of the
+//! `LD_LIBRARY_PATH` a run inherits from this process, then in the system's
+//! (`/etc/ld.so.conf.d`, the multiarch and plain library folders). It needs no word
+//! only where every folder searched before it, and the file itself, are the
+//! system's: a folder of this user's in `LD_LIBRARY_PATH` could hold a library of
+//! that name that a received file would load.
+
+use super::loads::{load, refused, Item, LoadKind, Trusted};
+use super::owner::system_owned;
+use std::path::{Path, PathBuf};
+
+/// The load of a bare library name `name` written at `key`.
+pub(super) fn bare_library(key: &str, name: &str) -> Item {
+    let inherited = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+    let mut folders = Vec::new();
+    for entry in std::env::split_paths(&inherited).filter(|_| !inherited.is_empty()) {
+        // An empty entry is the working folder.
+        let folder = if entry.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            entry
+        };
+        let real = std::fs::canonicalize(&folder).unwrap_or(folder.clone());
+        if !system_owned(&real) {
+            return refused(
+                key,
+                name.to_owned(),
+                format!(
+                    "a bare library name is looked up first in LD_LIBRARY_PATH, whose {} is not the system's: name the library by its path",
+                    folder.display()
+                ),
+            );
+        }
+        folders.push(real);
+    }
+    folders.extend(system_folders());
+    let Some(found) = folders.iter().map(|f| f.join(name)).find(|p| p.is_file()) else {
+        return refused(
+            key,
+            name.to_owned(),
+            format!(
+                "no library {name} in the dynamic linker's folders (LD_LIBRARY_PATH, /etc/ld.so.conf.d, the system's): name it by its path"
+            ),
+        );
+    };
+    let real = std::fs::canonicalize(&found).unwrap_or(found);
+    let trusted = system_owned(&real).then_some(Trusted::System);
+    Item {
+        load: load(key, LoadKind::Library, real.display().to_string(), trusted),
+        real: Some(real),
+    }
+}
+
+/// The system's library folders, in the dynamic linker's order: those
+/// `/etc/ld.so.conf.d` lists, then the multiarch and plain defaults.
+fn system_folders() -> Vec<PathBuf> {
+    let mut folders = Vec::new();
+    let mut confs: Vec<PathBuf> = std::fs::read_dir("/etc/ld.so.conf.d")
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    confs.sort();
+    for conf in confs
+        .iter()
+        .filter(|c| c.extension().is_some_and(|x| x == "conf"))
+    {
+        let text = std::fs::read_to_string(conf).unwrap_or_default();
+        folders.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| l.starts_with('/'))
+                .map(PathBuf::from),
+        );
+    }
+    let multiarch = format!("{}-linux-gnu", std::env::consts::ARCH);
+    for base in ["/lib", "/usr/lib"] {
+        folders.push(Path::new(base).join(&multiarch));
+    }
+    folders.extend(["/lib64", "/usr/lib64", "/lib", "/usr/lib"].map(PathBuf::from));
+    folders
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_name_is_found_in_the_systems_folders_and_trusted_there() {
+        let item = bare_library("LD_PRELOAD", "libm.so.6");
+        assert_eq!(item.load.trusted, Some(Trusted::System), "{:?}", item.load);
+        assert!(item.real.is_some_and(|p| p.is_absolute()));
+        let missing = bare_library("LD_PRELOAD", "libclmulti-no-such-library.so");
+        assert!(missing
+            .load
+            .problem
+            .is_some_and(|p| p.contains("no library libclmulti-no-such-library.so")));
+    }
+}
