@@ -367,6 +367,9 @@ fn text(d: &Diagnosis, args: &Args) -> String {
             out.push_str(&format!("      evidence: {detail}\n"));
         }
     }
+    if !evidence && d.headline().iter().any(|s| s.detail.is_some()) {
+        out.push_str("  (the evidence behind each line, the experiments' figures with it: `clmulti -v diagnose`, or the pages `--out DIR` writes)\n");
+    }
     out.push_str("\nfixes\n");
     for line in d.fix_lines() {
         out.push_str(&format!("  {line}\n"));

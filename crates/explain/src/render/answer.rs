@@ -287,10 +287,21 @@ fn failure_call(headline: &str) -> String {
 /// A claim as the answer says it: what is left, without the subject.
 fn short(claim: &Claim) -> String {
     let sentence = claim.sentence();
+    // One alternative left that no run supported (the experiments not run): a
+    // candidate, not a cause.
+    let untested = matches!(
+        claim.remaining().as_slice(),
+        [one] if matches!(one.judged, crate::claim::Judged::Open { .. })
+    );
+    let called = if untested {
+        "a candidate cause, not tested"
+    } else {
+        "the cause"
+    };
     match claim.topic {
         Topic::Cause => sentence
             .split_once(": ")
-            .map_or(sentence.clone(), |(_, rest)| format!("the cause: {rest}")),
+            .map_or(sentence.clone(), |(_, rest)| format!("{called}: {rest}")),
         _ => sentence,
     }
 }

@@ -477,9 +477,16 @@ fn shorten(s: &mut Statement) {
         .nth(MAX_WORDS - 5)
         .map_or(s.text.len(), |(i, _)| i);
     let head = &s.text[..limit];
+    // Never inside parentheses: the head must read whole.
+    let outside = |i: usize| head[..i].matches('(').count() == head[..i].matches(')').count();
     let cut = ["; ", ": ", ", "]
         .iter()
-        .filter_map(|sep| head.rfind(sep).map(|i| (i, sep.len())))
+        .flat_map(|sep| {
+            head.match_indices(sep)
+                .map(|(i, _)| (i, sep.len()))
+                .collect::<Vec<_>>()
+        })
+        .filter(|(i, _)| outside(*i))
         .max_by_key(|(i, _)| *i)
         .unwrap_or((limit, 0));
     let rest = s.text[cut.0 + cut.1..].trim().to_owned();
