@@ -86,10 +86,20 @@ fn devices(
             // sweep over Slurm nodes): its runs beyond this one are skipped here, said
             // as a warning. A file that asks for more everywhere is an error.
             let scaling = file.varies_under("devices.");
+            // On PoCL, one setting gives a second device.
+            let pocl = platforms
+                .iter()
+                .any(|p| p.name.value().is_some_and(|n| clmulti_probe::is_pocl(n)))
+                && std::env::var_os("POCL_DEVICES").is_none();
             let message = format!(
-                "{e}: `clmulti run` refuses this run here (exit 2); a sweep records it as skipped{}",
+                "{e}: `clmulti run` refuses this run here (exit 2); a sweep records it as skipped{}{}",
                 if scaling {
                     ", as it must on a node with fewer devices (a Slurm node), and says so"
+                } else {
+                    ""
+                },
+                if pocl {
+                    "; PoCL gives two devices with POCL_DEVICES=\"cpu cpu\" (\"pthread pthread\" on PoCL 3)"
                 } else {
                     ""
                 }
