@@ -401,22 +401,35 @@ pub(crate) fn allocation_loop(
         }
     }
     out.elapsed_seconds = (meter.now() - clock.start).as_secs_f64();
-    // The last sample has every figure: one taken without the mappings or the counts is
-    // taken again.
-    if !(out.last_sample_whole
-        && out
-            .samples
+    // The last sample has every figure: one taken without the mappings is taken again;
+    // one with them but not the counts gets the counts (read now, with nothing
+    // allocated since: as they were).
+    let at_end = |out: &LoopOutcome| {
+        out.samples
             .last()
-            .is_some_and(|l| l.allocations == out.buffers))
-    {
-        if out
-            .samples
-            .last()
-            .is_some_and(|last| last.allocations == out.buffers)
-        {
-            out.samples.pop();
+            .is_some_and(|l| l.allocations == out.buffers)
+    };
+    let walked = out
+        .samples
+        .last()
+        .is_some_and(|l| l.host.memory_maps.is_some());
+    match (at_end(&out), walked, out.last_sample_whole) {
+        (true, true, true) => {}
+        (true, true, false) => {
+            let mut counts = Usage::default();
+            meter.counts(&mut counts);
+            if let Some(last) = out.samples.last_mut() {
+                last.kernel_counts = counts.kernel_counts;
+                last.traced_counts = counts.traced_counts;
+            }
+            out.last_sample_whole = true;
         }
-        sample(&mut out, meter, clock.start, Walk::Always);
+        (at_end, _, _) => {
+            if at_end {
+                out.samples.pop();
+            }
+            sample(&mut out, meter, clock.start, Walk::Always);
+        }
     }
     out
 }
