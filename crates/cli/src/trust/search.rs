@@ -1,34 +1,30 @@
 //! A bare library name (`libpocl.so.2` in an `.icd` file, `libm.so.6` in
 //! `LD_PRELOAD`), found as the dynamic linker finds it: first in the folders of the
 //! `LD_LIBRARY_PATH` a run inherits from this process, then in the system's
-//! (`/etc/ld.so.conf.d`, the multiarch and plain library folders). It needs no word
-//! only where every folder searched before it, and the file itself, are the
-//! system's: a folder of this user's in `LD_LIBRARY_PATH` could hold a library of
-//! that name that a received file would load.
+//! (`/etc/ld.so.conf.d`, the multiarch and plain library folders). A folder another
+//! user could write, searched before it, refuses the name; found in a folder of this
+//! user's, it needs the user's word like any library; it needs none only where the
+//! file is the system's.
 
 use super::loads::{load, refused, Item, LoadKind, Trusted};
-use super::owner::system_owned;
+use super::owner::{system_owned, writable_by_others};
 use std::path::{Path, PathBuf};
 
 /// The load of a bare library name `name` written at `key`.
 pub(super) fn bare_library(key: &str, name: &str) -> Item {
     let inherited = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
     let mut folders = Vec::new();
-    for entry in std::env::split_paths(&inherited).filter(|_| !inherited.is_empty()) {
-        // An empty entry is the working folder.
-        let folder = if entry.as_os_str().is_empty() {
-            PathBuf::from(".")
-        } else {
-            entry
-        };
-        let real = std::fs::canonicalize(&folder).unwrap_or(folder.clone());
-        if !system_owned(&real) {
+    // A relative entry (an empty one is ".") names the run's own fresh folder: nothing
+    // there to find.
+    for entry in std::env::split_paths(&inherited).filter(|e| e.is_absolute()) {
+        let real = std::fs::canonicalize(&entry).unwrap_or(entry.clone());
+        if let Some(why) = writable_by_others(&real, &real) {
             return refused(
                 key,
                 name.to_owned(),
                 format!(
-                    "a bare library name is looked up first in LD_LIBRARY_PATH, whose {} is not the system's: name the library by its path",
-                    folder.display()
+                    "a bare library name is looked up first in LD_LIBRARY_PATH, whose {} another user could write ({why}): name the library by its path",
+                    entry.display()
                 ),
             );
         }

@@ -370,15 +370,18 @@ fn a_bare_library_name_is_trusted_only_from_the_systems_folders() {
     ] {
         let path = dir.join(format!("{name}.toml"));
         std::fs::write(&path, format!("{BASE}[env]\n{env}\n")).unwrap();
-        // Found first in a folder of this user's that LD_LIBRARY_PATH names: refused.
+        // Looked up first in a folder another user could write: refused outright.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |m| std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(m)).unwrap();
+        mode(0o777);
         let mut cmd = clmulti(1);
         cmd.env("LD_LIBRARY_PATH", &mine);
-        refused(
-            &mut cmd,
-            &path,
-            &marker,
-            "is not the system's: name the library by its path",
-        );
+        refused(&mut cmd, &path, &marker, "another user could write");
+        // Found in a folder of this user's: the user's word first, like any library.
+        mode(0o755);
+        let mut cmd = clmulti(1);
+        cmd.env("LD_LIBRARY_PATH", &mine);
+        refused(&mut cmd, &path, &marker, "needs your word");
         // Found nowhere: refused, not called a system file.
         let out = finished(clmulti(1).arg("check").arg(&path));
         let said = String::from_utf8_lossy(&out.stdout);
