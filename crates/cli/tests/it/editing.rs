@@ -157,19 +157,23 @@ fn a_run_on_a_terminal_shows_its_progress_from_the_child() {
 
 #[test]
 fn a_preload_the_dynamic_linker_refused_is_said_in_the_run() {
+    // A file by that name that is no library: trusted for the run, refused by the
+    // dynamic linker (a bare name found nowhere is refused before the run).
     let path = scenario_file(
         "refused.toml",
-        "[devices]\ntype = \"cpu\"\n[allocation]\ncount = 10\n[env]\nLD_PRELOAD = \"libclmulti-nonexistent.so\"\n",
+        "[devices]\ntype = \"cpu\"\n[allocation]\ncount = 10\n[env]\nLD_PRELOAD = \"./libclmulti-not-a-library.so\"\n",
     );
+    let library = path.with_file_name("libclmulti-not-a-library.so");
+    std::fs::write(&library, "not an ELF file\n").unwrap();
     let out = run(clmulti(1)
         .arg("run")
         .arg(&path)
         .arg("--allow")
-        .arg("libclmulti-nonexistent.so"));
+        .arg(&library));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("the dynamic linker refused a preload, so this run ran without it")
-            && text.contains("libclmulti-nonexistent.so"),
+            && text.contains("libclmulti-not-a-library.so"),
         "{text}\n{}",
         stderr(&out)
     );

@@ -32,7 +32,53 @@ impl ScenarioFile {
                 }
             }
         }
+        found.extend(self.sampling_warnings());
         found.sort_by_key(|e| (e.line, e.column));
+        found
+    }
+
+    /// A `sampling.every` written at or above a fixed count: no reading between the first and
+    /// the last, so no cost per buffer can be fitted (the first run says it for all
+    /// unless the grid varies either key).
+    fn sampling_warnings(&self) -> Vec<ScenarioError> {
+        // The default (1000) above a small count is no one's mistake.
+        let written = self
+            .base
+            .get("sampling")
+            .and_then(|t| t.get("every"))
+            .is_some()
+            || self.varies("sampling.every");
+        if !written {
+            return Vec::new();
+        }
+        let varies = self.varies("sampling.every") || self.varies("allocation.count");
+        let runs = if varies {
+            self.runs.min(10_000)
+        } else {
+            self.runs.min(1)
+        };
+        let mut found: Vec<ScenarioError> = Vec::new();
+        for index in 0..runs {
+            let Ok(run) = self.run(index) else { continue };
+            let crate::Count::Fixed(count) = run.allocation.count else {
+                continue;
+            };
+            if run.sample_every < count {
+                continue;
+            }
+            let warning = self.error_in_run(
+                index,
+                "sampling.every",
+                &format!(
+                    "{} is not below allocation.count ({count}): no reading between the first and the last, so no cost per buffer can be measured; sample at most every {} (a tenth of the count)",
+                    run.sample_every,
+                    (count / 10).max(1)
+                ),
+            );
+            if !found.contains(&warning) {
+                found.push(warning);
+            }
+        }
         found
     }
 }

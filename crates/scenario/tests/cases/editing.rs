@@ -139,6 +139,7 @@ pub const MISTAKES: &[Mistake] = &[
     warning("POCL_DEVICE", "[env]\nPOCL_DEVICE = \"pthread pthread\"\n", 2, "env.POCL_DEVICE", "did you mean POCL_DEVICES?"),
     warning("OPENCL_LAYER", "[env]\nOPENCL_LAYER = \"x.so\"\n", 2, "env.OPENCL_LAYER", "did you mean OPENCL_LAYERS?"),
     warning("CreateMultipleRootDevice", "[env]\nCreateMultipleRootDevice = \"2\"\n", 2, "env.CreateMultipleRootDevice", "did you mean CreateMultipleRootDevices?"),
+    warning("sampling no more often than the count", "[allocation]\ncount = 100000\n[sampling]\nevery = 10000000\n", 4, "sampling.every", "is not below allocation.count (100000)"),
     error("a name with a space", "[env]\n\"MY VAR\" = \"1\"\n", 2, "env.MY VAR", "without '=', spaces or control characters"),
     error("a value with a tab", "[env]\nX = \"a\\tb\"\n", 2, "env.X", "control character U+0009"),
     error("a policy typo", "[env]\nOPENCL_LAYERS = \"{clmulti-layer}\"\nCLMULTI_LAYER_POLICY = \"fd-per-pear\"\n", 3, "env.CLMULTI_LAYER_POLICY", "unknown policy \"fd-per-pear\""),
