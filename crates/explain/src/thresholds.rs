@@ -21,6 +21,10 @@ pub const REPLICATE_SHARE: f64 = 0.02;
 pub const MIN_SLACK: u64 = 2;
 /// Replicates' failure times within this share of their median are the same time.
 pub const TIME_SHARE: f64 = 0.15;
+/// A loaded machine's scheduler moves a failure's time by this much whatever the
+/// limit: replicates' times this close are the same time when their counts spread at
+/// least twice as far (a random failure spreads both alike).
+pub const TIME_JITTER_SECONDS: f64 = 0.015;
 /// Failure times under this are the loop's start-up (its first buffers), not a limit
 /// on time: replicates do not call one shorter a time limit.
 pub const MIN_TIME_LIMIT_SECONDS: f64 = 0.01;

@@ -95,11 +95,20 @@ impl Replicates {
             .iter()
             .all(|r| r.failed || r.seconds <= median * (1.0 + crate::thresholds::TIME_SHARE));
         let long_enough = median >= crate::thresholds::MIN_TIME_LIMIT_SECONDS;
-        if seconds.len() >= 2
-            && long_enough
-            && spread <= crate::thresholds::TIME_SHARE * median
-            && ended_before
-        {
+        let failed: Vec<u64> = self
+            .runs
+            .iter()
+            .filter(|r| r.failed)
+            .map(|r| r.count)
+            .collect();
+        let counts_share = match (failed.iter().min(), failed.iter().max()) {
+            (Some(&lo), Some(&hi)) if hi > 0 => (hi - lo) as f64 / hi as f64,
+            _ => 0.0,
+        };
+        let same_time = spread <= crate::thresholds::TIME_SHARE * median
+            || (spread <= crate::thresholds::TIME_JITTER_SECONDS
+                && counts_share >= 2.0 * spread / median);
+        if seconds.len() >= 2 && long_enough && same_time && ended_before {
             return Reproduced::Time { seconds: median };
         }
         Reproduced::No
