@@ -99,7 +99,7 @@ fn cases(target: &Path) -> Vec<Case> {
             "clmulti-explain",
             "explain_results",
             vec![root()
-                .join("results/pocl-emulation/results.jsonl")
+                .join("results/pocl-emulation/diagnose/fd-per-peer/runs.jsonl")
                 .display()
                 .to_string()],
             vec![],

@@ -240,7 +240,7 @@ fn path_item(key: &str, kind: LoadKind, part: &str, origin: &Origin) -> Item {
     // A bare library name is the dynamic linker's to find (a search path the scenario
     // sets is a load of its own).
     if kind == LoadKind::Library && !part.is_empty() && !part.contains('/') {
-        return super::search::bare_library(key, part);
+        return search::bare_library(key, part);
     }
     let resolved = resolve(part, origin);
     let mut item = Item {
@@ -361,6 +361,9 @@ fn icd_library(key: &str, library: &str, origin: &Origin) -> Item {
     }
     path_item(key, LoadKind::Library, library, origin)
 }
+
+#[path = "search.rs"]
+mod search;
 
 #[cfg(test)]
 #[path = "loads_tests.rs"]

@@ -13,7 +13,6 @@ mod icd;
 mod inert;
 mod loads;
 mod owner;
-mod search;
 mod store;
 
 pub use bind::{assess, prepare, Assessment, Binding, Prepared};

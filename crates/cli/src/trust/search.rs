@@ -6,8 +6,7 @@
 //! user's, it needs the user's word like any library; it needs none only where the
 //! file is the system's.
 
-use super::loads::{load, refused, Item, LoadKind, Trusted};
-use super::owner::{system_owned, writable_by_others};
+use super::{load, refused, system_owned, writable_by_others, Item, LoadKind, Trusted};
 use std::path::{Path, PathBuf};
 
 /// The load of a bare library name `name` written at `key`.

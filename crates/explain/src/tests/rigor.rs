@@ -253,33 +253,6 @@ fn a_limit_kept_outside_the_process_is_persistent_and_voids_what_follows() {
         after_wait: None,
     };
     assert_eq!(early.reproduced(), Reproduced::No);
-    // A 50 ms time limit on a loaded machine: the times move a few ms (21% here) while
-    // the counts spread by half: still one time. A random failure spreads both alike.
-    let loaded = |runs: &[(u64, f64)]| Replicates {
-        runs: runs
-            .iter()
-            .map(|&(count, seconds)| ReplicateRun {
-                count,
-                seconds,
-                failed: true,
-            })
-            .collect(),
-        tolerance: 27,
-        after_wait: None,
-    };
-    let timed = [
-        (8800, 0.052),
-        (7221, 0.058),
-        (7600, 0.063),
-        (16011, 0.056),
-        (12453, 0.051),
-    ];
-    assert!(matches!(
-        loaded(&timed).reproduced(),
-        Reproduced::Time { .. }
-    ));
-    let random_slow = [(8800, 0.052), (7221, 0.043), (12000, 0.071)];
-    assert_eq!(loaded(&random_slow).reproduced(), Reproduced::No);
 }
 
 /// Descriptors at the soft limit (7 open before, one per buffer: 1017 of 1024), and a
@@ -317,6 +290,36 @@ fn two_limits_close_together_confirm_the_first_and_name_the_second() {
         "{t}"
     );
     assert!(matches!(r.analysis.cause, Some(Cause::Resource { .. })));
+}
+
+/// A 50 ms limit on a loaded machine: times move 21%, counts by half: one time.
+#[test]
+fn a_time_limit_on_a_loaded_machine_is_still_one_time() {
+    let loaded = |runs: &[(u64, f64)]| Replicates {
+        runs: runs
+            .iter()
+            .map(|&(count, seconds)| ReplicateRun {
+                count,
+                seconds,
+                failed: true,
+            })
+            .collect(),
+        tolerance: 27,
+        after_wait: None,
+    };
+    let timed = [
+        (8800, 0.052),
+        (7221, 0.058),
+        (7600, 0.063),
+        (16011, 0.056),
+        (12453, 0.051),
+    ];
+    assert!(matches!(
+        loaded(&timed).reproduced(),
+        Reproduced::Time { .. }
+    ));
+    let random_slow = [(8800, 0.052), (7221, 0.043), (12000, 0.071)];
+    assert_eq!(loaded(&random_slow).reproduced(), Reproduced::No);
 }
 
 #[test]

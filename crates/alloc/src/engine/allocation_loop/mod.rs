@@ -9,7 +9,7 @@ use clmulti_explain::{Call, GuardKind, Sample, StopReason};
 use clmulti_probe::{ClCode, Usage, UsageReader};
 use clmulti_scenario::{MapsSampling, Placement};
 use quiet::{allocate_quietly, quiet_buffers};
-use sample::{pause, take_sample};
+use sample::{complete_last_sample, pause, take_sample};
 use std::time::{Duration, Instant};
 
 /// What the loop needs from whatever allocates.
@@ -401,36 +401,7 @@ pub(crate) fn allocation_loop(
         }
     }
     out.elapsed_seconds = (meter.now() - clock.start).as_secs_f64();
-    // The last sample has every figure: one taken without the mappings is taken again;
-    // one with them but not the counts gets the counts (read now, with nothing
-    // allocated since: as they were).
-    let at_end = |out: &LoopOutcome| {
-        out.samples
-            .last()
-            .is_some_and(|l| l.allocations == out.buffers)
-    };
-    let walked = out
-        .samples
-        .last()
-        .is_some_and(|l| l.host.memory_maps.is_some());
-    match (at_end(&out), walked, out.last_sample_whole) {
-        (true, true, true) => {}
-        (true, true, false) => {
-            let mut counts = Usage::default();
-            meter.counts(&mut counts);
-            if let Some(last) = out.samples.last_mut() {
-                last.kernel_counts = counts.kernel_counts;
-                last.traced_counts = counts.traced_counts;
-            }
-            out.last_sample_whole = true;
-        }
-        (at_end, _, _) => {
-            if at_end {
-                out.samples.pop();
-            }
-            sample(&mut out, meter, clock.start, Walk::Always);
-        }
-    }
+    complete_last_sample(plan, &mut maps, &mut out, meter, clock.start);
     out
 }
 

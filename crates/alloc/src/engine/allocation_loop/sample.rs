@@ -65,3 +65,41 @@ pub(super) fn pause(pause: std::time::Duration) {
         std::hint::spin_loop();
     }
 }
+
+/// The last sample has every figure: one taken without the mappings is taken again;
+/// one with them but not the counts gets the counts (read now, with nothing allocated
+/// since: as they were).
+pub(super) fn complete_last_sample(
+    plan: &LoopPlan,
+    maps: &mut MapsBudget,
+    out: &mut LoopOutcome,
+    meter: &mut dyn Meter,
+    start: Instant,
+) {
+    let at_end = out
+        .samples
+        .last()
+        .is_some_and(|l| l.allocations == out.buffers);
+    let walked = out
+        .samples
+        .last()
+        .is_some_and(|l| l.host.memory_maps.is_some());
+    match (at_end, walked, out.last_sample_whole) {
+        (true, true, true) => {}
+        (true, true, false) => {
+            let mut counts = Usage::default();
+            meter.counts(&mut counts);
+            if let Some(last) = out.samples.last_mut() {
+                last.kernel_counts = counts.kernel_counts;
+                last.traced_counts = counts.traced_counts;
+            }
+            out.last_sample_whole = true;
+        }
+        (at_end, _, _) => {
+            if at_end {
+                out.samples.pop();
+            }
+            take_sample(plan, maps, out, meter, (start, Walk::Always));
+        }
+    }
+}

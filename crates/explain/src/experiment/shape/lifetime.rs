@@ -112,27 +112,7 @@ pub(super) fn ask(
         first.words()
     );
     if came_back(first, n, noise) {
-        // What came back did so within the time this run actually took (a loaded
-        // machine stretches it past the first run's).
-        let seen = Delays {
-            again: first_run
-                .report
-                .as_ref()
-                .map_or(delays.again, |r| r.elapsed_seconds.max(delays.again)),
-            pause: delays.pause,
-        };
-        let alternatives = vec![
-            seen.at_once().supported(said_first.clone()),
-            delays.within_pause().excluded(said_first.clone()),
-            delays.later().excluded(said_first.clone()),
-            cumulative().excluded(said_first.clone()),
-            keep_unless_supported(rate, &said_first),
-        ];
-        return finding(
-            q,
-            Claim::new(q.topic(), SUBJECT, alternatives),
-            &[first_run],
-        );
+        return came_back_at_once(q, &delays, rate, &said_first, first_run);
     }
     let pause = Change {
         knob: Knob::ReleasePause,
@@ -242,4 +222,37 @@ fn rate_given(rate: Alternative, by: &str, something_came_back: bool) -> Alterna
         (_, false) => rate.excluded(format!("{by}: nothing came back in the pause either")),
         _ => rate,
     }
+}
+
+/// The run that went on at once got past the failing count: capacity came back within
+/// the time that run actually took (a loaded machine stretches it past the first
+/// run's).
+fn came_back_at_once(
+    q: ShapeQuestion,
+    delays: &Delays,
+    rate: Alternative,
+    said_first: &str,
+    first_run: Ran,
+) -> ShapeFinding {
+    // What came back did so within the time this run actually took (a loaded
+    // machine stretches it past the first run's).
+    let seen = Delays {
+        again: first_run
+            .report
+            .as_ref()
+            .map_or(delays.again, |r| r.elapsed_seconds.max(delays.again)),
+        pause: delays.pause,
+    };
+    let alternatives = vec![
+        seen.at_once().supported(said_first.to_owned()),
+        delays.within_pause().excluded(said_first.to_owned()),
+        delays.later().excluded(said_first.to_owned()),
+        cumulative().excluded(said_first.to_owned()),
+        keep_unless_supported(rate, said_first),
+    ];
+    finding(
+        q,
+        Claim::new(q.topic(), SUBJECT, alternatives),
+        &[first_run],
+    )
 }
