@@ -383,7 +383,12 @@ pub fn failing_call_statement(report: &Report) -> Option<crate::verdict::Stateme
     if traced.is_none() && observed.is_none() {
         return None;
     }
-    Some(refused_claim(&returned, observed))
+    // "None failed" holds for this failure only when the watched replicate met it: one
+    // that failed elsewhere (a budget time restores, slowed by the observer) did not.
+    let same_failure = |o: &&crate::verdict::ObservedRun| {
+        o.count.abs_diff(report.buffers) <= (report.buffers / 20).max(2)
+    };
+    Some(refused_claim(&returned, observed.filter(same_failure)))
 }
 
 /// What the libc tracer saw fail: the last call, where, and the first when several.
