@@ -147,6 +147,8 @@ build() {
   printf '%s\n' "${packages[@]}" >"$dir/packages.txt"
   rm -rf "$dir/root"
   mv "$tree" "$dir/root"
+  # Unpacked, the archives are only disk: a rebuild downloads them again.
+  rm -f "$roots/.debs"/*.deb
   grep '^intel-opencl-icd=' "$dir/packages.txt" | cut -d= -f2 >"$dir/.installed"
 }
 

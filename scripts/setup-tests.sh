@@ -14,6 +14,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
+# The runtimes take about 2 GiB here and the test build about 6 more: say so before a
+# download fails half-way on a full disk.
+free_kib=$(df -Pk "$here/.." | awk 'NR==2 {print $4}')
+if [ "${free_kib:-0}" -lt $((8 << 20)) ]; then
+  echo "setup-tests: only $((free_kib >> 20)) GiB free under $(cd "$here/.." && pwd); the runtimes and the test build need about 8 GiB" >&2
+fi
+
 "$here/setup-opencl.sh"
 
 packages=(g++ strace libdrm-dev mesa-opencl-icd oclgrind chromium fonts-dejavu-core slurmd slurmctld slurm-client munge iproute2 util-linux procps python3-pip)

@@ -98,7 +98,7 @@ fn the_lowest_nofile_limits_that_load_pocl_are_the_documented_ones() {
 
 #[test]
 fn an_environment_whose_loader_finds_no_runtime_says_so() {
-    let empty = std::env::temp_dir().join(format!("clmulti-novendors-{}", std::process::id()));
+    let empty = temp_root().join(format!("clmulti-novendors-{}", std::process::id()));
     std::fs::create_dir_all(&empty).unwrap();
     let path = scenario_file(
         "novendors.toml",
@@ -253,7 +253,7 @@ fn several_runs_each_get_a_fresh_process() {
 fn a_run_whose_process_ends_without_a_report_fails_the_command() {
     // A broken libOpenCL.so.1 first on the run's library path: its process cannot
     // start (the dynamic linker exits 127), so nothing was measured.
-    let dir = std::env::temp_dir().join(format!("clmulti-broken-loader-{}", std::process::id()));
+    let dir = temp_root().join(format!("clmulti-broken-loader-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("libOpenCL.so.1"), "not a library").unwrap();
     let path = scenario_file(

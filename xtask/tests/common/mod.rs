@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 #[path = "../../../crates/cli/tests/common/native.rs"]
 mod native;
 #[allow(unused_imports)] // each test binary uses some
-pub use native::{abort_after_layer, ended, shared_library, HANG};
+pub use native::{abort_after_layer, ended, shared_library, temp_root, HANG};
 
 /// The debug `clmulti` (and its layer), built once per test binary.
 pub fn clmulti_bin() -> PathBuf {
@@ -42,7 +42,7 @@ fn build_clmulti() -> PathBuf {
 }
 
 pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("clmulti-sweep-{}-{name}", std::process::id()));
+    let dir = temp_root().join(format!("clmulti-sweep-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -72,7 +72,7 @@ pub fn xtask_bare() -> Command {
 
 /// The trust record of this test process (`clmulti trust`), never the user's.
 pub fn trust_record() -> PathBuf {
-    std::env::temp_dir().join(format!("clmulti-test-trusted-{}", std::process::id()))
+    temp_root().join(format!("clmulti-test-trusted-{}", std::process::id()))
 }
 
 /// `clmulti trust FILE` in this test process's record, as a user does who has read

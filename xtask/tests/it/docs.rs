@@ -185,7 +185,8 @@ fn the_schema_refuses_every_mistake_that_does_not_depend_on_the_machine() {
     }
     assert!(refused >= 20, "{refused} files");
     // The project's libraries stand for themselves: what matters is that they exist.
-    let libraries = std::env::temp_dir().join(format!("clmulti-docs-libs-{}", std::process::id()));
+    let libraries =
+        crate::common::temp_root().join(format!("clmulti-docs-libs-{}", std::process::id()));
     std::fs::create_dir_all(&libraries).unwrap();
     for library in clmulti_contract::PROJECT_LIBRARIES {
         std::fs::write(libraries.join(library.file_name), "").unwrap();

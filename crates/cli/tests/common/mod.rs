@@ -8,7 +8,8 @@ use std::sync::OnceLock;
 mod native;
 #[allow(unused_imports)] // each test binary uses some
 pub use native::{
-    abort_after_layer, ended, fault_layer, fault_space_layer, marking_library, shared_library, HANG,
+    abort_after_layer, ended, fault_layer, fault_space_layer, marking_library, shared_library,
+    temp_root, HANG,
 };
 
 /// The PoCL ICD file the tests pin the loader to.
@@ -57,7 +58,7 @@ pub fn bin() -> PathBuf {
 /// A trust record of the test process's own, so that no test reads or writes the
 /// user's (`clmulti trust`).
 pub fn trust_record() -> PathBuf {
-    std::env::temp_dir().join(format!("clmulti-test-trusted-{}", std::process::id()))
+    temp_root().join(format!("clmulti-test-trusted-{}", std::process::id()))
 }
 
 /// Trusts a scenario file in the test's own trust record (`clmulti trust`), as a
@@ -125,7 +126,7 @@ pub fn stderr(out: &Output) -> String {
 pub fn scenario_file(name: &str, text: &str) -> PathBuf {
     static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("clmulti-test-{}-{n}", std::process::id()));
+    let dir = temp_root().join(format!("clmulti-test-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();

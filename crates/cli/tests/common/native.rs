@@ -10,6 +10,30 @@ use std::time::{Duration, Instant};
 /// cores: what is still running past it hangs. A hang detector, never a measure.
 pub const HANG: Duration = Duration::from_secs(300);
 
+/// This test process's own folder under the system's temp folder, made on first use
+/// and removed when the process exits (the harness ends through `exit`, which runs
+/// `atexit` handlers, pass or fail), so that runs leave no litter behind: a full disk
+/// failed a CI run. `CLMULTI_KEEP_TEST_FILES=1` keeps it for a look after a failure.
+pub fn temp_root() -> PathBuf {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    extern "C" fn remove_root() {
+        if let Some(dir) = ROOT.get() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+    ROOT.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("clmulti-tests-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir); // an earlier process of the same id
+        std::fs::create_dir_all(&dir).unwrap();
+        if std::env::var_os("CLMULTI_KEEP_TEST_FILES").is_none() {
+            // SAFETY: registers a plain function; it runs once, at exit.
+            unsafe { libc::atexit(remove_root) };
+        }
+        dir
+    })
+    .clone()
+}
+
 /// Runs `cmd` to its end, its output piped; one still running past [`HANG`] is
 /// killed and fails the test (`what` names it).
 pub fn ended(cmd: &mut Command, what: &str) -> Output {
@@ -60,8 +84,7 @@ pub fn abort_after_layer() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let lib =
-                std::env::temp_dir().join(format!("clmulti-abort-after-{}.so", std::process::id()));
+            let lib = temp_root().join(format!("clmulti-abort-after-{}.so", std::process::id()));
             shared_library(&hostile().join("layer/abort_after.c"), &lib);
             lib
         })
@@ -76,8 +99,7 @@ pub fn fault_layer() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let lib =
-                std::env::temp_dir().join(format!("clmulti-faults-{}.so", std::process::id()));
+            let lib = temp_root().join(format!("clmulti-faults-{}.so", std::process::id()));
             shared_library(&hostile().join("layer/faults.c"), &lib);
             lib
         })
@@ -92,8 +114,7 @@ pub fn fault_space_layer() -> PathBuf {
     BUILT
         .get_or_init(|| {
             let source = hostile().with_file_name("fault_space").join("layer.c");
-            let lib =
-                std::env::temp_dir().join(format!("clmulti-fault-space-{}.so", std::process::id()));
+            let lib = temp_root().join(format!("clmulti-fault-space-{}.so", std::process::id()));
             let out = Command::new("cc")
                 .args(["-O2", "-shared", "-fPIC", "-o"])
                 .arg(&lib)

@@ -50,7 +50,7 @@ fn table_shows_selectors_and_host_limits() {
 
 #[test]
 fn no_platform_names_the_fix_and_fails() {
-    let empty = std::env::temp_dir().join(format!("clmulti-no-icd-{}", std::process::id()));
+    let empty = temp_root().join(format!("clmulti-no-icd-{}", std::process::id()));
     std::fs::create_dir_all(&empty).unwrap();
     let out = run(std::process::Command::new(bin())
         .args(["devices"])

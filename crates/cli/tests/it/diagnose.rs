@@ -444,7 +444,7 @@ fn memory_release_never_frees_is_found_and_told_from_a_cache() {
 
 #[test]
 fn out_writes_markdown_json_and_a_page_that_leads_with_the_verdict() {
-    let dir = std::env::temp_dir().join(format!("clmulti-diagnose-out-{}", std::process::id()));
+    let dir = temp_root().join(format!("clmulti-diagnose-out-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let out = run(clmulti(2).args([
         "-q",
@@ -486,7 +486,7 @@ fn out_writes_markdown_json_and_a_page_that_leads_with_the_verdict() {
 
 #[test]
 fn a_stopped_diagnose_reports_and_writes_the_cases_that_ran() {
-    let out_dir = std::env::temp_dir().join(format!("clmulti-stopped-{}", std::process::id()));
+    let out_dir = temp_root().join(format!("clmulti-stopped-{}", std::process::id()));
     // Once the first case has its result, SIGTERM (a scheduler's, `timeout`'s).
     let started = start_until(
         clmulti(2)

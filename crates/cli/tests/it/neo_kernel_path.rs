@@ -28,7 +28,7 @@ fn emulate(devices: usize, soft: u64) -> Command {
 
 /// The seed's program (bench/seed), built as its author built it, in a fresh folder.
 fn seed_dir() -> PathBuf {
-    seed_program(&std::env::temp_dir().join(format!("clmulti-seed-{}", std::process::id())))
+    seed_program(&temp_root().join(format!("clmulti-seed-{}", std::process::id())))
 }
 
 /// The last index the seed's program printed as allocated before it failed (what its
@@ -88,7 +88,7 @@ fn diagnose_at(devices: usize, soft: u64, count: u64, extra: &[&str]) -> Diagnos
 
 #[test]
 fn diagnose_confirms_dmabuf_descriptors_from_both_sides_and_measures_the_fixes() {
-    let bundle = std::env::temp_dir().join(format!("clmulti-bundle-{}.tar.gz", std::process::id()));
+    let bundle = temp_root().join(format!("clmulti-bundle-{}.tar.gz", std::process::id()));
     let d = diagnose(
         2,
         1500,

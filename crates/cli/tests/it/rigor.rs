@@ -136,7 +136,7 @@ fn a_failure_after_a_time_is_a_time_limit_not_a_count() {
 
 #[test]
 fn a_limit_kept_outside_the_process_persists_and_no_fix_is_judged() {
-    let file = std::env::temp_dir().join(format!("clmulti-persistent-{}", std::process::id()));
+    let file = temp_root().join(format!("clmulti-persistent-{}", std::process::id()));
     let _ = std::fs::remove_file(&file);
     let d = diagnose(
         "persistent",

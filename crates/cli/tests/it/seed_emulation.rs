@@ -214,7 +214,7 @@ fn a_layer_the_loader_did_not_load_is_reported_not_measured() {
     // A library by the layer's name that is no layer: the loader opens it, finds no
     // clInitLayer and goes on without it, silently, as a loader without layer
     // support does. The run must not pass the bare runtime off as the emulation.
-    let dir = std::env::temp_dir().join(format!("clmulti-notlayer-{}", std::process::id()));
+    let dir = temp_root().join(format!("clmulti-notlayer-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let fake = dir.join(clmulti_contract::LAYER.file_name);
     std::fs::copy("/lib/x86_64-linux-gnu/libm.so.6", &fake).unwrap();
@@ -249,7 +249,7 @@ fn another_library_named_as_a_layer_is_said_opened_not_in_the_call_path() {
     // Not clmulti's layer, and no layer at all: ocl-icd opens it (its constructor
     // runs), finds no clInitLayer and closes it. The report must not say the run was
     // measured under it, nor that it did not load.
-    let dir = std::env::temp_dir().join(format!("clmulti-otherlayer-{}", std::process::id()));
+    let dir = temp_root().join(format!("clmulti-otherlayer-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let marker = dir.join("constructor-ran");
     let _ = std::fs::remove_file(&marker);

@@ -8,7 +8,7 @@ use std::path::Path;
 
 #[test]
 fn a_file_that_preloads_a_library_is_refused_then_allowed_then_trusted() {
-    let dir = std::env::temp_dir().join(format!("clmulti-trust-test-{}", std::process::id()));
+    let dir = temp_root().join(format!("clmulti-trust-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let marker = dir.join("constructor-ran");
     let _ = std::fs::remove_file(&marker);

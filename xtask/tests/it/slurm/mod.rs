@@ -320,7 +320,8 @@ fn shards_on_three_nodes_merge_into_what_a_local_sweep_gives() {
     let conf = slurm_conf();
     // A second cluster on the same machine would share its ports: refused, the
     // first named.
-    let second = std::env::temp_dir().join(format!("clmulti-slurm-second-{}", std::process::id()));
+    let second =
+        crate::common::temp_root().join(format!("clmulti-slurm-second-{}", std::process::id()));
     let out = Command::new(workspace().join("scripts/slurm/local-cluster.sh"))
         .args(["start", "--nodes", "1"])
         .env("CLMULTI_SLURM_DIR", &second)

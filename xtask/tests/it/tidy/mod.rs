@@ -364,7 +364,7 @@ fn the_readme_names_every_crate() {
 /// without a reason (and not with one), two modules that use each other.
 #[test]
 fn the_rules_fail_on_what_they_forbid() {
-    let dir = std::env::temp_dir().join(format!("clmulti-tidy-{}", std::process::id()));
+    let dir = crate::common::temp_root().join(format!("clmulti-tidy-{}", std::process::id()));
     let src = dir.join("src");
     std::fs::create_dir_all(&src).unwrap();
     let long = src.join("long.rs");

@@ -94,7 +94,7 @@ fn only_probe_calls_opencl_raw() {
 /// The rule catches a raw call, and not a safe type's, a comment's or a string's.
 #[test]
 fn the_raw_opencl_rule_fails_on_what_it_forbids() {
-    let dir = std::env::temp_dir().join(format!("clmulti-tidy-raw-{}", std::process::id()));
+    let dir = crate::common::temp_root().join(format!("clmulti-tidy-raw-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let raw = dir.join("raw.rs");
     let fixture = [

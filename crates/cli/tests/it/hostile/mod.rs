@@ -24,7 +24,7 @@ fn hostile() -> PathBuf {
 fn icd_vendors(kind: &str) -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     let dir = BUILT.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("clmulti-hostile-icd-{}", std::process::id()));
+        let dir = temp_root().join(format!("clmulti-hostile-icd-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         for kind in ["hang", "crash", "exit0"] {
             let lib = dir.join(format!("lib{kind}.so"));

@@ -321,7 +321,7 @@ fn a_bad_file_beside_a_good_one_says_what_ran() {
         "good-beside-bad.toml",
         "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64KiB\"\ncount = 10\n",
     );
-    let dir = std::env::temp_dir().join(format!("clmulti-a-folder-{}.toml", std::process::id()));
+    let dir = temp_root().join(format!("clmulti-a-folder-{}.toml", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = run(clmulti(2).arg("run").arg(&dir).arg(&good));
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
