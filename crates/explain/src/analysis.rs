@@ -170,7 +170,7 @@ pub(crate) fn conclusions(
     statements.extend(growth_statement(report));
     statements.extend(lazy_statement(report));
     statements.extend(oversize_statement(report));
-    statements.extend(crate::cause::failing_call_statement(report));
+    statements.extend(crate::cause::failing_call_statement(report, &shape));
     let replicates = report.analysis.replicates.clone();
     let observed = report.analysis.observed.clone();
     let failed = failed_in_loop(report);

@@ -363,7 +363,10 @@ pub fn call_agrees(resource: &Resource, run: &Report) -> Option<crate::verdict::
 /// (-6) after ioctl(3, DRM_IOCTL_PRIME_HANDLE_TO_FD) failed with EMFILE"), or, when
 /// none was seen, a claim: the runtime refused by itself only when an observer saw
 /// every call and none failed.
-pub fn failing_call_statement(report: &Report) -> Option<crate::verdict::Statement> {
+pub fn failing_call_statement(
+    report: &Report,
+    shape: &[crate::verdict::ShapeFinding],
+) -> Option<crate::verdict::Statement> {
     let crate::StopReason::Failed { error, call, .. } = &report.stop else {
         return None;
     };
@@ -383,12 +386,37 @@ pub fn failing_call_statement(report: &Report) -> Option<crate::verdict::Stateme
     if traced.is_none() && observed.is_none() {
         return None;
     }
-    // "None failed" holds for this failure only when the watched replicate met it: one
-    // that failed elsewhere (a budget time restores, slowed by the observer) did not.
-    let same_failure = |o: &&crate::verdict::ObservedRun| {
-        o.count.abs_diff(report.buffers) <= (report.buffers / 20).max(2)
-    };
-    Some(refused_claim(&returned, observed.filter(same_failure)))
+    let watched = observed.map(|o| (o, other_failure(report, o, shape)));
+    Some(refused_claim(&returned, watched))
+}
+
+/// Why the watched replicate may not have met this run's failure (`None`: it did).
+/// The same count is not enough: the observer slows every call, so a limit that
+/// follows time stops the replicate elsewhere, or at about the same count by another
+/// limit behind it. Same count and either the same pace or a limit the pause showed
+/// to count, not time, carry its finding over.
+fn other_failure(
+    report: &Report,
+    observed: &crate::verdict::ObservedRun,
+    shape: &[crate::verdict::ShapeFinding],
+) -> Option<String> {
+    if observed.count.abs_diff(report.buffers) > (report.buffers / 20).max(2) {
+        return Some(format!(
+            "the watched replicate failed at {} buffers, this run at {}: another failure",
+            observed.count, report.buffers
+        ));
+    }
+    let counts = shape
+        .iter()
+        .any(|f| f.question == crate::verdict::ShapeQuestion::TimeOrCount && f.settles_on("count"));
+    let same_pace = observed.seconds > 0.0 && observed.seconds <= report.elapsed_seconds * 1.25;
+    if counts || same_pace {
+        return None;
+    }
+    Some(format!(
+        "the watched replicate failed at {} buffers in {:.2} s, this run at {} in {:.2} s (the observer slows every call), and no experiment showed that the limit counts rather than follows time: the replicate may have met another limit",
+        observed.count, observed.seconds, report.buffers, report.elapsed_seconds
+    ))
 }
 
 /// What the libc tracer saw fail: the last call, where, and the first when several.
@@ -449,7 +477,7 @@ fn observed_statement(
 /// does not see failed; only an observer of every call tells them apart.
 fn refused_claim(
     returned: &str,
-    observed: Option<&crate::verdict::ObservedRun>,
+    watched: Option<(&crate::verdict::ObservedRun, Option<String>)>,
 ) -> crate::verdict::Statement {
     let mut refused = Alternative::new(
         "none",
@@ -459,8 +487,12 @@ fn refused_claim(
         "unseen",
         "a call the libc tracer does not see failed (a raw syscall, a libc function it does not hook, a call inside libc)",
     );
-    match observed {
-        Some(o) => {
+    match watched {
+        Some((_, Some(why))) => {
+            refused = refused.open(why.clone());
+            unseen = unseen.open(why);
+        }
+        Some((o, None)) => {
             let by = format!(
                 "a system-call observer (strace) watched every call of every thread in a replicate that failed at {}, and none failed inside the failing call",
                 o.count

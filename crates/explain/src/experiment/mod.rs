@@ -541,6 +541,7 @@ fn observe(report: &Report, runner: &mut dyn Runner) -> Option<crate::verdict::O
     let calls = run.observed_calls.clone()?;
     Some(crate::verdict::ObservedRun {
         count: run.buffers,
+        seconds: run.elapsed_seconds,
         watched_failure: matches!(run.stop, StopReason::Failed { .. }),
         stop: run.stop.summary(),
         failed_calls: calls,

@@ -227,3 +227,44 @@ fn real_h200_failures_name_their_candidates() {
         );
     }
 }
+
+/// A replicate watched by strace that met the same count carries "no call failed"
+/// over only when it ran at the run's pace (or a pause showed the limit counts): the
+/// observer slows every call, and a limit that follows time stops a slowed replicate
+/// at about the same count by another limit behind it.
+#[test]
+fn a_slowed_watched_replicate_leaves_the_refusal_open() {
+    let mut r = run(2, ContextMode::Shared)
+        .seconds_per_buffer(1e-4)
+        .failed_at(1000);
+    let watched = |seconds| crate::verdict::ObservedRun {
+        count: 1000,
+        seconds,
+        watched_failure: true,
+        stop: "failed".into(),
+        failed_calls: Vec::new(),
+    };
+    let said = |r: &Report| {
+        crate::cause::failing_call_statement(r, &[])
+            .unwrap()
+            .to_string()
+    };
+    r.analysis.observed = Some(watched(r.elapsed_seconds * 1.1));
+    let same_pace = said(&r);
+    assert!(
+        same_pace.contains("the runtime refused by itself"),
+        "{same_pace}"
+    );
+    assert!(
+        !same_pace.contains("or a call the libc tracer"),
+        "{same_pace}"
+    );
+    r.analysis.observed = Some(watched(r.elapsed_seconds * 20.0));
+    let slowed = said(&r);
+    assert!(
+        slowed.contains(
+            "the runtime refused by itself or a call the libc tracer does not see failed"
+        ),
+        "{slowed}"
+    );
+}

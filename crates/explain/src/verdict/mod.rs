@@ -352,6 +352,10 @@ impl ShapeFinding {
 pub struct ObservedRun {
     /// Buffers the observed run reached.
     pub count: u64,
+    /// Seconds its allocation loop took (0 in records made before it was kept): the
+    /// observer slows every call, so a limit that follows time may stop it elsewhere.
+    #[serde(default)]
+    pub seconds: f64,
     /// Whether it failed in its loop, so that its failing call was watched.
     pub watched_failure: bool,
     /// How it ended, in one line.

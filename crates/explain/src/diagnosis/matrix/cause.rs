@@ -11,7 +11,10 @@ pub(super) fn shared_cause(shared: &Report, per: Option<&Report>, n: usize) -> V
         return Vec::new();
     }
     let mut out: Vec<Statement> = Vec::new();
-    out.extend(crate::cause::failing_call_statement(shared));
+    out.extend(crate::cause::failing_call_statement(
+        shared,
+        &shared.analysis.shape,
+    ));
     out.extend(replicates(shared));
     match &shared.analysis.cause {
         Some(cause @ Cause::Resource { resource, .. }) => {
