@@ -33,11 +33,15 @@ impl Backend for DryBackend {
 struct NoMeter;
 
 impl Meter for NoMeter {
-    fn guard_reading(&self) -> super::allocation_loop::GuardReading {
+    fn guard_reading(&self, _bytes: u64) -> super::allocation_loop::GuardReading {
         super::allocation_loop::GuardReading::default()
     }
 
-    fn guard_reading_in(&self, _usage: &Usage) -> super::allocation_loop::GuardReading {
+    fn guard_reading_in(
+        &self,
+        _usage: &Usage,
+        _bytes: u64,
+    ) -> super::allocation_loop::GuardReading {
         super::allocation_loop::GuardReading::default()
     }
 

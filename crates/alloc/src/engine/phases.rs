@@ -160,10 +160,7 @@ pub(super) fn loop_with_sampling(
         devices: memory,
         on_sample: observer,
         shmem_start: usage.system().map_or(0, |s| s.shmem_bytes),
-        kernel: clmulti_probe::KernelMemory::find().map(|k| {
-            let start = k.read();
-            (k, start)
-        }),
+        kernel: super::allocation_loop::KernelTrend::find(),
     };
     let loop_start = Instant::now();
     backend.trace_with(tracer);

@@ -2,12 +2,14 @@
 //! allocation that could cross them, samples every N buffers. It knows nothing of
 //! OpenCL: a [`Backend`] allocates, a [`Meter`] reads the host.
 
+mod kernel;
 mod quiet;
 mod sample;
 
 use clmulti_explain::{Call, GuardKind, Sample, StopReason};
 use clmulti_probe::{ClCode, Usage, UsageReader};
 use clmulti_scenario::{MapsSampling, Placement};
+pub(crate) use kernel::KernelTrend;
 use quiet::{allocate_quietly, quiet_buffers};
 use sample::{complete_last_sample, pause, take_sample};
 use std::time::{Duration, Instant};
@@ -39,10 +41,10 @@ pub(crate) struct GuardReading {
 
 /// What the loop reads from the host.
 pub(crate) trait Meter {
-    /// What the guards watch.
-    fn guard_reading(&self) -> GuardReading;
+    /// What the guards watch, with `bytes` requested so far.
+    fn guard_reading(&self, bytes: u64) -> GuardReading;
     /// What the guards watch, as a sample's reading has it.
-    fn guard_reading_in(&self, usage: &Usage) -> GuardReading;
+    fn guard_reading_in(&self, usage: &Usage, bytes: u64) -> GuardReading;
     /// Every reading but the mapping count and the counts (samples).
     fn usage(&self) -> Usage;
     /// The mapping count, walked now.
@@ -287,7 +289,7 @@ pub(crate) fn allocation_loop(
         take_sample(plan, &mut maps, out, meter, (start, walk))
     };
     sample(&mut out, meter, clock.start, Walk::Always);
-    let baseline = meter.guard_reading();
+    let baseline = meter.guard_reading(0);
     let mut rss = RssGuard::new(plan.max_rss, baseline.held, plan.rss_per_byte);
     // What a buffer adds to the mappings is learned from the readings.
     let mut vsize = RssGuard::new(plan.max_vsize, baseline.vsize, 0.0);
@@ -339,7 +341,7 @@ pub(crate) fn allocation_loop(
             | data.wants_reading(index, next_total);
         if wants {
             let reading = meter.now();
-            let now = meter.guard_reading();
+            let now = meter.guard_reading(out.bytes);
             rss.observe(now.held, out.bytes);
             vsize.observe(now.vsize, out.bytes);
             data.observe(now.data, out.bytes);
@@ -460,37 +462,28 @@ pub(crate) struct HostMeter<'a, 'o> {
     pub on_sample: Option<&'a mut (dyn super::Observer + 'o)>,
     /// The system's Shmem before the loop, bytes.
     pub shmem_start: u64,
-    /// The kernel memory of the process's cgroup, where the cgroup reports it, and
-    /// how much before the loop: what the run makes the kernel hold counts too.
-    pub kernel: Option<(clmulti_probe::KernelMemory, u64)>,
-}
-
-impl HostMeter<'_, '_> {
-    /// What the cgroup's kernel memory grew by since the loop began, bytes.
-    fn kernel_growth(&self) -> u64 {
-        self.kernel
-            .as_ref()
-            .map_or(0, |(kernel, start)| kernel.read().saturating_sub(*start))
-    }
+    /// The kernel memory of the process's cgroup, where the cgroup reports it: what
+    /// the run makes the kernel hold counts too.
+    pub kernel: Option<KernelTrend>,
 }
 
 impl Meter for HostMeter<'_, '_> {
-    fn guard_reading(&self) -> GuardReading {
+    fn guard_reading(&self, bytes: u64) -> GuardReading {
         let statm = self.usage.statm();
         let shmem = self.usage.system().map_or(0, |s| s.shmem_bytes);
+        let kernel = self.kernel.as_ref().map_or(0, |k| k.read(bytes));
         GuardReading {
-            held: statm.rss_bytes + shmem.saturating_sub(self.shmem_start) + self.kernel_growth(),
+            held: statm.rss_bytes + shmem.saturating_sub(self.shmem_start) + kernel,
             vsize: statm.virtual_bytes,
             data: statm.data_bytes,
         }
     }
 
-    fn guard_reading_in(&self, usage: &Usage) -> GuardReading {
+    fn guard_reading_in(&self, usage: &Usage, bytes: u64) -> GuardReading {
         let shmem = usage.system.map_or(0, |s| s.shmem_bytes);
+        let kernel = self.kernel.as_ref().map_or(0, |k| k.estimate(bytes));
         GuardReading {
-            held: usage.process.rss_bytes
-                + shmem.saturating_sub(self.shmem_start)
-                + self.kernel_growth(),
+            held: usage.process.rss_bytes + shmem.saturating_sub(self.shmem_start) + kernel,
             vsize: usage.process.virtual_bytes,
             // statm's data (with the stack), as between samples: one source for the
             // guard's learning (2 us; meminfo, which the sample has, is the dear one).

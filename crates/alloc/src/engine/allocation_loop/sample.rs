@@ -30,7 +30,7 @@ pub(super) fn take_sample(
         meter.counts(&mut usage);
     }
     out.last_sample_whole = whole;
-    let guards = meter.guard_reading_in(&usage);
+    let guards = meter.guard_reading_in(&usage, out.bytes);
     let sample = Sample {
         allocations: out.buffers,
         live: (out.live != out.buffers).then_some(out.live),

@@ -77,7 +77,7 @@ struct FakeMeter {
 }
 
 impl Meter for FakeMeter {
-    fn guard_reading(&self) -> GuardReading {
+    fn guard_reading(&self, _bytes: u64) -> GuardReading {
         self.rss_reads.set(self.rss_reads.get() + 1);
         GuardReading {
             held: self.rss.get(),
@@ -86,7 +86,7 @@ impl Meter for FakeMeter {
         }
     }
 
-    fn guard_reading_in(&self, usage: &Usage) -> GuardReading {
+    fn guard_reading_in(&self, usage: &Usage, _bytes: u64) -> GuardReading {
         self.rss_reads.set(self.rss_reads.get() + 1);
         GuardReading {
             held: usage.process.rss_bytes,
