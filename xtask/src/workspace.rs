@@ -57,7 +57,12 @@ pub fn build_release(root: &Path, features: Option<&str>) -> Result<PathBuf, Str
             .collect();
         cmd.args(["--features", &named.join(",")]);
     }
-    eprintln!("sweep: building the release clmulti and its libraries (emulation layer, emulated i915 driver, tracer)");
+    let with = match features {
+        Some(f) => format!("with features {f}"),
+        // Cargo rebuilds a binary built with other features: say how to keep them.
+        None => "without features (--features nvml keeps NVIDIA's device-memory readings)".into(),
+    };
+    eprintln!("sweep: building the release clmulti and its libraries (emulation layer, emulated i915 driver, tracer) {with}");
     let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
         return Err("building clmulti failed".into());

@@ -17,8 +17,9 @@ pub(super) struct Library {
     pub build_id: Option<String>,
 }
 
-/// The libraries mapped into this process, and those named in `also` (a failing
-/// call's stack), each once.
+/// The libraries mapped into this process, clmulti itself with the libraries it
+/// preloads into its runs (the runs' processes map them, this one does not), and
+/// those named in `also` (a failing call's stack), each once.
 pub(super) fn loaded(also: &str) -> Vec<Library> {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     let mut paths: BTreeSet<String> = maps
@@ -27,6 +28,13 @@ pub(super) fn loaded(also: &str) -> Vec<Library> {
         .filter(|p| p.starts_with('/') && is_library(p))
         .map(str::to_owned)
         .collect();
+    if let Ok(exe) = std::env::current_exe() {
+        let own = clmulti_contract::PROJECT_LIBRARIES
+            .iter()
+            .map(|l| exe.with_file_name(l.file_name))
+            .filter(|p| p.is_file());
+        paths.extend(own.chain([exe]).map(|p| p.display().to_string()));
+    }
     paths.extend(
         also.split(|c: char| c == '"' || c.is_whitespace() || c == '(' || c == ')')
             .filter(|w| w.starts_with('/') && is_library(w))
@@ -57,7 +65,7 @@ fn is_library(path: &str) -> bool {
 /// The table a maintainer reads.
 pub(super) fn text(libraries: &[Library]) -> String {
     let mut out = String::from(
-        "Shared libraries loaded by diagnose (the runtime, its ICD loader and their dependencies) and named in the failing calls' stacks.\nbuild ID: the ELF .note.gnu.build-id (debuginfod, `eu-unstrip`, `gdb` find symbols by it); package: `dpkg -S`, version: `dpkg-query`.\n\n",
+        "Shared libraries loaded by diagnose (the runtime, its ICD loader and their dependencies), clmulti with the libraries it preloads into its runs (its tracer always; its layer and emulated driver where a run names them), and those named in the failing calls' stacks.\nbuild ID: the ELF .note.gnu.build-id (debuginfod, `eu-unstrip`, `gdb` find symbols by it); package: `dpkg -S`, version: `dpkg-query`.\n\n",
     );
     for l in libraries {
         let _ = writeln!(

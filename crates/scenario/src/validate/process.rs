@@ -176,13 +176,13 @@ fn known_placeholders(at: &str, key: &str, value: &str) -> Result<(), Problem> {
         let token = &rest[..rest.find('}').map_or(rest.len(), |e| e + 1)];
         let libraries: Vec<String> = PROJECT_LIBRARIES
             .iter()
-            .map(|l| format!("in {}, {}", l.env_key, l.token))
+            .map(|l| format!("{} (in {})", l.token, l.env_key))
             .collect();
         return Err(problem(
             at,
             format!(
-                "unknown placeholder {token}; there are {DEVICE_COUNT_TOKEN} (the run's device count) and {}",
-                libraries.join(" and ")
+                "unknown placeholder {token}; the placeholders are {DEVICE_COUNT_TOKEN} (the run's device count, in any value), {}",
+                libraries.join(", ")
             ),
         ));
     }
