@@ -29,11 +29,12 @@ pub(super) fn loaded(also: &str) -> Vec<Library> {
         .map(str::to_owned)
         .collect();
     if let Ok(exe) = std::env::current_exe() {
-        let own = clmulti_contract::PROJECT_LIBRARIES
+        let own: Vec<_> = clmulti_contract::PROJECT_LIBRARIES
             .iter()
             .map(|l| exe.with_file_name(l.file_name))
-            .filter(|p| p.is_file());
-        paths.extend(own.chain([exe]).map(|p| p.display().to_string()));
+            .filter(|p| p.is_file())
+            .collect();
+        paths.extend(own.iter().chain([&exe]).map(|p| p.display().to_string()));
     }
     paths.extend(
         also.split(|c: char| c == '"' || c.is_whitespace() || c == '(' || c == ')')
