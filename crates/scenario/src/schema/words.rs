@@ -58,9 +58,12 @@ pub(super) fn listed<'a>(words: impl IntoIterator<Item = &'a str>) -> String {
 
 /// One of a few words, each with what it means, in any case (taplo shows
 /// `x-taplo.docs`; its value completion offers the default).
-pub(super) fn words(description: &str, values: &[(&str, &str)]) -> Value {
+pub(super) fn words<S: AsRef<str>>(description: &str, values: &[(&str, S)]) -> Value {
     let names: Vec<&str> = values.iter().map(|(n, _)| *n).collect();
-    let docs: Vec<String> = values.iter().map(|(n, d)| format!("{n}: {d}")).collect();
+    let docs: Vec<String> = values
+        .iter()
+        .map(|(n, d)| format!("{n}: {}", d.as_ref()))
+        .collect();
     with(
         json!({
             "description": format!("{description}\n\n{}", docs.join("\n")),
