@@ -182,3 +182,42 @@ fn a_key_of_words_lists_them_after_its_doc() {
         ("per-device", "one context per device".to_owned())
     );
 }
+
+/// The schema offers each key of words exactly its table's words, and says what
+/// each means.
+#[cfg(feature = "schema")]
+#[test]
+fn the_schema_lists_each_keys_words() {
+    let schema = crate::schema();
+    let mut keys = 0;
+    for key in KEYS {
+        let Some(words) = key.words() else { continue };
+        let (table, field) = key.name.split_once('.').unwrap();
+        let at = &schema["properties"][table]["properties"][field];
+        let at = if matches!(key.value, Value::Flags(_)) {
+            &at["items"]
+        } else {
+            at
+        };
+        let offered: Vec<&str> = at["examples"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}: {at}", key.name))
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        let listed: Vec<&str> = words.iter().map(|(w, _)| *w).collect();
+        assert_eq!(offered, listed, "{}", key.name);
+        let description = schema["properties"][table]["properties"][field]["description"]
+            .as_str()
+            .unwrap();
+        assert!(description.starts_with(&key.description()), "{description}");
+        for (word, means) in &words {
+            assert!(
+                description.contains(&format!("\n{word}: {means}")),
+                "{description}"
+            );
+        }
+        keys += 1;
+    }
+    assert_eq!(keys, 7);
+}
