@@ -24,9 +24,9 @@ fn is_word(key: &Key, word: &str) -> Value {
     json!({"allOf": [present(key), at(key.name, json!({"type": "string", "pattern": one_of_any_case([word])}))]})
 }
 
-/// `key` is absent or not `word`: its default is not `word`.
-fn not_word(key: &Key, word: &str) -> Value {
-    json!({"not": is_word(key, word)})
+/// `allocation.strategy` is present and is `strategy`.
+fn strategy_is(strategy: Strategy) -> Value {
+    is_word(&ALLOCATION_STRATEGY, word_for(&STRATEGIES, strategy))
 }
 
 /// A rule between keys: when `problem` holds and the grid varies none of `keys`,
@@ -49,24 +49,25 @@ pub(super) fn rules() -> Vec<Value> {
 
 /// Between the keys of `[allocation]`.
 fn allocation_rules() -> Vec<Value> {
+    let pool = strategy_is(Strategy::Pool);
     let keep_false = json!({"allOf": [present(&ALLOCATION_KEEP), at(ALLOCATION_KEEP.name, json!({"const": false}))]});
     vec![
         rule(
             &[ALLOCATION_POOL_SIZE.name, ALLOCATION_STRATEGY.name],
-            json!({"allOf": [present(&ALLOCATION_POOL_SIZE), not_word(&ALLOCATION_STRATEGY, word_for(&STRATEGIES, Strategy::Pool))]}),
+            json!({"allOf": [present(&ALLOCATION_POOL_SIZE), {"not": pool.clone()}]}),
             ALLOCATION_POOL_SIZE.name,
             "only applies with allocation.strategy = \"pool\"",
         ),
         rule(
             &[ALLOCATION_STRATEGY.name, ALLOCATION_KEEP.name],
-            json!({"allOf": [is_word(&ALLOCATION_STRATEGY, word_for(&STRATEGIES, Strategy::Pool)), keep_false.clone()]}),
+            json!({"allOf": [pool.clone(), keep_false.clone()]}),
             ALLOCATION_KEEP.name,
             "a pool keeps its memory until the end; keep = false contradicts strategy \"pool\"",
         ),
         rule(
             &[ALLOCATION_STRATEGY.name, ALLOCATION_FLAGS.name],
             json!({"allOf": [
-                is_word(&ALLOCATION_STRATEGY, word_for(&STRATEGIES, Strategy::Pool)),
+                pool.clone(),
                 at(ALLOCATION_FLAGS.name, json!({"anyOf": [contains_flag(MemFlag::UseHostPtr.name()), contains_flag(MemFlag::CopyHostPtr.name()), contains_flag(MemFlag::AllocHostPtr.name())]})),
             ]}),
             ALLOCATION_FLAGS.name,
@@ -74,7 +75,7 @@ fn allocation_rules() -> Vec<Value> {
         ),
         rule(
             &[ALLOCATION_RELEASE_EVERY.name, ALLOCATION_KEEP.name, ALLOCATION_STRATEGY.name],
-            json!({"allOf": [present(&ALLOCATION_RELEASE_EVERY), {"anyOf": [keep_false, is_word(&ALLOCATION_STRATEGY, word_for(&STRATEGIES, Strategy::Pool))]}]}),
+            json!({"allOf": [present(&ALLOCATION_RELEASE_EVERY), {"anyOf": [keep_false, pool.clone()]}]}),
             ALLOCATION_RELEASE_EVERY.name,
             "releases kept buffers in rounds: it needs keep = true and a strategy other than \"pool\"",
         ),
@@ -83,9 +84,11 @@ fn allocation_rules() -> Vec<Value> {
 
 /// Between `[devices]`, `[context]`, `[axpy]` and `[env]`.
 fn other_rules() -> Vec<Value> {
+    let pool = strategy_is(Strategy::Pool);
+    let sample = is_word(&AXPY_CHECK, word_for(&AXPY_CHECKS, Check::Sample));
     let several =
         json!({"allOf": [present(&CONTEXT_COUNT), at(CONTEXT_COUNT.name, json!({"minimum": 2}))]});
-    let checks = json!({"allOf": [present(&AXPY_CHECK), {"anyOf": [is_word(&AXPY_CHECK, word_for(&AXPY_CHECKS, Check::Sample)), is_word(&AXPY_CHECK, word_for(&AXPY_CHECKS, Check::All))]}]});
+    let checks = json!({"allOf": [present(&AXPY_CHECK), {"anyOf": [sample.clone(), is_word(&AXPY_CHECK, word_for(&AXPY_CHECKS, Check::All))]}]});
     let layer = format!(
         "(?:\\{{clmulti-layer\\}}|{})",
         clmulti_contract::LAYER.file_name.replace('.', "\\.")
@@ -108,13 +111,13 @@ fn other_rules() -> Vec<Value> {
         ),
         rule(
             &[CONTEXT_COUNT.name, ALLOCATION_STRATEGY.name],
-            json!({"allOf": [several, is_word(&ALLOCATION_STRATEGY, word_for(&STRATEGIES, Strategy::Pool))]}),
+            json!({"allOf": [several, pool.clone()]}),
             CONTEXT_COUNT.name,
             "a pool belongs to one context: use one context with strategy \"pool\"",
         ),
         rule(
             &[AXPY_SAMPLES.name, AXPY_CHECK.name],
-            json!({"allOf": [present(&AXPY_SAMPLES), not_word(&AXPY_CHECK, word_for(&AXPY_CHECKS, Check::Sample))]}),
+            json!({"allOf": [present(&AXPY_SAMPLES), {"not": sample}]}),
             AXPY_SAMPLES.name,
             "only applies with axpy.check = \"sample\"",
         ),
@@ -138,7 +141,7 @@ fn other_rules() -> Vec<Value> {
         ),
         rule(
             &[AXPY_CHECK.name, ALLOCATION_STRATEGY.name],
-            json!({"allOf": [checks, is_word(&ALLOCATION_STRATEGY, word_for(&STRATEGIES, Strategy::Pin))]}),
+            json!({"allOf": [checks, strategy_is(Strategy::Pin)]}),
             AXPY_CHECK.name,
             "the check runs over kept buffers of strategy create, fill, migrate or pool",
         ),
