@@ -91,4 +91,43 @@ mod tests {
         assert_eq!(listed(["a", "b", "c"]), "\"a\", \"b\" or \"c\"");
         assert_eq!(listed(["a"]), "\"a\"");
     }
+
+    /// The schema offers each key of words exactly its table's words, and says what
+    /// each means.
+    #[test]
+    fn the_schema_lists_each_keys_words() {
+        let schema = super::super::schema();
+        let mut keys = 0;
+        use crate::defs::{Value, KEYS};
+        for key in KEYS {
+            let Some(words) = key.words() else { continue };
+            let (table, field) = key.name.split_once('.').unwrap();
+            let at = &schema["properties"][table]["properties"][field];
+            let at = if matches!(key.value, Value::Flags(_)) {
+                &at["items"]
+            } else {
+                at
+            };
+            let offered: Vec<&str> = at["examples"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{}: {at}", key.name))
+                .iter()
+                .map(|w| w.as_str().unwrap())
+                .collect();
+            let listed: Vec<&str> = words.iter().map(|(w, _)| *w).collect();
+            assert_eq!(offered, listed, "{}", key.name);
+            let description = schema["properties"][table]["properties"][field]["description"]
+                .as_str()
+                .unwrap();
+            assert!(description.starts_with(&key.description()), "{description}");
+            for (word, means) in &words {
+                assert!(
+                    description.contains(&format!("\n{word}: {means}")),
+                    "{description}"
+                );
+            }
+            keys += 1;
+        }
+        assert_eq!(keys, 7);
+    }
 }
