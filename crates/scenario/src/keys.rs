@@ -4,8 +4,8 @@
 //! table of keys ([`crate::defs`]); a test holds the raw types' serde fields to it.
 
 use crate::defs::{
-    table_keys, top_level_values, Value, MAX_DESCRIPTION_BYTES, MAX_NAME_BYTES, MAX_PLATFORM_NAME,
-    MAX_SECONDS, MEM_FLAGS, TABLES,
+    table_keys, top_level_values, Value, Words, ENV, MAX_DESCRIPTION_BYTES, MAX_NAME_BYTES,
+    MAX_PLATFORM_NAME, MAX_SECONDS, TABLES,
 };
 use crate::size::format_size;
 
@@ -79,13 +79,17 @@ pub(crate) fn not_a_grid_key(key: &str) -> Option<String> {
 fn grid_keys() -> Vec<String> {
     crate::defs::KEYS
         .iter()
-        .filter(|k| k.name != "env")
+        .filter(|k| k.name != ENV.name)
         .map(|k| k.name.to_owned())
         .collect()
 }
 
-fn words<T>(choices: &[(&str, T)]) -> String {
-    let names: Vec<String> = choices.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+fn words(table: &dyn Words) -> String {
+    let names: Vec<String> = table
+        .each()
+        .iter()
+        .map(|(n, _)| format!("\"{n}\""))
+        .collect();
     format!("one of {}", names.join(", "))
 }
 
@@ -120,7 +124,7 @@ pub(crate) fn takes(key: &str) -> Option<String> {
             let note = note.map_or(String::new(), |n| format!(", {n}"));
             format!("{range}{unit}{note}")
         }
-        Value::Words(choices) => words(choices),
+        Value::Words(table) => words(table),
         Value::Bool => "true or false".into(),
         Value::Size { min: 0 } => SIZE.into(),
         Value::Size { min: 1 } => format!("{SIZE}, at least 1 byte"),
@@ -135,9 +139,9 @@ pub(crate) fn takes(key: &str) -> Option<String> {
         Value::Partition => {
             "\"equally\" or a list of compute-unit counts (positive integers) like [1, 1]".into()
         }
-        Value::Flags => format!(
+        Value::Flags(table) => format!(
             "a list of memory flags, each {} (CL_MEM_ prefix optional)",
-            words(&MEM_FLAGS)
+            words(table)
         ),
         Value::Env => "a table of variables, each a string".into(),
     })

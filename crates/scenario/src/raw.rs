@@ -1,7 +1,9 @@
 //! The TOML as written: loose types, every key optional, unknown keys rejected.
 //! [`crate::validate`] turns it into the trusted [`crate::Scenario`]. What each key
-//! means, takes and defaults to is in the table of keys ([`crate::defs`]); a test
-//! holds these fields and that table to the same keys.
+//! means, takes and defaults to is in its item ([`crate::defs`]), which each field's
+//! doc links to. The field names are serde's (derived), so a test
+//! (`keys::tests::the_raw_types_read_the_keys_of_the_table`) holds each field to
+//! exactly one key item and each item to a field: a misspelt field fails it.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -34,150 +36,142 @@ pub enum RawPartition {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawScenario {
-    /// The scenario's name (default: the file name; one line, at most 256 bytes); a
-    /// grid appends its point.
+    /// [`NAME`](crate::defs::NAME).
     pub name: Option<String>,
-    /// What the scenario shows (at most 64 KiB).
+    /// [`DESCRIPTION`](crate::defs::DESCRIPTION).
     pub description: Option<String>,
-    /// Which devices.
+    /// `[devices]`.
     #[serde(default)]
     pub devices: RawDevices,
-    /// One context over all devices, or one per device.
+    /// `[context]`.
     #[serde(default)]
     pub context: RawContext,
-    /// What to allocate, and how.
+    /// `[allocation]`.
     #[serde(default)]
     pub allocation: RawAllocation,
-    /// Environment variables set before the OpenCL runtime loads. OPENCL_LAYERS,
-    /// OCL_ICD_VENDORS and OCL_ICD_FILENAMES are paths, relative to this file;
-    /// "{clmulti-layer}" names clmulti's emulation layer; "{devices.count}" in any
-    /// value is the run's device count (e.g. CreateMultipleRootDevices for NEO).
-    /// Names without '=', spaces or control characters; values one line of printable
-    /// text.
+    /// [`ENV`](crate::defs::ENV).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    /// Resource limits (soft) for the process that runs the scenario.
+    /// `[limits]`.
     #[serde(default)]
     pub limits: RawLimits,
-    /// When to stop early.
+    /// `[guards]`.
     #[serde(default)]
     pub guards: RawGuards,
-    /// When to read the resources.
+    /// `[sampling]`.
     #[serde(default)]
     pub sampling: RawSampling,
-    /// dAxpy after the allocation loop.
+    /// `[axpy]`.
     #[serde(default)]
     pub axpy: RawAxpy,
-    /// Keys to vary: "table.key" = [values]; the file expands to every combination.
+    /// `[grid]`: keys to vary.
     #[allow(dead_code)] // Named so serde knows the key: loading takes [grid] out first.
     #[serde(default)]
     pub grid: Option<toml::Table>,
 }
 
-/// Which devices.
+/// `[devices]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawDevices {
-    /// "auto", a substring of the platform's name or vendor ("NVIDIA", "Intel"), or an index.
+    /// [`DEVICES_PLATFORM`](crate::defs::DEVICES_PLATFORM).
     pub platform: Option<RawNumberOrWord>,
-    /// gpu | cpu | accelerator | all (default gpu).
+    /// [`DEVICES_TYPE`](crate::defs::DEVICES_TYPE).
     #[serde(rename = "type")]
     pub device_type: Option<String>,
-    /// The first N devices of that type (default 1).
+    /// [`DEVICES_COUNT`](crate::defs::DEVICES_COUNT).
     pub count: Option<i64>,
-    /// These devices of that type, by index (instead of count; at most 4096).
+    /// [`DEVICES_INDICES`](crate::defs::DEVICES_INDICES).
     pub indices: Option<Vec<i64>>,
-    /// any-type (default: with no device of the type, use any type) | none.
+    /// [`DEVICES_FALLBACK`](crate::defs::DEVICES_FALLBACK).
     pub fallback: Option<String>,
-    /// Split each device into sub-devices first: "equally" or compute-unit counts [1, 1].
+    /// [`DEVICES_PARTITION`](crate::defs::DEVICES_PARTITION).
     pub partition: Option<RawPartition>,
 }
 
-/// One context over all devices, or one per device.
+/// `[context]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawContext {
-    /// shared (default) | per-device.
+    /// [`CONTEXT_MODE`](crate::defs::CONTEXT_MODE).
     pub mode: Option<String>,
-    /// Shared contexts in the process (default 1; only with mode = "shared"): buffers
-    /// take turns over them.
+    /// [`CONTEXT_COUNT`](crate::defs::CONTEXT_COUNT).
     pub count: Option<i64>,
 }
 
-/// What to allocate, and how.
+/// `[allocation]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawAllocation {
-    /// Bytes per buffer (default "1MiB").
+    /// [`ALLOCATION_SIZE`](crate::defs::ALLOCATION_SIZE).
     pub size: Option<RawSize>,
-    /// How many buffers (default 1000), or "until-failure".
+    /// [`ALLOCATION_COUNT`](crate::defs::ALLOCATION_COUNT).
     pub count: Option<RawNumberOrWord>,
-    /// READ_WRITE (default), READ_ONLY, WRITE_ONLY, ALLOC_HOST_PTR, USE_HOST_PTR, COPY_HOST_PTR.
+    /// [`ALLOCATION_FLAGS`](crate::defs::ALLOCATION_FLAGS).
     pub flags: Option<Vec<String>>,
-    /// "round-robin" (default) or the index of one selected device.
+    /// [`ALLOCATION_PLACEMENT`](crate::defs::ALLOCATION_PLACEMENT).
     pub placement: Option<RawNumberOrWord>,
-    /// Keep every buffer (default true), or release each right after creating it.
+    /// [`ALLOCATION_KEEP`](crate::defs::ALLOCATION_KEEP).
     pub keep: Option<bool>,
-    /// create (default) | fill | migrate | pin | pool.
+    /// [`ALLOCATION_STRATEGY`](crate::defs::ALLOCATION_STRATEGY).
     pub strategy: Option<String>,
-    /// Strategy pool: bytes per pool buffer (default the larger of size and 256MiB).
+    /// [`ALLOCATION_POOL_SIZE`](crate::defs::ALLOCATION_POOL_SIZE).
     pub pool_size: Option<RawSize>,
-    /// Release every live buffer after each N buffers, then go on (default: never).
+    /// [`ALLOCATION_RELEASE_EVERY`](crate::defs::ALLOCATION_RELEASE_EVERY).
     pub release_every: Option<i64>,
-    /// Microseconds to wait after each buffer (default 0): tells a limit on time
-    /// from one on buffers.
+    /// [`ALLOCATION_PAUSE_US`](crate::defs::ALLOCATION_PAUSE_US).
     pub pause_us: Option<i64>,
-    /// Microseconds to wait after each release of every live buffer (default 0).
+    /// [`ALLOCATION_RELEASE_PAUSE_US`](crate::defs::ALLOCATION_RELEASE_PAUSE_US).
     pub release_pause_us: Option<i64>,
 }
 
-/// Resource limits (soft) for the process that runs the scenario.
+/// `[limits]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawLimits {
-    /// RLIMIT_NOFILE: open file descriptors (at least 3, at most the hard limit).
+    /// [`LIMITS_NOFILE`](crate::defs::LIMITS_NOFILE).
     pub nofile: Option<i64>,
-    /// RLIMIT_AS: virtual address space (at least "64MiB").
+    /// [`LIMITS_AS`](crate::defs::LIMITS_AS).
     #[serde(rename = "as")]
     pub address_space: Option<RawSize>,
-    /// RLIMIT_MEMLOCK: locked memory (a size; root is exempt).
+    /// [`LIMITS_MEMLOCK`](crate::defs::LIMITS_MEMLOCK).
     pub memlock: Option<RawSize>,
-    /// RLIMIT_NPROC: processes and threads of this user (root is exempt).
+    /// [`LIMITS_NPROC`](crate::defs::LIMITS_NPROC).
     pub nproc: Option<i64>,
-    /// RLIMIT_DATA: data segment, heap and private mappings (at least "64MiB").
+    /// [`LIMITS_DATA`](crate::defs::LIMITS_DATA).
     pub data: Option<RawSize>,
 }
 
-/// When to stop early; the run says which guard stopped it.
+/// `[guards]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawGuards {
-    /// Bytes requested at most.
+    /// [`GUARDS_MAX_TOTAL`](crate::defs::GUARDS_MAX_TOTAL).
     pub max_total: Option<RawSize>,
-    /// Host RSS at most: a size or a percentage of the memory ceiling ("50%", the default).
+    /// [`GUARDS_MAX_RSS`](crate::defs::GUARDS_MAX_RSS).
     pub max_rss: Option<RawSize>,
-    /// Seconds of allocation at most (default 300, at most a week).
+    /// [`GUARDS_MAX_SECONDS`](crate::defs::GUARDS_MAX_SECONDS).
     pub max_seconds: Option<f64>,
 }
 
-/// When to read the resources.
+/// `[sampling]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSampling {
-    /// Read every N buffers (default 1000), and at the end and at a failure.
+    /// [`SAMPLING_EVERY`](crate::defs::SAMPLING_EVERY).
     pub every: Option<i64>,
-    /// budgeted (default) | every-sample: which samples count the process's mappings.
+    /// [`SAMPLING_MAPS`](crate::defs::SAMPLING_MAPS).
     pub maps: Option<String>,
 }
 
-/// dAxpy after the allocation loop.
+/// `[axpy]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawAxpy {
-    /// none (default) | sample | all: dAxpy over pairs of kept buffers.
+    /// [`AXPY_CHECK`](crate::defs::AXPY_CHECK).
     pub check: Option<String>,
-    /// With check = "sample": how many pairs (default 8).
+    /// [`AXPY_SAMPLES`](crate::defs::AXPY_SAMPLES).
     pub samples: Option<i64>,
-    /// One dAxpy split over all the run's devices, in its context mode.
+    /// [`AXPY_SPLIT`](crate::defs::AXPY_SPLIT).
     pub split: Option<bool>,
 }

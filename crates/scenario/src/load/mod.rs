@@ -5,7 +5,7 @@ mod envs;
 mod problems;
 mod warnings;
 
-use crate::defs::TABLES;
+use crate::defs::{DEVICES_PLATFORM, TABLES};
 use crate::error::Problem;
 pub use crate::error::ScenarioError;
 use crate::keys::{label, not_a_grid_key, takes};
@@ -212,9 +212,13 @@ impl ScenarioFile {
     /// Whether a run may name a platform: `devices.platform` other than "auto", in
     /// the file or its grid (what `clmulti check` looks up on this machine).
     pub fn names_a_platform(&self) -> bool {
-        let in_file = value_at(&self.base, &split_key("devices.platform"))
+        let in_file = value_at(&self.base, &split_key(DEVICES_PLATFORM.name))
             .is_some_and(|v| !v.as_str().is_some_and(|w| w.eq_ignore_ascii_case("auto")));
-        in_file || self.axes.iter().any(|(key, _)| key == "devices.platform")
+        in_file
+            || self
+                .axes
+                .iter()
+                .any(|(key, _)| key == DEVICES_PLATFORM.name)
     }
 
     /// Validates every run; the first problem is the error.

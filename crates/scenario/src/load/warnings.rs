@@ -2,6 +2,7 @@
 //! ahead, and `clmulti check` says it first.
 
 use super::*;
+use crate::defs::{ALLOCATION_COUNT, SAMPLING_EVERY};
 
 impl ScenarioFile {
     /// Whether a grid axis sets a key starting with `prefix` (`"devices."`).
@@ -42,16 +43,12 @@ impl ScenarioFile {
     /// unless the grid varies either key).
     fn sampling_warnings(&self) -> Vec<ScenarioError> {
         // The default (1000) above a small count is no one's mistake.
-        let written = self
-            .base
-            .get("sampling")
-            .and_then(|t| t.get("every"))
-            .is_some()
-            || self.varies("sampling.every");
+        let written = value_at(&self.base, &split_key(SAMPLING_EVERY.name)).is_some()
+            || self.varies(SAMPLING_EVERY.name);
         if !written {
             return Vec::new();
         }
-        let varies = self.varies("sampling.every") || self.varies("allocation.count");
+        let varies = self.varies(SAMPLING_EVERY.name) || self.varies(ALLOCATION_COUNT.name);
         let runs = if varies {
             self.runs.min(10_000)
         } else {
@@ -68,7 +65,7 @@ impl ScenarioFile {
             }
             let warning = self.error_in_run(
                 index,
-                "sampling.every",
+                SAMPLING_EVERY.name,
                 &format!(
                     "{} is not below allocation.count ({count}): no reading between the first and the last, so no cost per buffer can be measured; sample at most every {} (a tenth of the count)",
                     run.sample_every,

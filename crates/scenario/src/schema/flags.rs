@@ -5,19 +5,8 @@
 
 use super::words::{any_case, refuse};
 use crate::defs::MEM_FLAGS;
+use crate::model::MemFlag;
 use serde_json::{json, Value};
-
-/// What each flag means.
-fn meaning(name: &str) -> &'static str {
-    match name {
-        "READ_WRITE" => "kernels read and write the buffer (default)",
-        "READ_ONLY" => "kernels only read the buffer",
-        "WRITE_ONLY" => "kernels only write the buffer",
-        "ALLOC_HOST_PTR" => "the runtime allocates the buffer from host-accessible memory",
-        "USE_HOST_PTR" => "the buffer lives in a host block clmulti allocates per buffer",
-        _ => "the buffer starts as a copy of a host block",
-    }
-}
 
 /// A pattern for the flag `name` as check reads it.
 pub(super) fn flag_pattern(name: &str) -> String {
@@ -49,9 +38,9 @@ fn twice(name: &str) -> Vec<Value> {
         .collect()
 }
 
-/// What `allocation.flags` takes.
-pub(super) fn flags(description: &str) -> Value {
-    let names: Vec<&str> = MEM_FLAGS.iter().map(|(n, _)| *n).collect();
+/// What `allocation.flags` takes: `flags`, each with what it means.
+pub(super) fn flags(description: &str, flags: &[(&str, String)]) -> Value {
+    let names: Vec<&str> = flags.iter().map(|(n, _)| *n).collect();
     let any_flag: Vec<String> = names.iter().map(|n| any_case(n)).collect();
     let item_words = format!(
         "a memory flag: one of {}, in any case, with or without CL_MEM_",
@@ -59,26 +48,23 @@ pub(super) fn flags(description: &str) -> Value {
     );
     let repeated: Vec<Value> = names.iter().flat_map(|n| twice(n)).collect();
     let exclusive: Vec<Value> = [
-        ("READ_WRITE", "READ_ONLY"),
-        ("READ_WRITE", "WRITE_ONLY"),
-        ("READ_ONLY", "WRITE_ONLY"),
-        ("USE_HOST_PTR", "ALLOC_HOST_PTR"),
-        ("USE_HOST_PTR", "COPY_HOST_PTR"),
+        (MemFlag::ReadWrite, MemFlag::ReadOnly),
+        (MemFlag::ReadWrite, MemFlag::WriteOnly),
+        (MemFlag::ReadOnly, MemFlag::WriteOnly),
+        (MemFlag::UseHostPtr, MemFlag::AllocHostPtr),
+        (MemFlag::UseHostPtr, MemFlag::CopyHostPtr),
     ]
     .iter()
-    .map(|(a, b)| json!({"allOf": [contains_flag(a), contains_flag(b)]}))
+    .map(|(a, b)| json!({"allOf": [contains_flag(a.name()), contains_flag(b.name())]}))
     .collect();
-    let docs: Vec<String> = names
-        .iter()
-        .map(|n| format!("{n}: {}", meaning(n)))
-        .collect();
+    let docs: Vec<String> = flags.iter().map(|(n, d)| format!("{n}: {d}")).collect();
     json!({
         "description": format!(
             "{description}\n\n{}\n\nREAD_WRITE, READ_ONLY and WRITE_ONLY exclude each other; USE_HOST_PTR excludes ALLOC_HOST_PTR and COPY_HOST_PTR; each flag once.",
             docs.join("\n")
         ),
         "type": "array",
-        "maxItems": MEM_FLAGS.len(),
+        "maxItems": flags.len(),
         "items": {
             "type": "string",
             "examples": names,

@@ -1,6 +1,6 @@
 //! The JSON Schema of scenario files (`configs/scenario.schema.json`), for editors
-//! (taplo, VS Code) and any JSON Schema validator. The keys and their descriptions
-//! come from the raw types' doc comments (schemars); what each value may be comes
+//! (taplo, VS Code) and any JSON Schema validator. The keys, their descriptions and
+//! their words come from the key items ([`crate::defs`]); what each value may be comes
 //! from [`value_schema`], one entry per key, saying everything validation knows
 //! without the machine: enums (with a description of each value), size patterns,
 //! minimums and maximums. The rules between keys that JSON Schema can state follow
@@ -9,7 +9,7 @@
 //! (a pool at least as large as a buffer, paths that exist, this machine's hard
 //! limits) is left to `clmulti check`.
 
-use crate::defs::{Key, Value as Kind, KEYS, TABLES};
+use crate::defs::{table_of, Key, Value as Kind, ENV, KEYS, TABLES};
 use serde_json::{json, Map, Value};
 
 mod flags;
@@ -188,8 +188,7 @@ fn env_value() -> Value {
 
 /// A key's default, as JSON: editors offer it as the value.
 fn default_of(key: &Key) -> Option<Value> {
-    let table: toml::Table = toml::from_str(&format!("v = {}", key.default?)).ok()?;
-    serde_json::to_value(&table["v"]).ok()
+    serde_json::to_value(key.default?.to_toml()).ok()
 }
 
 /// The schema of one key's value, with its description and default: from what the
@@ -203,7 +202,8 @@ pub(crate) fn value_schema(key: &Key) -> Value {
 }
 
 fn value_schema_without_default(key: &Key) -> Value {
-    let d = key.doc;
+    let description = key.description();
+    let d = description.as_str();
     let either = |examples: Value, pattern: String, words: &str| {
         with(
             json!({"description": d, "type": ["integer", "string"], "minimum": 0, "examples": examples}),
@@ -219,7 +219,7 @@ fn value_schema_without_default(key: &Key) -> Value {
             "\"auto\", a platform's index, or a substring of its name or vendor (one line, not blank)",
         ),
         Kind::Integer { min, max, .. } => integer(d, min, max),
-        Kind::Words(choices) => words(d, choices),
+        Kind::Words(_) => words(d, &key.words().unwrap_or_default()),
         Kind::Bool => json!({"description": d, "type": "boolean"}),
         Kind::Size { min } => size(d, min),
         Kind::SizeOrPercent => size_or_percent(d, json!(["integer", "string"])),
@@ -265,7 +265,7 @@ fn value_schema_without_default(key: &Key) -> Value {
                 "\"equally\", or a list of compute-unit counts like [1, 1]",
             ),
         ),
-        Kind::Flags => flags(d),
+        Kind::Flags(_) => flags(d, &key.words().unwrap_or_default()),
         Kind::Env => env(d),
     }
 }
@@ -274,12 +274,12 @@ fn value_schema_without_default(key: &Key) -> Value {
 fn grid() -> Value {
     let mut properties = Map::new();
     let mut names = Vec::new();
-    for key in KEYS.iter().filter(|k| k.name != "env") {
+    for key in KEYS.iter().filter(|k| k.name != ENV.name) {
         names.push(regex_escape(key.name));
         properties.insert(
             key.name.to_owned(),
             json!({
-                "description": format!("Values of {}, one run each: {}", key.name, key.doc),
+                "description": format!("Values of {}, one run each: {}", key.name, key.description()),
                 "type": "array",
                 "minItems": 1,
                 "uniqueItems": true,
@@ -321,12 +321,11 @@ pub fn schema() -> Value {
         properties.insert(key.name.to_owned(), value_schema(key));
     }
     for (table, doc) in TABLES {
-        let Some(fields) = crate::defs::table_keys(table) else {
+        let Some(fields) = table_of(table) else {
             continue;
         };
         let mut schemas = Map::new();
-        for field in fields {
-            let key = crate::defs::find(&format!("{table}.{field}")).expect("a key of the table");
+        for (field, key) in fields {
             schemas.insert(field.to_owned(), value_schema(key));
         }
         properties.insert(

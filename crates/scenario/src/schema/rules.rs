@@ -3,6 +3,8 @@
 
 use super::flags::contains_flag;
 use super::words::{one_of_any_case, refuse};
+use crate::defs::*;
+use crate::model::{ContextMode, MemFlag, Strategy};
 use serde_json::{json, Value};
 
 /// A schema for one dotted key (`allocation.strategy`), as a schema of the file.
@@ -12,19 +14,19 @@ fn at(key: &str, schema: Value) -> Value {
 }
 
 /// `key` is present.
-fn present(key: &str) -> Value {
-    let (table, field) = key.split_once('.').expect("a dotted key");
+fn present(key: &Key) -> Value {
+    let (table, field) = key.name.split_once('.').expect("a dotted key");
     json!({"required": [table], "properties": {table: {"required": [field]}}})
 }
 
 /// `key` is present and is `word` (in any case, as check reads words).
-fn is_word(key: &str, word: &str) -> Value {
-    json!({"allOf": [present(key), at(key, json!({"type": "string", "pattern": one_of_any_case([word])}))]})
+fn is_word(key: &Key, word: &str) -> Value {
+    json!({"allOf": [present(key), at(key.name, json!({"type": "string", "pattern": one_of_any_case([word])}))]})
 }
 
-/// `key` is absent or not `word`: its default is not `word`.
-fn not_word(key: &str, word: &str) -> Value {
-    json!({"not": is_word(key, word)})
+/// `allocation.strategy` is present and is `strategy`.
+fn strategy_is(strategy: Strategy) -> Value {
+    is_word(&ALLOCATION_STRATEGY, word_for(&STRATEGIES, strategy))
 }
 
 /// A rule between keys: when `problem` holds and the grid varies none of `keys`,
@@ -47,33 +49,34 @@ pub(super) fn rules() -> Vec<Value> {
 
 /// Between the keys of `[allocation]`.
 fn allocation_rules() -> Vec<Value> {
-    let keep_false = json!({"allOf": [present("allocation.keep"), at("allocation.keep", json!({"const": false}))]});
+    let pool = strategy_is(Strategy::Pool);
+    let keep_false = json!({"allOf": [present(&ALLOCATION_KEEP), at(ALLOCATION_KEEP.name, json!({"const": false}))]});
     vec![
         rule(
-            &["allocation.pool_size", "allocation.strategy"],
-            json!({"allOf": [present("allocation.pool_size"), not_word("allocation.strategy", "pool")]}),
-            "allocation.pool_size",
+            &[ALLOCATION_POOL_SIZE.name, ALLOCATION_STRATEGY.name],
+            json!({"allOf": [present(&ALLOCATION_POOL_SIZE), {"not": pool.clone()}]}),
+            ALLOCATION_POOL_SIZE.name,
             "only applies with allocation.strategy = \"pool\"",
         ),
         rule(
-            &["allocation.strategy", "allocation.keep"],
-            json!({"allOf": [is_word("allocation.strategy", "pool"), keep_false.clone()]}),
-            "allocation.keep",
+            &[ALLOCATION_STRATEGY.name, ALLOCATION_KEEP.name],
+            json!({"allOf": [pool.clone(), keep_false.clone()]}),
+            ALLOCATION_KEEP.name,
             "a pool keeps its memory until the end; keep = false contradicts strategy \"pool\"",
         ),
         rule(
-            &["allocation.strategy", "allocation.flags"],
+            &[ALLOCATION_STRATEGY.name, ALLOCATION_FLAGS.name],
             json!({"allOf": [
-                is_word("allocation.strategy", "pool"),
-                at("allocation.flags", json!({"anyOf": [contains_flag("USE_HOST_PTR"), contains_flag("COPY_HOST_PTR"), contains_flag("ALLOC_HOST_PTR")]})),
+                pool.clone(),
+                at(ALLOCATION_FLAGS.name, json!({"anyOf": [contains_flag(MemFlag::UseHostPtr.name()), contains_flag(MemFlag::CopyHostPtr.name()), contains_flag(MemFlag::AllocHostPtr.name())]})),
             ]}),
-            "allocation.flags",
+            ALLOCATION_FLAGS.name,
             "host-pointer flags apply to the pool buffer, not its sub-buffers: use strategy \"create\" with them",
         ),
         rule(
-            &["allocation.release_every", "allocation.keep", "allocation.strategy"],
-            json!({"allOf": [present("allocation.release_every"), {"anyOf": [keep_false, is_word("allocation.strategy", "pool")]}]}),
-            "allocation.release_every",
+            &[ALLOCATION_RELEASE_EVERY.name, ALLOCATION_KEEP.name, ALLOCATION_STRATEGY.name],
+            json!({"allOf": [present(&ALLOCATION_RELEASE_EVERY), {"anyOf": [keep_false, pool.clone()]}]}),
+            ALLOCATION_RELEASE_EVERY.name,
             "releases kept buffers in rounds: it needs keep = true and a strategy other than \"pool\"",
         ),
     ]
@@ -81,63 +84,65 @@ fn allocation_rules() -> Vec<Value> {
 
 /// Between `[devices]`, `[context]`, `[axpy]` and `[env]`.
 fn other_rules() -> Vec<Value> {
+    let pool = strategy_is(Strategy::Pool);
+    let sample = is_word(&AXPY_CHECK, word_for(&AXPY_CHECKS, Check::Sample));
     let several =
-        json!({"allOf": [present("context.count"), at("context.count", json!({"minimum": 2}))]});
-    let checks = json!({"allOf": [present("axpy.check"), {"anyOf": [is_word("axpy.check", "sample"), is_word("axpy.check", "all")]}]});
+        json!({"allOf": [present(&CONTEXT_COUNT), at(CONTEXT_COUNT.name, json!({"minimum": 2}))]});
+    let checks = json!({"allOf": [present(&AXPY_CHECK), {"anyOf": [sample.clone(), is_word(&AXPY_CHECK, word_for(&AXPY_CHECKS, Check::All))]}]});
     let layer = format!(
         "(?:\\{{clmulti-layer\\}}|{})",
         clmulti_contract::LAYER.file_name.replace('.', "\\.")
     );
     let env_has =
-        |key: &str| json!({"required": ["env"], "properties": {"env": {"required": [key]}}});
-    let names_layer = json!({"allOf": [env_has("OPENCL_LAYERS"), {"properties": {"env": {"properties": {"OPENCL_LAYERS": {"pattern": layer}}}}}]});
+        |key: &str| json!({"required": [ENV.name], "properties": {ENV.name: {"required": [key]}}});
+    let names_layer = json!({"allOf": [env_has("OPENCL_LAYERS"), {"properties": {ENV.name: {"properties": {"OPENCL_LAYERS": {"pattern": layer}}}}}]});
     vec![
         rule(
-            &["devices.count", "devices.indices"],
-            json!({"allOf": [present("devices.count"), present("devices.indices")]}),
-            "devices.indices",
+            &[DEVICES_COUNT.name, DEVICES_INDICES.name],
+            json!({"allOf": [present(&DEVICES_COUNT), present(&DEVICES_INDICES)]}),
+            DEVICES_INDICES.name,
             "give either devices.count or devices.indices, not both",
         ),
         rule(
-            &["context.count", "context.mode"],
-            json!({"allOf": [several.clone(), is_word("context.mode", "per-device")]}),
-            "context.count",
+            &[CONTEXT_COUNT.name, CONTEXT_MODE.name],
+            json!({"allOf": [several.clone(), is_word(&CONTEXT_MODE, word_for(&CONTEXT_MODES, ContextMode::PerDevice))]}),
+            CONTEXT_COUNT.name,
             "several contexts apply to mode = \"shared\" (per-device makes one per device)",
         ),
         rule(
-            &["context.count", "allocation.strategy"],
-            json!({"allOf": [several, is_word("allocation.strategy", "pool")]}),
-            "context.count",
+            &[CONTEXT_COUNT.name, ALLOCATION_STRATEGY.name],
+            json!({"allOf": [several, pool.clone()]}),
+            CONTEXT_COUNT.name,
             "a pool belongs to one context: use one context with strategy \"pool\"",
         ),
         rule(
-            &["axpy.samples", "axpy.check"],
-            json!({"allOf": [present("axpy.samples"), not_word("axpy.check", "sample")]}),
-            "axpy.samples",
+            &[AXPY_SAMPLES.name, AXPY_CHECK.name],
+            json!({"allOf": [present(&AXPY_SAMPLES), {"not": sample}]}),
+            AXPY_SAMPLES.name,
             "only applies with axpy.check = \"sample\"",
         ),
         rule(
-            &["axpy.check", "allocation.keep"],
-            json!({"allOf": [checks.clone(), present("allocation.keep"), at("allocation.keep", json!({"const": false}))]}),
-            "axpy.check",
+            &[AXPY_CHECK.name, ALLOCATION_KEEP.name],
+            json!({"allOf": [checks.clone(), present(&ALLOCATION_KEEP), at(ALLOCATION_KEEP.name, json!({"const": false}))]}),
+            AXPY_CHECK.name,
             "dAxpy runs over kept buffers; allocation.keep = false releases each at once",
         ),
         rule(
-            &["axpy.check", "allocation.size"],
-            json!({"allOf": [checks.clone(), present("allocation.size"), at("allocation.size", json!({"type": "integer", "maximum": 7}))]}),
-            "axpy.check",
+            &[AXPY_CHECK.name, ALLOCATION_SIZE.name],
+            json!({"allOf": [checks.clone(), present(&ALLOCATION_SIZE), at(ALLOCATION_SIZE.name, json!({"type": "integer", "maximum": 7}))]}),
+            AXPY_CHECK.name,
             "dAxpy needs buffers of at least 8 bytes (two floats)",
         ),
         rule(
-            &["axpy.check", "context.count"],
-            json!({"allOf": [checks.clone(), present("context.count"), at("context.count", json!({"minimum": 2}))]}),
-            "axpy.check",
+            &[AXPY_CHECK.name, CONTEXT_COUNT.name],
+            json!({"allOf": [checks.clone(), present(&CONTEXT_COUNT), at(CONTEXT_COUNT.name, json!({"minimum": 2}))]}),
+            AXPY_CHECK.name,
             "dAxpy pairs buffers of one context; with context.count > 1 a device's buffers span contexts",
         ),
         rule(
-            &["axpy.check", "allocation.strategy"],
-            json!({"allOf": [checks, is_word("allocation.strategy", "pin")]}),
-            "axpy.check",
+            &[AXPY_CHECK.name, ALLOCATION_STRATEGY.name],
+            json!({"allOf": [checks, strategy_is(Strategy::Pin)]}),
+            AXPY_CHECK.name,
             "the check runs over kept buffers of strategy create, fill, migrate or pool",
         ),
         rule(
@@ -157,26 +162,30 @@ fn other_rules() -> Vec<Value> {
 
 /// A device index given as placement is among the selected devices.
 fn placement_rules() -> Vec<Value> {
-    let keys = ["allocation.placement", "devices.count", "devices.indices"];
-    let beyond = |n: usize| json!({"allOf": [present("allocation.placement"), at("allocation.placement", json!({"type": "integer", "minimum": n}))]});
+    let keys = [
+        ALLOCATION_PLACEMENT.name,
+        DEVICES_COUNT.name,
+        DEVICES_INDICES.name,
+    ];
+    let beyond = |n: usize| json!({"allOf": [present(&ALLOCATION_PLACEMENT), at(ALLOCATION_PLACEMENT.name, json!({"type": "integer", "minimum": n}))]});
     let words = "is not among the selected devices (indices start at 0)";
     let mut out = vec![rule(
         &keys,
-        json!({"allOf": [{"not": {"anyOf": [present("devices.count"), present("devices.indices")]}}, beyond(1)]}),
-        "allocation.placement",
+        json!({"allOf": [{"not": {"anyOf": [present(&DEVICES_COUNT), present(&DEVICES_INDICES)]}}, beyond(1)]}),
+        ALLOCATION_PLACEMENT.name,
         words,
     )];
     for n in 1..=16usize {
         out.push(rule(
             &keys,
-            json!({"allOf": [present("devices.count"), at("devices.count", json!({"const": n})), beyond(n)]}),
-            "allocation.placement",
+            json!({"allOf": [present(&DEVICES_COUNT), at(DEVICES_COUNT.name, json!({"const": n})), beyond(n)]}),
+            ALLOCATION_PLACEMENT.name,
             words,
         ));
         out.push(rule(
             &keys,
-            json!({"allOf": [present("devices.indices"), at("devices.indices", json!({"minItems": n, "maxItems": n})), beyond(n)]}),
-            "allocation.placement",
+            json!({"allOf": [present(&DEVICES_INDICES), at(DEVICES_INDICES.name, json!({"minItems": n, "maxItems": n})), beyond(n)]}),
+            ALLOCATION_PLACEMENT.name,
             words,
         ));
     }

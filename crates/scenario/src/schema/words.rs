@@ -58,9 +58,12 @@ pub(super) fn listed<'a>(words: impl IntoIterator<Item = &'a str>) -> String {
 
 /// One of a few words, each with what it means, in any case (taplo shows
 /// `x-taplo.docs`; its value completion offers the default).
-pub(super) fn words(description: &str, values: &[(&str, &str)]) -> Value {
+pub(super) fn words<S: AsRef<str>>(description: &str, values: &[(&str, S)]) -> Value {
     let names: Vec<&str> = values.iter().map(|(n, _)| *n).collect();
-    let docs: Vec<String> = values.iter().map(|(n, d)| format!("{n}: {d}")).collect();
+    let docs: Vec<String> = values
+        .iter()
+        .map(|(n, d)| format!("{n}: {}", d.as_ref()))
+        .collect();
     with(
         json!({
             "description": format!("{description}\n\n{}", docs.join("\n")),
@@ -87,5 +90,44 @@ mod tests {
         assert_eq!(any_case("a.b"), "[Aa]\\.[Bb]");
         assert_eq!(listed(["a", "b", "c"]), "\"a\", \"b\" or \"c\"");
         assert_eq!(listed(["a"]), "\"a\"");
+    }
+
+    /// The schema offers each key of words exactly its table's words, and says what
+    /// each means.
+    #[test]
+    fn the_schema_lists_each_keys_words() {
+        let schema = super::super::schema();
+        let mut keys = 0;
+        use crate::defs::{Value, KEYS};
+        for key in KEYS {
+            let Some(words) = key.words() else { continue };
+            let (table, field) = key.name.split_once('.').unwrap();
+            let at = &schema["properties"][table]["properties"][field];
+            let at = if matches!(key.value, Value::Flags(_)) {
+                &at["items"]
+            } else {
+                at
+            };
+            let offered: Vec<&str> = at["examples"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{}: {at}", key.name))
+                .iter()
+                .map(|w| w.as_str().unwrap())
+                .collect();
+            let listed: Vec<&str> = words.iter().map(|(w, _)| *w).collect();
+            assert_eq!(offered, listed, "{}", key.name);
+            let description = schema["properties"][table]["properties"][field]["description"]
+                .as_str()
+                .unwrap();
+            assert!(description.starts_with(&key.description()), "{description}");
+            for (word, means) in &words {
+                assert!(
+                    description.contains(&format!("\n{word}: {means}")),
+                    "{description}"
+                );
+            }
+            keys += 1;
+        }
+        assert_eq!(keys, 7);
     }
 }

@@ -1,24 +1,16 @@
 //! `[devices]`: which platform, which type, which devices, and their partition.
 
-use super::{one_of, or_default, positive, problem, Problem};
-use crate::defs::{DEVICE_TYPES, FALLBACKS, MAX_DEVICE_LIST, MAX_PLATFORM_NAME};
+use super::{or_default, positive, problem, word, Problem};
+use crate::defs::*;
 use crate::model::*;
 use crate::raw::*;
 
 /// `[devices]`, validated.
 pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
     let platform = platform(raw)?;
-    let device_type = one_of(
-        "devices.type",
-        &or_default(raw.device_type.clone(), "devices.type"),
-        &DEVICE_TYPES,
-    )?;
+    let device_type = word(&DEVICES_TYPE, &raw.device_type, &DEVICE_TYPES)?;
     let set = set(raw)?;
-    let fallback_to_any_type = one_of(
-        "devices.fallback",
-        &or_default(raw.fallback.clone(), "devices.fallback"),
-        &FALLBACKS,
-    )?;
+    let fallback_to_any_type = word(&DEVICES_FALLBACK, &raw.fallback, &FALLBACKS)?;
     let partition = partition(raw)?;
     Ok(Devices {
         platform,
@@ -31,21 +23,19 @@ pub(super) fn devices(raw: &RawDevices) -> Result<Devices, Problem> {
 
 /// `devices.platform`: auto, an index, or one line naming it.
 fn platform(raw: &RawDevices) -> Result<Platform, Problem> {
-    Ok(match &or_default(raw.platform.clone(), "devices.platform") {
+    Ok(match &or_default(raw.platform.clone(), &DEVICES_PLATFORM) {
         RawNumberOrWord::Number(n) => Platform::Index(
             usize::try_from(*n)
-                .map_err(|_| problem("devices.platform", "a platform index must be >= 0"))?,
+                .map_err(|_| problem(DEVICES_PLATFORM.name, "a platform index must be >= 0"))?,
         ),
-        RawNumberOrWord::Word(w) if crate::defs::same_word(w, "auto") => Platform::Auto,
+        RawNumberOrWord::Word(w) if same_word(w, "auto") => Platform::Auto,
         RawNumberOrWord::Word(w) if w.trim().is_empty() => {
-            return Err(problem(
-                "devices.platform",
+            return Err(problem(DEVICES_PLATFORM.name,
                 "must not be empty; use \"auto\"",
             ))
         }
         RawNumberOrWord::Word(w) if w.len() > MAX_PLATFORM_NAME || w.chars().any(char::is_control) => {
-            return Err(problem(
-                "devices.platform",
+            return Err(problem(DEVICES_PLATFORM.name,
                 format!(
                     "a platform name or vendor substring is one line of at most {MAX_PLATFORM_NAME} bytes ({} given); `clmulti devices` lists the names",
                     w.len()
@@ -61,15 +51,14 @@ fn set(raw: &RawDevices) -> Result<DeviceSet, Problem> {
     Ok(match (&raw.count, &raw.indices) {
         (Some(_), Some(_)) => {
             return Err(problem(
-                "devices.indices",
+                DEVICES_INDICES.name,
                 "give either devices.count or devices.indices, not both",
             ))
         }
         (Some(n), None) => {
-            let count = positive("devices.count", *n)?;
+            let count = positive(&DEVICES_COUNT, *n)?;
             if count > MAX_DEVICE_LIST as u64 {
-                return Err(problem(
-                    "devices.count",
+                return Err(problem(DEVICES_COUNT.name,
                     format!("{count} devices; at most {MAX_DEVICE_LIST} are allowed (more than any machine has)"),
                 ));
             }
@@ -77,11 +66,14 @@ fn set(raw: &RawDevices) -> Result<DeviceSet, Problem> {
         }
         (None, Some(list)) => {
             if list.is_empty() {
-                return Err(problem("devices.indices", "must name at least one device"));
+                return Err(problem(
+                    DEVICES_INDICES.name,
+                    "must name at least one device",
+                ));
             }
             if list.len() > MAX_DEVICE_LIST {
                 return Err(problem(
-                    "devices.indices",
+                    DEVICES_INDICES.name,
                     format!(
                         "names {} devices; at most {MAX_DEVICE_LIST} are allowed",
                         list.len()
@@ -92,14 +84,11 @@ fn set(raw: &RawDevices) -> Result<DeviceSet, Problem> {
             let mut listed = std::collections::HashSet::with_capacity(list.len());
             for (i, v) in list.iter().enumerate() {
                 let index = usize::try_from(*v).map_err(|_| {
-                    problem(
-                        &format!("devices.indices[{i}]"),
-                        "a device index must be >= 0",
-                    )
+                    problem(&DEVICES_INDICES.item(i), "a device index must be >= 0")
                 })?;
                 if !listed.insert(index) {
                     return Err(problem(
-                        &format!("devices.indices[{i}]"),
+                        &DEVICES_INDICES.item(i),
                         format!("device {index} is listed twice"),
                     ));
                 }
@@ -107,7 +96,7 @@ fn set(raw: &RawDevices) -> Result<DeviceSet, Problem> {
             }
             DeviceSet::Indices(seen)
         }
-        (None, None) => DeviceSet::Count(crate::defs::default("devices.count")),
+        (None, None) => DeviceSet::Count(default(&DEVICES_COUNT)),
     })
 }
 
@@ -115,12 +104,10 @@ fn set(raw: &RawDevices) -> Result<DeviceSet, Problem> {
 fn partition(raw: &RawDevices) -> Result<Option<Partition>, Problem> {
     Ok(match &raw.partition {
         None => None,
-        Some(RawPartition::Word(w)) if crate::defs::same_word(w, "equally") => {
-            Some(Partition::Equally(1))
-        }
+        Some(RawPartition::Word(w)) if same_word(w, "equally") => Some(Partition::Equally(1)),
         Some(RawPartition::Word(w)) => {
             return Err(problem(
-                "devices.partition",
+                DEVICES_PARTITION.name,
                 format!(
                     "expected \"equally\" or a list of compute-unit counts like [1, 1], got {w:?}"
                 ),
@@ -128,11 +115,11 @@ fn partition(raw: &RawDevices) -> Result<Option<Partition>, Problem> {
         }
         Some(RawPartition::Counts(counts)) => {
             if counts.is_empty() {
-                return Err(problem("devices.partition", "needs at least one count"));
+                return Err(problem(DEVICES_PARTITION.name, "needs at least one count"));
             }
             if counts.len() > MAX_DEVICE_LIST {
                 return Err(problem(
-                    "devices.partition",
+                    DEVICES_PARTITION.name,
                     format!(
                         "{} sub-devices; at most {MAX_DEVICE_LIST} are allowed",
                         counts.len()
@@ -145,7 +132,7 @@ fn partition(raw: &RawDevices) -> Result<Option<Partition>, Problem> {
                 .map(|(i, c)| {
                     u32::try_from(*c).ok().filter(|c| *c > 0).ok_or_else(|| {
                         problem(
-                            &format!("devices.partition[{i}]"),
+                            &DEVICES_PARTITION.item(i),
                             format!("a compute-unit count must be a positive integer, got {c}"),
                         )
                     })

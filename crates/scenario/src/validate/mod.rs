@@ -13,64 +13,71 @@ use crate::raw::*;
 use crate::size::parse_size;
 use std::collections::BTreeMap;
 
-/// An integer key's value within the range the table of keys gives it.
-pub(crate) fn in_range(key: &str, value: i64) -> Result<u64, Problem> {
-    let Some(crate::defs::Key {
-        value: crate::defs::Value::Integer { min, max, .. },
-        ..
-    }) = crate::defs::find(key)
-    else {
+/// An integer key's value within the range its item gives it.
+pub(crate) fn in_range(key: &Key, value: i64) -> Result<u64, Problem> {
+    let Value::Integer { min, max, .. } = key.value else {
         return positive(key, value);
     };
     let max = max.unwrap_or(i64::MAX);
-    if (*min..=max).contains(&value) && value >= 0 {
+    if (min..=max).contains(&value) && value >= 0 {
         return Ok(value as u64);
     }
     Err(problem(
-        key,
+        key.name,
         format!(
             "{value} is not {}",
-            crate::keys::takes(key).unwrap_or_default()
+            crate::keys::takes(key.name).unwrap_or_default()
         ),
     ))
 }
 
-/// A key's value as written, or its default from the table of keys
-/// ([`crate::defs::KEYS`]): the one place a default is written.
-pub(crate) fn or_default<T: serde::de::DeserializeOwned>(value: Option<T>, key: &str) -> T {
+/// A key's value as written, or its default from the key's item: the one place a
+/// default is written.
+pub(crate) fn or_default<T: serde::de::DeserializeOwned>(value: Option<T>, key: &Key) -> T {
     value.unwrap_or_else(|| crate::defs::default(key))
 }
 
-pub(crate) fn size(key: &str, raw: &RawSize) -> Result<u64, Problem> {
+pub(crate) fn size(key: &Key, raw: &RawSize) -> Result<u64, Problem> {
     match raw {
         RawSize::Bytes(b) => Ok(*b),
-        RawSize::Text(t) => parse_size(t).map_err(|e| problem(key, e.to_string())),
+        RawSize::Text(t) => parse_size(t).map_err(|e| problem(key.name, e.to_string())),
     }
 }
 
-pub(crate) fn positive(key: &str, value: i64) -> Result<u64, Problem> {
+pub(crate) fn positive(key: &Key, value: i64) -> Result<u64, Problem> {
     u64::try_from(value)
         .ok()
         .filter(|v| *v > 0)
-        .ok_or_else(|| problem(key, format!("must be a positive integer, got {value}")))
+        .ok_or_else(|| problem(key.name, format!("must be a positive integer, got {value}")))
 }
 
-pub(crate) fn one_of<T: Copy>(key: &str, value: &str, choices: &[(&str, T)]) -> Result<T, Problem> {
-    choices
+/// The value `table` gives the word written at `at` (a key's name, or a list's
+/// item: `allocation.flags[1]`), in any case.
+pub(crate) fn one_of<T: Copy>(at: &str, written: &str, table: &[Word<T>]) -> Result<T, Problem> {
+    table
         .iter()
-        .find(|(name, _)| crate::defs::same_word(value, name))
-        .map(|(_, v)| *v)
+        .find(|(word, _, _)| crate::defs::same_word(written, word))
+        .map(|(_, _, value)| *value)
         .ok_or_else(|| {
-            let names: Vec<&str> = choices.iter().map(|(n, _)| *n).collect();
+            let words: Vec<&str> = table.iter().map(|(w, _, _)| *w).collect();
             problem(
-                key,
+                at,
                 format!(
-                    "unknown value {value:?}; expected one of: {}{}",
-                    names.join(", "),
-                    crate::suggest::hint(value, names.iter().copied())
+                    "unknown value {written:?}; expected one of: {}{}",
+                    words.join(", "),
+                    crate::suggest::hint(written, words.iter().copied())
                 ),
             )
         })
+}
+
+/// The value of a key that takes words, as written or its default.
+pub(crate) fn word<T: Copy>(
+    key: &Key,
+    written: &Option<String>,
+    table: &[Word<T>],
+) -> Result<T, Problem> {
+    one_of(key.name, &or_default(written.clone(), key), table)
 }
 
 /// Seconds for a time limit on the command line (`--timeout`): finite, above 0, at
@@ -140,7 +147,7 @@ pub(crate) fn validate(
     let allocation = allocation::allocation(&raw.allocation, &devices)?;
     if context_count > 1 && allocation.strategy == Strategy::Pool {
         return Err(problem(
-            "context.count",
+            CONTEXT_COUNT.name,
             "a pool belongs to one context: use one context with strategy \"pool\"",
         ));
     }
@@ -150,16 +157,12 @@ pub(crate) fn validate(
 
     let guards = allocation::guards(&raw.guards)?;
     let sample_every = positive(
-        "sampling.every",
-        or_default(raw.sampling.every, "sampling.every"),
+        &SAMPLING_EVERY,
+        or_default(raw.sampling.every, &SAMPLING_EVERY),
     )?;
-    let sample_maps = one_of(
-        "sampling.maps",
-        &or_default(raw.sampling.maps.clone(), "sampling.maps"),
-        &MAPS_SAMPLINGS,
-    )?;
+    let sample_maps = word(&SAMPLING_MAPS, &raw.sampling.maps, &MAPS_SAMPLINGS)?;
 
-    let split: bool = or_default(raw.axpy.split, "axpy.split");
+    let split: bool = or_default(raw.axpy.split, &AXPY_SPLIT);
     let axpy_check = axpy_check(&raw.axpy)?;
     axpy_check_fits(axpy_check, &allocation, context_count)?;
     let description = description(raw.description)?;
@@ -192,10 +195,10 @@ fn run_name(
     grid_point: &BTreeMap<String, toml::Value>,
 ) -> Result<String, Problem> {
     let base_name = match name {
-        Some(n) if n.trim().is_empty() => return Err(problem("name", "must not be empty")),
+        Some(n) if n.trim().is_empty() => return Err(problem(NAME.name, "must not be empty")),
         Some(n) if n.len() > MAX_NAME_BYTES => {
             return Err(problem(
-                "name",
+                NAME.name,
                 format!(
                     "{} bytes; a name is at most {MAX_NAME_BYTES} (it names table rows and plots)",
                     n.len()
@@ -204,7 +207,7 @@ fn run_name(
         }
         Some(n) if n.chars().any(char::is_control) => {
             return Err(problem(
-                "name",
+                NAME.name,
                 "must be one line without control characters (it names files and table rows)",
             ))
         }
@@ -223,21 +226,17 @@ fn run_name(
 
 /// `[context]`: its mode and how many contexts.
 fn contexts(raw: &RawContext) -> Result<(ContextMode, u64), Problem> {
-    let context_mode = one_of(
-        "context.mode",
-        &or_default(raw.mode.clone(), "context.mode"),
-        &CONTEXT_MODES,
-    )?;
-    let context_count = positive("context.count", or_default(raw.count, "context.count"))?;
+    let context_mode = word(&CONTEXT_MODE, &raw.mode, &CONTEXT_MODES)?;
+    let context_count = positive(&CONTEXT_COUNT, or_default(raw.count, &CONTEXT_COUNT))?;
     if context_count > 1 && context_mode != ContextMode::Shared {
         return Err(problem(
-            "context.count",
+            CONTEXT_COUNT.name,
             "several contexts apply to mode = \"shared\" (per-device makes one per device)",
         ));
     }
     if context_count > MAX_CONTEXTS {
         return Err(problem(
-            "context.count",
+            CONTEXT_COUNT.name,
             format!("{context_count} contexts; at most {MAX_CONTEXTS} are allowed"),
         ));
     }
@@ -246,32 +245,19 @@ fn contexts(raw: &RawContext) -> Result<(ContextMode, u64), Problem> {
 
 /// `axpy.check` and, with `sample`, `axpy.samples`.
 fn axpy_check(raw: &RawAxpy) -> Result<AxpyCheck, Problem> {
-    let check: String = or_default(raw.check.clone(), "axpy.check");
-    Ok(match check.to_ascii_lowercase().as_str() {
-        "none" => {
-            if raw.samples.is_some() {
-                return Err(problem(
-                    "axpy.samples",
-                    "only applies with axpy.check = \"sample\"",
-                ));
-            }
-            AxpyCheck::None
-        }
-        "all" => AxpyCheck::All,
-        "sample" => AxpyCheck::Sample(positive(
-            "axpy.samples",
-            or_default(raw.samples, "axpy.samples"),
-        )?),
-        other => {
+    Ok(match word(&AXPY_CHECK, &raw.check, &AXPY_CHECKS)? {
+        Check::None if raw.samples.is_some() => {
             return Err(problem(
-                "axpy.check",
-                format!(
-                    "unknown value {other:?}; expected one of: {}{}",
-                    AXPY_CHECKS.join(", "),
-                    crate::suggest::hint(other, AXPY_CHECKS)
-                ),
+                AXPY_SAMPLES.name,
+                "only applies with axpy.check = \"sample\"",
             ))
         }
+        Check::None => AxpyCheck::None,
+        Check::All => AxpyCheck::All,
+        Check::Sample => AxpyCheck::Sample(positive(
+            &AXPY_SAMPLES,
+            or_default(raw.samples, &AXPY_SAMPLES),
+        )?),
     })
 }
 
@@ -287,25 +273,24 @@ fn axpy_check_fits(
     }
     if !allocation.keep {
         return Err(problem(
-            "axpy.check",
+            AXPY_CHECK.name,
             "dAxpy runs over kept buffers; allocation.keep = false releases each at once",
         ));
     }
     if allocation.size_bytes < 8 {
         return Err(problem(
-            "axpy.check",
+            AXPY_CHECK.name,
             "dAxpy needs buffers of at least 8 bytes (two floats)",
         ));
     }
     if context_count > 1 {
-        return Err(problem(
-            "axpy.check",
+        return Err(problem(AXPY_CHECK.name,
             "dAxpy pairs buffers of one context; with context.count > 1 a device's buffers span contexts",
         ));
     }
     if allocation.strategy == Strategy::Pin {
         return Err(problem(
-            "axpy.check",
+            AXPY_CHECK.name,
             "the check runs over kept buffers of strategy create, fill, migrate or pool",
         ));
     }
@@ -316,7 +301,7 @@ fn description(description: Option<String>) -> Result<String, Problem> {
     let description = description.unwrap_or_default();
     if description.len() > MAX_DESCRIPTION_BYTES {
         return Err(problem(
-            "description",
+            DESCRIPTION.name,
             format!(
                 "{} bytes; a description is at most {} KiB (every run of the grid carries it)",
                 description.len(),

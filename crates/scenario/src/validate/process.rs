@@ -4,34 +4,46 @@
 use super::{positive, problem, size, Context, Problem};
 use super::{DEVICE_COUNT_TOKEN, MAX_ENV_ENTRY_BYTES, MAX_ENV_VARS, PATH_ENV_KEYS};
 use crate::model::{Limits, Rlimit};
-use crate::raw::RawLimits;
+use crate::raw::{RawLimits, RawSize};
 use clmulti_contract::{LAYER, PROJECT_LIBRARIES};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::defs::{MIN_ADDRESS_SPACE, MIN_NOFILE};
+use crate::defs::*;
 
 pub(super) fn limits(raw: &RawLimits, context: &Context) -> Result<Limits, Problem> {
     let mut soft = BTreeMap::new();
-    let count = |key: &str, v: Option<i64>| v.map(|n| positive(key, n)).transpose();
-    let bytes =
-        |key: &str, v: &Option<crate::raw::RawSize>| v.as_ref().map(|s| size(key, s)).transpose();
+    let count = |key: &Key, v: Option<i64>| v.map(|n| positive(key, n)).transpose();
+    let bytes = |key: &Key, v: &Option<RawSize>| v.as_ref().map(|s| size(key, s)).transpose();
     let values = [
-        (Rlimit::NoFile, count("limits.nofile", raw.nofile)?),
+        (
+            Rlimit::NoFile,
+            &LIMITS_NOFILE,
+            count(&LIMITS_NOFILE, raw.nofile)?,
+        ),
         (
             Rlimit::AddressSpace,
-            bytes("limits.as", &raw.address_space)?,
+            &LIMITS_AS,
+            bytes(&LIMITS_AS, &raw.address_space)?,
         ),
-        (Rlimit::MemLock, bytes("limits.memlock", &raw.memlock)?),
-        (Rlimit::NProc, count("limits.nproc", raw.nproc)?),
-        (Rlimit::Data, bytes("limits.data", &raw.data)?),
+        (
+            Rlimit::MemLock,
+            &LIMITS_MEMLOCK,
+            bytes(&LIMITS_MEMLOCK, &raw.memlock)?,
+        ),
+        (
+            Rlimit::NProc,
+            &LIMITS_NPROC,
+            count(&LIMITS_NPROC, raw.nproc)?,
+        ),
+        (Rlimit::Data, &LIMITS_DATA, bytes(&LIMITS_DATA, &raw.data)?),
     ];
-    for (which, value) in values {
+    for (which, key, value) in values {
         let Some(value) = value else { continue };
-        let key = format!("limits.{}", which.key());
+        let key = key.name;
         if matches!(which, Rlimit::AddressSpace | Rlimit::Data) && value < MIN_ADDRESS_SPACE {
             return Err(problem(
-                &key,
+                key,
                 format!(
                     "below {} the process cannot even load the OpenCL runtime",
                     crate::size::format_size(MIN_ADDRESS_SPACE)
@@ -40,14 +52,14 @@ pub(super) fn limits(raw: &RawLimits, context: &Context) -> Result<Limits, Probl
         }
         if which == Rlimit::NoFile && value < MIN_NOFILE {
             return Err(problem(
-                &key,
+                key,
                 format!("at least {MIN_NOFILE}: the standard streams alone take 3 descriptors"),
             ));
         }
         if let Some(hard) = context.hard_limits.get(&which).filter(|h| value > **h) {
             let unit = if which.in_bytes() { " bytes" } else { "" };
             return Err(problem(
-                &key,
+                key,
                 format!(
                     "{value}{unit} is above the most this process may set {} to ({hard}{unit}: its hard limit, `ulimit -H`; or fs.nr_open for nofile where it may raise hard limits, as root)",
                     which.name()
@@ -66,7 +78,7 @@ pub(super) fn env(
 ) -> Result<BTreeMap<String, String>, Problem> {
     if raw.len() > MAX_ENV_VARS {
         return Err(problem(
-            "env",
+            ENV.name,
             format!(
                 "{} variables; at most {MAX_ENV_VARS} are allowed",
                 raw.len()
