@@ -52,6 +52,20 @@ macro_rules! libc_next {
     }};
 }
 
+/// Calls libc's next `name` with `args`, or returns `enosys(fail)` from the calling
+/// function where libc has none: the preamble every interposed function shares.
+/// `call_next!("close" as unsafe extern "C" fn(c_int) -> c_int, (fd) else -1)`.
+#[macro_export]
+macro_rules! call_next {
+    ($name:literal as $ty:ty, ($($arg:expr),* $(,)?) else $fail:expr) => {
+        match $crate::libc_next!($name as $ty) {
+            // SAFETY: libc's function of this signature, given the caller's arguments.
+            Some(real) => unsafe { real($($arg),*) },
+            None => return $crate::interpose::enosys($fail),
+        }
+    };
+}
+
 /// `dlsym(RTLD_NEXT, name)`, for [`libc_next!`].
 ///
 /// # Safety

@@ -154,12 +154,7 @@ unsafe fn map_object(
 /// libc's `munmap`.
 #[no_mangle]
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
-    let Some(real) = libc_next!("munmap" as unsafe extern "C" fn(*mut c_void, size_t) -> c_int)
-    else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let result = unsafe { real(addr, len) };
+    let result = call_next!("munmap" as unsafe extern "C" fn(*mut c_void, size_t) -> c_int, (addr, len) else -1);
     if result == 0 {
         if let Some(Some(emu)) = EMULATION.get() {
             let mut driver = emu.lock();
@@ -252,11 +247,7 @@ fn duplicated(old: c_int, new: c_int) {
 /// libc's `dup`.
 #[no_mangle]
 pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
-    let Some(real) = libc_next!("dup" as unsafe extern "C" fn(c_int) -> c_int) else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's argument on.
-    let new = unsafe { real(fd) };
+    let new = call_next!("dup" as unsafe extern "C" fn(c_int) -> c_int, (fd) else -1);
     duplicated(fd, new);
     new
 }
@@ -265,11 +256,8 @@ pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
 /// libc's `dup2`.
 #[no_mangle]
 pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
-    let Some(real) = libc_next!("dup2" as unsafe extern "C" fn(c_int, c_int) -> c_int) else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let result = unsafe { real(old, new) };
+    let result =
+        call_next!("dup2" as unsafe extern "C" fn(c_int, c_int) -> c_int, (old, new) else -1);
     if result >= 0 && old != new {
         duplicated(old, result);
     }
@@ -280,12 +268,7 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
 /// libc's `dup3`.
 #[no_mangle]
 pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
-    let Some(real) = libc_next!("dup3" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int)
-    else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let result = unsafe { real(old, new, flags) };
+    let result = call_next!("dup3" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int, (old, new, flags) else -1);
     if result >= 0 {
         duplicated(old, result);
     }

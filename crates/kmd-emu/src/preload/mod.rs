@@ -16,7 +16,7 @@ use crate::ioctl::{dmabuf_ioctl, render_ioctl, Host};
 use crate::model::{Driver, Errno};
 use crate::vfs::{self, Node, Tree, COUNTS_PATH};
 use clmulti_contract::interpose::{enosys, errno, set_errno, Fopen, Mmap, MmapArgs, OpenAt};
-use clmulti_contract::libc_next;
+use clmulti_contract::{call_next, libc_next};
 use libc::{c_char, c_int, c_uint, c_ulong, c_void, off_t, size_t, ssize_t, FILE};
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

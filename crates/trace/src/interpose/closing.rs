@@ -23,11 +23,7 @@ pub(super) fn closed() {
 /// libc's `fclose`.
 #[no_mangle]
 pub unsafe extern "C" fn fclose(file: *mut FILE) -> c_int {
-    let Some(real) = libc_next!("fclose" as unsafe extern "C" fn(*mut FILE) -> c_int) else {
-        return enosys(libc::EOF);
-    };
-    // SAFETY: passing the caller's argument on.
-    let r = unsafe { real(file) };
+    let r = call_next!("fclose" as unsafe extern "C" fn(*mut FILE) -> c_int, (file) else libc::EOF);
     closed();
     r
 }
@@ -49,11 +45,7 @@ pub unsafe extern "C" fn fcloseall() -> c_int {
 /// libc's `pclose`.
 #[no_mangle]
 pub unsafe extern "C" fn pclose(file: *mut FILE) -> c_int {
-    let Some(real) = libc_next!("pclose" as unsafe extern "C" fn(*mut FILE) -> c_int) else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's argument on.
-    let r = unsafe { real(file) };
+    let r = call_next!("pclose" as unsafe extern "C" fn(*mut FILE) -> c_int, (file) else -1);
     closed();
     r
 }
@@ -107,11 +99,7 @@ pub unsafe extern "C" fn freopen64(
 /// libc's `closedir`.
 #[no_mangle]
 pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
-    let Some(real) = libc_next!("closedir" as unsafe extern "C" fn(*mut libc::DIR) -> c_int) else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's argument on.
-    let r = unsafe { real(dir) };
+    let r = call_next!("closedir" as unsafe extern "C" fn(*mut libc::DIR) -> c_int, (dir) else -1);
     closed();
     r
 }
@@ -120,13 +108,7 @@ pub unsafe extern "C" fn closedir(dir: *mut libc::DIR) -> c_int {
 /// libc's `close_range`.
 #[no_mangle]
 pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
-    let Some(real) =
-        libc_next!("close_range" as unsafe extern "C" fn(c_uint, c_uint, c_int) -> c_int)
-    else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let r = unsafe { real(first, last, flags) };
+    let r = call_next!("close_range" as unsafe extern "C" fn(c_uint, c_uint, c_int) -> c_int, (first, last, flags) else -1);
     closed();
     r
 }

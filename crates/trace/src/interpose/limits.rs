@@ -30,12 +30,7 @@ pub unsafe extern "C" fn pthread_create(
 /// libc's `mlock`.
 #[no_mangle]
 pub unsafe extern "C" fn mlock(addr: *const c_void, len: size_t) -> c_int {
-    let Some(real) = libc_next!("mlock" as unsafe extern "C" fn(*const c_void, size_t) -> c_int)
-    else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let r = unsafe { real(addr, len) };
+    let r = call_next!("mlock" as unsafe extern "C" fn(*const c_void, size_t) -> c_int, (addr, len) else -1);
     fd_call(r, Kind::Mlock, "mlock", || format!("{addr:?}, {len}"))
 }
 
@@ -43,13 +38,7 @@ pub unsafe extern "C" fn mlock(addr: *const c_void, len: size_t) -> c_int {
 /// libc's `mlock2`.
 #[no_mangle]
 pub unsafe extern "C" fn mlock2(addr: *const c_void, len: size_t, flags: c_uint) -> c_int {
-    let Some(real) =
-        libc_next!("mlock2" as unsafe extern "C" fn(*const c_void, size_t, c_uint) -> c_int)
-    else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let r = unsafe { real(addr, len, flags) };
+    let r = call_next!("mlock2" as unsafe extern "C" fn(*const c_void, size_t, c_uint) -> c_int, (addr, len, flags) else -1);
     fd_call(r, Kind::Mlock, "mlock2", || {
         format!("{addr:?}, {len}, {flags:#x}")
     })
@@ -59,10 +48,6 @@ pub unsafe extern "C" fn mlock2(addr: *const c_void, len: size_t, flags: c_uint)
 /// libc's `mlockall`.
 #[no_mangle]
 pub unsafe extern "C" fn mlockall(flags: c_int) -> c_int {
-    let Some(real) = libc_next!("mlockall" as unsafe extern "C" fn(c_int) -> c_int) else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's argument on.
-    let r = unsafe { real(flags) };
+    let r = call_next!("mlockall" as unsafe extern "C" fn(c_int) -> c_int, (flags) else -1);
     fd_call(r, Kind::Mlock, "mlockall", || format!("{flags:#x}"))
 }

@@ -35,12 +35,7 @@ clmulti_contract::libc_mmap_family!(mmap_with);
 /// libc's `munmap`.
 #[no_mangle]
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
-    let Some(real) = libc_next!("munmap" as unsafe extern "C" fn(*mut c_void, size_t) -> c_int)
-    else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let r = unsafe { real(addr, len) };
+    let r = call_next!("munmap" as unsafe extern "C" fn(*mut c_void, size_t) -> c_int, (addr, len) else -1);
     fd_call(r, Kind::Munmap, "munmap", || format!("{addr:?}, {len}"))
 }
 
@@ -78,13 +73,7 @@ pub unsafe extern "C" fn mremap(
 /// libc's `mprotect`.
 #[no_mangle]
 pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -> c_int {
-    let Some(real) =
-        libc_next!("mprotect" as unsafe extern "C" fn(*mut c_void, size_t, c_int) -> c_int)
-    else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let r = unsafe { real(addr, len, prot) };
+    let r = call_next!("mprotect" as unsafe extern "C" fn(*mut c_void, size_t, c_int) -> c_int, (addr, len, prot) else -1);
     fd_call(r, Kind::Mprotect, "mprotect", || {
         format!("{addr:?}, {len}, {prot:#x}")
     })

@@ -13,7 +13,7 @@ use crate::count::count;
 use crate::names::{self, Driver, Kind, Region};
 use crate::record::failed;
 use clmulti_contract::interpose::{enosys, errno, Fopen, Mmap, MmapArgs, OpenAt};
-use clmulti_contract::libc_next;
+use clmulti_contract::{call_next, libc_next};
 use libc::{c_char, c_int, c_uint, c_ulong, c_void, size_t, FILE};
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -30,11 +30,7 @@ fn fd_call(result: c_int, kind: Kind, call: &'static str, args: impl FnOnce() ->
 /// # Safety
 /// libc's `openat`'s contract.
 unsafe fn open_at(dirfd: c_int, path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
-    let Some(real) = libc_next!("openat" as OpenAt) else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let fd = unsafe { real(dirfd, path, flags, mode) };
+    let fd = call_next!("openat" as OpenAt, (dirfd, path, flags, mode) else -1);
     fd_call(fd, Kind::Open, "openat", || {
         // SAFETY: the caller's path, NUL-terminated.
         let path = unsafe { names::c_string(path) };
@@ -78,11 +74,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     if let Some(s) = usize::try_from(fd).ok().filter(|&f| f < DRIVER_FDS) {
         DRIVERS[s].store(0, Ordering::Relaxed);
     }
-    let Some(real) = libc_next!("close" as unsafe extern "C" fn(c_int) -> c_int) else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's argument on.
-    let r = unsafe { real(fd) };
+    let r = call_next!("close" as unsafe extern "C" fn(c_int) -> c_int, (fd) else -1);
     closing::closed();
     r
 }
@@ -91,13 +83,7 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
 /// libc's `memfd_create`.
 #[no_mangle]
 pub unsafe extern "C" fn memfd_create(name: *const c_char, flags: c_uint) -> c_int {
-    let Some(real) =
-        libc_next!("memfd_create" as unsafe extern "C" fn(*const c_char, c_uint) -> c_int)
-    else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let fd = unsafe { real(name, flags) };
+    let fd = call_next!("memfd_create" as unsafe extern "C" fn(*const c_char, c_uint) -> c_int, (name, flags) else -1);
     fd_call(fd, Kind::MemfdCreate, "memfd_create", || {
         // SAFETY: the caller's name, NUL-terminated.
         let name = unsafe { names::c_string(name) };
@@ -109,11 +95,7 @@ pub unsafe extern "C" fn memfd_create(name: *const c_char, flags: c_uint) -> c_i
 /// libc's `pipe`.
 #[no_mangle]
 pub unsafe extern "C" fn pipe(fds: *mut c_int) -> c_int {
-    let Some(real) = libc_next!("pipe" as unsafe extern "C" fn(*mut c_int) -> c_int) else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's argument on.
-    let r = unsafe { real(fds) };
+    let r = call_next!("pipe" as unsafe extern "C" fn(*mut c_int) -> c_int, (fds) else -1);
     fd_call(r, Kind::Pipe, "pipe", String::new)
 }
 
@@ -121,11 +103,7 @@ pub unsafe extern "C" fn pipe(fds: *mut c_int) -> c_int {
 /// libc's `pipe2`.
 #[no_mangle]
 pub unsafe extern "C" fn pipe2(fds: *mut c_int, flags: c_int) -> c_int {
-    let Some(real) = libc_next!("pipe2" as unsafe extern "C" fn(*mut c_int, c_int) -> c_int) else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let r = unsafe { real(fds, flags) };
+    let r = call_next!("pipe2" as unsafe extern "C" fn(*mut c_int, c_int) -> c_int, (fds, flags) else -1);
     fd_call(r, Kind::Pipe, "pipe2", || names::open_flags(flags))
 }
 
@@ -133,12 +111,7 @@ pub unsafe extern "C" fn pipe2(fds: *mut c_int, flags: c_int) -> c_int {
 /// libc's `socket`.
 #[no_mangle]
 pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
-    let Some(real) = libc_next!("socket" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int)
-    else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let fd = unsafe { real(domain, ty, protocol) };
+    let fd = call_next!("socket" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int, (domain, ty, protocol) else -1);
     fd_call(fd, Kind::Socket, "socket", || {
         format!("{domain}, {ty:#x}, {protocol}")
     })
@@ -148,11 +121,7 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_
 /// libc's `dup`.
 #[no_mangle]
 pub unsafe extern "C" fn dup(old: c_int) -> c_int {
-    let Some(real) = libc_next!("dup" as unsafe extern "C" fn(c_int) -> c_int) else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's argument on.
-    let fd = unsafe { real(old) };
+    let fd = call_next!("dup" as unsafe extern "C" fn(c_int) -> c_int, (old) else -1);
     fd_call(fd, Kind::Dup, "dup", || old.to_string())
 }
 
@@ -160,11 +129,7 @@ pub unsafe extern "C" fn dup(old: c_int) -> c_int {
 /// libc's `dup2`.
 #[no_mangle]
 pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
-    let Some(real) = libc_next!("dup2" as unsafe extern "C" fn(c_int, c_int) -> c_int) else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let fd = unsafe { real(old, new) };
+    let fd = call_next!("dup2" as unsafe extern "C" fn(c_int, c_int) -> c_int, (old, new) else -1);
     closing::closed();
     fd_call(fd, Kind::Dup, "dup2", || format!("{old}, {new}"))
 }
@@ -173,12 +138,7 @@ pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
 /// libc's `dup3`.
 #[no_mangle]
 pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
-    let Some(real) = libc_next!("dup3" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int)
-    else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let fd = unsafe { real(old, new, flags) };
+    let fd = call_next!("dup3" as unsafe extern "C" fn(c_int, c_int, c_int) -> c_int, (old, new, flags) else -1);
     closing::closed();
     fd_call(fd, Kind::Dup, "dup3", || {
         format!("{old}, {new}, {}", names::open_flags(flags))
@@ -226,11 +186,7 @@ pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
 /// libc's `eventfd`.
 #[no_mangle]
 pub unsafe extern "C" fn eventfd(initval: c_uint, flags: c_int) -> c_int {
-    let Some(real) = libc_next!("eventfd" as unsafe extern "C" fn(c_uint, c_int) -> c_int) else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let fd = unsafe { real(initval, flags) };
+    let fd = call_next!("eventfd" as unsafe extern "C" fn(c_uint, c_int) -> c_int, (initval, flags) else -1);
     fd_call(fd, Kind::Eventfd, "eventfd", || {
         format!("{initval}, {flags:#x}")
     })
@@ -240,11 +196,7 @@ pub unsafe extern "C" fn eventfd(initval: c_uint, flags: c_int) -> c_int {
 /// libc's `epoll_create1`.
 #[no_mangle]
 pub unsafe extern "C" fn epoll_create1(flags: c_int) -> c_int {
-    let Some(real) = libc_next!("epoll_create1" as unsafe extern "C" fn(c_int) -> c_int) else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's argument on.
-    let fd = unsafe { real(flags) };
+    let fd = call_next!("epoll_create1" as unsafe extern "C" fn(c_int) -> c_int, (flags) else -1);
     fd_call(fd, Kind::Epoll, "epoll_create1", || format!("{flags:#x}"))
 }
 
@@ -252,12 +204,7 @@ pub unsafe extern "C" fn epoll_create1(flags: c_int) -> c_int {
 /// libc's `timerfd_create`.
 #[no_mangle]
 pub unsafe extern "C" fn timerfd_create(clock: c_int, flags: c_int) -> c_int {
-    let Some(real) = libc_next!("timerfd_create" as unsafe extern "C" fn(c_int, c_int) -> c_int)
-    else {
-        return enosys(-1);
-    };
-    // SAFETY: passing the caller's arguments on.
-    let fd = unsafe { real(clock, flags) };
+    let fd = call_next!("timerfd_create" as unsafe extern "C" fn(c_int, c_int) -> c_int, (clock, flags) else -1);
     fd_call(fd, Kind::Timerfd, "timerfd_create", || {
         format!("{clock}, {flags:#x}")
     })
