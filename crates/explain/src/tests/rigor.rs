@@ -598,3 +598,34 @@ fn a_confirmed_cost_that_falls_with_peers_is_said_per_peer() {
         "{v}"
     );
 }
+
+/// A budget time restores hides behind the replicates' spread on both sides: the
+/// first count and the paused one may each sit anywhere in it, so the slowest refill
+/// the claim leaves open is twice the slack over the time the pause added.
+#[test]
+fn the_slowest_budget_left_open_allows_the_spread_on_both_sides() {
+    let mut r = unexplained(2000);
+    let mut runner = table(vec![(1990, 1e-6), (2010, 1e-6)], |_| Some(2000));
+    investigate(&mut r, &mut runner);
+    let slack = r.analysis.replicates.as_ref().unwrap().slack() as f64;
+    assert!(slack > 0.0, "{}", text(&r));
+    let finding = r
+        .analysis
+        .shape
+        .iter()
+        .find(|f| f.question == ShapeQuestion::TimeOrCount)
+        .unwrap();
+    let paused = finding.experiments[0].observed_seconds.unwrap();
+    let added = paused - r.elapsed_seconds;
+    let claim = finding.claim.as_ref().unwrap();
+    assert!(
+        claim.admits("rate", Some(1.5 * slack / added)),
+        "{}",
+        text(&r)
+    );
+    assert!(
+        !claim.admits("rate", Some(2.5 * slack / added)),
+        "{}",
+        text(&r)
+    );
+}
