@@ -81,9 +81,8 @@ pub fn bench(args: &Args) -> Result<std::process::ExitCode, String> {
         svgs.iter().map(|s| s.1).max().unwrap_or(0) >> 10
     );
     println!("  summary rebuilt from the JSONL alone ({rebuilt} runs) in {render_s:.2} s");
-    if args.out.is_none() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
+    // The scenario's folder is the bench's own (and `out` with it, unless asked for).
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(std::process::ExitCode::SUCCESS)
 }
 

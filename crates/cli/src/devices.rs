@@ -41,6 +41,17 @@ pub fn selector(text: &str) -> Result<String, String> {
                 device.trim()
             ));
         }
+        // A number that is no index would be read as part of the platform's name.
+        let device = device.trim();
+        let numeric = device.strip_prefix('-').unwrap_or(device);
+        if !numeric.is_empty()
+            && numeric.bytes().all(|b| b.is_ascii_digit())
+            && device.parse::<u32>().is_err()
+        {
+            return Err(format!(
+                "{device} is not a device index: after the `:` comes 0, 1, ... ({LISTS})"
+            ));
+        }
     }
     Ok(text.to_owned())
 }

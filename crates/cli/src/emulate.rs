@@ -208,7 +208,7 @@ fn xe_keys(kernel: kmd_emu::Kernel, command: &mut std::process::Command) -> Stri
         }
     }
     format!(
-        ", except {}: NEO's direct submission hands work to a ring the GPU keeps running, and none runs here; not every NEO drives xe: Debian 12's 22.43 lists no platform on it, unstable's 26.27 does (measured here; scripts/intel-gpu-next.sh runs the newer one)",
+        ", except {}: NEO's direct submission hands work to a ring the GPU keeps running, and none runs here; not every NEO drives xe: Debian 12's 22.43 lists no platform on it, unstable's 26.27 does (measured here): `scripts/intel-gpu-next.sh run-kernel-path target/release/clmulti emulate --driver xe -- COMMAND` runs the newer one",
         set.join(" ")
     )
 }

@@ -347,6 +347,9 @@ pub(crate) fn nearest_limit(report: &Report) -> Option<LimitAhead> {
         .filter(|c| measured(c) && !modelled(report, &c.resource))
         .filter_map(|c| Some((c, c.limit.clone()?, c.predicted_count?)))
         .filter(|(c, limit, _)| !c.resource.system_wide() || limit.of_growth)
+        // A limit the run went clearly past is not ahead of it: the line that predicts
+        // it (an estimate from declared sizes, a cost that stopped growing) is wrong.
+        .filter(|(_, _, count)| *count as f64 >= 0.95 * report.buffers as f64)
         .min_by_key(|(_, _, n)| *n)
         .map(|(c, limit, count)| LimitAhead {
             resource: c.resource.clone(),

@@ -2,11 +2,36 @@
 
 use super::*;
 
-fn temp(name: &str) -> PathBuf {
+/// A `results.jsonl` in a fresh folder of its own, removed with the folder when the
+/// test ends.
+fn temp(name: &str) -> Temp {
     let dir = std::env::temp_dir().join(format!("clmulti-records-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir.join("results.jsonl")
+    Temp(dir.join("results.jsonl"))
+}
+
+struct Temp(PathBuf);
+
+impl std::ops::Deref for Temp {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Temp {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
 }
 
 #[test]

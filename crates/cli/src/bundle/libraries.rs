@@ -17,10 +17,10 @@ pub(super) struct Library {
     pub build_id: Option<String>,
 }
 
-/// The libraries mapped into this process, clmulti itself with the libraries it
-/// preloads into its runs (the runs' processes map them, this one does not), and
-/// those named in `also` (a failing call's stack), each once.
-pub(super) fn loaded(also: &str) -> Vec<Library> {
+/// The libraries mapped into this process, clmulti itself with those of its own
+/// libraries the runs loaded (`ran`: the runs' processes map them, this one does
+/// not), and those named in `also` (a failing call's stack), each once.
+pub(super) fn loaded(also: &str, ran: &[clmulti_contract::ProjectLibrary]) -> Vec<Library> {
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     let mut paths: BTreeSet<String> = maps
         .lines()
@@ -29,7 +29,7 @@ pub(super) fn loaded(also: &str) -> Vec<Library> {
         .map(str::to_owned)
         .collect();
     if let Ok(exe) = std::env::current_exe() {
-        let own: Vec<_> = clmulti_contract::PROJECT_LIBRARIES
+        let own: Vec<_> = ran
             .iter()
             .map(|l| exe.with_file_name(l.file_name))
             .filter(|p| p.is_file())
@@ -66,7 +66,7 @@ fn is_library(path: &str) -> bool {
 /// The table a maintainer reads.
 pub(super) fn text(libraries: &[Library]) -> String {
     let mut out = String::from(
-        "Shared libraries loaded by diagnose (the runtime, its ICD loader and their dependencies), clmulti with the libraries it preloads into its runs (its tracer always; its layer and emulated driver where a run names them), and those named in the failing calls' stacks.\nbuild ID: the ELF .note.gnu.build-id (debuginfod, `eu-unstrip`, `gdb` find symbols by it); package: `dpkg -S`, version: `dpkg-query`.\n\n",
+        "Shared libraries loaded by diagnose (the runtime, its ICD loader and their dependencies), clmulti with those of its libraries the runs loaded (its tracer, its layer, its emulated driver), and those named in the failing calls' stacks.\nbuild ID: the ELF .note.gnu.build-id (debuginfod, `eu-unstrip`, `gdb` find symbols by it); package: `dpkg -S`, version: `dpkg-query`.\n\n",
     );
     for l in libraries {
         let _ = writeln!(

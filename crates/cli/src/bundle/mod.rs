@@ -230,6 +230,22 @@ fn runtime_log(reports: &[&Report]) -> String {
     out
 }
 
+/// clmulti's own libraries the runs loaded: the tracer where a run was traced, the
+/// layer and the emulated driver where a run's record names them.
+fn own_libraries(reports: &[&Report]) -> Vec<clmulti_contract::ProjectLibrary> {
+    let records = serde_json::to_string(reports).unwrap_or_default();
+    clmulti_contract::PROJECT_LIBRARIES
+        .into_iter()
+        .filter(|l| {
+            if l.file_name == clmulti_contract::TRACE.file_name {
+                reports.iter().any(|r| r.traced.is_some())
+            } else {
+                records.contains(l.file_name)
+            }
+        })
+        .collect()
+}
+
 /// Writes the archive; `redact`: names of this machine and its user replaced.
 pub fn write(
     path: &Path,
@@ -250,7 +266,7 @@ pub fn write(
         .and_then(|r| r.environment.clone())
         .unwrap_or_default();
     let calls = failing_calls(&reports);
-    let libraries = libraries::loaded(&calls);
+    let libraries = libraries::loaded(&calls, &own_libraries(&reports));
     let mut files: Vec<(&str, String)> = vec![
         ("machine.txt", machine()),
         ("opencl.txt", opencl(&reports)),

@@ -13,6 +13,9 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     if let Some(dir) = &args.out {
         crate::output::writable_folder(dir).map_err(|e| Failure::Input(format!("--out {e}")))?;
     }
+    if let Some(path) = &args.bundle {
+        bundle_writable(path)?;
+    }
     let (platform_name, devices, single) = choose(args)?;
     if let Some(why) = &single {
         note!("diagnose: only one device: {why}; the shared and per-device cases need two");
@@ -22,7 +25,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         devices.len(),
         args.count,
         format_size(size),
-        args.count / 10
+        fill_count(args.count)
     );
     let mut reports = run_matrix(
         (&platform_name, args.partition.as_ref()),
@@ -182,14 +185,36 @@ fn write_outputs(
     if let Some(dir) = &args.out {
         write_out(dir, diagnosis, reports)?;
     }
-    if let Some(path) = &args.bundle {
-        crate::bundle::write(path, diagnosis, reports, &page(diagnosis), !args.no_redact)?;
-        note!("diagnose: bundle written to {}", path.display());
-    }
+    // The answer first: a bundle that cannot be written loses nothing else.
     match args.format {
         DiagnoseFormat::Json => crate::format::print_json(diagnosis)?,
         DiagnoseFormat::Markdown => crate::format::write_stdout(&diagnosis.markdown())?,
         DiagnoseFormat::Text => crate::format::write_stdout(&text(diagnosis, args))?,
     }
+    if let Some(path) = &args.bundle {
+        crate::bundle::write(path, diagnosis, reports, &page(diagnosis), !args.no_redact)?;
+        note!("diagnose: bundle written to {}", path.display());
+    }
     Ok(())
+}
+
+/// Before minutes of runs: the bundle's folder must exist and take a file.
+fn bundle_writable(path: &std::path::Path) -> Result<(), Failure> {
+    let fail = |why: String| Failure::Input(format!("--bundle {}: {why}", path.display()));
+    if path.is_dir() {
+        return Err(fail(
+            "a folder; name the archive to write (clmulti-bundle.tar.gz)".into(),
+        ));
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(fail(format!(
+            "its folder {} does not exist",
+            folder.display()
+        )));
+    }
+    crate::output::writable_folder(folder).map_err(fail)
 }

@@ -304,7 +304,7 @@ fn run_matrix(
         let count = if strategy == Strategy::Create {
             count
         } else {
-            (count / 10).max(10)
+            fill_count(count)
         };
         for &role in roles {
             let name = format!("{}-{}", role_word(role), strategy.name());
@@ -429,4 +429,10 @@ fn page(diagnosis: &Diagnosis) -> String {
         crate::render::PAGE_STYLE,
         diagnosis.html()
     )
+}
+
+/// Buffers the fill cases make: a tenth of the create cases' (filling each costs its
+/// size in memory), at least 10.
+pub(crate) fn fill_count(count: u64) -> u64 {
+    (count / 10).max(10)
 }

@@ -268,3 +268,18 @@ fn a_slowed_watched_replicate_leaves_the_refusal_open() {
         "{slowed}"
     );
 }
+
+/// A limit the run went clearly past is no limit ahead of it (a line from declared
+/// sizes, a cost that stopped growing): the run itself refutes the prediction.
+#[test]
+fn a_limit_the_run_went_past_is_not_ahead() {
+    // 1 descriptor a buffer from 10, under a soft limit of 1024: about 1014 buffers.
+    let build = run(2, ContextMode::Shared).fds(10.0, 1.0);
+    let short = build.clone().completed(500);
+    assert!(matches!(
+        short.analysis.first_limit.as_ref().map(|a| &a.resource),
+        Some(Resource::OpenFds)
+    ));
+    let past = build.completed(5_000);
+    assert_eq!(past.analysis.first_limit, None);
+}

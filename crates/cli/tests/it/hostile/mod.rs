@@ -220,10 +220,29 @@ fn hostile_command_lines_get_exit_2_and_a_reason() {
             vec!["bench", "--device", ""],
             "an empty selector names no platform",
         ),
+        // A device part that is a number but no index.
+        (
+            vec!["diagnose", "--device", "pocl:-1"],
+            "-1 is not a device index",
+        ),
+        (
+            vec!["bench", "--device", "pocl:99999999999999999999"],
+            "99999999999999999999 is not a device index",
+        ),
         // An output folder nothing can be written to, said before any case runs.
         (
             vec!["diagnose", "--out", "/proc/self", "--count", "10"],
             "--out /proc/self: cannot write there",
+        ),
+        (
+            vec![
+                "diagnose",
+                "--bundle",
+                "/nonexistent/b.tar.gz",
+                "--count",
+                "10",
+            ],
+            "its folder /nonexistent does not exist",
         ),
     ] {
         let out = run(clmulti(2).args(&args));
