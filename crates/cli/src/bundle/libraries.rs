@@ -227,7 +227,7 @@ mod tests {
 
     #[test]
     fn the_c_library_has_a_build_id_and_a_package() {
-        let libc = loaded("")
+        let libc = loaded("", &[])
             .into_iter()
             .find(|l| l.path.contains("libc.so"))
             .expect("libc is mapped");
