@@ -77,7 +77,18 @@ fn flags(raw: &RawAllocation) -> Result<Vec<MemFlag>, Problem> {
     };
     for (i, f) in written.iter().enumerate() {
         let at = ALLOCATION_FLAGS.item(i);
-        let flag = one_of(&at, &flag_name(f), &MEM_FLAGS)?;
+        // Looked up by its name without CL_MEM_ and case; said as the file wrote it.
+        let flag = one_of(&at, &flag_name(f), &MEM_FLAGS).map_err(|_| {
+            let words: Vec<&str> = MEM_FLAGS.iter().map(|(w, _, _)| *w).collect();
+            problem(
+                &at,
+                format!(
+                    "unknown flag {f:?}; expected one of: {} (with or without CL_MEM_, in any case){}",
+                    words.join(", "),
+                    crate::suggest::hint(&flag_name(f), words.iter().copied())
+                ),
+            )
+        })?;
         if flags.contains(&flag) {
             return Err(problem(&at, format!("{f} is listed twice")));
         }

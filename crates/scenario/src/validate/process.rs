@@ -193,8 +193,12 @@ fn known_placeholders(at: &str, key: &str, value: &str) -> Result<(), Problem> {
         return Err(problem(
             at,
             format!(
-                "unknown placeholder {token}; the placeholders are {DEVICE_COUNT_TOKEN} (the run's device count, in any value), {}",
-                libraries.join(", ")
+                "unknown placeholder {token}; the placeholders are {DEVICE_COUNT_TOKEN} (the run's device count, in any value), {}{}",
+                libraries.join(", "),
+                crate::suggest::hint(
+                    token,
+                    std::iter::once(DEVICE_COUNT_TOKEN).chain(PROJECT_LIBRARIES.iter().map(|l| l.token))
+                )
             ),
         ));
     }

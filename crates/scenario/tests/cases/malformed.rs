@@ -145,7 +145,7 @@ pub const CASES: &[Case] = &[
         text: "[allocation]\nflags = [\"READ_WRITE\", \"DEVICE_LOCAL\"]\n",
         line: 2,
         key: "allocation.flags[1]",
-        fragment: "unknown value \"DEVICE_LOCAL\"",
+        fragment: "unknown flag \"DEVICE_LOCAL\"",
         schema: ForSchema::Refuses,
     },
     Case {
