@@ -29,6 +29,14 @@ pub fn sweep_with_stats(args: &Args) -> Result<(ExitCode, Stats), String> {
     if args.check {
         return Ok((inputs.check_only(), Stats::default()));
     }
+    if inputs.files.is_empty() {
+        // Nothing to run: no page, no plan, the files' problems said above.
+        eprintln!(
+            "sweep: {} invalid or refused scenario file(s) of {}; nothing was run (`clmulti check FILE` says every problem)",
+            inputs.bad_files, inputs.named
+        );
+        return Ok((ExitCode::from(2), Stats::default()));
+    }
     let machine = Machine::of(&inputs.bin)?;
     let (_lock, results) = prepare_out(args)?;
     let mut summary = Summary::new(&args.out);

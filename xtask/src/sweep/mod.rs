@@ -116,6 +116,14 @@ fn load_files(
 ) -> (Vec<ScenarioFile>, Vec<clmulti::trust::Binding>, usize) {
     let (mut loaded, mut bindings, mut bad) = (Vec::new(), Vec::new(), 0);
     for file in files {
+        // Every problem of a file, as `clmulti check` says them; a grid's runs would
+        // each repeat the first.
+        let problems = ScenarioFile::problems_in(file);
+        if !problems.is_empty() {
+            problems.iter().for_each(|p| eprintln!("error: {p}"));
+            bad += 1;
+            continue;
+        }
         let f = match ScenarioFile::load(file) {
             Ok(f) => f.with_libraries(libraries.to_path_buf()),
             Err(e) => {

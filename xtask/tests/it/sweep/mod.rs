@@ -333,6 +333,35 @@ fn a_missing_scenario_path_is_bad_input_like_clmulti_runs() {
     );
 }
 
+/// A sweep of files that are all invalid says every problem of each, as `clmulti
+/// check` does, runs nothing and writes no page.
+#[test]
+fn a_sweep_of_invalid_files_says_every_problem_and_writes_nothing() {
+    let dir = temp_dir("invalid");
+    let file = dir.join("bad.toml");
+    std::fs::write(
+        &file,
+        "[devices]\ntype = \"gpux\"\n[allocation]\nstrategy = \"crate\"\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let out = xtask(&[file.to_str().unwrap(), "--out", out_dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.toml:2:8: key `devices.type`"), "{err}");
+    assert!(
+        err.contains("bad.toml:4:12: key `allocation.strategy`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 invalid or refused scenario file(s) of 1; nothing was run"),
+        "{err}"
+    );
+    assert!(!out_dir.join("index.html").exists(), "{err}");
+}
+
 #[test]
 fn summary_files_are_valid_and_shards_merge() {
     let dir = temp_dir("summary");
