@@ -80,10 +80,25 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             }
         }
     }
+    for p in report.platforms.iter().filter(|p| p.devices.is_empty()) {
+        crate::note!(
+            "devices: platform {} lists no device{}",
+            p.name,
+            pocl_devices_hint()
+        );
+    }
     match args.format {
         Format::Json => format::print_json(&report),
         Format::Text => format::write_stdout(&table_text(&report)),
     }
+}
+
+/// Why PoCL may list no device, where `POCL_DEVICES` is set (empty otherwise).
+pub(crate) fn pocl_devices_hint() -> String {
+    std::env::var("POCL_DEVICES").map_or_else(
+        |_| String::new(),
+        |v| format!("; PoCL lists none when POCL_DEVICES ({v:?}) names no driver it has (\"pthread pthread\" on PoCL 3, \"cpu cpu\" on PoCL 4 and later)"),
+    )
 }
 
 // long: a flat table: one row per device, column by column

@@ -119,7 +119,14 @@ fn choose(args: &Args) -> Result<(String, Vec<Device>, Option<String>), Failure>
     let p = platforms
         .iter()
         .find(|p| !p.devices.is_empty())
-        .ok_or_else(|| Failure::Tool("no platform has a device".into()))?;
+        .ok_or_else(|| {
+            let names: Vec<&str> = platforms.iter().map(|p| p.display_name()).collect();
+            Failure::Tool(format!(
+                "no platform has a device (platforms: {}){}; `clmulti devices` lists what each offers",
+                names.join(", "),
+                crate::devices::pocl_devices_hint()
+            ))
+        })?;
     Ok((
         p.display_name().to_owned(),
         p.devices[..1].to_vec(),

@@ -78,3 +78,24 @@ fn unknown_subcommand_is_bad_input() {
     let out = run(std::process::Command::new(bin()).args(["frobnicate"]));
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// PoCL with a `POCL_DEVICES` that names no driver lists a platform without devices:
+/// both `devices` and `diagnose` say how to name them.
+#[test]
+fn a_pocl_devices_naming_no_driver_is_explained() {
+    let hint = "POCL_DEVICES (\"bogus\") names no driver it has";
+    let out = run(clmulti(1).env("POCL_DEVICES", "bogus").args(["devices"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("lists no device"), "{}", stderr(&out));
+    assert!(stderr(&out).contains(hint), "{}", stderr(&out));
+    let out = run(clmulti(1)
+        .env("POCL_DEVICES", "bogus")
+        .args(["diagnose", "--count", "10"]));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no platform has a device"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains(hint), "{}", stderr(&out));
+}
