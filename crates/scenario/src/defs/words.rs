@@ -26,7 +26,11 @@ impl<T: std::fmt::Debug + Sync, const N: usize> Words for [Word<T>; N] {
 pub(crate) const DEVICE_TYPES: [Word<DeviceType>; 4] = [
     ("gpu", "GPUs", DeviceType::Gpu),
     ("cpu", "CPU devices", DeviceType::Cpu),
-    ("accelerator", "accelerators", DeviceType::Accelerator),
+    (
+        "accelerator",
+        "accelerators (CL_DEVICE_TYPE_ACCELERATOR: FPGAs, DSPs)",
+        DeviceType::Accelerator,
+    ),
     ("all", "every device of the platform", DeviceType::All),
 ];
 

@@ -43,7 +43,7 @@ pub(super) fn flags(description: &str, flags: &[(&str, String)]) -> Value {
     let names: Vec<&str> = flags.iter().map(|(n, _)| *n).collect();
     let any_flag: Vec<String> = names.iter().map(|n| any_case(n)).collect();
     let item_words = format!(
-        "a memory flag: one of {}, in any case, with or without CL_MEM_",
+        "a memory flag: one of {}, upper or lower case, with or without CL_MEM_",
         names.join(", ")
     );
     let repeated: Vec<Value> = names.iter().flat_map(|n| twice(n)).collect();
@@ -72,7 +72,7 @@ pub(super) fn flags(description: &str, flags: &[(&str, String)]) -> Value {
             "else": refuse(&item_words),
         },
         "if": {"anyOf": repeated},
-        "then": refuse("each flag once: a flag is the same flag in any case, with or without CL_MEM_"),
+        "then": refuse("each flag once: a flag is the same flag whatever its case, with or without CL_MEM_"),
         "else": {
             "if": {"anyOf": exclusive},
             "then": refuse("READ_WRITE, READ_ONLY and WRITE_ONLY exclude each other, and USE_HOST_PTR excludes ALLOC_HOST_PTR and COPY_HOST_PTR (OpenCL spec)"),

@@ -116,7 +116,7 @@ const BELOW_64_MIB: &str = "^\\s*0*(?:[0-9]{1,7}(?:\\.[0-9]*)?\\s*[Bb]?|[0-9]{1,
 const BARE_LETTER: &str = "^\\s*[0-9_.]+\\s*[KkMmGgTtPpEe][Ii]?\\s*$";
 
 /// What a size string may be, in words.
-pub(super) const SIZE_WORDS: &str = "a size: an integer number of bytes, or a number and a unit, binary (B, KiB, MiB, GiB, TiB, PiB, EiB) or decimal (KB, MB, GB, TB, PB, EB), in any case, like \"1MiB\", \"1.5 GiB\" or \"64KB\"; whole bytes, at most 16 EiB less one byte";
+pub(super) const SIZE_WORDS: &str = "a size: an integer number of bytes, or a number and a unit, binary (B, KiB, MiB, GiB, TiB, PiB, EiB) or decimal (KB, MB, GB, TB, PB, EB), upper or lower case, like \"1MiB\", \"1.5 GiB\" or \"64KB\"; whole bytes, at most 16 EiB less one byte";
 
 /// A string that misses the size pattern: a bare letter said apart, else `words`.
 fn missed(words: &str) -> Value {

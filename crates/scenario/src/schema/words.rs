@@ -72,7 +72,10 @@ pub(super) fn words<S: AsRef<str>>(description: &str, values: &[(&str, S)]) -> V
         }),
         matching(
             &one_of_any_case(names.iter().copied()),
-            &format!("one of {}, in any case", listed(names.iter().copied())),
+            &format!(
+                "one of {}, upper or lower case",
+                listed(names.iter().copied())
+            ),
         ),
     )
 }
