@@ -187,12 +187,11 @@ pub(crate) fn conclusions(
         )),
         (None, None) => None,
     };
-    statements.extend(replicates.as_ref().map(|r| {
-        words::replicates(
-            r,
-            crate::reproduction::claim(r, paused(&shape), moved(&candidates)),
-        )
-    }));
+    statements.extend(
+        replicates
+            .as_ref()
+            .map(|r| words::replicates(r, crate::reproduction::claim(r, &shape, &candidates))),
+    );
     statements.extend(own_fds_statement(report, &candidates));
     statements.extend(system_noise_statement(report));
     for c in &candidates {
@@ -230,23 +229,6 @@ pub(crate) fn conclusions(
 }
 
 /// Whether moving a candidate's limit moved the failure as its line predicts.
-fn moved(candidates: &[Candidate]) -> bool {
-    candidates.iter().any(|c| {
-        c.test
-            .experiments()
-            .first()
-            .is_some_and(|e| e.outcome == crate::verdict::ExperimentOutcome::AsPredicted)
-    })
-}
-
-/// What the pause after each buffer found, when it ran.
-fn paused(shape: &[ShapeFinding]) -> Option<&crate::claim::Claim> {
-    shape
-        .iter()
-        .find(|f| f.question == crate::verdict::ShapeQuestion::TimeOrCount)?
-        .claim
-        .as_ref()
-}
 
 /// The cause when the failure itself does not hold still: re-runs that spread,
 /// that follow time, or that remember across processes; a pause that showed time.

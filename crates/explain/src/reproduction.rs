@@ -3,13 +3,20 @@
 //! up, kept or restored with time (a run after a wait tells).
 
 use crate::claim::{Alternative, Claim, Range, Topic};
-use crate::verdict::{Replicates, Reproduced};
+use crate::verdict::{Candidate, Replicates, Reproduced, ShapeFinding, ShapeQuestion};
 use crate::words::{counts, seconds};
 
 /// What re-running unchanged says about the failure, as a claim: a steady limit,
 /// chance, a time limit, or something outside the process, used up and kept or
-/// restored with time.
-pub fn claim(r: &Replicates, paused: Option<&Claim>, moved: bool) -> Claim {
+/// restored with time. The shape findings and the candidates' tests add what the
+/// re-runs alone cannot tell: a pause (time or count), a moved limit or a second
+/// process beside the run (the process's own limit, or one outside it).
+pub fn claim(r: &Replicates, shape: &[ShapeFinding], candidates: &[Candidate]) -> Claim {
+    let paused = finding(shape, ShapeQuestion::TimeOrCount);
+    let moved = moved(candidates);
+    let own = moved
+        || finding(shape, ShapeQuestion::PerContextOrProcess)
+            .is_some_and(|c| c.settles_on("context") || c.settles_on("process"));
     let mut a = Five {
         steady: Alternative::new("steady", "the same failure each time: a limit on what the run holds or has done"),
         random: Alternative::new("random", "not reproducible: chance (a failure that strikes at random)"),
@@ -22,7 +29,7 @@ pub fn claim(r: &Replicates, paused: Option<&Claim>, moved: bool) -> Claim {
     };
     let all = counts(&r.counts());
     match r.reproduced() {
-        Reproduced::Yes => a.steady_case(r, &all, paused, moved),
+        Reproduced::Yes => a.steady_case(r, &all, paused, (moved, own)),
         Reproduced::Time { seconds: at } => a.time_case(at, &all),
         Reproduced::No if r.short_of_first() => {
             let by = format!(
@@ -65,16 +72,32 @@ struct Five {
 
 impl Five {
     /// Every re-run failed within the tolerance: a steady failure, or a time limit met
-    /// at a steady speed, which moving a limit or a pause tells apart.
-    fn steady_case(&mut self, r: &Replicates, all: &str, paused: Option<&Claim>, moved: bool) {
+    /// at a steady speed, which moving a limit or a pause tells apart; or a budget
+    /// outside the process that time restores between runs, which a limit of the
+    /// process's own (`own`: moved, or a second process beside it left it) rules out.
+    fn steady_case(
+        &mut self,
+        r: &Replicates,
+        all: &str,
+        paused: Option<&Claim>,
+        (moved, own): (bool, bool),
+    ) {
         let by = format!(
             "re-run unchanged, every run failed within {} buffers ({all})",
             r.tolerance
         );
         self.steady = self.steady.clone().supported(by.clone());
         self.random = self.random.clone().excluded(by.clone());
-        self.kept = self.kept.clone().excluded(by.clone());
-        self.restored = self.restored.clone().excluded(by);
+        self.kept = self.kept.clone().excluded(by);
+        self.restored = if own {
+            self.restored.clone().excluded(
+                "the limit is the process's own (a moved limit moved it, or a second process beside the run left it)",
+            )
+        } else {
+            self.restored.clone().open(
+                "a budget outside the process that time restores between runs (each a fresh process) fails at the same count each time: a second process beside the run tells",
+            )
+        };
         let time = self.time.clone();
         let paused_time = paused.and_then(|c| c.alternatives.iter().find(|a| a.key == "time"));
         let timed = paused.is_some_and(|c| c.settles_on("time"));
@@ -198,4 +221,23 @@ fn at_once(r: &Replicates) -> usize {
         .chain(r.after_wait.iter().map(|w| &w.run))
         .filter(|run| run.failed && run.count == 0)
         .count()
+}
+
+/// The claim a shape question reached, where it was asked.
+fn finding(shape: &[ShapeFinding], question: ShapeQuestion) -> Option<&Claim> {
+    shape
+        .iter()
+        .find(|f| f.question == question)?
+        .claim
+        .as_ref()
+}
+
+/// Whether moving a candidate's limit moved the failure as its line predicted.
+pub(crate) fn moved(candidates: &[Candidate]) -> bool {
+    candidates.iter().any(|c| {
+        c.test
+            .experiments()
+            .first()
+            .is_some_and(|e| e.outcome == crate::verdict::ExperimentOutcome::AsPredicted)
+    })
 }

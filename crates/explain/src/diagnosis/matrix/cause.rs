@@ -52,19 +52,8 @@ pub(super) fn shared_cause(shared: &Report, per: Option<&Report>, n: usize) -> V
 /// The replicates' sentence: whether the failure held, and what it is when not.
 fn replicates(shared: &Report) -> Option<Statement> {
     shared.analysis.replicates.as_ref().map(|r| {
-        let paused = shared
-            .analysis
-            .shape
-            .iter()
-            .find(|f| f.question == crate::verdict::ShapeQuestion::TimeOrCount)
-            .and_then(|f| f.claim.as_ref());
-        let moved = shared.analysis.candidates.iter().any(|c| {
-            c.test
-                .experiments()
-                .first()
-                .is_some_and(|e| e.outcome == crate::verdict::ExperimentOutcome::AsPredicted)
-        });
-        words::replicates(r, crate::reproduction::claim(r, paused, moved))
+        let a = &shared.analysis;
+        words::replicates(r, crate::reproduction::claim(r, &a.shape, &a.candidates))
     })
 }
 
