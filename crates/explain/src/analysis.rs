@@ -228,8 +228,6 @@ pub(crate) fn conclusions(
     }
 }
 
-/// Whether moving a candidate's limit moved the failure as its line predicts.
-
 /// The cause when the failure itself does not hold still: re-runs that spread,
 /// that follow time, or that remember across processes; a pause that showed time.
 fn reproduction_cause(
