@@ -173,6 +173,11 @@ fn diagnose_under_an_inherited_address_space_limit_studies_it() {
     use clmulti_explain::diagnosis::Diagnosis;
     use std::os::unix::process::CommandExt;
     let mut cmd = clmulti_intel();
+    // Each thread that allocates may get a malloc arena of its own, 64 MiB of address
+    // space reserved at once: how many the runtime's threads make depends on how the
+    // machine schedules them, and once the run crashed (SIGABRT, at 880 buffers, not
+    // 958) on a loaded machine. Two arenas make the limit the buffers' alone.
+    cmd.env("MALLOC_ARENA_MAX", "2");
     // SAFETY: setrlimit in the child between fork and exec, as `ulimit -v` does.
     unsafe {
         cmd.pre_exec(|| {
