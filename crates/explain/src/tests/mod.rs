@@ -5,6 +5,7 @@ mod diagnosis;
 mod experiment;
 mod rigor;
 mod rounds;
+mod time_or_count;
 
 /// Every statement of a report's analysis, one a line, each with its evidence on the
 /// next.

@@ -7,17 +7,16 @@ use crate::experiment::{investigate, Runner};
 use crate::testing::run;
 use crate::verdict::{
     CandidateTest, Cause, Change, ExperimentOutcome, Knob, ReplicateRun, Replicates, Reproduced,
-    ShapeQuestion,
 };
 use crate::{Report, Resource};
 use clmulti_scenario::{ContextMode, Rlimit};
 
 /// A runner from a table: what each change does. `unchanged` gives each replicate
 /// in turn (`(count, seconds per buffer)`); `rule` the rest, `None` to complete.
-struct Table<F: FnMut(&Change) -> Option<u64>> {
+pub(super) struct Table<F: FnMut(&Change) -> Option<u64>> {
     unchanged: Vec<(u64, f64)>,
     rule: F,
-    runs: Vec<Change>,
+    pub(super) runs: Vec<Change>,
 }
 
 impl<F: FnMut(&Change) -> Option<u64>> Runner for Table<F> {
@@ -42,7 +41,10 @@ impl<F: FnMut(&Change) -> Option<u64>> Runner for Table<F> {
     }
 }
 
-fn table<F: FnMut(&Change) -> Option<u64>>(unchanged: Vec<(u64, f64)>, rule: F) -> Table<F> {
+pub(super) fn table<F: FnMut(&Change) -> Option<u64>>(
+    unchanged: Vec<(u64, f64)>,
+    rule: F,
+) -> Table<F> {
     Table {
         unchanged,
         rule,
@@ -51,7 +53,7 @@ fn table<F: FnMut(&Change) -> Option<u64>>(unchanged: Vec<(u64, f64)>, rule: F) 
 }
 
 /// A counter failing at 1000 whatever moves: nothing at its limit.
-fn unexplained(at: u64) -> Report {
+pub(super) fn unexplained(at: u64) -> Report {
     run(2, ContextMode::Shared).failed_at(at)
 }
 
@@ -144,43 +146,6 @@ fn a_failure_whose_time_holds_while_its_count_does_not_is_a_time_limit() {
     assert!(
         !t.contains("counts buffers") && !t.contains("cumulative"),
         "{t}"
-    );
-}
-
-#[test]
-fn a_pause_tells_a_steady_time_limit_from_a_count() {
-    // Steady: every replicate at 2000 buffers, 2 ms. The pause doubles each buffer's
-    // time (the table's runs take 1 us a buffer and the pause): half as many by then.
-    let mut r = run(2, ContextMode::Shared)
-        .seconds_per_buffer(1e-6)
-        .failed_at(2000);
-    let pause_us = 1; // elapsed 2 ms over 2000 buffers: 1 us a buffer
-    let mut runner = table(vec![(2000, 1e-6)], move |c| match c.knob {
-        Knob::Pause => {
-            assert_eq!(c.to, pause_us);
-            Some(1000)
-        }
-        _ => Some(2000),
-    });
-    investigate(&mut r, &mut runner);
-    assert!(
-        matches!(r.analysis.cause, Some(Cause::TimeLimit { .. })),
-        "{}",
-        text(&r)
-    );
-    // The other shape questions are not asked of a time limit.
-    assert!(runner
-        .runs
-        .iter()
-        .all(|c| matches!(c.knob, Knob::Replicate | Knob::Pause | Knob::Observe)));
-    assert!(text(&r).contains("the failure follows time, not buffers"));
-    // A count: paused, the same count, twice the time.
-    let mut r = unexplained(2000);
-    let mut runner = table(vec![(2000, 1e-6)], |_| Some(2000));
-    investigate(&mut r, &mut runner);
-    assert_eq!(
-        super::left(&r, ShapeQuestion::TimeOrCount),
-        super::keys(&["count", "rate"])
     );
 }
 
@@ -596,36 +561,5 @@ fn a_confirmed_cost_that_falls_with_peers_is_said_per_peer() {
             "it grows 2 per buffer there (1 per peer: each buffer is shared with 2 other devices)"
         ),
         "{v}"
-    );
-}
-
-/// A budget time restores hides behind the replicates' spread on both sides: the
-/// first count and the paused one may each sit anywhere in it, so the slowest refill
-/// the claim leaves open is twice the slack over the time the pause added.
-#[test]
-fn the_slowest_budget_left_open_allows_the_spread_on_both_sides() {
-    let mut r = unexplained(2000);
-    let mut runner = table(vec![(1990, 1e-6), (2010, 1e-6)], |_| Some(2000));
-    investigate(&mut r, &mut runner);
-    let slack = r.analysis.replicates.as_ref().unwrap().slack() as f64;
-    assert!(slack > 0.0, "{}", text(&r));
-    let finding = r
-        .analysis
-        .shape
-        .iter()
-        .find(|f| f.question == ShapeQuestion::TimeOrCount)
-        .unwrap();
-    let paused = finding.experiments[0].observed_seconds.unwrap();
-    let added = paused - r.elapsed_seconds;
-    let claim = finding.claim.as_ref().unwrap();
-    assert!(
-        claim.admits("rate", Some(1.5 * slack / added)),
-        "{}",
-        text(&r)
-    );
-    assert!(
-        !claim.admits("rate", Some(2.5 * slack / added)),
-        "{}",
-        text(&r)
     );
 }

@@ -83,7 +83,7 @@ fn flags(raw: &RawAllocation) -> Result<Vec<MemFlag>, Problem> {
             problem(
                 &at,
                 format!(
-                    "unknown flag {f:?}; expected one of: {} (with or without CL_MEM_, in any case){}",
+                    "unknown flag {f:?}; expected one of: {} (with or without CL_MEM_, upper or lower case){}",
                     words.join(", "),
                     crate::suggest::hint(&flag_name(f), words.iter().copied())
                 ),

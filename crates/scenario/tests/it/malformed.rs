@@ -544,9 +544,8 @@ fn grid_errors_name_the_grid_entry_as_written() {
         ),
         (
             "[grid]\n'allocation.flags' = [[\"READ_WRITE\", \"NOPE\"]]\n",
-            "g.toml:2:38: key `grid.'allocation.flags'[0][1]`: unknown flag \"NOPE\"; expected \
-             one of: READ_WRITE, READ_ONLY, WRITE_ONLY, ALLOC_HOST_PTR, USE_HOST_PTR, COPY_HOST_PTR \
-             (with or without CL_MEM_, in any case)",
+            "g.toml:2:38: key `grid.'allocation.flags'[0][1]`: unknown flag \"NOPE\"; expected one of: READ_WRITE, \
+             READ_ONLY, WRITE_ONLY, ALLOC_HOST_PTR, USE_HOST_PTR, COPY_HOST_PTR (with or without CL_MEM_, upper or lower case)",
         ),
         (
             "[grid]\nallocation.count = [1, 2]\n",
