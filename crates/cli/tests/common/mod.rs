@@ -178,14 +178,20 @@ pub fn library(library: &clmulti_contract::ProjectLibrary) -> PathBuf {
         .entry(library.package)
         .or_insert_with(|| {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let binary = PathBuf::from(env!("CARGO_BIN_EXE_clmulti"));
+            // The profile the binary under test was built in (its folder's name), so
+            // `cargo test --release` finds the library beside it too.
+            let profile = match binary.parent().and_then(|p| p.file_name()) {
+                Some(name) if name != "debug" => name.to_string_lossy().into_owned(),
+                _ => "dev".to_string(),
+            };
             let status = Command::new(cargo)
-                .args(["build", "-p", library.package])
+                .args(["build", "--profile", &profile, "-p", library.package])
                 .current_dir(env!("CARGO_MANIFEST_DIR"))
                 .status()
                 .expect("run cargo");
             assert!(status.success(), "building {} failed", library.package);
-            let path =
-                PathBuf::from(env!("CARGO_BIN_EXE_clmulti")).with_file_name(library.file_name);
+            let path = binary.with_file_name(library.file_name);
             assert!(path.exists(), "{} missing after the build", path.display());
             path
         })
