@@ -381,7 +381,11 @@ pub fn failing_call_statement(
         return Some(traced_statement(&returned, &t.failing_calls));
     }
     if let Some(o) = observed.filter(|o| !o.failed_calls.is_empty()) {
-        return Some(observed_statement(&returned, &o.failed_calls));
+        return Some(observed_statement(
+            &returned,
+            &o.failed_calls,
+            traced.is_some(),
+        ));
     }
     if traced.is_none() && observed.is_none() {
         return None;
@@ -449,14 +453,21 @@ fn traced_statement(
         ))
 }
 
-/// What a system-call observer saw fail that the libc tracer did not.
+/// What a system-call observer saw fail that the libc tracer did not (`traced`: the
+/// tracer was loaded in the run, and saw none fail).
 fn observed_statement(
     returned: &str,
     calls: &[clmulti_probe::trace::TracedCall],
+    traced: bool,
 ) -> crate::verdict::Statement {
     let last = calls.last().expect("a failing call");
+    let tracer = if traced {
+        "the libc tracer saw no call fail inside it, but "
+    } else {
+        "the libc tracer was not loaded in this run; "
+    };
     crate::verdict::Statement::measured(format!(
-        "{returned}; the libc tracer saw no call fail inside it, but a system-call observer (strace) watching a replicate saw {}",
+        "{returned}; {tracer}a system-call observer (strace) watching a replicate saw {}",
         last.summary(),
     ))
     .with_detail(format!(
@@ -468,7 +479,10 @@ fn observed_statement(
         },
         match calls.len() {
             1 => String::new(),
-            n => format!(" ({n} calls failed inside it; the first: {})", calls[0].summary()),
+            n => format!(
+                " ({n} calls failed inside it; the first: {})",
+                calls[0].summary()
+            ),
         }
     ))
 }

@@ -1,9 +1,13 @@
 //! What re-running the failing case unchanged says about the failure, as a claim: a
-//! steady limit, chance, a time limit, or something outside the process that runs use
-//! up, kept or restored with time (a run after a wait tells).
+//! steady limit, chance, a time limit, something outside the process that runs use
+//! up, kept or restored with time (a run after a wait tells), or a budget of the run's
+//! own that time restores as it runs, whose count follows each run's pace.
 
 use crate::claim::{Alternative, Claim, Range, Topic};
-use crate::verdict::{Candidate, Replicates, Reproduced, ShapeFinding, ShapeQuestion};
+use crate::thresholds::PACE_APART;
+use crate::verdict::{
+    Candidate, ReplicateRun, Replicates, Reproduced, ShapeFinding, ShapeQuestion,
+};
 use crate::words::{counts, seconds};
 
 /// What re-running unchanged says about the failure, as a claim: a steady limit,
@@ -27,8 +31,13 @@ pub fn claim(r: &Replicates, shape: &[ShapeFinding], candidates: &[Candidate]) -
         ),
         restored: Alternative::new("outside-restored", "a budget outside the process that runs use up and time restores"),
     };
+    let pace = Alternative::new(
+        "pace",
+        "a budget of the run's own that time restores as it runs: a slower run goes further",
+    );
     let all = counts(&r.counts());
-    match r.reproduced() {
+    let reproduced = r.reproduced();
+    match reproduced {
         Reproduced::Yes => a.steady_case(r, &all, paused, (moved, own)),
         Reproduced::Time { seconds: at } => a.time_case(at, &all),
         Reproduced::No if r.short_of_first() => {
@@ -54,11 +63,58 @@ pub fn claim(r: &Replicates, shape: &[ShapeFinding], candidates: &[Candidate]) -
             (a.kept, a.restored) = outside(r, a.kept, a.restored, &fell);
         }
     }
-    Claim::new(
-        Topic::Reproduction,
-        "re-run unchanged",
-        vec![a.steady, a.random, a.time, a.kept, a.restored],
-    )
+    let mut alternatives = vec![a.steady, a.random, a.time, a.kept, a.restored];
+    // Re-runs that held still answer the question whatever restores the limit (one
+    // restored as the run goes holds still at a steady pace: the pause's question).
+    match reproduced {
+        Reproduced::Yes => {}
+        Reproduced::Time { .. } => alternatives.push(pace.excluded(
+            "the failures held their time while their counts did not: a budget restored as the run goes moves both",
+        )),
+        _ => alternatives.push(judge_pace(r, pace)),
+    }
+    Claim::new(Topic::Reproduction, "re-run unchanged", alternatives)
+}
+
+/// A budget of the run's own that time restores as it runs starts full in every
+/// process and lets a slower run go further: ruled out by a re-run that failed before
+/// its first buffer, or by a run clearly faster than another that still went further.
+fn judge_pace(r: &Replicates, pace: Alternative) -> Alternative {
+    let runs: Vec<&ReplicateRun> = r
+        .runs
+        .iter()
+        .chain(r.after_wait.iter().map(|w| &w.run))
+        .collect();
+    if at_once(r) > 0 {
+        return pace.excluded(
+            "a re-run failed before its first buffer: a budget of the run's own starts full in every process",
+        );
+    }
+    let per_second =
+        |run: &ReplicateRun| (run.seconds > 0.0).then(|| run.count as f64 / run.seconds);
+    for further in &runs {
+        for other in &runs {
+            let (Some(fast), Some(slow)) = (per_second(further), per_second(other)) else {
+                continue;
+            };
+            if further.count > other.count + r.tolerance && fast > slow * (1.0 + PACE_APART) {
+                return pace.excluded(format!(
+                    "a run at {fast:.0} buffers a second reached {}, one at {slow:.0} only {}: a budget restored as the run goes lets the slower run go further",
+                    further.count, other.count
+                ));
+            }
+        }
+    }
+    let paces: Vec<f64> = runs.iter().filter_map(|run| per_second(run)).collect();
+    if paces.is_empty() {
+        return pace.open("the runs' paces were not recorded");
+    }
+    let (low, high) = paces
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), p| (l.min(*p), h.max(*p)));
+    pace.open(format!(
+        "no run went further at a clearly faster pace ({low:.0} to {high:.0} buffers a second): a budget restored as the run goes spreads counts this way too; a pause after each buffer tells"
+    ))
 }
 
 /// The five alternatives, judged case by case.

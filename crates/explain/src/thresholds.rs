@@ -30,6 +30,9 @@ pub const TIME_JITTER_SECONDS: f64 = 0.015;
 pub const MIN_TIME_LIMIT_SECONDS: f64 = 0.01;
 /// A paused run's failure within this share of the original's time held its time.
 pub const TIME_HELD: f64 = 0.2;
+/// Two runs' paces (buffers a second) this share apart went clearly apart: what a
+/// run's own clock and start-up can blur stays under it.
+pub const PACE_APART: f64 = 0.15;
 /// A slope through fewer samples than this is not measurable: too few points before
 /// the failure to tell growth from noise.
 pub const MIN_COST_SAMPLES: usize = 5;

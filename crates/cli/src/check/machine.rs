@@ -1,6 +1,6 @@
 //! What only this machine's runtime can say of a file, asked through `clmulti
 //! devices` children (one per distinct `[env]`, and per `[env]` and `[limits]` for a
-//! run that limits its address space): devices beyond the machine (an error: `run`
+//! run that limits its address space; at most [`MOST_ASKS`] a file): devices beyond the machine (an error: `run`
 //! refuses such a run with exit 2, a sweep records it as skipped; a warning where a
 //! grid varies the devices, a scaling file for machines of several sizes), a buffer above
 //! its device's largest allocation, an address space the runtime does not load in
@@ -16,6 +16,60 @@ pub(super) type UnderLimits = HashMap<(BTreeMap<String, String>, String), Result
 
 /// The most runs of one file asked about (each is cheap; a 100 000-run grid is not).
 const MOST_RUNS: usize = 4096;
+
+/// The most children one file's check starts to ask the runtime (each loads it: 0.1 to
+/// 1 s), one per distinct `[env]` (and `[env]` with an address-space limit): a grid of
+/// 100 000 environments is checked in seconds, its runs past these when they run.
+const MOST_ASKS: usize = 8;
+
+/// The runtime's children one file's check started, and the runs it did not ask about.
+#[derive(Default)]
+struct Asks {
+    made: usize,
+    /// Runs left unasked: how many, and the first (its index and a key that differs
+    /// from the first run's).
+    skipped: usize,
+    first_skipped: Option<(usize, String)>,
+}
+
+impl Asks {
+    /// Whether one more child may start; else the run `index` is counted unasked.
+    fn may_ask(&mut self, file: &ScenarioFile, index: usize, run: &Scenario) -> bool {
+        if self.made < MOST_ASKS {
+            self.made += 1;
+            return true;
+        }
+        self.skipped += 1;
+        if self.first_skipped.is_none() {
+            let first = file.run(0).map(|r| r.env).unwrap_or_default();
+            let key = run
+                .env
+                .iter()
+                .find(|(k, v)| first.get(*k) != Some(*v))
+                .map_or("env".to_owned(), |(k, _)| format!("env.{k}"));
+            self.first_skipped = Some((index, key));
+        }
+        false
+    }
+
+    /// A warning at the first run left unasked, saying how many were.
+    fn said(&self, file: &ScenarioFile, beyond: usize, said: &mut Said) {
+        let Some((index, key)) = &self.first_skipped else {
+            return;
+        };
+        let message = format!(
+            "this machine's runtime was asked about {} environments of this file (each ask loads it in a child); {} more runs{} are not asked here: `run` and `sweep` check each when it runs",
+            self.made,
+            self.skipped + beyond,
+            if beyond > 0 {
+                format!(" (past the first {MOST_RUNS} included)")
+            } else {
+                String::new()
+            }
+        );
+        Said::add(&mut said.warnings, file.error_in_run(*index, key, &message));
+    }
+}
 
 /// What the machine says of a file's runs: errors and warnings, each at its key.
 #[derive(Debug, Default)]
@@ -45,16 +99,34 @@ pub(super) fn said(
         .iter()
         .any(|prefix| file.varies_under(prefix));
     let runs = if varies { file.len().min(MOST_RUNS) } else { 1 };
+    let mut asks = Asks::default();
     for index in 0..runs {
         let Ok(run) = file.run(index) else { continue };
+        if !listings.contains_key(&run.env) && !asks.may_ask(file, index, &run) {
+            continue;
+        }
         let listed = listings
             .entry(run.env.clone())
             .or_insert_with(|| list_platforms(&run.env, binding, None));
         // No runtime to ask: nothing the machine can say.
         let Ok(platforms) = listed else { continue };
         devices(file, index, &run, platforms, &mut said);
-        address_space(file, index, &run, platforms, binding, under, &mut said);
+        address_space(
+            file,
+            index,
+            &run,
+            platforms,
+            binding,
+            (under, &mut asks),
+            &mut said,
+        );
     }
+    let beyond = if asks.skipped > 0 {
+        file.len() - runs
+    } else {
+        0
+    };
+    asks.said(file, beyond, &mut said);
     said
 }
 
@@ -156,7 +228,7 @@ fn address_space(
     run: &Scenario,
     platforms: &[PlatformInfo],
     binding: &crate::trust::Binding,
-    under: &mut UnderLimits,
+    (under, asks): (&mut UnderLimits, &mut Asks),
     said: &mut Said,
 ) {
     let Some((which, value)) = [Rlimit::AddressSpace, Rlimit::Data]
@@ -168,11 +240,13 @@ fn address_space(
     if platforms.is_empty() {
         return;
     }
-    let loads = under
-        .entry((run.env.clone(), format!("{:?}", run.limits.soft)))
-        .or_insert_with(|| {
-            list_platforms(&run.env, binding, Some(&run.limits)).map(|p| !p.is_empty())
-        });
+    let asked = (run.env.clone(), format!("{:?}", run.limits.soft));
+    if !under.contains_key(&asked) && !asks.may_ask(file, index, run) {
+        return;
+    }
+    let loads = under.entry(asked).or_insert_with(|| {
+        list_platforms(&run.env, binding, Some(&run.limits)).map(|p| !p.is_empty())
+    });
     if matches!(loads, Ok(true)) {
         return;
     }

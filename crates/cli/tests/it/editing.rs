@@ -50,6 +50,14 @@ const ON_MACHINE: &[OnMachine] = &[
         error: false,
     },
     OnMachine {
+        what: "more environments than are asked",
+        text: "[devices]\ntype = \"cpu\"\n[grid]\n\"env.POCL_MAX_PTHREAD_COUNT\" = [\"1\", \"2\", \"3\", \"4\", \"5\", \"6\", \"7\", \"8\", \"9\", \"10\", \"11\", \"12\"]\n",
+        line: 4,
+        key: "grid.\"env.POCL_MAX_PTHREAD_COUNT\"[8]",
+        fragment: "asked about 8 environments of this file (each ask loads it in a child); 4 more runs are not asked here",
+        error: false,
+    },
+    OnMachine {
         what: "a buffer above the largest",
         text: "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"1GiB\"\n",
         line: 4,

@@ -232,6 +232,7 @@ fn budget_truth(
     let reproduction = match (lifetime, shared_scope) {
         ("cumulative", true) => Fact::new("outside-kept"),
         ("rate", true) => Fact::with("outside-restored", rate),
+        ("rate", false) => Fact::new("pace"),
         _ => Fact::new("steady"),
     };
     set(truth, Topic::Reproduction, reproduction);
@@ -474,7 +475,10 @@ pub fn judge(d: &Diagnosis, truth: &Truth) -> Judgement {
         let second = truth.several_limits
             && claim.topic == Topic::Reproduction
             && claim.admits("steady", None);
-        if second || claim.admits(&fact.key, fact.value) {
+        // A budget of the run's own that time restores holds still at a steady pace:
+        // re-runs that held still are right to say so.
+        let held_still = fact.key == "pace" && claim.admits("steady", None);
+        if second || held_still || claim.admits(&fact.key, fact.value) {
             j.answered
                 .entry(claim.topic)
                 .and_modify(|v| *v &= claim.settled().is_some())

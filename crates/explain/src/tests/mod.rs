@@ -3,6 +3,7 @@
 mod analysis;
 mod diagnosis;
 mod experiment;
+mod reproduction;
 mod rigor;
 mod rounds;
 mod time_or_count;
