@@ -40,10 +40,11 @@ pub fn read_reports(path: &Path) -> Result<Vec<Report>, Failure> {
             Ok(r) => reports.push(r),
             Err(e) => {
                 return Err(Failure::Input(format!(
-                    "{}:{}: not a clmulti report: {e}",
+                    // `e` says "not a clmulti report: ..." itself.
+                    "{}:{}: {e}",
                     path.display(),
                     n + 1
-                )))
+                )));
             }
         }
     }

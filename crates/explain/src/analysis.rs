@@ -411,11 +411,31 @@ fn lazy_statement(report: &Report) -> Option<Statement> {
         ) && !c.estimated
             && growing(c)
     });
+    let devices_read = report.costs.iter().any(|c| {
+        matches!(
+            c.resource,
+            Resource::DeviceMemory { .. } | Resource::Drm { .. }
+        ) && !c.estimated
+    });
+    // Address space reserved at creation is not memory held: said beside it.
+    let reserved = cost_of(report, &Resource::VirtualSize)
+        .filter(|c| measured(c) && c.per_buffer >= 0.5 * size)
+        .map(|c| {
+            format!(
+                "; each reserves {} of address space already (virtual size), untouched",
+                format_bytes(c.per_buffer)
+            )
+        })
+        .unwrap_or_default();
     (rss.per_buffer < 0.01 * size && !device_growth).then(|| {
         Statement::inferred(
-            "host RSS and device readings",
+            if devices_read {
+                "host RSS and device readings"
+            } else {
+                "host RSS"
+            },
             format!(
-                "created buffers hold no buffer memory yet (only {} of host RSS per {} buffer, under 1% of its size): the runtime allocates at first use, so strategy \"fill\" shows what residency costs",
+                "created buffers hold no resident memory yet (only {} of host RSS per {} buffer, under 1% of its size){reserved}: the runtime backs them at first use, so strategy \"fill\" shows what residency costs",
                 format_bytes(rss.per_buffer),
                 format_bytes(size)
             ),
@@ -450,8 +470,11 @@ fn oversize_statement(report: &Report) -> Option<Statement> {
 }
 
 fn ahead_statement(report: &Report, ahead: Option<&LimitAhead>) -> Option<Statement> {
-    let beyond = nearest_limit(report).filter(|a| a.count > horizon(report));
+    // Growth not measurable (too few samples): no measured line to extend either way.
+    let few = report.samples.len() < crate::thresholds::MIN_COST_SAMPLES;
+    let beyond = nearest_limit(report).filter(|a| a.count > horizon(report) && !few);
     match ahead {
+        Some(ahead) if few && !ahead.estimated => None,
         None if beyond.is_some() => beyond.map(|ahead| {
             Statement::inferred(
                 format!("{} growth", ahead.resource.label()),

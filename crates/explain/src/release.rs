@@ -102,9 +102,12 @@ fn release_statement(report: &Report) -> Option<Statement> {
         )));
     }
     if check.not_returned.is_empty() {
+        let held = match report.samples.last().map_or(0, Sample::live) {
+            0 => "with no buffer held at the end".to_owned(),
+            n => format!("after all {n} buffers held at the end were released"),
+        };
         return Some(Statement::measured(format!(
-            "after all {} buffers held at the end were released, every reading came back to its start (within {:.0}% of its growth, {} or {} for counts)",
-            report.samples.last().map_or(0, Sample::live),
+            "{held}, every reading came back to its start (within {:.0}% of its growth, {} or {} for counts)",
             RETURN_SHARE * 100.0,
             format_bytes(RETURN_BYTES),
             RETURN_COUNT,

@@ -91,6 +91,11 @@ pub fn inert(key: &str, value: &str) -> bool {
     })
 }
 
+/// Whether `key` is on the list (whatever its value).
+pub fn listed(key: &str) -> bool {
+    INERT_KEYS.iter().any(|k| k.key == key)
+}
+
 /// The list as the README writes it, one `- \`KEY\`: why` line per key (values
 /// named where only some are inert).
 #[cfg(test)]

@@ -82,6 +82,9 @@ impl Load {
                 format!("{key} keeps compiled code and settings it loads again in {path}")
             }
             LoadKind::Writes => format!("{key} writes to {path}"),
+            LoadKind::Setting if super::inert::listed(key) => format!(
+                "{key} = {path:?} is set (an inert key, but this value is not a plain one: letters, digits, spaces and _ - . , : + % = only, or a value the list names)"
+            ),
             LoadKind::Setting => {
                 format!("{key} = {path:?} is set (not on the list of inert keys)")
             }

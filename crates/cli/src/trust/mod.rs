@@ -78,11 +78,19 @@ fn revoke(file: &Path) -> Result<(), Failure> {
     let sha256 = ScenarioFile::load(file)
         .ok()
         .map(|f| store::digest(f.text().as_bytes()));
-    let gone = store::revoke(&real, sha256.as_deref())
-        .map_err(|e| Failure::Tool(format!("{}: {e}", file.display())))?;
+    let gone = store::revoke(&real, sha256.as_deref()).map_err(|e| record_failure(file, &e))?;
     write_stdout(&format!(
         "{}: {gone} trust record(s) removed\n",
         file.display()
+    ))
+}
+
+/// A failure of the trust record itself, named as such (not the scenario's).
+fn record_failure(file: &Path, e: &std::io::Error) -> Failure {
+    Failure::Tool(format!(
+        "{}: the trust record {}: {e}",
+        file.display(),
+        store::record_path().map_or_else(|| "(none)".into(), |p| p.display().to_string())
     ))
 }
 
@@ -91,7 +99,7 @@ fn trust(file: &Path) -> Result<(), Failure> {
     let record = bind::record_for(&scenario)
         .map_err(|why| Failure::Input(format!("{}: cannot be trusted: {why}", file.display())))?;
     if store::find(&record.scenario, &record.sha256).as_ref() != Some(&record) {
-        store::add(&record).map_err(|e| Failure::Tool(format!("{}: {e}", file.display())))?;
+        store::add(&record).map_err(|e| record_failure(file, &e))?;
     }
     let mut text = format!(
         "trusted {} (sha256 {}), with {} librar{} by content\n",

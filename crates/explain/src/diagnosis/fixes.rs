@@ -35,19 +35,31 @@ pub fn fixes_for(shared: &Report) -> Vec<(Fix, Option<String>)> {
             }
         }
     }
+    // Pinned and pooled runs create their buffers and never touch them: no test of a
+    // failure that came with filling or migrating them.
+    let strategy = shared.scenario.allocation.strategy;
+    let touches = matches!(strategy, Strategy::Fill | Strategy::Migrate).then(|| {
+        format!(
+            "the failing case's buffers were touched (strategy {}), and this fix's run only creates them: it would not do what failed",
+            strategy.name()
+        )
+    });
     fixes.push((
         Fix::Pin,
-        (!shared.devices.iter().all(|d| d.pins_buffers())).then(|| {
-            format!(
-                "the devices do not list {} and are not NEO's, which takes the property without listing it",
-                clmulti_probe::PIN_EXTENSION
-            )
-        }),
+        (!shared.devices.iter().all(|d| d.pins_buffers()))
+            .then(|| {
+                format!(
+                    "the devices do not list {} and are not NEO's, which takes the property without listing it",
+                    clmulti_probe::PIN_EXTENSION
+                )
+            })
+            .or_else(|| touches.clone()),
     ));
     fixes.push((
         Fix::Pool,
-        (shared.scenario.allocation.strategy == Strategy::Pool)
-            .then(|| "the run already pools".into()),
+        (strategy == Strategy::Pool)
+            .then(|| "the run already pools".into())
+            .or(touches),
     ));
     if let Some(upgrade) = upgrade(shared) {
         fixes.push(upgrade);

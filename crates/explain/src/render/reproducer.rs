@@ -50,7 +50,16 @@ pub fn c_program(report: &Report) -> Result<String, String> {
     let (failed_at, what) = stop_words(report);
     let count = failed_at.map_or(report.buffers.max(1), |i| i + i / 5 + 10);
     let indices: Vec<String> = report.devices.iter().map(|d| d.index.to_string()).collect();
-    let nofile = s.limits.soft.get(&Rlimit::NoFile).copied().unwrap_or(0);
+    // Every soft limit of the run (the hard ones, as inherited).
+    let limits: Vec<String> = Rlimit::ALL
+        .iter()
+        .filter_map(|l| {
+            s.limits
+                .soft
+                .get(l)
+                .map(|v| format!("{{{}, {v}u}}", l.name()))
+        })
+        .collect();
     let extra_fds = report.clmulti_fds.unwrap_or(0);
     let env = kept_env(report);
     let mut c = String::new();
@@ -99,7 +108,14 @@ pub fn c_program(report: &Report) -> Result<String, String> {
         match strategy { Strategy::Fill => 1, Strategy::Migrate => 2, Strategy::Pin => 3, _ => 0 });
     let _ = writeln!(
         c,
-        "#define NOFILE {nofile} /* [limits] nofile; 0: as inherited */"
+        "static const struct {{ int resource; rlim_t soft; }} LIMITS[] = {{{}}}; /* [limits] */\n#define NLIMITS {}",
+        // C has no empty initializer: a placeholder, never read.
+        if limits.is_empty() {
+            "{-1, 0u}".to_owned()
+        } else {
+            limits.join(", ")
+        },
+        limits.len()
     );
     let _ = writeln!(
         c,
@@ -174,9 +190,9 @@ static int fail(int i, cl_int e, const char *call) {
 }
 
 int main(void) {
-  if (NOFILE > 0) {
-    struct rlimit l; getrlimit(RLIMIT_NOFILE, &l); l.rlim_cur = NOFILE;
-    if (setrlimit(RLIMIT_NOFILE, &l) != 0) { perror("setrlimit"); return 2; }
+  for (int i = 0; i < NLIMITS; i++) {
+    struct rlimit l; getrlimit(LIMITS[i].resource, &l); l.rlim_cur = LIMITS[i].soft;
+    if (setrlimit(LIMITS[i].resource, &l) != 0) { perror("setrlimit"); return 2; }
   }
   /* As clmulti's run: only the standard streams inherited, then its own descriptors. */
   for (int fd = 3; fd < 4096; fd++) close(fd);
@@ -240,7 +256,16 @@ mod tests {
         report.scenario.limits.soft.insert(Rlimit::NoFile, 1024);
         let c = c_program(&report).unwrap();
         assert!(c.lines().count() < 100, "{} lines", c.lines().count());
-        assert!(c.contains("#define NOFILE 1024"));
+        report
+            .scenario
+            .limits
+            .soft
+            .insert(Rlimit::AddressSpace, 512 << 20);
+        let c = c_program(&report).unwrap();
+        assert!(
+            c.contains("LIMITS[] = {{RLIMIT_NOFILE, 1024u}, {RLIMIT_AS, 536870912u}};"),
+            "{c}"
+        );
         assert!(c.contains("#define EXTRA_FDS 8"));
         assert!(c.contains("#define COUNT 1226"), "{c}");
         assert!(

@@ -283,3 +283,19 @@ fn a_limit_the_run_went_past_is_not_ahead() {
     let past = build.completed(5_000);
     assert_eq!(past.analysis.first_limit, None);
 }
+
+#[test]
+fn created_buffers_that_reserve_address_space_hold_no_resident_memory_yet() {
+    // 2 KiB of RSS and 1 MiB of address space a 1 MiB buffer; no device readings.
+    let r = run(2, ContextMode::Shared)
+        .virtual_size(256.0 * 1048576.0, 1048576.0)
+        .completed(1000);
+    let t = text(&r);
+    assert!(
+        t.contains("[inferred from host RSS] created buffers hold no resident memory yet")
+            && t.contains(
+                "each reserves 1.00 MiB of address space already (virtual size), untouched"
+            ),
+        "{t}"
+    );
+}

@@ -264,6 +264,14 @@ fn fixes_raise_the_limits_in_question_and_never_a_system_setting_unasked() {
         .find(|(f, _)| matches!(f, Fix::RaiseSoftLimit { .. }))
         .unwrap();
     assert!(why.unwrap().contains("already the hard limit"));
+    // A failure that came with filling: a pooled run, which only creates, tests nothing.
+    let mut filled = at_fd_limit(2, ContextMode::Shared, 1014);
+    filled.scenario.allocation.strategy = clmulti_scenario::Strategy::Fill;
+    let (_, why) = fixes_for(&filled)
+        .into_iter()
+        .find(|(f, _)| *f == Fix::Pool)
+        .unwrap();
+    assert!(why.unwrap().contains("strategy fill"));
 }
 
 #[test]
