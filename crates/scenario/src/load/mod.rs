@@ -229,9 +229,6 @@ impl ScenarioFile {
         Ok(self.runs)
     }
 
-    /// Every problem in a scenario file, each once, in file order: what a run stops
-    /// at first, and the problems behind it, also those that keep the file from
-    /// expanding into runs (a `[grid]` axis that is not a list, a grid too large).
     /// An error about `key` (`devices.platform`) in run `index`: at the grid entry
     /// that set it in that run, else where the file sets it.
     pub fn error_in_run(&self, index: usize, key: &str, message: &str) -> ScenarioError {

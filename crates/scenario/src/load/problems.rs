@@ -203,7 +203,13 @@ fn key_of(key: &str) -> &str {
 /// Whether the checks of `key` read `other` (`allocation.placement` reads
 /// `devices.count`): with `other` left out, a problem at `key` may be its default's.
 fn reads(key: &str, other: &str) -> bool {
+    // The layer and its policy are checked together: one left out is not the other's problem.
+    let layer = [
+        "env.OPENCL_LAYERS".to_owned(),
+        format!("env.{}", clmulti_contract::layer::POLICY),
+    ];
     crate::defs::reads(key, other)
+        || (layer.iter().any(|k| k == key) && layer.iter().any(|k| k == other))
 }
 
 /// Takes `key` (`allocation.size`; a list's item takes its whole list) out of

@@ -71,3 +71,16 @@ fn a_valid_file_has_no_warning() {
         assert_eq!(said(text), (Vec::new(), Vec::new()), "{text}");
     }
 }
+
+#[test]
+fn a_layer_that_is_not_there_is_one_problem_not_two() {
+    // The library beside no binary: its path is the problem, not the policy with it.
+    let (problems, _) = said(
+        "[env]\nOPENCL_LAYERS = \"/nowhere/libclmulti_layer.so\"\nCLMULTI_LAYER_POLICY = \"eager\"\n",
+    );
+    let keys: Vec<_> = problems
+        .iter()
+        .map(|e| e.key.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(keys, ["env.OPENCL_LAYERS"], "{problems:?}");
+}
