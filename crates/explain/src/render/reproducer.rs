@@ -41,16 +41,8 @@ fn shell_word(text: &str) -> String {
     }
 }
 
-/// The C program for `report`'s run, or why there is none (sub-devices, a strategy
-/// with no one-call equivalent).
-pub fn c_program(report: &Report) -> Result<String, String> {
-    let s = &report.scenario;
-    let alloc = &s.allocation;
-    let strategy = reproducible_strategy(report)?;
-    let (failed_at, what) = stop_words(report);
-    let count = failed_at.map_or(report.buffers.max(1), |i| i + i / 5 + 10);
-    let indices: Vec<String> = report.devices.iter().map(|d| d.index.to_string()).collect();
-    // Every soft limit of the run (the hard ones, as inherited).
+/// The run's soft limits as the program's `LIMITS[]` (the hard ones, as inherited).
+fn limits(s: &clmulti_scenario::Scenario) -> String {
     let limits: Vec<String> = Rlimit::ALL
         .iter()
         .filter_map(|l| {
@@ -60,6 +52,27 @@ pub fn c_program(report: &Report) -> Result<String, String> {
                 .map(|v| format!("{{{}, {v}u}}", l.name()))
         })
         .collect();
+    format!(
+        "static const struct {{ int resource; rlim_t soft; }} LIMITS[] = {{{}}}; /* [limits] */\n#define NLIMITS {}\n",
+        // C has no empty initializer: a placeholder, never read.
+        if limits.is_empty() {
+            "{-1, 0u}".to_owned()
+        } else {
+            limits.join(", ")
+        },
+        limits.len()
+    )
+}
+
+/// The C program for `report`'s run, or why there is none (sub-devices, a strategy
+/// with no one-call equivalent).
+pub fn c_program(report: &Report) -> Result<String, String> {
+    let s = &report.scenario;
+    let alloc = &s.allocation;
+    let strategy = reproducible_strategy(report)?;
+    let (failed_at, what) = stop_words(report);
+    let count = failed_at.map_or(report.buffers.max(1), |i| i + i / 5 + 10);
+    let indices: Vec<String> = report.devices.iter().map(|d| d.index.to_string()).collect();
     let extra_fds = report.clmulti_fds.unwrap_or(0);
     let env = kept_env(report);
     let mut c = String::new();
@@ -106,17 +119,7 @@ pub fn c_program(report: &Report) -> Result<String, String> {
     let _ = writeln!(c, "#define NDEV {}\n#define SHARED {}\n#define SIZE {}u\n#define COUNT {count}\n#define FLAGS {:#x}u\n#define STRATEGY {}",
         indices.len(), u8::from(s.context_mode == ContextMode::Shared), alloc.size_bytes, alloc.flag_bits(),
         match strategy { Strategy::Fill => 1, Strategy::Migrate => 2, Strategy::Pin => 3, _ => 0 });
-    let _ = writeln!(
-        c,
-        "static const struct {{ int resource; rlim_t soft; }} LIMITS[] = {{{}}}; /* [limits] */\n#define NLIMITS {}",
-        // C has no empty initializer: a placeholder, never read.
-        if limits.is_empty() {
-            "{-1, 0u}".to_owned()
-        } else {
-            limits.join(", ")
-        },
-        limits.len()
-    );
+    c.push_str(&limits(s));
     let _ = writeln!(
         c,
         "#define EXTRA_FDS {extra_fds} /* descriptors clmulti held itself: held here too */\n"
