@@ -58,10 +58,13 @@ fn the_seed_runs_on_two_intel_sub_devices() {
 /// repeated under a lower RLIMIT_AS (and a higher one, within the hard limit).
 #[test]
 fn intel_returns_minus_6_at_the_address_space_limit_and_lowering_it_confirms_the_cause() {
+    // Two malloc arenas, as in the inherited-limit test below: per-thread arenas
+    // (64 MiB of address space each) made the runtime abort (SIGABRT) before its -6
+    // once on a loaded machine.
     let path = scenario_file(
         "intel-as.toml",
         &format!(
-            "{SUB_DEVICES}count = 2\n[allocation]\nsize = \"1MiB\"\ncount = \"until-failure\"\n[limits]\nas = \"1GB\"\n[sampling]\nevery = 50\n"
+            "{SUB_DEVICES}count = 2\n[allocation]\nsize = \"1MiB\"\ncount = \"until-failure\"\n[limits]\nas = \"1GB\"\n[sampling]\nevery = 50\n[env]\nMALLOC_ARENA_MAX = \"2\"\n"
         ),
     );
     let out = run(clmulti_intel()
