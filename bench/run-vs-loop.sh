@@ -3,9 +3,10 @@
 # doing the same allocations, interleaved, each run a fresh process; prints every
 # round, the ratio loop time / clmulti time (clmulti's speed as a share of the
 # loop's) with its median, 95% interval and spread, and where clmulti's time went,
-# phase by phase beside the loop's. With `--tracer both`, clmulti runs traced (as
-# `clmulti run` always does) and untraced (CLMULTI_TRACE=off) in every round, the
-# order rotating, and the tracer's share of the loop's time is given too.
+# phase by phase beside the loop's, clmulti's sampling part by part. With
+# `--tracer both`, clmulti runs traced (as `clmulti run` always does) and untraced
+# (CLMULTI_TRACE=off) in every round, the order rotating, and the tracer's share of
+# the loop's time is given too.
 #
 #   bench/run-vs-loop.sh [options]
 #     --bin DIR        holds clmulti (default target/release)
@@ -132,6 +133,11 @@ def tool_parts(report):
     return (sum(seconds[n] for n in order[:at]), seconds[order[at]],
             seconds.get(release, float("nan")), sum(seconds[n] for n in order[after:]))
 
+# The parts of clmulti's sampling (its report's sampling_cost), as the table's rows.
+SAMPLING_PARTS = {"readings_seconds": "    readings at samples (/proc, heap, counts)",
+                  "mappings_seconds": "    mapping walks",
+                  "observer_seconds": "    progress file (the observer)",
+                  "guard_seconds": "    guard readings between samples"}
 runs = {n: [] for n in names}
 for r in range(rounds):
     # Each arm takes each place in turn.
@@ -146,7 +152,9 @@ for r in range(rounds):
                      report["loop_seconds"], report["release_seconds"], 0.0, 0.0)
         else:
             parts = tool_parts(report) + (report["sampling_seconds"],)
-        runs[name].append({"wall": seconds, "cpu": cpu, "parts": parts})
+        cost = report.get("sampling_cost") or {}
+        sampling = {k: cost.get(k, 0.0) for k in SAMPLING_PARTS}
+        runs[name].append({"wall": seconds, "cpu": cpu, "parts": parts, "sampling": sampling})
 
 med = statistics.median
 print(f"clmulti run vs the plain C loop: {devices} device(s) of '{platform}', {context} context, "
@@ -180,15 +188,19 @@ if "traced" in runs and "untraced" in runs:
 print("  where the time went, median ms of each part over the rounds (each round's parts add up to")
 print("  its whole, medians of parts need not):")
 labels = ["setup: runtime, devices, contexts (+ clmulti's dry loop)", "allocation loop (with sampling)",
-          "  of it, clmulti's sampling", "release", "clmulti's own after release (readings, analysis)",
+          "  of it, clmulti's sampling", *SAMPLING_PARTS.values(), "release", "clmulti's own after release (readings, analysis)",
           "the rest: exec, startup, report, exit", "whole process", "whole process, CPU time"]
 def part_values(name, label):
     out = []
     for run in runs[name]:
         setup, loop_s, release, after, sampling = run["parts"]
         rest = run["wall"] - setup - loop_s - release - after
-        out.append({labels[0]: setup, labels[1]: loop_s, labels[2]: sampling, labels[3]: release,
-                    labels[4]: after, labels[5]: rest, labels[6]: run["wall"], labels[7]: run["cpu"]}[label])
+        parts = {labels[0]: setup, labels[1]: loop_s, labels[2]: sampling,
+                 "release": release, "clmulti's own after release (readings, analysis)": after,
+                 "the rest: exec, startup, report, exit": rest, "whole process": run["wall"],
+                 "whole process, CPU time": run["cpu"]}
+        parts.update({SAMPLING_PARTS[k]: v for k, v in run.get("sampling", {}).items()})
+        out.append(parts.get(label, 0.0))
     return out
 print("    " + f"{'':<56}" + "".join(f"{n:>10}" for n in names) + "".join(f"{'+' + n:>12}" for n in tools))
 for label in labels:

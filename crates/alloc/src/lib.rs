@@ -49,6 +49,7 @@
 
 pub mod child;
 mod engine;
+pub mod own_heap;
 pub mod runtime_log;
 
 pub use engine::{

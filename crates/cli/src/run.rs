@@ -371,7 +371,9 @@ fn write_fd(fd: i32, text: &[u8]) {
 #[derive(Default)]
 struct Seen {
     started: Option<Report>,
-    last: Option<Sample>,
+    /// The last sample's buffers and bytes requested: all a hang's report takes from
+    /// it (a copy of the whole sample would cost every sample an allocation).
+    last: Option<(u64, u64)>,
 }
 
 /// Tells the parent (progress file: it draws the terminal's progress line) and the
@@ -393,7 +395,8 @@ impl Observer for CliObserver {
         if let Some(p) = &mut self.progress {
             p.sampled(sample);
         }
-        self.seen.lock().unwrap_or_else(|e| e.into_inner()).last = Some(sample.clone());
+        self.seen.lock().unwrap_or_else(|e| e.into_inner()).last =
+            Some((sample.allocations, sample.bytes_requested));
     }
 }
 
@@ -463,9 +466,9 @@ fn report_on_hang(
             .clone()
             .unwrap_or_else(|| clmulti_alloc::blank_report(&hung_scenario, StopReason::Completed));
         report.stop = StopReason::TimedOut { seconds, call };
-        if let Some(last) = &seen.last {
-            report.buffers = last.allocations;
-            report.bytes_requested = last.bytes_requested;
+        if let Some((buffers, bytes)) = seen.last {
+            report.buffers = buffers;
+            report.bytes_requested = bytes;
         }
         let text = report_text(&report, format, &mut std::collections::HashSet::new());
         write_fd(1, text.as_bytes());

@@ -13,7 +13,10 @@
 //!   [`kmd_emu`] (the emulated kernel driver, with the models it presents) and
 //!   [`trace`] (the call tracer and its allocator half);
 //! - [`interpose`]: the libc shim both preloaded libraries interpose through
-//!   ([`libc_next!`], [`libc_open_family!`]).
+//!   ([`libc_next!`], [`libc_open_family!`]);
+//! - [`region`]: memory of its own for an allocator that must leave the C library's
+//!   heap as the runtime left it (clmulti's process after release, the tracer's
+//!   answers).
 //!
 //! Its contract: constants, plain data and allocation-free shims only; it depends on
 //! `libc` alone, so every crate of the workspace, preloaded libraries included, can
@@ -32,6 +35,7 @@ pub mod kmd_emu;
 pub mod layer;
 pub mod library;
 pub mod progress;
+pub mod region;
 pub mod signal;
 pub mod trace;
 

@@ -10,8 +10,9 @@
 //!   and errno only;
 //! - [`FULL`]: every failure in detail from the process's start, loading included,
 //!   and the allocators' too (clmulti then preloads [`ALLOC_FILE_NAME`] beside the
-//!   tracer: wrapping `malloc` costs every call); after release, what `malloc_trim(0)`
-//!   gives back. What a diagnosis asks for in the replicate of a failing case;
+//!   tracer: wrapping `malloc` costs every call); after release, the C library's heap
+//!   figures and what `malloc_trim(0)` gives back. What a diagnosis asks for in the
+//!   replicate of a failing case;
 //! - [`OFF`] (or `0`, `no`): clmulti does not preload the tracer at all.
 
 /// The tracer's mode, read from the environment of the traced process (and of the

@@ -87,8 +87,8 @@ mod words;
 pub use report::{
     AxpyCheckReport, AxpySplit, Bookkeeping, Call, Cost, DeviceMemorySource, EffectiveGuards,
     ErrorCode, GuardKind, Kept, Layers, LeakCheck, NotReturned, Phase, ReadError, Report,
-    RoundReadings, RoundsControl, Sample, SecondRound, SplitFigures, StopKind, StopReason, Traced,
-    Warning, WarningKind, SCHEMA_VERSION,
+    RoundReadings, RoundsControl, Sample, SamplingCost, SecondRound, SplitFigures, StopKind,
+    StopReason, Traced, Warning, WarningKind, SCHEMA_VERSION,
 };
 pub use resource::{Facts, Limit, Resource, Unit};
 pub use verdict::{Basis, Candidate, Cause, Experiment, Statement};

@@ -499,14 +499,18 @@ fn control_words(round: &SecondRound, control: &RoundsControl) -> String {
 /// heap the C library kept, or memory live allocations still hold.
 pub(crate) fn trim_words(report: &Report) -> String {
     let check = &report.leak_check;
-    let (Some(trim), Some(kept)) = (
-        check.after_trim,
-        check
-            .not_returned
-            .iter()
-            .find(|n| n.resource == Resource::HostRss),
-    ) else {
-        return String::new();
+    let kept = check
+        .not_returned
+        .iter()
+        .find(|n| n.resource == Resource::HostRss);
+    let (Some(trim), Some(kept)) = (check.after_trim, kept) else {
+        return match (kept, check.after_release.heap_in_use_bytes) {
+            (Some(_), None) => format!(
+                "; whether it is freed heap the C library keeps or live allocations, the C library's heap after release tells: it is read in full mode ({}=full, as a diagnosis's replicate runs)",
+                clmulti_contract::trace::MODE
+            ),
+            _ => String::new(),
+        };
     };
     let stayed = kept.after - kept.before;
     let given = check.after_release.rss_bytes as f64 - trim.rss_bytes as f64;

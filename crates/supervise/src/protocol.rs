@@ -37,6 +37,9 @@ pub struct ProgressWriter {
     /// Never closed: the report goes through it last ([`Self::report_to_parent`]),
     /// after the writer is gone; the process's exit closes it.
     file: std::mem::ManuallyDrop<std::fs::File>,
+    /// The line being written, kept between lines: a sample is written with no
+    /// allocation once the first has sized it.
+    line: Vec<u8>,
 }
 
 impl ProgressWriter {
@@ -63,6 +66,7 @@ impl ProgressWriter {
         PROGRESS_FD.store(file.as_raw_fd(), std::sync::atomic::Ordering::SeqCst);
         Some(ProgressWriter {
             file: std::mem::ManuallyDrop::new(file),
+            line: Vec::new(),
         })
     }
 
@@ -109,9 +113,13 @@ impl ProgressWriter {
 
     /// Writes one `kind\tJSON` line: the engine's setup and samples as they come.
     pub fn write_line(&mut self, kind: Kind, value: &impl serde::Serialize) {
-        if let Ok(json) = serde_json::to_string(value) {
+        self.line.clear();
+        self.line.extend_from_slice(kind.word().as_bytes());
+        self.line.push(b'\t');
+        if serde_json::to_writer(&mut self.line, value).is_ok() {
+            self.line.push(b'\n');
             // One write per line: a crash leaves whole lines.
-            let _ = self.file.write_all(kind.line(&json).as_bytes());
+            let _ = self.file.write_all(&self.line);
         }
     }
 }

@@ -238,6 +238,17 @@ enum Ended {
     Timeout(Duration),
 }
 
+/// Says, for a command that stops gracefully, that a signal arrived and what it does.
+fn say_stopping(bounds: &Bounds) {
+    if bounds.graceful_signals {
+        (bounds.note)(&format!(
+            "clmulti {}: stopping on {}: what is in flight stops where it can (a run at its next buffer, keeping what it measured) and what finished is reported; a second signal ends it at once, without a report",
+            bounds.command,
+            clmulti_contract::signal_name(RECEIVED.load(Ordering::SeqCst))
+        ));
+    }
+}
+
 // long: a state machine: the watcher's loop reads the worker's phase, its deadline and the signals passed on from one shared page each turn
 fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
     let start = monotonic_ms();
@@ -295,13 +306,9 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
         // group reaches both at once).
         let count = RECEIVED_COUNT.load(Ordering::SeqCst);
         if count != received {
-            if received == 0 && bounds.graceful_signals {
+            if received == 0 {
                 // Said at once: what is in flight may take a while to finish.
-                (bounds.note)(&format!(
-                    "clmulti {}: stopping on {}: what is in flight stops where it can (a run at its next buffer, keeping what it measured) and what finished is reported; a second signal ends it at once, without a report",
-                    bounds.command,
-                    clmulti_contract::signal_name(RECEIVED.load(Ordering::SeqCst))
-                ));
+                say_stopping(&bounds);
             }
             received = count;
             last_received = now;
@@ -316,6 +323,11 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
         exited.wait(Duration::from_millis(5));
     };
     drop(exited);
+    if received == 0 && RECEIVED_COUNT.load(Ordering::SeqCst) > 0 {
+        // The worker ended before this process looked (a loaded machine): the
+        // signal is still acknowledged, once.
+        say_stopping(&bounds);
+    }
     let status = match ended {
         Ended::Status(status) => status,
         Ended::LoadHang(seconds) | Ended::Timeout(seconds) => {

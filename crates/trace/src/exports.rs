@@ -1,5 +1,6 @@
 //! The C functions a traced program calls, and the report at exit.
 
+use crate::answers::answer;
 use crate::api::{copy_out, counts_text, failures_json};
 use crate::record;
 
@@ -52,7 +53,7 @@ pub unsafe extern "C" fn clmulti_trace_failures(
     buf: *mut libc::c_char,
     len: usize,
 ) -> usize {
-    let text = record::outside(|| failures_json(since)).unwrap_or_default();
+    let text = record::outside(|| answer(|| failures_json(since))).unwrap_or_default();
     // SAFETY: the caller's contract.
     unsafe { copy_out(&text, buf, len) }
 }
@@ -63,7 +64,7 @@ pub unsafe extern "C" fn clmulti_trace_failures(
 /// `buf` is null or valid for `len` bytes of writes.
 #[no_mangle]
 pub unsafe extern "C" fn clmulti_trace_counts(buf: *mut libc::c_char, len: usize) -> usize {
-    let text = record::outside(counts_text).unwrap_or_default();
+    let text = record::outside(|| answer(counts_text)).unwrap_or_default();
     // SAFETY: the caller's contract.
     unsafe { copy_out(&text, buf, len) }
 }

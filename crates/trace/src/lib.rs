@@ -63,7 +63,14 @@
 //! ([`clmulti_contract::trace::MODE`]) asks for every failure in detail from the
 //! start, and the allocators' failures too: what a diagnosis asks for in the
 //! replicate of a failing case.
+//!
+//! Its answers (the counts, the failures as text) are built in a region of memory of
+//! its own, never in the C library's heap the runtime uses: asking the tracer after a
+//! release does not make glibc consolidate the blocks the runtime freed, nor move
+//! the heap it watches.
 
+#[cfg(not(test))]
+mod answers;
 pub mod api;
 pub mod count;
 #[cfg(not(test))]
@@ -72,3 +79,8 @@ mod exports;
 mod interpose;
 pub mod names;
 pub mod record;
+
+/// The library's answers are built off the traced program's heap ([`answers`]).
+#[cfg(not(test))]
+#[global_allocator]
+static HEAP: answers::AnswerHeap = answers::AnswerHeap;

@@ -282,6 +282,7 @@ fn finish(report: &mut Report, outcome: allocation_loop::LoopOutcome) {
     report.bytes_requested = outcome.bytes;
     report.elapsed_seconds = outcome.elapsed_seconds;
     report.sampling_seconds = outcome.sampling_seconds;
+    report.sampling_cost = Some(outcome.cost);
     let allocating = outcome.elapsed_seconds - outcome.sampling_seconds;
     report.allocations_per_second =
         (outcome.buffers > 0 && allocating > 0.0).then(|| outcome.buffers as f64 / allocating);

@@ -94,6 +94,25 @@ pub struct Bookkeeping {
     pub measured_buffers: u64,
 }
 
+/// Where the loop's instrumentation time went (its sum is `sampling_seconds`):
+/// the run's own cost, part by part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SamplingCost {
+    /// Samples taken.
+    pub samples: u64,
+    /// Seconds reading `/proc` (and the heap, the counts, device memory) at samples,
+    /// the mapping walks left out.
+    pub readings_seconds: f64,
+    /// Seconds walking the mappings, at the samples that walked them.
+    pub mappings_seconds: f64,
+    /// Seconds telling the observer (the progress file a parent reads).
+    pub observer_seconds: f64,
+    /// Guard readings between samples.
+    pub guard_readings: u64,
+    /// Seconds of those.
+    pub guard_seconds: f64,
+}
+
 /// Something the reader should know, with what to do about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Warning {
@@ -269,6 +288,9 @@ pub struct Report {
     pub elapsed_seconds: f64,
     /// Of those, seconds spent taking samples and guard readings (instrumentation).
     pub sampling_seconds: f64,
+    /// The parts of `sampling_seconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_cost: Option<SamplingCost>,
     /// Buffers per second of the loop without the instrumentation time.
     pub allocations_per_second: Option<f64>,
     /// Why the run stopped.
@@ -377,6 +399,7 @@ impl Report {
             bytes_requested: 0,
             elapsed_seconds: 0.0,
             sampling_seconds: 0.0,
+            sampling_cost: None,
             allocations_per_second: None,
             stop,
             samples: Vec::new(),

@@ -148,6 +148,8 @@ pub(crate) struct LoopOutcome {
     pub bytes: u64,
     pub elapsed_seconds: f64,
     pub sampling_seconds: f64,
+    /// The parts of `sampling_seconds`.
+    pub cost: clmulti_explain::SamplingCost,
     pub samples: Vec<Sample>,
     pub stop: StopReason,
     /// Whether the latest sample read every figure (the mappings and the counts).
@@ -345,7 +347,10 @@ pub(crate) fn allocation_loop(
             rss.observe(now.held, out.bytes);
             vsize.observe(now.vsize, out.bytes);
             data.observe(now.data, out.bytes);
-            out.sampling_seconds += (meter.now() - reading).as_secs_f64();
+            let seconds = (meter.now() - reading).as_secs_f64();
+            out.sampling_seconds += seconds;
+            out.cost.guard_readings += 1;
+            out.cost.guard_seconds += seconds;
             let estimate = rss.estimate(next_total);
             if estimate > rss.limit as f64 {
                 out.stop = guard_stop(GuardKind::MaxRss, estimate, rss.limit);

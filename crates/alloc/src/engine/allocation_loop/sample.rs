@@ -18,10 +18,12 @@ pub(super) fn take_sample(
         (Walk::Always, _) | (_, MapsSampling::EverySample) => true,
         (Walk::Budgeted, MapsSampling::Budgeted) => maps.allows(taken - start, out.samples.len()),
     };
+    let mut walked = Duration::ZERO;
     if walks {
         let walking = meter.now();
         usage.process.memory_maps = Some(meter.memory_maps());
-        maps.spent += meter.now() - walking;
+        walked = meter.now() - walking;
+        maps.spent += walked;
     }
     // Every figure: at the samples that always walk, and at all of them when asked
     // for every sample.
@@ -44,9 +46,16 @@ pub(super) fn take_sample(
         kernel_counts: usage.kernel_counts,
         traced_counts: usage.traced_counts,
     };
+    let telling = meter.now();
     meter.sampled(&sample);
     out.samples.push(sample);
-    out.sampling_seconds += (meter.now() - taken).as_secs_f64();
+    let done = meter.now();
+    let cost = &mut out.cost;
+    cost.samples += 1;
+    cost.mappings_seconds += walked.as_secs_f64();
+    cost.observer_seconds += (done - telling).as_secs_f64();
+    cost.readings_seconds += (telling - taken - walked).as_secs_f64();
+    out.sampling_seconds += (done - taken).as_secs_f64();
     guards
 }
 

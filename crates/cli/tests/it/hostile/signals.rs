@@ -29,23 +29,19 @@ fn sigint_and_sigterm_end_a_run_with_its_partial_report() {
             "{what}: released"
         );
     }
-    // A second Ctrl-C ends at once a run whose first cannot (hung in loading). Each
-    // signal is sent once the one before is seen, however loaded the machine: two
-    // sent together would arrive as one.
-    // A first signal that lands before the worker is under way ends the run at once
-    // (130, no "stopping" line): nothing for a second one to do, so it is tried again.
-    for attempt in 1..=3 {
-        if second_signal_ends_a_hung_run(&s, attempt == 3) {
-            return;
-        }
-    }
+    second_signal_ends_a_hung_run(&s);
 }
 
-/// Whether a second SIGINT ended a run hung in loading (`false`: the first ended it
-/// before the worker was under way, allowed unless `last`).
-fn second_signal_ends_a_hung_run(s: &Path, last: bool) -> bool {
+/// A second Ctrl-C ends at once a run whose first cannot (hung in loading). The
+/// first is sent once the run is hung (the fixture ICD's constructor made its file),
+/// each next one once the one before is seen, however loaded the machine: two sent
+/// together would arrive as one, and one sent while the run still starts ends it.
+fn second_signal_ends_a_hung_run(s: &Path) {
     use std::io::BufRead;
+    let ready = s.with_extension("hung");
+    let _ = std::fs::remove_file(&ready);
     let mut child = clmulti_with_icd("hang")
+        .env("HANG_READY", &ready)
         .arg("run")
         .arg(s)
         .stdout(Stdio::null())
@@ -54,25 +50,26 @@ fn second_signal_ends_a_hung_run(s: &Path, last: bool) -> bool {
         .spawn()
         .unwrap();
     let pid = child.id() as i32;
+    let started = std::time::Instant::now();
+    while !ready.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the run never reached the hanging ICD"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
     let mut said = String::new();
-    for (wait_for, signal) in [("(child process)", true), ("stopping on SIGINT", true)] {
+    for wait_for in ["(child process)", "stopping on SIGINT"] {
         while !said.contains(wait_for) {
             let mut line = String::new();
             if err.read_line(&mut line).unwrap() == 0 {
-                let status = child.wait().unwrap();
-                assert!(
-                    !last && status.code() == Some(130) && said.contains("(child process)"),
-                    "stderr ended: {said} ({status:?})"
-                );
-                return false;
+                panic!("stderr ended: {said} ({:?})", child.wait().unwrap());
             }
             said.push_str(&line);
         }
-        if signal {
-            // SAFETY: signalling the process group this test started.
-            unsafe { libc::kill(-pid, libc::SIGINT) };
-        }
+        // SAFETY: signalling the process group this test started.
+        unsafe { libc::kill(-pid, libc::SIGINT) };
     }
     let mut rest = String::new();
     let _ = std::io::Read::read_to_string(&mut err, &mut rest);
@@ -80,7 +77,6 @@ fn second_signal_ends_a_hung_run(s: &Path, last: bool) -> bool {
     // Ended by the second signal (130): the hung run alone would end by its watchdog,
     // exit 1.
     assert_eq!(status.code(), Some(130), "{said}{rest}");
-    true
 }
 
 /// An endless run stopped by `signal` once under way: its report, interrupted. A run
