@@ -199,6 +199,7 @@ fn leak_check(s: &mut String, r: &Report) {
                 format_bytes(l.after_release.rss_bytes as f64),
             ),
         );
+        heap_after_release(s, r);
         line(
             s,
             "bookkeeping",
@@ -296,6 +297,72 @@ pub fn comparison(reports: &[Report]) -> String {
     format!("comparison\n{}", table(&rows))
 }
 
+/// Under the leak check, what tells kept freed heap from live allocations: the C
+/// library's heap after release where it was read (full mode), or how to read it
+/// where RSS stayed above the start without it.
+fn heap_after_release(s: &mut String, r: &Report) {
+    let l = &r.leak_check;
+    let first = r.samples.first().map(|x| &x.host);
+    match (
+        l.after_release.heap_in_use_bytes,
+        l.after_release.heap_free_bytes,
+    ) {
+        (Some(in_use), Some(free)) => {
+            let start = first
+                .and_then(|h| h.heap_in_use_bytes)
+                .map_or(String::new(), |b| {
+                    format!(" ({} at the first sample)", format_bytes(b as f64))
+                });
+            let trimmed = l.after_trim.as_ref().map_or(String::new(), |t| {
+                format!(
+                    "; after malloc_trim(0), RSS {}",
+                    format_bytes(t.rss_bytes as f64)
+                )
+            });
+            line(
+                s,
+                "",
+                format!(
+                    "C heap after release: in use {}{start}, kept free {}{trimmed}",
+                    format_bytes(in_use as f64),
+                    format_bytes(free as f64)
+                ),
+            );
+        }
+        _ if l
+            .not_returned
+            .iter()
+            .any(|n| n.resource == clmulti_explain::Resource::HostRss) =>
+        {
+            line(
+                s,
+                "",
+                format!(
+                    "RSS that stayed may be freed heap the C library keeps, not live allocations: {}=full reads the heap after release (and trims it) and says which",
+                    clmulti_contract::trace::MODE
+                ),
+            );
+        }
+        _ => {}
+    }
+}
+
+/// Each finding that has evidence behind it (its `detail`), under it.
+fn evidence(s: &mut String, r: &Report) {
+    let evidence: Vec<(&str, &str)> = r
+        .analysis
+        .statements
+        .iter()
+        .filter_map(|x| Some((x.text.as_str(), x.detail.as_deref()?)))
+        .collect();
+    if !evidence.is_empty() {
+        s.push_str("  evidence behind the findings:\n");
+        for (text, detail) in evidence {
+            s.push_str(&format!("    {text}\n      {detail}\n"));
+        }
+    }
+}
+
 /// What `-v` adds about a run on stderr: how long each step took, and every sample
 /// with the readings that moved or that a limit applies to.
 pub fn details(r: &Report) -> String {
@@ -306,6 +373,7 @@ pub fn details(r: &Report) -> String {
             s.push_str(&format!("    {:>9.3} s  {}\n", p.seconds, p.phase));
         }
     }
+    evidence(&mut s, r);
     if r.samples.is_empty() {
         s.push_str("  no samples\n");
         return s;
@@ -368,7 +436,7 @@ pub fn details(r: &Report) -> String {
         .count();
     if unwalked > 0 {
         s.push_str(&format!(
-            "  maps \"-\": {unwalked} sample(s) left the mapping walk out (about 1 us per mapping): the first and last samples and those either side of a release round always walk; the others while the walks have cost under 2 ms or 2% of the loop, and the 1st, 2nd, 4th, 8th... whatever they cost ([sampling] maps = \"every-sample\" walks at every one)\n"
+            "  maps \"-\": {unwalked} sample(s) left the mapping walk out (about 1 us per mapping): the first and last samples and those either side of a release round always walk; the others while the walks have cost under 500 us or 1% of the loop, and the 1st, 2nd, 4th, 8th... whatever they cost ([sampling] maps = \"every-sample\" walks at every one)\n"
         ));
     }
     s

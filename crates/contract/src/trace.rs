@@ -32,10 +32,11 @@ pub const ALLOC_FILE_NAME: &str = "libclmulti_trace_alloc.so";
 
 /// Whether a [`MODE`] value turns the tracer off.
 pub fn is_off(value: &str) -> bool {
-    matches!(value.trim(), OFF | "0" | "no")
+    let value = value.trim();
+    value.eq_ignore_ascii_case(OFF) || value == "0" || value.eq_ignore_ascii_case("no")
 }
 
 /// Whether a [`MODE`] value asks for full recording.
 pub fn is_full(value: &str) -> bool {
-    value.trim() == FULL
+    value.trim().eq_ignore_ascii_case(FULL)
 }

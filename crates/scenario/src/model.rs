@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 #[serde(rename_all = "kebab-case")]
 pub enum MapsSampling {
     /// The first and last samples, either side of a release round, the 1st, 2nd,
-    /// 4th, 8th..., and the others while the walks cost under 2 ms or 2% of the loop.
+    /// 4th, 8th..., and the others while the walks cost under 500 us or 1% of the loop.
     #[default]
     Budgeted,
     /// Every sample, whatever it costs the loop's rate.

@@ -98,7 +98,8 @@ pub struct Bookkeeping {
 /// the run's own cost, part by part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct SamplingCost {
-    /// Samples taken.
+    /// Sample readings taken: the samples, and a last one taken again to walk the
+    /// mappings (its cost was paid twice).
     pub samples: u64,
     /// Seconds reading `/proc` (and the heap, the counts, device memory) at samples,
     /// the mapping walks left out.
