@@ -253,8 +253,13 @@ fn say_stopping(bounds: &Bounds) {
 fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
     let start = monotonic_ms();
     let timeout_ms = bounds.timeout.map(|t| t.as_millis() as u64);
-    // Signals received here, and when the last one came (ms).
+    // Signals received here; the stop requests they made (signals that arrive within
+    // 50 ms of each other are one: `timeout` sends its signal to this process and then
+    // to the whole group, two here for one in the worker); when the last signal came
+    // and when one was last passed on (ms).
     let mut received = 0;
+    let mut requests = 0;
+    let mut last_arrived = 0;
     let mut last_received = 0;
     let exited = ExitNotice::open(pid);
     // When `--timeout` asked a graceful command to stop (SIGTERM), so that it reports
@@ -302,19 +307,23 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
             }
         }
         // A signal sent to this process alone is passed on: the worker saw fewer
-        // than arrived here once 50 ms went by (one the terminal sent to the whole
-        // group reaches both at once).
+        // than the requests made here once 50 ms went by (one the terminal sent to
+        // the whole group reaches both at once).
         let count = RECEIVED_COUNT.load(Ordering::SeqCst);
         if count != received {
-            if received == 0 {
+            if requests == 0 {
                 // Said at once: what is in flight may take a while to finish.
                 say_stopping(&bounds);
             }
+            if requests == 0 || now.saturating_sub(last_arrived) >= 50 {
+                requests += 1;
+            }
             received = count;
+            last_arrived = now;
             last_received = now;
         }
         let seen = shared.signals_seen.load(Ordering::SeqCst);
-        if received > seen && now.saturating_sub(last_received) >= 50 {
+        if requests > seen && now.saturating_sub(last_received) >= 50 {
             // SAFETY: signalling our own child.
             unsafe { libc::kill(pid, RECEIVED.load(Ordering::SeqCst)) };
             // Counted as seen by the worker when its handler runs; until then, wait.
@@ -323,7 +332,7 @@ fn watch(pid: libc::pid_t, shared: &Shared, bounds: Bounds) -> u8 {
         exited.wait(Duration::from_millis(5));
     };
     drop(exited);
-    if received == 0 && RECEIVED_COUNT.load(Ordering::SeqCst) > 0 {
+    if requests == 0 && RECEIVED_COUNT.load(Ordering::SeqCst) > 0 {
         // The worker ended before this process looked (a loaded machine): the
         // signal is still acknowledged, once.
         say_stopping(&bounds);

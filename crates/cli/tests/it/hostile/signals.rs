@@ -30,18 +30,17 @@ fn sigint_and_sigterm_end_a_run_with_its_partial_report() {
         );
     }
     second_signal_ends_a_hung_run(&s);
+    one_signal_sent_twice_is_one_request(&s);
 }
 
-/// A second Ctrl-C ends at once a run whose first cannot (hung in loading). The
-/// first is sent once the run is hung (the fixture ICD's constructor made its file),
-/// each next one once the one before is seen, however loaded the machine: two sent
-/// together would arrive as one, and one sent while the run still starts ends it.
-fn second_signal_ends_a_hung_run(s: &Path) {
-    use std::io::BufRead;
+/// Starts `clmulti [ARGS] run SCENARIO` over the fixture ICD that hangs in loading,
+/// and returns once the run is hung there (the ICD made the file `HANG_READY` names).
+fn hung_run(s: &Path, args: &[&str]) -> std::process::Child {
     let ready = s.with_extension("hung");
     let _ = std::fs::remove_file(&ready);
-    let mut child = clmulti_with_icd("hang")
+    let child = clmulti_with_icd("hang")
         .env("HANG_READY", &ready)
+        .args(args)
         .arg("run")
         .arg(s)
         .stdout(Stdio::null())
@@ -49,7 +48,6 @@ fn second_signal_ends_a_hung_run(s: &Path) {
         .process_group(0)
         .spawn()
         .unwrap();
-    let pid = child.id() as i32;
     let started = std::time::Instant::now();
     while !ready.exists() {
         assert!(
@@ -58,6 +56,37 @@ fn second_signal_ends_a_hung_run(s: &Path) {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+    child
+}
+
+/// `timeout` sends its signal to the command and then to the whole group: clmulti
+/// gets two, its worker one. That is one request to stop, not a second Ctrl-C: the
+/// hung run is not ended at once, without a report, but stops as asked (by its time
+/// limit here, as it cannot stop in loading).
+fn one_signal_sent_twice_is_one_request(s: &Path) {
+    let child = hung_run(s, &["--timeout", "3"]);
+    let pid = child.id() as i32;
+    for target in [pid, -pid] {
+        // SAFETY: signalling the process (group) this test started.
+        unsafe { libc::kill(target, libc::SIGINT) };
+        // Apart enough that each is taken, not merged while pending.
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("stopping on SIGINT"), "{err}");
+    assert!(!err.contains("ended at once"), "{err}");
+}
+
+/// A second Ctrl-C ends at once a run whose first cannot (hung in loading). The
+/// first is sent once the run is hung (the fixture ICD's constructor made its file),
+/// each next one once the one before is seen, however loaded the machine: two sent
+/// together would arrive as one, and one sent while the run still starts ends it.
+fn second_signal_ends_a_hung_run(s: &Path) {
+    use std::io::BufRead;
+    let mut child = hung_run(s, &[]);
+    let pid = child.id() as i32;
     let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
     let mut said = String::new();
     for wait_for in ["(child process)", "stopping on SIGINT"] {
