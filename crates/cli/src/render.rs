@@ -338,7 +338,7 @@ fn heap_after_release(s: &mut String, r: &Report) {
                 s,
                 "",
                 format!(
-                    "RSS that stayed may be freed heap the C library keeps, not live allocations: {}=full reads the heap after release (and trims it) and says which",
+                    "RSS that stayed may be freed heap the C library keeps, live allocations, or memory outside its heap (the runtime's own mappings): {}=full reads the heap after release and trims it, which tells them apart",
                     clmulti_contract::trace::MODE
                 ),
             );

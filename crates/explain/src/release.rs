@@ -506,7 +506,7 @@ pub(crate) fn trim_words(report: &Report) -> String {
     let (Some(trim), Some(kept)) = (check.after_trim, kept) else {
         return match (kept, check.after_release.heap_in_use_bytes) {
             (Some(_), None) => format!(
-                "; whether it is freed heap the C library keeps or live allocations, the C library's heap after release tells: it is read in full mode ({}=full, as a diagnosis's replicate runs)",
+                "; whether it is freed heap the C library keeps, live allocations or memory outside its heap, the C library's heap after release and a trim tell: they are read in full mode ({}=full, as a diagnosis's replicate runs)",
                 clmulti_contract::trace::MODE
             ),
             _ => String::new(),

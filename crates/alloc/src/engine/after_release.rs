@@ -17,12 +17,12 @@ use clmulti_probe::UsageReader;
 /// which the plain C loop, exiting after release, never pays. So the readings come
 /// first, allocating nothing, and then clmulti's own allocations move off the C
 /// library's heap ([`own_heap`](crate::own_heap)). The heap's figures after release
-/// (whether resident memory that stayed is freed heap the C library keeps or live
-/// allocations) are the replicate's, in full mode, as the trim is: the trim returns
-/// the freed pages at the price of a TLB shootdown on every CPU the runtime's threads
-/// ran on (11 ms on a 16-core node, measured), pages a process returns at its exit
-/// anyway. A reading with DRM or dma-buf descriptors allocates to read their fdinfo:
-/// on GPUs that cost is the consolidation's.
+/// (whether resident memory that stayed is freed heap the C library keeps, live
+/// allocations or memory outside the heap) are the replicate's, in full mode, as the
+/// trim is: the trim returns the freed pages at the price of a TLB shootdown on every
+/// CPU the runtime's threads ran on (11 ms on a 16-core node, measured), pages a
+/// process returns at its exit anyway. A reading with DRM or dma-buf descriptors
+/// allocates to read their fdinfo: on GPUs that cost is the consolidation's.
 pub(super) fn read(
     leak_check: &mut LeakCheck,
     usage: &UsageReader,
