@@ -4,9 +4,9 @@
 //! `cargo run --release -p clmulti-probe --example reading_cost [-- ROUNDS]`
 //!
 //! The OpenCL runtimes load first (as in a run), so the mapping count is a run's. A
-//! sample takes the light reading and the heap; one in a few (the first, the last,
-//! the 1st, 2nd, 4th... and those the walks' budget allows) the counts and the walk
-//! too. Under clmulti's tracer (`LD_PRELOAD=.../libclmulti_trace.so`) the counts
+//! sample takes the light reading; one in a few (the 1st, 4th, 16th... and those the
+//! walks' budget allows) the heap and the walk too, and the first and the last the
+//! counts as well. Under clmulti's tracer (`LD_PRELOAD=.../libclmulti_trace.so`) the counts
 //! include its own.
 
 use clmulti_probe::UsageReader;
@@ -47,7 +47,7 @@ fn main() {
         ("meminfo", &|| {
             reader.system().map_or(0, |s| s.available_bytes)
         }),
-        ("light: statm, fds, status, meminfo", &|| {
+        ("light: fds, status, meminfo", &|| {
             reader.read_light().process.open_fds
         }),
         ("the C library's heap (mallinfo2)", &|| {

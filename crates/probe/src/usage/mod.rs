@@ -98,6 +98,10 @@ pub struct Usage {
     /// The calls clmulti's tracer counted, by kind, when it is loaded
     /// ([`crate::trace`]).
     pub traced_counts: Option<crate::kmd_emu::Counts>,
+    /// Data and stack, bytes: `statm`'s data figure, read here from `status`
+    /// (`VmData` + `VmStk`), so a guard that reads `statm` between readings learns
+    /// from one figure (not reported: `process.data_bytes` is `VmData`).
+    pub data_and_stack_bytes: u64,
 }
 
 impl ProcessUsage {
@@ -220,13 +224,14 @@ impl UsageReader {
     /// allocation (or a walk of the heap) pays for sorting every freed chunk.
     pub fn read_light(&self) -> Usage {
         let _own = self.own();
+        let fds = self.scan_fds();
+        // One read of `status` gives what `statm` would too (the same counters).
+        let status = self.status();
         let Statm {
             virtual_bytes,
             rss_bytes,
-            ..
-        } = self.statm();
-        let fds = self.scan_fds();
-        let status = self.status();
+            data_bytes: data_and_stack_bytes,
+        } = status.statm.unwrap_or_else(|| self.statm());
         Usage {
             process: ProcessUsage {
                 rss_bytes,
@@ -247,6 +252,7 @@ impl UsageReader {
             dmabuf_exporters: fds.dmabuf_exporters.into_iter().collect(),
             kernel_counts: None,
             traced_counts: None,
+            data_and_stack_bytes,
         }
     }
 
@@ -332,11 +338,21 @@ impl UsageReader {
     fn status(&self) -> StatusFigures {
         let mut buf = self.scratch.borrow_mut();
         let len = text::read_into(self.status.as_ref(), &mut buf);
-        let [threads, locked, data] = text::fields(&buf[..len], ["Threads", "VmLck", "VmData"]);
+        let [threads, locked, data, stack, size, rss] = text::fields(
+            &buf[..len],
+            ["Threads", "VmLck", "VmData", "VmStk", "VmSize", "VmRSS"],
+        );
+        let kib = |v: Option<u64>| v.unwrap_or(0) * 1024;
         StatusFigures {
             threads: threads.unwrap_or(0),
-            locked_bytes: locked.unwrap_or(0) * 1024,
-            data_bytes: data.unwrap_or(0) * 1024,
+            locked_bytes: kib(locked),
+            data_bytes: kib(data),
+            // A `status` without them (a fixture's) leaves them to `statm`.
+            statm: size.zip(rss).map(|(size, rss)| Statm {
+                virtual_bytes: size * 1024,
+                rss_bytes: rss * 1024,
+                data_bytes: kib(data) + kib(stack),
+            }),
         }
     }
 
@@ -403,6 +419,8 @@ struct StatusFigures {
     threads: u64,
     locked_bytes: u64,
     data_bytes: u64,
+    /// `statm`'s figures, where `status` has them.
+    statm: Option<Statm>,
 }
 
 impl Drop for UsageReader {

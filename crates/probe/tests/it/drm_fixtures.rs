@@ -92,7 +92,10 @@ fn each_driver_format_parses_with_its_units() {
 
 /// A `/proc` of one process: its fds link to DRM devices, a dma-buf and /dev/null.
 fn proc_tree() -> PathBuf {
-    let root = std::env::temp_dir().join(format!("clmulti-proc-{}", std::process::id()));
+    // One tree per call: the tests that build one run in parallel.
+    static TREES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = TREES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let root = std::env::temp_dir().join(format!("clmulti-proc-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let this = root.join("self");
     std::fs::create_dir_all(this.join("fd")).unwrap();
@@ -165,4 +168,29 @@ fn driver_limits_are_read_from_sysfs() {
     // Absent sources are absent, not zero.
     let none = DriverLimits::read(Path::new("/nonexistent"), 4096);
     assert_eq!((none.ttm_pages_limit_bytes, none.amdgpu.len()), (None, 0));
+}
+
+#[test]
+fn status_gives_what_statm_would_and_statm_stands_in_where_status_lacks_it() {
+    let root = proc_tree();
+    let status = |text: &str| std::fs::write(root.join("self/status"), text).unwrap();
+    // statm: 262144 pages virtual, 25600 resident, 20000 data and stack.
+    status("Threads:\t7\nVmSize:\t  2048 kB\nVmLck:\t 8 kB\nVmRSS:\t  1024 kB\nVmData:\t  512 kB\nVmStk:\t  132 kB\n");
+    let usage = UsageReader::open_at(&root).read_light();
+    let p = usage.process;
+    assert_eq!((p.virtual_bytes, p.rss_bytes), (2048 << 10, 1024 << 10));
+    assert_eq!(
+        (p.threads, p.locked_bytes, p.data_bytes),
+        (7, 8 << 10, 512 << 10)
+    );
+    assert_eq!(usage.data_and_stack_bytes, (512 + 132) << 10);
+    status("Threads:\t7\nVmData:\t  512 kB\n");
+    let usage = UsageReader::open_at(&root).read_light();
+    let p = usage.process;
+    assert_eq!(
+        (p.virtual_bytes, p.rss_bytes),
+        (262144 * 4096, 25600 * 4096)
+    );
+    assert_eq!(usage.data_and_stack_bytes, 20000 * 4096);
+    std::fs::remove_dir_all(&root).unwrap();
 }

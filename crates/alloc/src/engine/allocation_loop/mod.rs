@@ -45,10 +45,15 @@ pub(crate) trait Meter {
     fn guard_reading(&self, bytes: u64) -> GuardReading;
     /// What the guards watch, as a sample's reading has it.
     fn guard_reading_in(&self, usage: &Usage, bytes: u64) -> GuardReading;
-    /// Every reading but the mapping count and the counts (samples).
+    /// Every reading but the mapping count, the C library's heap and the counts
+    /// (samples).
     fn usage(&self) -> Usage;
     /// The mapping count, walked now.
     fn memory_maps(&self) -> u64;
+    /// The C library's heap, read now into `usage`: at the samples that walk the
+    /// mappings (`mallinfo2` walks every arena: 3 to 6 us a sample on a 16-core
+    /// node with PoCL's threads, a tenth of a sample's readings).
+    fn heap(&self, _usage: &mut Usage) {}
     /// The emulated driver's and the tracer's counts, read now into `usage`: only
     /// their first and last readings are compared, so only the samples that always
     /// walk the mappings (the first, the last, either side of a release) read them.
@@ -159,7 +164,8 @@ pub(crate) struct LoopOutcome {
 /// Estimates RSS between readings, so the guard reads RSS only when the next buffer
 /// could cross it: an estimate assumes every requested byte since the last reading
 /// costs as much RSS as the most any byte of this run did (at least `rss_per_byte`).
-/// Readings after the 1st, 2nd, 4th, 8th... buffer learn that cost early.
+/// Readings after the 1st, 2nd, 4th, 8th... buffer learn that cost early, unless a
+/// reading (a sample's) came after the first half of the way.
 struct RssGuard {
     limit: u64,
     reading: u64,
@@ -210,7 +216,8 @@ impl RssGuard {
     fn wants_reading(&mut self, index: u64, bytes_after: u64) -> bool {
         if index == self.next_learning_read {
             self.next_learning_read = (index * 2).max(1);
-            return index > 0;
+            // A reading within the last half of the way (a sample's) has learned it.
+            return index > 0 && self.bytes_at_reading.saturating_mul(2) < bytes_after;
         }
         bytes_after > self.read_past
     }
@@ -436,25 +443,28 @@ enum Walk {
 /// buffer in well under 1 us: walking at every sample of 100000 buffers took 18 ms
 /// of PoCL's 66 ms loop (measured). Samples between the first and last walk them
 /// while the walks so far have cost under [`MAPS_FREE`], or under [`MAPS_SHARE`] of
-/// the loop's time, and at the 1st, 2nd, 4th, 8th... sample whatever they cost (so
+/// the loop's time, and at the 1st, 4th, 16th, 64th... sample whatever they cost (so
 /// a long run's middle has counts); the others leave the count out (`None`), never
 /// a stale one. A slow runtime (a GPU's, ~10 us a buffer) gets it at every sample.
+/// (Powers of two and a free 0.5 ms cost 1.3 ms of a 100 000-buffer PoCL run on a
+/// 16-core node, a fifth of its sampling; the run's own cost is kept under 5 ms.)
 #[derive(Debug, Default)]
 struct MapsBudget {
     spent: Duration,
 }
 
 /// What the walks may cost before they are counted against the loop's time (on a
-/// 16-core node with two runtimes loaded, 260 mappings: a walk costs 113 us).
-const MAPS_FREE: Duration = Duration::from_micros(500);
+/// 16-core node with two runtimes loaded, 260 mappings: a walk costs 75 to 120 us).
+const MAPS_FREE: Duration = Duration::from_micros(250);
 /// The share of the loop's time the walks may take beyond that.
 const MAPS_SHARE: f64 = 0.01;
 
 impl MapsBudget {
     /// Whether sample number `nth` (0 is the first) walks the mappings: the 1st,
-    /// 2nd, 4th, 8th... whatever the walks cost.
+    /// 4th, 16th, 64th... whatever the walks cost.
     fn allows(&self, elapsed: Duration, nth: usize) -> bool {
-        (nth + 1).is_power_of_two()
+        let power_of_four = (nth + 1).is_power_of_two() && (nth + 1).trailing_zeros() % 2 == 0;
+        power_of_four
             || self.spent < MAPS_FREE
             || self.spent.as_secs_f64() < MAPS_SHARE * elapsed.as_secs_f64()
     }
@@ -490,16 +500,18 @@ impl Meter for HostMeter<'_, '_> {
         GuardReading {
             held: usage.process.rss_bytes + shmem.saturating_sub(self.shmem_start) + kernel,
             vsize: usage.process.virtual_bytes,
-            // statm's data (with the stack), as between samples: one source for the
-            // guard's learning (2 us; meminfo, which the sample has, is the dear one).
-            data: self.usage.statm().data_bytes,
+            // statm's data (with the stack), as between samples: one figure for the
+            // guard's learning, read with the sample's `status`.
+            data: usage.data_and_stack_bytes,
         }
     }
 
     fn usage(&self) -> Usage {
-        let mut usage = self.usage.read_light();
-        self.usage.add_heap(&mut usage);
-        usage
+        self.usage.read_light()
+    }
+
+    fn heap(&self, usage: &mut Usage) {
+        self.usage.add_heap(usage);
     }
 
     fn memory_maps(&self) -> u64 {

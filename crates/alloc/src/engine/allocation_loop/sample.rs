@@ -2,8 +2,9 @@
 
 use super::*;
 
-/// One sample of every reading (the mappings walked always, on every sample, or
-/// within their time budget), told to the meter and kept; its guard reading.
+/// One sample of every reading (the mappings walked, and the C library's heap read,
+/// always, on every sample, or within the walks' time budget), told to the meter and
+/// kept; its guard reading.
 #[inline]
 pub(super) fn take_sample(
     plan: &LoopPlan,
@@ -20,6 +21,7 @@ pub(super) fn take_sample(
     };
     let mut walked = Duration::ZERO;
     if walks {
+        meter.heap(&mut usage);
         let walking = meter.now();
         usage.process.memory_maps = Some(meter.memory_maps());
         walked = meter.now() - walking;
