@@ -9,6 +9,12 @@
 //! cover less than it says).
 //! SIGINT or SIGTERM stops it after the arm in flight and reports the rounds that
 //! finished (a second one ends it at once).
+//!
+//! Each process draws its own rate (on an H200 node, 480 000 to 740 000
+//! `clCreateBuffer` a second, the same in both arms, pinned or not), so the ratio's
+//! spread shrinks only with rounds: `--jobs N` plays N rounds at a time on a host
+//! with the cores for it, each arm's memory bound a N-th of the one arm's share.
+//! The arms of all rounds then share the host alike, which the ratio cancels.
 
 use crate::format::{self, table, Format};
 use crate::{note, Failure};
@@ -18,8 +24,10 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 mod arm;
+mod rounds;
 mod stats;
 use arm::run_arm;
+use rounds::play_rounds;
 use stats::{median, median_interval, rounds_needed, verdict};
 
 /// The engine's rate should be at least this share of the plain loop's.
@@ -32,6 +40,8 @@ const CALIBRATIONS: usize = 4;
 const MEMORY_SHARE: f64 = 0.25;
 /// The most rounds `--rounds` takes.
 const MAX_ROUNDS: u32 = 1000;
+/// The most rounds `--jobs` plays at a time.
+const MAX_JOBS: u32 = 64;
 /// The longest `--min-seconds` (each arm of each round runs about this long).
 const MAX_MIN_SECONDS: f64 = 600.0;
 /// The plain loop reads its RSS every this many buffers against its memory bound.
@@ -57,6 +67,11 @@ pub struct Args {
     /// interval within a few percent of the median.
     #[arg(long, default_value_t = 21, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_ROUNDS)))]
     rounds: u32,
+    /// Rounds played at a time, each arm still its own process (default 1). On a
+    /// host with cores to spare, N at a time give N times the rounds in the same
+    /// time; each arm's memory bound is then a N-th of the quarter one arm may take.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_JOBS)))]
+    jobs: u32,
     /// Seconds the plain loop of one arm should take at least (the count is raised
     /// to reach it, within a quarter of the available memory).
     #[arg(long, default_value_t = 0.5, value_parser = min_seconds)]
@@ -170,6 +185,8 @@ struct BenchReport {
     verdict: Verdict,
     /// The rounds asked for (`--rounds`); `rounds` holds fewer when stopped early.
     rounds_asked: u32,
+    /// Rounds played at a time (`--jobs`).
+    jobs: u32,
     /// The signal that stopped the bench before every round ran (`SIGTERM`).
     #[serde(skip_serializing_if = "Option::is_none")]
     stopped_by: Option<String>,
@@ -356,7 +373,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         devices[0].info().selector,
         devices[0].info().display_name()
     );
-    let memory = memory_for(args.count)?;
+    let memory = memory_for(args.count, args.jobs)?;
     let Calibration {
         count,
         tried: calibration,
@@ -366,10 +383,14 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         other => other,
     })?;
     note!(
-        "bench: {device}; {count} buffers of {} per arm (the plain loop took {:.3} s at that count or the one before), engine sampling every {}; each arm in a fresh process",
+        "bench: {device}; {count} buffers of {} per arm (the plain loop took {:.3} s at that count or the one before), engine sampling every {}; each arm in a fresh process{}",
         clmulti_scenario::format_size(size),
         calibration.last().map_or(0.0, |c| c.1),
-        args.sample_every
+        args.sample_every,
+        match args.jobs {
+            1 => String::new(),
+            n => format!(", {n} rounds at a time"),
+        }
     );
     let (rounds, stopped_by) = play_rounds(args, count, memory)?;
     let mut ratios: Vec<f64> = rounds.iter().map(|r| r.ratio).collect();
@@ -393,6 +414,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         verdict,
         rounds,
         rounds_asked: args.rounds,
+        jobs: args.jobs,
         stopped_by: stopped_by.map(clmulti_contract::signal_name),
         rounds_needed: (verdict == Verdict::NotResolved)
             .then(|| rounds_needed(&ratios, target))
@@ -401,12 +423,17 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     say_verdict(args, &report, stopped_by)
 }
 
-/// The bench's bound on host memory, once `--count` buffers fit in it.
-fn memory_for(count: u64) -> Result<u64, Failure> {
-    let memory = memory_bound();
+/// One arm's bound on host memory (a `jobs`-th of the arms' quarter), once
+/// `--count` buffers fit in it.
+fn memory_for(count: u64, jobs: u32) -> Result<u64, Failure> {
+    let memory = memory_bound() / u64::from(jobs.max(1));
     if count.saturating_mul(MIN_BYTES_PER_BUFFER) > memory {
+        let share = match jobs {
+            1 => "a quarter of the available memory".to_owned(),
+            n => format!("a quarter of the available memory over --jobs {n}"),
+        };
         return Err(Failure::Input(format!(
-            "--count {count}: at {MIN_BYTES_PER_BUFFER} B of host memory per buffer at least, that passes the bench's bound of {} (a quarter of the available memory): use --count {} or less",
+            "--count {count}: at {MIN_BYTES_PER_BUFFER} B of host memory per buffer at least, that passes the bench's bound of {} ({share}): use --count {} or less",
             clmulti_scenario::format_bytes(memory as f64),
             memory / MIN_BYTES_PER_BUFFER
         )));
@@ -420,44 +447,6 @@ fn stopped_before_a_round(signal: i32) -> Failure {
         clmulti_contract::signal_name(signal)
     );
     Failure::Interrupted(signal)
-}
-
-/// The rounds, each arm a fresh process, which goes first alternating; a stop
-/// after a round ends them (the signal returned), before any is an error.
-fn play_rounds(args: &Args, count: u64, memory: u64) -> Result<(Vec<Round>, Option<i32>), Failure> {
-    let mut rounds = Vec::new();
-    for round in 0..args.rounds {
-        let arms = if round % 2 == 0 {
-            spawn_arm(Arm::Plain, args, count, memory)
-                .and_then(|p| Ok((p, spawn_arm(Arm::Engine, args, count, memory)?)))
-        } else {
-            spawn_arm(Arm::Engine, args, count, memory)
-                .and_then(|e| Ok((spawn_arm(Arm::Plain, args, count, memory)?, e)))
-        };
-        let (plain, engine) = match arms {
-            Ok(arms) => arms,
-            // Stopped as asked: the rounds that finished are reported.
-            Err(Failure::Interrupted(signal)) if !rounds.is_empty() => {
-                return Ok((rounds, Some(signal)));
-            }
-            Err(Failure::Interrupted(signal)) => return Err(stopped_before_a_round(signal)),
-            Err(e) => return Err(e),
-        };
-        crate::verbose!(
-            "bench: round {} of {}: ratio {:.3}",
-            round + 1,
-            args.rounds,
-            engine.rate / plain.rate
-        );
-        rounds.push(Round {
-            plain: plain.rate,
-            engine: engine.rate,
-            ratio: engine.rate / plain.rate,
-            plain_seconds: plain.seconds,
-            engine_seconds: engine.seconds,
-        });
-    }
-    Ok((rounds, None))
 }
 
 /// The report in the format asked, and the exit: a stop, or a rate below `--require`.

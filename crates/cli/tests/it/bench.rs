@@ -54,6 +54,54 @@ fn the_bench_gives_a_median_an_interval_and_one_of_three_verdicts() {
 }
 
 #[test]
+fn jobs_play_rounds_at_once_and_report_them_in_order() {
+    let out = run(clmulti(1).args([
+        "-v",
+        "bench",
+        "--device",
+        "0:0",
+        "--count",
+        "100",
+        "--size",
+        "4KiB",
+        "--rounds",
+        "6",
+        "--jobs",
+        "3",
+        "--min-seconds",
+        "0.001",
+        "--format",
+        "json",
+    ]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = json(&out);
+    assert_eq!(
+        (
+            report["jobs"].as_u64(),
+            report["rounds"].as_array().map(Vec::len)
+        ),
+        (Some(3), Some(6))
+    );
+    // Arms overlap: a child starts before the one before it has exited.
+    let (mut in_flight, mut most) = (0i32, 0);
+    for line in stderr(&out).lines() {
+        if line.starts_with("bench: child: ") {
+            in_flight += 1;
+            most = most.max(in_flight);
+        } else if line.contains(" arm exited with ") {
+            in_flight -= 1;
+        }
+    }
+    assert!(most >= 2, "arms never overlapped:\n{}", stderr(&out));
+    // Calibration ran alone, before the rounds.
+    assert!(
+        stderr(&out).contains("3 rounds at a time"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn five_rounds_give_no_interval_and_no_verdict() {
     let out = run(clmulti(1).args([
         "bench",
