@@ -4,7 +4,7 @@
 //! `cargo run --release -p clmulti-probe --example reading_cost [-- ROUNDS]`
 //!
 //! The OpenCL runtimes load first (as in a run), so the mapping count is a run's. A
-//! sample takes the light reading; one in a few (the 1st, 4th, 16th... and those the
+//! sample takes the light reading; one in a few (the 1st, 8th, 64th... and those the
 //! walks' budget allows) the heap and the walk too, and the first and the last the
 //! counts as well. Under clmulti's tracer (`LD_PRELOAD=.../libclmulti_trace.so`) the counts
 //! include its own.

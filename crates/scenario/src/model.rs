@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum MapsSampling {
-    /// The first and last samples, either side of a release round, the 1st, 4th,
-    /// 16th, 64th..., and the others while the walks cost under 250 us or 1% of the
-    /// loop (the C library's heap is read at the same samples).
+    /// The first and last samples, either side of a release round, the 1st, 8th,
+    /// 64th..., and the others while the walks cost under 100 us or 0.5% of the loop
+    /// (the C library's heap is read at the same samples).
     #[default]
     Budgeted,
     /// Every sample, whatever it costs the loop's rate.

@@ -443,11 +443,12 @@ enum Walk {
 /// buffer in well under 1 us: walking at every sample of 100000 buffers took 18 ms
 /// of PoCL's 66 ms loop (measured). Samples between the first and last walk them
 /// while the walks so far have cost under [`MAPS_FREE`], or under [`MAPS_SHARE`] of
-/// the loop's time, and at the 1st, 4th, 16th, 64th... sample whatever they cost (so
-/// a long run's middle has counts); the others leave the count out (`None`), never
-/// a stale one. A slow runtime (a GPU's, ~10 us a buffer) gets it at every sample.
-/// (Powers of two and a free 0.5 ms cost 1.3 ms of a 100 000-buffer PoCL run on a
-/// 16-core node, a fifth of its sampling; the run's own cost is kept under 5 ms.)
+/// the loop's time, and at the 1st, 8th, 64th, 512th... sample whatever they cost
+/// (so a long run's middle has counts); the others leave the count out (`None`),
+/// never a stale one. A slow runtime (a GPU's, ~10 us a buffer) gets it at every
+/// sample. (Powers of two, 0.5 ms free and 1% cost 1.3 ms of a 100 000-buffer PoCL
+/// run on a 16-core node, a fifth of its sampling: the run's own cost is to stay
+/// under 5 ms.)
 #[derive(Debug, Default)]
 struct MapsBudget {
     spent: Duration,
@@ -455,16 +456,16 @@ struct MapsBudget {
 
 /// What the walks may cost before they are counted against the loop's time (on a
 /// 16-core node with two runtimes loaded, 260 mappings: a walk costs 75 to 120 us).
-const MAPS_FREE: Duration = Duration::from_micros(250);
+const MAPS_FREE: Duration = Duration::from_micros(100);
 /// The share of the loop's time the walks may take beyond that.
-const MAPS_SHARE: f64 = 0.01;
+const MAPS_SHARE: f64 = 0.005;
 
 impl MapsBudget {
     /// Whether sample number `nth` (0 is the first) walks the mappings: the 1st,
-    /// 4th, 16th, 64th... whatever the walks cost.
+    /// 8th, 64th, 512th... whatever the walks cost.
     fn allows(&self, elapsed: Duration, nth: usize) -> bool {
-        let power_of_four = (nth + 1).is_power_of_two() && (nth + 1).trailing_zeros() % 2 == 0;
-        power_of_four
+        let power_of_eight = (nth + 1).is_power_of_two() && (nth + 1).trailing_zeros() % 3 == 0;
+        power_of_eight
             || self.spent < MAPS_FREE
             || self.spent.as_secs_f64() < MAPS_SHARE * elapsed.as_secs_f64()
     }

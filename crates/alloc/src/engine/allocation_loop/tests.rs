@@ -387,18 +387,18 @@ fn walked(out: &LoopOutcome) -> Vec<bool> {
 
 #[test]
 fn costly_mapping_walks_are_left_out_of_fast_samples_but_never_the_first_or_last() {
-    // Walks of 1 ms beside instant allocations: the free 0.25 ms go in the first
-    // sample, after which 1% of the loop's time never pays for another; the 4th
-    // sample (3) walks anyway, the last always.
+    // Walks of 1 ms beside instant allocations: the free 0.1 ms go in the first
+    // sample, after which 0.5% of the loop's time never pays for another; the 8th
+    // sample (7) walks anyway, the last always.
     let (mut backend, mut meter) = fake(0);
     meter.walk_cost = Duration::from_millis(1);
     let out = allocation_loop(&plan(), &mut backend, &mut meter, None);
     let walked = walked(&out);
     assert_eq!(walked.len(), 11);
-    for always in [0, 3, 10] {
+    for always in [0, 7, 10] {
         assert!(walked[always], "sample {always}: {walked:?}");
     }
-    for skipped in [1, 2, 4, 5, 6, 7, 8, 9] {
+    for skipped in [1, 2, 3, 4, 5, 6, 8, 9] {
         assert!(!walked[skipped], "sample {skipped}: {walked:?}");
     }
     assert_eq!(
@@ -422,11 +422,11 @@ fn maps_every_sample_walks_at_every_sample_whatever_it_costs() {
 
 #[test]
 fn a_slow_runtime_gets_the_mapping_count_at_every_sample() {
-    // 10 buffers of 2 ms between samples: a 0.1 ms walk is 0.5% of that, within the
-    // 1% once the free 0.25 ms are spent (after 3 of the 21 samples).
+    // 10 buffers of 2 ms between samples: a 80 us walk is 0.4% of that, within the
+    // 0.5% once the free 0.1 ms are spent (after 2 of the 21 samples).
     let (mut backend, mut meter) = fake(0);
     backend.delay = Duration::from_millis(2);
-    meter.walk_cost = Duration::from_micros(100);
+    meter.walk_cost = Duration::from_micros(80);
     let plan = LoopPlan {
         target: 200,
         ..plan()
@@ -436,21 +436,21 @@ fn a_slow_runtime_gets_the_mapping_count_at_every_sample() {
 }
 
 #[test]
-fn the_budget_walks_free_then_by_share_and_at_powers_of_four_whatever_the_cost() {
+fn the_budget_walks_free_then_by_share_and_at_powers_of_eight_whatever_the_cost() {
     let ms = Duration::from_millis;
     let budget = |spent| MapsBudget { spent };
-    // Under the free 0.25 ms: any sample, however short the loop so far.
-    assert!(budget(Duration::from_micros(200)).allows(ms(0), 2));
-    assert!(!budget(Duration::from_micros(300)).allows(ms(0), 2));
-    // Beyond it: 3 ms of walks need over 300 ms of loop (1%).
-    assert!(!budget(ms(3)).allows(ms(290), 2));
-    assert!(budget(ms(3)).allows(ms(310), 2));
-    // The 1st, 4th, 16th, 64th... (0, 3, 15, 63) walk over any budget; the 2nd,
-    // 5th and 8th (1, 4, 7) not.
-    for nth in [0, 3, 15, 63, 1023] {
+    // Under the free 0.1 ms: any sample, however short the loop so far.
+    assert!(budget(Duration::from_micros(50)).allows(ms(0), 2));
+    assert!(!budget(Duration::from_micros(150)).allows(ms(0), 2));
+    // Beyond it: 3 ms of walks need over 600 ms of loop (0.5%).
+    assert!(!budget(ms(3)).allows(ms(590), 2));
+    assert!(budget(ms(3)).allows(ms(610), 2));
+    // The 1st, 8th, 64th, 512th (0, 7, 63, 511) walk over any budget; the 2nd,
+    // 4th, 16th and 1024th (1, 3, 15, 1023) not.
+    for nth in [0, 7, 63, 511] {
         assert!(budget(ms(1000)).allows(ms(1), nth), "sample {nth}");
     }
-    for nth in [1, 4, 7, 31] {
+    for nth in [1, 3, 15, 1023] {
         assert!(!budget(ms(1000)).allows(ms(1), nth), "sample {nth}");
     }
 }
@@ -464,11 +464,11 @@ fn a_last_sample_taken_without_the_walk_is_taken_again_with_it() {
     let out = allocation_loop(&plan(), &mut backend, &mut meter, None);
     let at: Vec<u64> = out.samples.iter().map(|s| s.allocations).collect();
     assert_eq!(at, (0..=10).map(|i| i * 10).collect::<Vec<_>>());
-    // The 1st and 4th (0, 3) and the last.
-    let first_fourth_or_last = |i: usize| matches!(i, 0 | 3 | 10);
+    // The 1st and 8th (0, 7) and the last.
+    let first_eighth_or_last = |i: usize| matches!(i, 0 | 7 | 10);
     assert_eq!(
         walked(&out),
-        (0..11).map(first_fourth_or_last).collect::<Vec<_>>()
+        (0..11).map(first_eighth_or_last).collect::<Vec<_>>()
     );
 }
 
