@@ -155,7 +155,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__bench)
-            opts="-q -v -h --device --count --size --rounds --min-seconds --sample-every --require --format --quiet --verbose --timeout --help"
+            opts="-q -v -h --device --count --size --rounds --jobs --min-seconds --sample-every --require --format --quiet --verbose --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -174,6 +174,10 @@ _clmulti() {
                     return 0
                     ;;
                 --rounds)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

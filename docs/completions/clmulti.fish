@@ -86,6 +86,7 @@ complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l device -d 'Dev
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l count -d 'Buffers per arm to start from; raised until an arm takes --min-seconds' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l size -d 'Buffer size' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l rounds -d 'Rounds (each runs both arms, in fresh processes); at least 6 for a 95% interval. A busy machine\'s arms vary by a fifth from round to round: 21 rounds put the interval within a few percent of the median' -r
+complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l jobs -d 'Rounds played at a time, each arm still its own process (default 1). On a host with cores to spare, N at a time give N times the rounds in the same time; each arm\'s memory bound is then a N-th of the quarter one arm may take' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l min-seconds -d 'Seconds the plain loop of one arm should take at least (the count is raised to reach it, within a quarter of the available memory)' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l sample-every -d 'The engine\'s sampling interval' -r
 complete -c clmulti -n "__fish_clmulti_using_subcommand bench" -l require -d 'The target ratio (default 0.95); exit 1 when the interval lies wholly below it' -r

@@ -187,6 +187,8 @@ struct BenchReport {
     rounds_asked: u32,
     /// Rounds played at a time (`--jobs`).
     jobs: u32,
+    /// Wall-clock seconds the rounds took, all of them (calibration apart).
+    rounds_seconds: f64,
     /// The signal that stopped the bench before every round ran (`SIGTERM`).
     #[serde(skip_serializing_if = "Option::is_none")]
     stopped_by: Option<String>,
@@ -392,7 +394,9 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             n => format!(", {n} rounds at a time"),
         }
     );
+    let playing = std::time::Instant::now();
     let (rounds, stopped_by) = play_rounds(args, count, memory)?;
+    let rounds_seconds = playing.elapsed().as_secs_f64();
     let mut ratios: Vec<f64> = rounds.iter().map(|r| r.ratio).collect();
     ratios.sort_by(f64::total_cmp);
     let interval = median_interval(&ratios, CONFIDENCE);
@@ -415,6 +419,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         rounds,
         rounds_asked: args.rounds,
         jobs: args.jobs,
+        rounds_seconds,
         stopped_by: stopped_by.map(clmulti_contract::signal_name),
         rounds_needed: (verdict == Verdict::NotResolved)
             .then(|| rounds_needed(&ratios, target))
@@ -530,7 +535,10 @@ fn bench_text(report: &BenchReport, min_seconds: f64) -> String {
         let _ = match report.rounds_needed {
             Some(n) => writeln!(
                 out,
-                "  to resolve it: about {n} rounds (--rounds {n}) at this spread, were the median to stay where it is"
+                "  to resolve it: about {n} rounds (--rounds {n}) at this spread, were the median to stay where it is: {} at this run's pace ({:.2} s a round, --jobs {})",
+                duration_words(report.rounds_seconds / report.rounds.len().max(1) as f64 * f64::from(n)),
+                report.rounds_seconds / report.rounds.len().max(1) as f64,
+                report.jobs
             ),
             None => writeln!(
                 out,
@@ -539,4 +547,15 @@ fn bench_text(report: &BenchReport, min_seconds: f64) -> String {
         };
     }
     out
+}
+
+/// `seconds` as a person reads a wait: "40 s", "12 min", "3.5 h".
+fn duration_words(seconds: f64) -> String {
+    if seconds < 90.0 {
+        format!("about {seconds:.0} s")
+    } else if seconds < 5400.0 {
+        format!("about {:.0} min", seconds / 60.0)
+    } else {
+        format!("about {:.1} h", seconds / 3600.0)
+    }
 }

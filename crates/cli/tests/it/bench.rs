@@ -82,6 +82,7 @@ fn jobs_play_rounds_at_once_and_report_them_in_order() {
         ),
         (Some(3), Some(6))
     );
+    assert!(report["rounds_seconds"].as_f64().unwrap() > 0.0, "{report}");
     // Arms overlap: a child starts before the one before it has exited.
     let (mut in_flight, mut most) = (0i32, 0);
     for line in stderr(&out).lines() {
@@ -115,11 +116,21 @@ fn five_rounds_give_no_interval_and_no_verdict() {
         "5",
         "--min-seconds",
         "0.001",
+        "--require",
+        "0.001",
     ]));
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("no 95% interval from 5 rounds") && text.contains("not resolved"),
+        "{text}"
+    );
+    // Far above a target of 0.001, the 6 rounds an interval takes would resolve it,
+    // and the wait is said at this run's pace.
+    assert!(
+        text.contains("to resolve it: about 6 rounds (--rounds 6)")
+            && text.contains("at this run's pace (")
+            && text.contains("s a round, --jobs 1)"),
         "{text}"
     );
 }
