@@ -85,7 +85,7 @@ pub(super) fn run_arm(arm: Arm, args: &Args, size: u64) -> Result<(), Failure> {
                     Failure::Tool(format!("plain loop: clCreateBuffer: {code}"))
                 }
                 PlainStop::Memory { buffers, rss, bound } => Failure::Input(format!(
-                    "--count {}: the plain loop's RSS reached {} after {buffers} buffers, past the bench's bound of {} (a quarter of the available memory): use a smaller --count or --size",
+                    "--count {}: the plain loop's RSS reached {} after {buffers} buffers, past the bench's bound of {} for one arm (a quarter of the available memory, over --jobs): use a smaller --count or --size, or fewer --jobs",
                     args.count,
                     clmulti_scenario::format_bytes(rss as f64),
                     clmulti_scenario::format_bytes(bound as f64)

@@ -46,6 +46,9 @@ const MAX_JOBS: u32 = 64;
 const MAX_MIN_SECONDS: f64 = 600.0;
 /// The plain loop reads its RSS every this many buffers against its memory bound.
 const PLAIN_RSS_EVERY: u64 = 4096;
+/// The share of an arm's memory bound a calibrated count may fill, at the RSS per
+/// buffer measured at a smaller count.
+const CAP_SHARE: f64 = 0.8;
 /// Host bytes every buffer costs at least (its handle, the runtime's bookkeeping):
 /// a `--count` whose buffers cannot fit at this cost is refused before any arm runs.
 const MIN_BYTES_PER_BUFFER: u64 = 64;
@@ -67,9 +70,11 @@ pub struct Args {
     /// interval within a few percent of the median.
     #[arg(long, default_value_t = 21, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_ROUNDS)))]
     rounds: u32,
-    /// Rounds played at a time, each arm still its own process (default 1). On a
-    /// host with cores to spare, N at a time give N times the rounds in the same
-    /// time; each arm's memory bound is then a N-th of the quarter one arm may take.
+    /// Rounds played at a time (at most 64, and no more than --rounds), each arm still
+    /// its own process. On a host with cores to spare, N at a time give N times the
+    /// rounds in the same time; each arm's memory bound is then a N-th of the quarter
+    /// one arm may take. Calibration runs one arm alone: with N beyond the free cores
+    /// the arms share cores and run slower than it measured (both arms alike).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_JOBS)))]
     jobs: u32,
     /// Seconds the plain loop of one arm should take at least (the count is raised
@@ -94,6 +99,11 @@ pub struct Args {
 }
 
 impl Args {
+    /// Rounds played at a time: `--jobs`, at most `--rounds`.
+    fn jobs(&self) -> u32 {
+        self.jobs.min(self.rounds).max(1)
+    }
+
     /// Whether this process is one arm (a child the bench's harness watches).
     pub fn is_arm(&self) -> bool {
         self.arm.is_some()
@@ -187,7 +197,8 @@ struct BenchReport {
     rounds_asked: u32,
     /// Rounds played at a time (`--jobs`).
     jobs: u32,
-    /// Wall-clock seconds the rounds took, all of them (calibration apart).
+    /// Wall-clock seconds from the first round's start to the last finished round's
+    /// end (calibration apart).
     rounds_seconds: f64,
     /// The signal that stopped the bench before every round ran (`SIGTERM`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -331,14 +342,24 @@ fn calibrate(args: &Args, memory_bytes: f64) -> Result<Calibration, Failure> {
     let mut tried = Vec::new();
     let mut capped = false;
     for _ in 0..CALIBRATIONS {
-        let plain = spawn_arm(Arm::Plain, args, count, memory_bytes as u64)?;
+        let plain = match spawn_arm(Arm::Plain, args, count, memory_bytes as u64) {
+            Ok(plain) => plain,
+            // A raised count the bound did not hold after all: the last that ran stands.
+            Err(Failure::Input(_)) if !tried.is_empty() => {
+                count = tried.last().map_or(count, |&(c, _)| c);
+                capped = true;
+                break;
+            }
+            Err(e) => return Err(e),
+        };
         tried.push((count, plain.seconds));
         if plain.seconds >= args.min_seconds {
             break;
         }
         // 20% beyond the estimate: a larger count can run at another rate.
         let wanted = count as f64 * args.min_seconds / plain.seconds.max(1e-6) * 1.2;
-        let cap = memory_bytes / plain.rss_per_buffer.max(64.0);
+        // Within 80% of the bound: a buffer's RSS grows a little with the count.
+        let cap = CAP_SHARE * memory_bytes / plain.rss_per_buffer.max(64.0);
         capped = wanted > cap;
         let next = wanted.min(cap).ceil() as u64;
         if next <= count {
@@ -375,7 +396,8 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         devices[0].info().selector,
         devices[0].info().display_name()
     );
-    let memory = memory_for(args.count, args.jobs)?;
+    let memory = memory_for(args.count, args.jobs())?;
+    say_if_jobs_share_cores(args.jobs());
     let Calibration {
         count,
         tried: calibration,
@@ -389,14 +411,16 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         clmulti_scenario::format_size(size),
         calibration.last().map_or(0.0, |c| c.1),
         args.sample_every,
-        match args.jobs {
+        match args.jobs() {
             1 => String::new(),
             n => format!(", {n} rounds at a time"),
         }
     );
-    let playing = std::time::Instant::now();
-    let (rounds, stopped_by) = play_rounds(args, count, memory)?;
-    let rounds_seconds = playing.elapsed().as_secs_f64();
+    let rounds::Played {
+        rounds,
+        stopped_by,
+        seconds: rounds_seconds,
+    } = play_rounds(args, count, memory)?;
     let mut ratios: Vec<f64> = rounds.iter().map(|r| r.ratio).collect();
     ratios.sort_by(f64::total_cmp);
     let interval = median_interval(&ratios, CONFIDENCE);
@@ -418,7 +442,7 @@ pub fn run(args: &Args) -> Result<(), Failure> {
         verdict,
         rounds,
         rounds_asked: args.rounds,
-        jobs: args.jobs,
+        jobs: args.jobs(),
         rounds_seconds,
         stopped_by: stopped_by.map(clmulti_contract::signal_name),
         rounds_needed: (verdict == Verdict::NotResolved)
@@ -426,6 +450,16 @@ pub fn run(args: &Args) -> Result<(), Failure> {
             .flatten(),
     };
     say_verdict(args, &report, stopped_by)
+}
+
+/// More rounds at a time than cores: the arms share them.
+fn say_if_jobs_share_cores(jobs: u32) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    if jobs > cores {
+        note!(
+            "bench: --jobs {jobs} on {cores} core(s): the arms share cores and run slower than calibration measured them (both arms alike; the ratio stands, its spread may not)"
+        );
+    }
 }
 
 /// One arm's bound on host memory (a `jobs`-th of the arms' quarter), once

@@ -446,9 +446,8 @@ enum Walk {
 /// the loop's time, and at the 1st, 8th, 64th, 512th... sample whatever they cost
 /// (so a long run's middle has counts); the others leave the count out (`None`),
 /// never a stale one. A slow runtime (a GPU's, ~10 us a buffer) gets it at every
-/// sample. (Powers of two, 0.5 ms free and 1% cost 1.3 ms of a 100 000-buffer PoCL
-/// run on a 16-core node, a fifth of its sampling: the run's own cost is to stay
-/// under 5 ms.)
+/// sample. (The schedule before, every power of two with 0.5 ms free and 1%, cost
+/// 1.3 ms of a 100 000-buffer PoCL run on a 16-core node, a fifth of its sampling.)
 #[derive(Debug, Default)]
 struct MapsBudget {
     spent: Duration,
