@@ -202,7 +202,10 @@ pub(crate) fn conclusions(
     // claim says what it is. One that does gets the cause claim.
     if unsteady.is_none() {
         if let Some(claim) = cause_claim {
-            statements.push(words::cause(claim));
+            statements.push(words::cause(
+                claim,
+                crate::cause::cause_basis(report, &candidates),
+            ));
         }
         if let Some(Cause::NotExplained { unmeasured }) = &cause {
             statements.push(words::not_measured(unmeasured));

@@ -144,6 +144,27 @@ pub const UNSEEN: &str = "unmeasured";
 
 /// The cause of a failed run as a claim: every candidate, and a limit no reading
 /// shows, each judged by its experiments and the failing call.
+/// What a cause claim is inferred from, as far as it ran: the readings always; the
+/// experiments on the limits where any ran; the failing call where one failed; the
+/// calls inside it where they were traced or observed.
+pub(crate) fn cause_basis(report: &Report, candidates: &[Candidate]) -> String {
+    let mut parts = vec!["the readings at the failure"];
+    if candidates.iter().any(|c| !c.test.experiments().is_empty()) {
+        parts.push("the experiments on the limits");
+    }
+    if matches!(report.stop, crate::StopReason::Failed { .. }) {
+        parts.push("the failing call");
+    }
+    if !matches!(CallEvidence::of(report), CallEvidence::NotTraced) {
+        parts.push("the calls inside it");
+    }
+    match parts.as_slice() {
+        [one] => (*one).to_owned(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        [] => String::new(),
+    }
+}
+
 pub(crate) fn cause_claim(report: &Report, candidates: &[Candidate]) -> Claim {
     let calls = CallEvidence::of(report);
     let mut alternatives: Vec<Alternative> = candidates

@@ -138,13 +138,10 @@ pub fn candidate(c: &Candidate, estimated: bool) -> Statement {
     }
 }
 
-/// The cause claim as a statement.
-pub fn cause(claim: crate::claim::Claim) -> Statement {
-    Statement::claim(
-        "the readings at the failure, the experiments on each limit and the failing call",
-        "",
-        claim,
-    )
+/// The cause claim as a statement, inferred from `basis`
+/// ([`crate::cause::cause_basis`]: what ran).
+pub fn cause(claim: crate::claim::Claim, basis: String) -> Statement {
+    Statement::claim(basis, "", claim)
 }
 
 /// What the run could not read, where no limit it read explains the failure.

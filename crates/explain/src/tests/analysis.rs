@@ -88,6 +88,13 @@ fn a_resource_is_a_candidate_only_within_one_buffer_of_its_limit_at_the_failing_
         for c in &report.analysis.candidates {
             assert_eq!(c.test, CandidateTest::Pending, "{case}");
         }
+        // The cause claim says what it rests on: no experiment ran, no call was traced.
+        let t = text(&report);
+        assert!(
+            t.contains("inferred from the readings at the failure and the failing call]")
+                && !t.contains("the experiments on"),
+            "{case}\n{t}"
+        );
     }
 }
 

@@ -109,6 +109,11 @@ fn moving_the_descriptor_limit_moves_the_failure_so_the_candidate_is_confirmed()
         "{t}"
     );
     assert!(t.contains("soft RLIMIT_NOFILE 1024 -> 517"), "{t}");
+    // The cause claim rests on the experiments too, and says so.
+    assert!(
+        t.contains("inferred from the readings at the failure, the experiments on the limits and the failing call]"),
+        "{t}"
+    );
     assert!(
         r.headline().contains("confirmed by moving the limit"),
         "{}",

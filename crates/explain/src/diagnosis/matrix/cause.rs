@@ -26,10 +26,10 @@ pub(super) fn shared_cause(shared: &Report, per: Option<&Report>, n: usize) -> V
             Cause::NotReproducible { .. } | Cause::TimeLimit { .. } | Cause::Persistent { .. },
         ) => {}
         Some(Cause::Untested { .. } | Cause::NotExplained { .. } | Cause::OneSided { .. }) => {
-            out.push(words::cause(crate::cause::cause_claim(
-                shared,
-                &shared.analysis.candidates,
-            )));
+            out.push(words::cause(
+                crate::cause::cause_claim(shared, &shared.analysis.candidates),
+                crate::cause::cause_basis(shared, &shared.analysis.candidates),
+            ));
         }
         None => out.push(Statement::measured(format!(
             "the shared context stopped: {}",
