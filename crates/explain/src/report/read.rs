@@ -21,6 +21,14 @@ impl Report {
     /// Reads a report written by this or an earlier clmulti; older schemas are
     /// upgraded field by field (below).
     pub fn from_json(text: &str) -> Result<Self, ReadError> {
+        // This schema's report (every run's hand-over from its child) reads straight
+        // into its types: a JSON tree first took three times as long (0.28 ms against
+        // 0.10 for a 100 000-buffer run's 48 KB, measured).
+        if let Ok(report) = serde_json::from_str::<Report>(text) {
+            if report.schema_version == SCHEMA_VERSION {
+                return Ok(report);
+            }
+        }
         let mut value: serde_json::Value = serde_json::from_str(text)?;
         // The upgrades write into the report's object: anything else is no report.
         if !value.is_object() {

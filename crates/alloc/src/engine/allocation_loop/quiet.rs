@@ -2,6 +2,7 @@
 
 use super::{Backend, Clock, LoopOutcome, LoopPlan, RssGuard};
 use clmulti_explain::StopReason;
+use clmulti_scenario::Placement;
 
 /// How many buffers from `out.buffers` on need none of the loop's checks: none is
 /// due a sample or a release round, reaches the target or the total's bound, falls
@@ -37,6 +38,72 @@ pub(super) fn quiet_buffers(
     quiet
 }
 
+/// Buffers in a row that need no check between them: what [`quiet_buffers`] found,
+/// handed to [`Backend::allocate_run`] whole.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Run<'a> {
+    /// The first buffer's index.
+    pub first: u64,
+    /// How many.
+    pub count: u64,
+    /// The first buffer's device.
+    pub device: usize,
+    /// Each next buffer on the next device (round robin over `devices`); otherwise
+    /// all on `device`.
+    pub round_robin: bool,
+    /// Number of devices.
+    pub devices: usize,
+    /// Stops the run before the next buffer once it holds a signal number.
+    pub interrupt: Option<&'a std::sync::atomic::AtomicI32>,
+}
+
+impl Run<'_> {
+    /// The signal that asks to stop, if one came.
+    #[inline]
+    pub fn interrupted(&self) -> Option<i32> {
+        self.interrupt
+            .map(|i| i.load(std::sync::atomic::Ordering::Relaxed))
+            .filter(|s| *s != 0)
+    }
+
+    /// The device after `device` (one step, not a division per buffer).
+    #[inline]
+    pub fn next_device(&self, device: usize) -> usize {
+        if !self.round_robin {
+            return device;
+        }
+        if device + 1 == self.devices {
+            0
+        } else {
+            device + 1
+        }
+    }
+}
+
+/// Why a run of buffers ended before its last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunStop {
+    /// A call failed.
+    Failed(clmulti_probe::ClCode, clmulti_explain::Call),
+    /// A signal asked to stop.
+    Interrupted(i32),
+}
+
+/// [`Backend::allocate_run`] for any backend: [`Backend::allocate`] for each buffer.
+pub(crate) fn allocate_each(backend: &mut impl Backend, run: &Run<'_>) -> (u64, Option<RunStop>) {
+    let mut device = run.device;
+    for done in 0..run.count {
+        if let Some(signal) = run.interrupted() {
+            return (done, Some(RunStop::Interrupted(signal)));
+        }
+        if let Err((code, call)) = backend.allocate(run.first + done, device) {
+            return (done, Some(RunStop::Failed(code, call)));
+        }
+        device = run.next_device(device);
+    }
+    (run.count, None)
+}
+
 /// Allocates `count` buffers with no check but the interrupt: what
 /// [`quiet_buffers`] found needs none.
 pub(super) fn allocate_quietly(
@@ -47,25 +114,24 @@ pub(super) fn allocate_quietly(
     out: &mut LoopOutcome,
     interrupt: Option<&std::sync::atomic::AtomicI32>,
 ) -> Option<StopReason> {
-    for _ in 0..count {
-        if let Some(signal) = interrupt
-            .map(|i| i.load(std::sync::atomic::Ordering::Relaxed))
-            .filter(|s| *s != 0)
-        {
-            return Some(StopReason::interrupted(signal));
-        }
-        let index = out.buffers;
-        let device = plan.placement.device(index, devices);
-        if let Err((code, call)) = backend.allocate(index, device) {
-            return Some(StopReason::Failed {
-                error: code.into(),
-                call,
-                index,
-            });
-        }
-        out.buffers += 1;
-        out.live += 1;
-        out.bytes += plan.size;
-    }
-    None
+    let run = Run {
+        first: out.buffers,
+        count,
+        device: plan.placement.device(out.buffers, devices),
+        round_robin: plan.placement == Placement::RoundRobin,
+        devices,
+        interrupt,
+    };
+    let (done, stop) = backend.allocate_run(&run);
+    out.buffers += done;
+    out.live += done;
+    out.bytes += done * plan.size;
+    stop.map(|stop| match stop {
+        RunStop::Failed(code, call) => StopReason::Failed {
+            error: code.into(),
+            call,
+            index: out.buffers,
+        },
+        RunStop::Interrupted(signal) => StopReason::interrupted(signal),
+    })
 }

@@ -176,6 +176,22 @@ fn completes_with_samples_at_the_interval_and_round_robin_placement() {
 }
 
 #[test]
+fn every_buffer_goes_round_robin_across_the_runs_between_checks() {
+    // Three devices, an interval no multiple of three: each quiet run starts on a
+    // device of its own, which must be where the one before left off.
+    let (mut backend, mut meter) = fake(0);
+    backend.devices = 3;
+    let plan = LoopPlan {
+        sample_every: 7,
+        ..plan()
+    };
+    let out = allocation_loop(&plan, &mut backend, &mut meter, None);
+    assert_eq!(out.buffers, 100);
+    let expected: Vec<usize> = (0..100).map(|i| i % 3).collect();
+    assert_eq!(backend.placed, expected);
+}
+
+#[test]
 fn release_every_releases_in_rounds_and_samples_what_is_held() {
     let (mut backend, mut meter) = fake(MIB);
     let plan = LoopPlan {
