@@ -30,15 +30,20 @@ def program(cmd):
     return f"{name} {words[1]}" if len(words) > 1 and not words[1].startswith("-") else name
 
 
+def program_name(cmd):
+    words = cmd.split()
+    return words[0].rsplit("/", 1)[-1] if words else "?"
+
+
 def timeline(path):
     with open(path) as f:
         lines = [json.loads(l) for l in f if l.strip()]
     procs = {r["pid"]: r for r in lines if r.get("timeline")}
     parts = {}
     for loop in (r for r in procs.values() if r["calls"] > 1):
-        name = loop["cmd"].split()[0].rsplit("/", 1)[-1]
+        name = program_name(loop["cmd"])
         chain = [loop]
-        while chain[-1]["ppid"] in procs and procs[chain[-1]["ppid"]]["cmd"].split()[:1] == loop["cmd"].split()[:1]:
+        while chain[-1]["ppid"] in procs and program_name(procs[chain[-1]["ppid"]]["cmd"]) == name:
             chain.append(procs[chain[-1]["ppid"]])
         first = min(p["start_ns"] for p in chain)
         last = max(p["exit_ns"] for p in chain)

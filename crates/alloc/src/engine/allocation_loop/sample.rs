@@ -2,9 +2,9 @@
 
 use super::*;
 
-/// One sample of every reading (the mappings walked, and the C library's heap read,
-/// always, on every sample, or within the walks' time budget), told to the meter and
-/// kept; its guard reading.
+/// One sample of every reading (the mappings walked, the C library's heap and the
+/// devices' memory read, always, on every sample, or within the walks' time budget),
+/// told to the meter and kept; its guard reading.
 #[inline]
 pub(super) fn take_sample(
     plan: &LoopPlan,
@@ -20,13 +20,21 @@ pub(super) fn take_sample(
         (Walk::Budgeted, MapsSampling::Budgeted) => maps.allows(taken - start, out.samples.len()),
     };
     let mut walked = Duration::ZERO;
-    if walks {
+    // The devices' memory goes with the walks, within the same budget (see
+    // `MapsBudget`); the other samples leave it out, per device.
+    let device_used_bytes = if walks {
         meter.heap(&mut usage);
         let walking = meter.now();
         usage.process.memory_maps = Some(meter.memory_maps());
-        walked = meter.now() - walking;
-        maps.spent += walked;
-    }
+        let reading = meter.now();
+        walked = reading - walking;
+        let device_used = meter.device_used();
+        maps.spent += meter.now() - walking;
+        device_used
+    } else {
+        let devices = out.samples.first().map_or(0, |s| s.device_used_bytes.len());
+        vec![None; devices]
+    };
     // Every figure: at the samples that always walk, and at all of them when asked
     // for every sample.
     let whole = walk == Walk::Always || plan.sample_maps == MapsSampling::EverySample;
@@ -43,7 +51,7 @@ pub(super) fn take_sample(
         host: usage.process,
         system: usage.system,
         drm: usage.drm,
-        device_used_bytes: meter.device_used(),
+        device_used_bytes,
         dmabuf_exporters: usage.dmabuf_exporters,
         kernel_counts: usage.kernel_counts,
         traced_counts: usage.traced_counts,

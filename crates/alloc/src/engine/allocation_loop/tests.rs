@@ -72,6 +72,9 @@ struct FakeMeter {
     maps_walks: Cell<u64>,
     /// What one walk of the mappings takes.
     walk_cost: Duration,
+    /// What one reading of the two devices' memory takes.
+    device_cost: Duration,
+    device_reads: Cell<u64>,
     clock: VirtualClock,
     vsize: std::rc::Rc<Cell<u64>>,
 }
@@ -108,7 +111,9 @@ impl Meter for FakeMeter {
     }
 
     fn device_used(&mut self) -> Vec<Option<u64>> {
-        Vec::new()
+        self.device_reads.set(self.device_reads.get() + 1);
+        self.clock.advance(self.device_cost);
+        vec![Some(1), Some(2)]
     }
 
     fn now(&self) -> Instant {
@@ -157,6 +162,8 @@ fn fake(rss_per_buffer: u64) -> (Fake, FakeMeter) {
             rss_reads: Cell::new(0),
             maps_walks: Cell::new(0),
             walk_cost: Duration::ZERO,
+            device_cost: Duration::ZERO,
+            device_reads: Cell::new(0),
             clock,
             vsize: std::rc::Rc::new(Cell::new(0)),
         },
@@ -421,6 +428,29 @@ fn costly_mapping_walks_are_left_out_of_fast_samples_but_never_the_first_or_last
         meter.maps_walks.get(),
         walked.iter().filter(|w| **w).count() as u64
     );
+}
+
+#[test]
+fn a_costly_device_reading_goes_with_the_walks_within_their_budget() {
+    // NVML's query of 1 ms beside free walks: its cost spends the budget as a walk's
+    // would; the samples between leave each device's figure out, never a stale one.
+    let (mut backend, mut meter) = fake(0);
+    meter.device_cost = Duration::from_millis(1);
+    let out = allocation_loop(&plan(), &mut backend, &mut meter, None);
+    let walked = walked(&out);
+    for (nth, sample) in out.samples.iter().enumerate() {
+        let expected = if walked[nth] {
+            vec![Some(1), Some(2)]
+        } else {
+            vec![None, None]
+        };
+        assert_eq!(sample.device_used_bytes, expected, "sample {nth}");
+    }
+    for always in [0, 7, 10] {
+        assert!(walked[always], "sample {always}: {walked:?}");
+    }
+    assert_eq!(walked.iter().filter(|w| **w).count(), 3, "{walked:?}");
+    assert_eq!(meter.device_reads.get(), 3);
 }
 
 #[test]
