@@ -12,13 +12,46 @@ early bins are slower pays for its pauses after them.
 up its parents while they run the same program (clmulti's run child, its worker and
 the watcher the user started), and gives the median ms from the first process's
 start to the first call, the calls, and from the last call to the last exit, per
-program: what a process chain costs beside the one process of the plain loop.
+program: what a process chain costs beside the one process of the plain loop. It is
+made for `clmulti run` (bench/run-vs-loop.sh); `clmulti bench`'s arms, calibration
+runs included, read in the summary mode.
 """
 import json
 import statistics
 import sys
 
 BINS = ["0", "1", "2-3", "4-7", "8-15", "16-63", "64+"]
+CALL_KEYS = ["cmd", "calls", "window_ms", "inside_ms", "between_ms", "pause_ms", "pauses",
+             "inside_median_ns", "between_median_ns", "bins"]
+TIMELINE_KEYS = ["cmd", "pid", "ppid", "calls", "start_ns", "exit_ns", "first_call_ns", "last_call_ns"]
+
+
+def records(path, timeline):
+    """The file's lines of one kind (timeline lines or call summaries), each checked."""
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        sys.exit(f"call-gaps: cannot read {path}: {e.strerror}")
+    kept, bad = [], 0
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict) or bool(record.get("timeline")) != timeline:
+                continue
+            needed = TIMELINE_KEYS if timeline else CALL_KEYS
+            if any(key not in record for key in needed):
+                raise KeyError(needed)
+            kept.append(record)
+        except (ValueError, KeyError):
+            bad += 1
+            print(f"call-gaps: {path}:{number}: not a line call_gaps.so wrote (left out)", file=sys.stderr)
+    if not kept:
+        kind = "timeline lines (CALL_GAPS_TIMELINE set)" if timeline else "call lines"
+        sys.exit(f"call-gaps: {path} holds no {kind}" + (f" ({bad} unreadable)" if bad else ""))
+    return kept
 
 
 def program(cmd):
@@ -36,9 +69,7 @@ def program_name(cmd):
 
 
 def timeline(path):
-    with open(path) as f:
-        lines = [json.loads(l) for l in f if l.strip()]
-    procs = {r["pid"]: r for r in lines if r.get("timeline")}
+    procs = {r["pid"]: r for r in records(path, timeline=True)}
     parts = {}
     for loop in (r for r in procs.values() if r["calls"] > 1):
         name = program_name(loop["cmd"])
@@ -63,23 +94,19 @@ def timeline(path):
 
 def main(path):
     groups = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line and '"timeline"' not in line:
-                record = json.loads(line)
-                groups.setdefault(program(record["cmd"]), []).append(record)
+    for record in records(path, timeline=False):
+        groups.setdefault(program(record["cmd"]), []).append(record)
     figures = ["calls", "window_ms", "inside_ms", "between_ms", "pause_ms", "pauses",
                "inside_median_ns", "between_median_ns"]
-    for name, records in sorted(groups.items()):
-        print(f"== {name}: {len(records)} process(es), median of each")
+    for name, group in sorted(groups.items()):
+        print(f"== {name}: {len(group)} process(es), median of each")
         for key in figures:
-            print(f"  {key:18} {statistics.median(r[key] for r in records):12.3f}")
+            print(f"  {key:18} {statistics.median(r[key] for r in group):12.3f}")
         print(f"  {'bin':6} {'share':>7} {'inside ns':>10} {'before ns':>10}")
         for b, label in enumerate(BINS):
-            share = statistics.median(r["bins"][b][0] / max(r["calls"], 1) for r in records)
-            inside = statistics.median(r["bins"][b][1] for r in records)
-            before = statistics.median(r["bins"][b][2] for r in records)
+            share = statistics.median(r["bins"][b][0] / max(r["calls"], 1) for r in group)
+            inside = statistics.median(r["bins"][b][1] for r in group)
+            before = statistics.median(r["bins"][b][2] for r in group)
             print(f"  {label:6} {share:7.4f} {inside:10.1f} {before:10.1f}")
 
 

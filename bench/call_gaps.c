@@ -1,23 +1,26 @@
 /* Where an allocation loop's time goes, call by call, from outside: preloaded, it
  * times every clCreateBuffer (inside the call) and the gap before the next one (the
  * program's own work between calls), and at exit appends one JSON line per process
- * that made any to $CALL_GAPS_OUT (a file). A gap over 5 us is a pause (a sample, a
+ * that made two or more to $CALL_GAPS_OUT (a file, by its absolute path: clmulti's
+ * run child starts in a folder of its own). A gap over 5 us is a pause (a sample, a
  * guard's reading); the calls are binned by how many came since the last pause, so
  * a pause's aftermath (cold caches after a sample) shows as slower calls right after
- * it, and a per-call cost as slower calls everywhere. Two programs doing the same
+ * it, and a per-call cost as slower calls everywhere (the first call is in no bin). Two programs doing the same
  * loop (bench/plain_loop.c and `clmulti run`, or `clmulti bench`'s two arms) compare
  * line by line: bench/call-gaps.py summarizes the lines by program.
  *
  *   cc -O2 -shared -fPIC -o call_gaps.so bench/call_gaps.c -ldl
- *   CALL_GAPS_OUT=gaps.jsonl LD_PRELOAD=$PWD/call_gaps.so bench/run-vs-loop.sh
+ *   CALL_GAPS_OUT=$PWD/gaps.jsonl LD_PRELOAD=$PWD/call_gaps.so bench/run-vs-loop.sh
  *
- * With CALL_GAPS_TIMELINE set, every process that loads it (a fork too) appends a
- * line of when it started (this library's constructor), made its first and last
- * call, and reached its exit (the destructor), CLOCK_MONOTONIC ns, with its pid and
- * parent's: bench/call-gaps.py --timeline puts each loop's process chain (clmulti's
- * watcher, worker and run child) beside the plain loop's one process.
+ * With CALL_GAPS_TIMELINE set, every process that loads it appends a line of when it
+ * started (this library's constructor; a fork keeps its parent's, and the calls its
+ * parent had made), made its first and last call, and reached its exit (the
+ * destructor; the kernel's teardown after it is not seen), CLOCK_MONOTONIC ns, with
+ * its pid and parent's: bench/call-gaps.py --timeline puts `clmulti run`'s process
+ * chain (watcher, worker and run child) beside the plain loop's one process.
  *
- * It costs each call two clock reads (~40 ns), both programs alike. */
+ * It costs each call two clock reads (~40 ns), both programs alike. It keeps one
+ * thread's calls: a loop on one thread, as both programs' are. */
 #define _GNU_SOURCE
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -104,6 +107,11 @@ static int bin_of(uint32_t since) {
 
 __attribute__((destructor)) static void report(void) {
   const char *path = getenv("CALL_GAPS_OUT");
+  if (path && path[0] != '/') {
+    if (calls > 1 || getenv("CALL_GAPS_TIMELINE"))
+      fprintf(stderr, "call_gaps: CALL_GAPS_OUT must be an absolute path, not '%s': nothing written\n", path);
+    return;
+  }
   if (path && getenv("CALL_GAPS_TIMELINE")) timeline(path);
   if (!path || calls < 2) return;
   uint64_t *inside = malloc(calls * sizeof *inside), *between = malloc(calls * sizeof *between);

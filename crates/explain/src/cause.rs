@@ -142,8 +142,6 @@ pub fn resource_key(resource: &Resource) -> String {
 /// The key of the cause no reading shows.
 pub const UNSEEN: &str = "unmeasured";
 
-/// The cause of a failed run as a claim: every candidate, and a limit no reading
-/// shows, each judged by its experiments and the failing call.
 /// What a cause claim is inferred from, as far as it ran: the readings always; the
 /// experiments on the limits where any ran; the failing call where one failed; the
 /// calls inside it where they were traced or observed.
@@ -165,6 +163,8 @@ pub(crate) fn cause_basis(report: &Report, candidates: &[Candidate]) -> String {
     }
 }
 
+/// The cause of a failed run as a claim: every candidate, and a limit no reading
+/// shows, each judged by its experiments and the failing call.
 pub(crate) fn cause_claim(report: &Report, candidates: &[Candidate]) -> Claim {
     let calls = CallEvidence::of(report);
     let mut alternatives: Vec<Alternative> = candidates

@@ -206,6 +206,9 @@ pub struct ChildOutcome {
     pub interrupted_by: Option<i32>,
     /// Wall time, seconds.
     pub wall_seconds: f64,
+    /// The limit it ran under, seconds: what a timed-out child did not finish
+    /// within (a loaded machine kills it somewhat later, `wall_seconds`).
+    pub timeout_seconds: f64,
     /// Everything it printed on stdout.
     pub stdout: String,
     /// The end of its stderr.
@@ -499,15 +502,15 @@ pub fn run_child_watching(
     let wall_seconds = start.elapsed().as_secs_f64();
     let stdout = stdout.and_then(|t| t.join().ok()).unwrap_or_default();
     let stderr_tail = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
-    let progress = read_progress(progress_file);
     Ok(ChildOutcome {
         status,
         timed_out,
         interrupted: !timed_out && interrupt().is_some(),
         interrupted_by: interrupt(),
         wall_seconds,
+        timeout_seconds: command.timeout.as_secs_f64(),
         stdout,
         stderr_tail,
-        progress,
+        progress: read_progress(progress_file),
     })
 }

@@ -76,8 +76,8 @@ pub fn loading_failure(outcome: &ChildOutcome) -> Option<String> {
     }
     let how = if outcome.timed_out {
         format!(
-            "did not return within {:.1} s (the child was killed)",
-            outcome.wall_seconds
+            "did not return within {:.1} s (the child was killed after {:.1} s)",
+            outcome.timeout_seconds, outcome.wall_seconds
         )
     } else if let Some(signal) = outcome.status.signal() {
         format!(

@@ -459,7 +459,8 @@ enum Walk {
 /// never a stale one. A slow runtime (a GPU's, ~10 us a buffer) gets it at every
 /// sample. (The schedule before, every power of two with 0.5 ms free and 1%, cost
 /// 1.3 ms of a 100 000-buffer PoCL run on a 16-core node, a fifth of its sampling.)
-/// The devices' memory is read at the same samples, its cost in the same budget:
+/// The devices' memory is read at the same samples, and at the first 8 and the 16th,
+/// 32nd, 64th... (a line per device needs 5 points), its cost in the same budget:
 /// NVML's query took 0.7 ms on an H200 node and slowed the runtime's calls after it;
 /// read at every 1000th buffer it held the engine at 0.96 of a plain loop's rate,
 /// where no query between the first and last sample gave 1.00 (`clmulti bench`,

@@ -2,9 +2,9 @@
 
 use super::*;
 
-/// One sample of every reading (the mappings walked, the C library's heap and the
-/// devices' memory read, always, on every sample, or within the walks' time budget),
-/// told to the meter and kept; its guard reading.
+/// One sample of every reading (the mappings walked and the C library's heap read,
+/// always, on every sample, or within the walks' time budget; the devices' memory
+/// there and at a few samples more), told to the meter and kept; its guard reading.
 #[inline]
 pub(super) fn take_sample(
     plan: &LoopPlan,
@@ -20,16 +20,21 @@ pub(super) fn take_sample(
         (Walk::Budgeted, MapsSampling::Budgeted) => maps.allows(taken - start, out.samples.len()),
     };
     let mut walked = Duration::ZERO;
-    // The devices' memory goes with the walks, within the same budget (see
-    // `MapsBudget`); the other samples leave it out, per device.
-    let device_used_bytes = if walks {
+    if walks {
         meter.heap(&mut usage);
         let walking = meter.now();
         usage.process.memory_maps = Some(meter.memory_maps());
+        walked = meter.now() - walking;
+        maps.spent += walked;
+    }
+    // The devices' memory where the walks go, and at the first 8 samples and the
+    // 16th, 32nd, 64th... (enough for a line per device however dear), its cost in
+    // the walks' budget (see `MapsBudget`); the other samples leave it out, per device.
+    let nth = out.samples.len();
+    let device_used_bytes = if walks || nth < 8 || (nth + 1).is_power_of_two() {
         let reading = meter.now();
-        walked = reading - walking;
         let device_used = meter.device_used();
-        maps.spent += meter.now() - walking;
+        maps.spent += meter.now() - reading;
         device_used
     } else {
         let devices = out.samples.first().map_or(0, |s| s.device_used_bytes.len());
