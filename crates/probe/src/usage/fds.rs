@@ -24,7 +24,12 @@ impl UsageReader {
         let generation = self.tracer.map(|t| t.fd_generation());
         let mut kinds = self.fd_kinds.borrow_mut();
         kinds.start(generation);
-        let size = listed_size(dir_fd);
+        // Only a tracer's generation lets a listing be repeated: without one, no fstat.
+        let size = if generation.is_some() {
+            listed_size(dir_fd)
+        } else {
+            0
+        };
         if let Some((open, above_limit)) = kinds.repeat(size, limit) {
             scan.open = open;
             scan.above_limit = above_limit;
