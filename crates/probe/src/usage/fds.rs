@@ -229,7 +229,10 @@ impl FdKinds {
     /// so none changed file), the kernel counts as many open (so none was added),
     /// the limit is the same, and that listing found no GPU's descriptor (whose
     /// fdinfo a listing reads afresh). On a 16-core node with two runtimes loaded a
-    /// listing cost 6 to 22 us of a sample, `fstat` about 1.
+    /// listing cost 6 to 22 us of a sample, `fstat` about 1. The count is the
+    /// kernel's either way; what a repeat can miss is a GPU's descriptor opened while
+    /// another closed through a call the tracer does not see (a raw syscall), the
+    /// count unchanged: the same blind spot the kinds kept here already have.
     fn repeat(&self, size: u64, limit: u64) -> Option<(u64, u64)> {
         let last = self.last?;
         (size > 0 && size == last.size && limit == last.limit)
