@@ -101,12 +101,16 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__axpy)
-            opts="-q -v -h --n --device --partition --repeat --kernel --format --split --context --weights --include-transfers --device-counts --quiet --verbose --timeout --help"
+            opts="-q -v -h --quiet --verbose --timeout --n --device --partition --repeat --kernel --format --split --context --weights --include-transfers --device-counts --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --n)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -143,10 +147,6 @@ _clmulti() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -155,12 +155,16 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__bench)
-            opts="-q -v -h --device --count --size --rounds --jobs --min-seconds --sample-every --require --format --quiet --verbose --timeout --help"
+            opts="-q -v -h --quiet --verbose --timeout --device --count --size --rounds --jobs --min-seconds --sample-every --require --format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --device)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -197,10 +201,6 @@ _clmulti() {
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
-                --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -209,18 +209,18 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__check)
-            opts="-q -v -h --format --quiet --verbose --timeout --help"
+            opts="-q -v -h --quiet --verbose --timeout --format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --format)
-                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
-                    return 0
-                    ;;
                 --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -231,18 +231,18 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__devices)
-            opts="-q -v -h --format --quiet --verbose --timeout --help"
+            opts="-q -v -h --quiet --verbose --timeout --format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --format)
-                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
-                    return 0
-                    ;;
                 --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -253,12 +253,16 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__diagnose)
-            opts="-q -v -h --device --count --size --partition --format --out --no-experiments --bundle --no-redact --runtime-log --compare --quiet --verbose --timeout --help"
+            opts="-q -v -h --quiet --verbose --timeout --device --count --size --partition --format --out --no-experiments --bundle --no-redact --runtime-log --compare --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --device)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -291,10 +295,6 @@ _clmulti() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -303,12 +303,16 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__emulate)
-            opts="-q -v -h --driver --model --devices --local-memory --trace --report --all-runtimes --quiet --verbose --timeout --help"
+            opts="-q -v -h --quiet --verbose --timeout --driver --model --devices --local-memory --trace --report --all-runtimes --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --driver)
                     COMPREPLY=($(compgen -W "i915 xe" -- "${cur}"))
                     return 0
@@ -326,10 +330,6 @@ _clmulti() {
                     return 0
                     ;;
                 --report)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -495,21 +495,21 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__reproduce)
-            opts="-q -v -h --run --out --quiet --verbose --timeout --help"
+            opts="-q -v -h --quiet --verbose --timeout --run --out --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --run)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --out)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -521,12 +521,16 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__run)
-            opts="-q -v -h --format --index --isolate --list --experiment --allow --quiet --verbose --timeout --help"
+            opts="-q -v -h --quiet --verbose --timeout --format --index --isolate --list --experiment --allow --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --format)
                     COMPREPLY=($(compgen -W "text json" -- "${cur}"))
                     return 0
@@ -539,10 +543,6 @@ _clmulti() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -551,7 +551,7 @@ _clmulti() {
             return 0
             ;;
         clmulti__subcmd__trust)
-            opts="-q -v -h --revoke --list --quiet --verbose --timeout --help"
+            opts="-q -v -h --quiet --verbose --timeout --revoke --list --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

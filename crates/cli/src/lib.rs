@@ -64,11 +64,59 @@ struct Cli {
     command: Command,
 }
 
+/// A subcommand's arguments, defined only when that subcommand runs: clap built
+/// every subcommand's on each start (0.3 ms of every process, a run's child too).
+#[derive(Debug)]
+struct Deferred<T>(T);
+
+impl<T> std::ops::Deref for Deferred<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: clap::FromArgMatches> clap::FromArgMatches for Deferred<T> {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(matches).map(Deferred)
+    }
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(matches)
+    }
+}
+
+impl<T: clap::Args> clap::Args for Deferred<T> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|cmd| keeping_about(cmd, T::augment_args))
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|cmd| keeping_about(cmd, T::augment_args_for_update))
+    }
+}
+
+/// `augment(cmd)`, keeping the subcommand's own description (its variant's doc
+/// comment), which the arguments' struct's would replace when added after it.
+fn keeping_about(
+    cmd: clap::Command,
+    augment: impl FnOnce(clap::Command) -> clap::Command,
+) -> clap::Command {
+    let about = cmd.get_about().cloned();
+    let long_about = cmd.get_long_about().cloned();
+    let mut cmd = augment(cmd);
+    if let Some(about) = about {
+        cmd = cmd.about(about);
+    }
+    if let Some(long_about) = long_about {
+        cmd = cmd.long_about(long_about);
+    }
+    cmd
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// List every OpenCL platform and device with the facts that bound allocation,
     /// and the host limits.
-    Devices(devices::Args),
+    Devices(Deferred<devices::Args>),
     /// Validate scenario files without running them.
     ///
     /// Each run of each file is checked as `clmulti run` would read it on this
@@ -89,20 +137,20 @@ enum Command {
     /// check itself failed. Without an OpenCL runtime (or with one that crashes or
     /// hangs while loading) the platforms cannot be listed: check says that
     /// devices.platform was not checked and does not fail for it.
-    Check(check::Args),
+    Check(Deferred<check::Args>),
     /// Run scenario files and report how far allocation went and why it stopped.
-    Run(run::Args),
+    Run(Deferred<run::Args>),
     /// Run dAxpy (the seed's kernel and the fast one), verify it and measure bandwidth.
     ///
     /// Ctrl-C, SIGTERM or SIGHUP ends the timing after the repetition in flight, then
     /// reports what finished and names what did not run; a second signal ends it at
     /// once, without a report. `--timeout` stops it the same way.
-    Axpy(axpy::Args),
+    Axpy(Deferred<axpy::Args>),
     /// Compare the engine's allocation rate with a plain clCreateBuffer loop.
-    Bench(bench::Args),
+    Bench(Deferred<bench::Args>),
     /// Answer the seed's question on this machine: one device, one shared context,
     /// one context per device; what sharing costs, what fails, which fix works.
-    Diagnose(diagnose::Args),
+    Diagnose(Deferred<diagnose::Args>),
     /// Run a program on Intel's GPU runtime NEO over emulated Arc A770s (i915) or
     /// Arc B580s (xe).
     ///
@@ -115,16 +163,16 @@ enum Command {
     /// status is the program's (1 when it cannot be started; 2 for bad arguments).
     /// clmulti's own commands run under it as under a real driver:
     /// `clmulti emulate -- clmulti diagnose`.
-    Emulate(emulate::Args),
+    Emulate(Deferred<emulate::Args>),
     /// Write a failed run as a stand-alone C program (ICD loader only) that fails
     /// where the run did: the same platform, devices, context mode, flags, size,
     /// strategy and limits, holding as many descriptors as clmulti held itself.
-    Reproduce(reproduce::Args),
+    Reproduce(Deferred<reproduce::Args>),
     /// Trust scenario files that load code (a library, a runtime, a layer, a search
     /// path, a code cache, any [env] key not on the list of inert keys), as they are
     /// now, with the libraries they load: run and the sweep refuse a file whose loads
     /// nothing trusts. A changed file or library needs trust again.
-    Trust(trust::Args),
+    Trust(Deferred<trust::Args>),
 }
 
 /// The clap definition of the `clmulti` command line, with the package version only
@@ -179,7 +227,28 @@ fn emulate_failed(failure: Failure) -> ExitCode {
 /// The process's arguments, as [`cli_command`] reads them (a usage error exits 2).
 fn parse_arguments() -> Cli {
     use clap::FromArgMatches;
+    if let Some(cli) = resolved_child(std::env::args_os().skip(1)) {
+        return cli;
+    }
     Cli::from_arg_matches(&cli_command().get_matches()).unwrap_or_else(|e| e.exit())
+}
+
+/// A run's child, started by its harness with exactly
+/// [`RESOLVED_CHILD_ARGS`](clmulti_contract::progress::RESOLVED_CHILD_ARGS) and a
+/// path: read without building the whole command line (0.4 ms of every run's
+/// process, measured); clap reads any other arguments.
+fn resolved_child(args: impl Iterator<Item = std::ffi::OsString>) -> Option<Cli> {
+    let mut args: Vec<std::ffi::OsString> = args.collect();
+    let path = args
+        .pop()
+        .filter(|p| !p.as_encoded_bytes().starts_with(b"-"))?;
+    let expected = clmulti_contract::progress::RESOLVED_CHILD_ARGS;
+    (args.len() == expected.len() && args.iter().zip(expected).all(|(a, e)| a == e)).then(|| Cli {
+        quiet: true,
+        verbose: false,
+        timeout: None,
+        command: Command::Run(Deferred(run::Args::resolved_child(path.into()))),
+    })
 }
 
 /// Runs `clmulti` with the process's arguments.
@@ -260,4 +329,58 @@ pub fn main() -> ExitCode {
         )
     };
     ExitCode::from(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// A run's child reads its arguments as clap would, and nothing else takes
+    /// that path.
+    #[test]
+    fn a_run_child_reads_its_arguments_as_clap_does() {
+        let given = clmulti_contract::progress::RESOLVED_CHILD_ARGS
+            .iter()
+            .map(|a| a.to_string())
+            .chain(["/dev/fd/5".to_owned()]);
+        let fast = resolved_child(given.clone().map(Into::into)).expect("the harness's arguments");
+        let clap = Cli::try_parse_from(std::iter::once("clmulti".to_owned()).chain(given)).unwrap();
+        assert_eq!(format!("{fast:?}"), format!("{clap:?}"));
+        for other in [
+            vec![
+                "run",
+                "--format",
+                "json",
+                "--child",
+                "-q",
+                "--resolved",
+                "--help",
+            ],
+            vec![
+                "run",
+                "--format",
+                "json",
+                "--child",
+                "--resolved",
+                "/dev/fd/5",
+            ],
+            vec![
+                "run",
+                "--format",
+                "text",
+                "--child",
+                "-q",
+                "--resolved",
+                "/dev/fd/5",
+            ],
+            vec!["run", "/dev/fd/5"],
+            vec![],
+        ] {
+            assert!(
+                resolved_child(other.iter().map(Into::into)).is_none(),
+                "{other:?}"
+            );
+        }
+    }
 }

@@ -51,6 +51,23 @@ pub struct Args {
 }
 
 impl Args {
+    /// A run's child as its harness starts it
+    /// ([`RESOLVED_CHILD_ARGS`](clmulti_contract::progress::RESOLVED_CHILD_ARGS) and
+    /// the resolved scenario's path), as clap reads those arguments.
+    pub fn resolved_child(path: PathBuf) -> Self {
+        Args {
+            files: vec![path],
+            format: Format::Json,
+            index: None,
+            isolate: false,
+            list: false,
+            experiment: false,
+            allow: Vec::new(),
+            child: true,
+            resolved: true,
+        }
+    }
+
     /// Whether this process is a harness's child (watched by its parent).
     pub fn is_child(&self) -> bool {
         self.child
@@ -154,6 +171,19 @@ impl Runs<'_> {
         // runtime's output (NEO's debug keys print on stdout) never in the report.
         let result = if args.child {
             in_process(&scenario, binding, args.format, self.timeout)
+        } else if args.format == Format::Json && !args.experiment {
+            use crate::child::Handed;
+            match crate::child::run_child_handed(&scenario, self.timeout, binding) {
+                Ok(Handed::Written { mut json, stop }) => {
+                    self.performed += 1;
+                    json.push('\n');
+                    crate::format::write_stdout(&json)?;
+                    self.judge(&scenario.name, &stop);
+                    return Ok(());
+                }
+                Ok(Handed::Read(report)) => Ok((*report, None)),
+                Err(e) => Err(e),
+            }
         } else {
             crate::child::run_child_bound(&scenario, self.timeout, binding)
                 .map(|report| (report, None))
@@ -168,7 +198,7 @@ impl Runs<'_> {
                 }
                 print_report(&report, args.format, &mut self.shown)?;
                 drop(watchdog);
-                self.judge(&scenario.name, &report);
+                self.judge(&scenario.name, &report.stop);
                 if args.format == Format::Text && self.several {
                     self.reports.push(report);
                 }
@@ -186,14 +216,15 @@ impl Runs<'_> {
         Ok(())
     }
 
-    /// Reports that measured nothing, said and counted as the input's or the tool's.
-    fn judge(&mut self, name: &str, report: &Report) {
+    /// Runs that measured nothing (how each `stop`ped), said and counted as the
+    /// input's or the tool's.
+    fn judge(&mut self, name: &str, stop: &StopReason) {
         // A runtime that never finished loading measured nothing: the report says
         // where it hung, and the tool failed.
         if let StopReason::TimedOut {
             call: Some(clmulti_explain::Call::GetPlatformIds),
             seconds,
-        } = report.stop
+        } = *stop
         {
             say!("error: {name}: loading the OpenCL runtime did not finish within {seconds:.1} s: clGetPlatformIDs never returned (an ICD the loader opened hangs while loading)");
             self.tool_failures += 1;
@@ -201,14 +232,14 @@ impl Runs<'_> {
         // A run this machine cannot do measured nothing: the input asks for what is
         // not here (a sweep records it as skipped instead, as it must on a node with
         // fewer devices).
-        if let StopReason::Skipped { reason } = &report.stop {
+        if let StopReason::Skipped { reason } = stop {
             say!("error: {name}: {reason}: this machine cannot run it, so nothing was measured (`clmulti check` says so before a run; a sweep records such a run as skipped)");
             self.problems += 1;
         }
         // A child that ended without a report measured nothing: its input's fault
         // when it said so (exit 2), else the tool's.
-        if let StopReason::NoReport { exit_code, .. } = &report.stop {
-            say!("error: {name}: {}", report.stop.summary());
+        if let StopReason::NoReport { exit_code, .. } = stop {
+            say!("error: {name}: {}", stop.summary());
             if *exit_code == Some(2) {
                 self.problems += 1;
             } else {

@@ -12,6 +12,12 @@
 /// `/dev/fd/N` for a descriptor it inherited.
 pub const PROGRESS_ENV: &str = "CLMULTI_PROGRESS_FILE";
 
+/// The arguments a harness starts a run's child with (`clmulti` then these, then
+/// the resolved scenario's path): one list, so that the child can know them without
+/// building its whole command line first.
+pub const RESOLVED_CHILD_ARGS: [&str; 6] =
+    ["run", "--format", "json", "--child", "-q", "--resolved"];
+
 /// The line written as the child is about to load the OpenCL runtime (with its
 /// newline: a hook writes it with one `write`, without allocating).
 pub const LOADING: &str = "loading\n";

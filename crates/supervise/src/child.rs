@@ -119,7 +119,7 @@ impl ChildCommand {
         }
         ChildCommand {
             program,
-            args: ["run", "--format", "json", "--child", "-q", "--resolved"]
+            args: clmulti_contract::progress::RESOLVED_CHILD_ARGS
                 .map(OsString::from)
                 .to_vec(),
             env,

@@ -5,7 +5,7 @@
 //! parent hands a child.
 
 use clmulti_contract::progress::{Kind, LOADED, LOADING, PROGRESS_ENV};
-use std::io::{BufRead, Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 /// The most of a progress file that is read back, bytes.
@@ -182,33 +182,40 @@ impl Tail {
 /// The longest progress line the parent keeps while a child runs, bytes.
 const PROGRESS_LINE_MAX: usize = 16 << 20;
 
-pub(crate) fn read_progress(mut file: std::fs::File) -> Progress {
-    use std::io::Seek;
+/// What the progress file holds, read in one go once the child ended: the report as
+/// written (a line a crash cut short fails to parse where it is read), the samples
+/// kept as written only when no report came.
+pub(crate) fn read_progress(file: std::fs::File) -> Progress {
+    use std::os::unix::fs::FileExt;
     let mut progress = Progress::default();
-    if file.rewind().is_err() {
-        return progress;
+    let size = file.metadata().map_or(0, |m| m.len()).min(PROGRESS_MAX);
+    let mut text = vec![0u8; size as usize];
+    let mut read = 0;
+    while read < text.len() {
+        match file.read_at(&mut text[read..], read as u64) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => read += n,
+        }
     }
-    let reader = std::io::BufReader::new(file.take(PROGRESS_MAX));
-    // The samples stand in for a report that never came: read only then.
+    text.truncate(read);
+    let text = String::from_utf8_lossy(&text);
     let mut samples = Vec::new();
-    for line in reader.lines().map_while(Result::ok) {
+    for line in text.lines() {
         if line == LOADING.trim_end() {
             progress.loading = true;
         } else if line == LOADED.trim_end() {
             progress.loaded = true;
         }
-        match Kind::parse(&line) {
+        match Kind::parse(line) {
             Some((Kind::Started, json)) => progress.started = Some(json.to_owned()),
             Some((Kind::Report, json)) => progress.report = whole_json(json),
-            Some((Kind::Sample, _)) => samples.push(line),
+            Some((Kind::Sample, json)) => samples.push(json),
             None => {}
         }
     }
+    // The samples stand in for a report that never came: kept only then.
     if progress.report.is_none() {
-        progress.samples = samples
-            .iter()
-            .filter_map(|l| whole_json(Kind::parse(l)?.1))
-            .collect();
+        progress.samples = samples.into_iter().filter_map(whole_json).collect();
     }
     progress
 }

@@ -155,6 +155,8 @@ pub fn run(scenario: &Scenario, options: RunOptions<'_>) -> Result<Report, Engin
     let bookkeeping = phases::engine_cost(scenario, &report.host_limits);
     clock.mark(&mut report, "the engine's own cost (a loop without OpenCL)");
     report.environment = Some(clmulti_probe::environment::current());
+    // The watchdog's thread finished starting before the runtime takes the loader's lock.
+    let _ = watchdog.inspect(|w| w.started());
     let selected = select_devices(scenario, &tracker, &mut report)?;
     clock.mark(&mut report, "load the runtime and choose the devices");
     let Some(devices) = selected else {

@@ -7,7 +7,10 @@
 //! runtime: a new thread's first thread-local with a destructor registers it through
 //! glibc's `__cxa_thread_atexit_impl`, which takes the dynamic loader's lock, and a
 //! runtime whose loading hangs holds that lock for ever (seen: the watchdog blocked
-//! in its own start-up in 5 of 14 runs against a hanging ICD).
+//! in its own start-up in 5 of 14 runs against a hanging ICD). Arming starts it;
+//! [`Watchdog::started`] waits for its start-up to finish, right before the runtime
+//! loads, so that the run's own set-up goes on meanwhile (on another core: a
+//! thread's start took 0.3 to 0.5 ms of a run's time on a 2-core machine).
 
 use clmulti_explain::Call;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -47,11 +50,13 @@ pub type OnHang = Box<dyn FnOnce(Option<Call>, f64) + Send>;
 /// touches the OpenCL runtime and hold it until the report is written: it bounds
 /// loading, the loop, the checks, release and the output.
 pub struct Watchdog {
-    done: Arc<(Mutex<bool>, Condvar)>,
+    done: Arc<(Mutex<State>, Condvar)>,
     thread: Option<std::thread::JoinHandle<()>>,
     tracker: CallTracker,
     limit: Duration,
     deadline: Instant,
+    /// Says when the thread's start-up is done; taken by the first wait.
+    starting: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
 }
 
 impl std::fmt::Debug for Watchdog {
@@ -64,13 +69,14 @@ impl std::fmt::Debug for Watchdog {
 }
 
 impl Watchdog {
-    /// Starts the watchdog's thread and returns once it runs with everything its
-    /// report needs already set up (so it takes no loader lock later).
+    /// Starts the watchdog's thread; [`started`](Self::started) waits until it runs
+    /// with everything its report needs already set up (so that it takes no loader
+    /// lock later).
     pub fn arm(limit: Duration, on_hang: OnHang) -> std::io::Result<Self> {
         let start = Instant::now();
         let deadline = start + limit;
         let tracker = CallTracker::default();
-        let done = Arc::new((Mutex::new(false), Condvar::new()));
+        let done = Arc::new((Mutex::new(State::Watching), Condvar::new()));
         let shared = Arc::clone(&done);
         let watched = tracker.clone();
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel::<()>(1);
@@ -84,29 +90,43 @@ impl Watchdog {
                 drop(std::io::stderr().lock());
                 let _ = ready_tx.send(());
                 let (lock, wake) = &*shared;
-                let mut finished = lock.lock().unwrap_or_else(|e| e.into_inner());
-                while !*finished {
+                let mut state = lock.lock().unwrap_or_else(|e| e.into_inner());
+                while *state == State::Watching {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
-                        drop(finished);
+                        *state = State::Fired;
+                        drop(state);
                         on_hang(watched.current(), limit.as_secs_f64());
                         return;
                     }
-                    finished = wake
-                        .wait_timeout(finished, left)
+                    state = wake
+                        .wait_timeout(state, left)
                         .unwrap_or_else(|e| e.into_inner())
                         .0;
                 }
             })?;
-        // The thread is created; its start-up needs no lock the caller holds.
-        let _ = ready_rx.recv();
         Ok(Watchdog {
             done,
             thread: Some(thread),
             tracker,
             limit,
             deadline,
+            starting: Mutex::new(Some(ready_rx)),
         })
+    }
+
+    /// Returns once the thread has finished starting: call it before anything
+    /// touches the runtime (the engine does, before loading it). Its start-up needs
+    /// no lock the caller holds.
+    pub fn started(&self) {
+        let starting = self
+            .starting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(ready) = starting {
+            let _ = ready.recv();
+        }
     }
 
     /// The limit it was armed with.
@@ -124,12 +144,31 @@ impl Watchdog {
     }
 }
 
+/// Where the watchdog's thread is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Watching,
+    /// Dropped in time: the thread ends on its own.
+    Disarmed,
+    /// The limit passed: the thread is reporting the hang.
+    Fired,
+}
+
 impl Drop for Watchdog {
+    /// Disarms it without waiting for the thread to end (a run's process exits
+    /// right after: the join cost 0.3 ms of its time); one that fired is waited
+    /// for, as its report ends the process.
     fn drop(&mut self) {
         let (lock, wake) = &*self.done;
-        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        let fired = {
+            let mut state = lock.lock().unwrap_or_else(|e| e.into_inner());
+            if *state == State::Watching {
+                *state = State::Disarmed;
+            }
+            *state == State::Fired
+        };
         wake.notify_all();
-        if let Some(thread) = self.thread.take() {
+        if let (true, Some(thread)) = (fired, self.thread.take()) {
             let _ = thread.join();
         }
     }

@@ -31,6 +31,15 @@ every = 50
     assert!(out.status.success(), "{}", stderr(&out));
     let reports = reports(&out);
     assert_eq!(reports.len(), 8);
+    // A report passed on as its child wrote it is the report read and written again
+    // (its numbers as written: reading one back may move its last digit).
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let read = clmulti_explain::Report::from_json(line).unwrap();
+        let again: serde_json::Value =
+            serde_json::from_str(&serde_json::to_string(&read).unwrap()).unwrap();
+        let written: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(same_json(&written, &again), "{line}");
+    }
     for r in &reports {
         let name = &r.run_name;
         assert_eq!(r.stop, StopReason::Completed, "{name}");
@@ -332,4 +341,23 @@ fn a_bad_file_beside_a_good_one_says_what_ran() {
     );
     assert!(!err.contains("nothing was run"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("completed"));
+}
+
+/// `a` and `b` hold the same keys and values, numbers within
+/// a part in 10^12.
+fn same_json(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let (x, y) = (x.as_f64().unwrap_or(0.0), y.as_f64().unwrap_or(0.0));
+            (x - y).abs() <= 1e-12 * x.abs().max(y.abs())
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.keys().eq(y.keys()) && x.values().zip(y.values()).all(|(x, y)| same_json(x, y))
+        }
+        _ => a == b,
+    }
 }
