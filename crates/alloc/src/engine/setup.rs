@@ -12,6 +12,8 @@ pub(super) fn select_devices(
     tracker: &CallTracker,
     report: &mut Report,
 ) -> Result<Option<Vec<clmulti_probe::Device>>, EngineError> {
+    // Learnt while the process has few mappings, before the runtime brings its own.
+    clmulti_probe::UsageReader::learn_mapping_count();
     tracker.enter(Call::GetPlatformIds);
     let platforms = match clmulti_probe::platforms() {
         Ok(p) => p,

@@ -139,7 +139,8 @@ pub struct UsageReader {
     /// How to count mappings: `Some(extra)` when `PROCMAP_QUERY` works on `maps` (the
     /// count of VMAs it walks, plus the lines the text has beyond them: the gate
     /// VMA, `[vsyscall]`); `None` reads the text. Found at the first count: a reader
-    /// opened for `statm` alone never reads the text.
+    /// opened for `statm` alone never reads the text. This process's is learnt once
+    /// for all its readers ([`UsageReader::learn_mapping_count`]); a fixture's here.
     maps_by_query: std::cell::OnceCell<Option<u64>>,
     meminfo: Option<File>,
     fd_dir: Option<File>,
@@ -171,7 +172,27 @@ fn open_spare() -> i32 {
     unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }
 }
 
+/// How this process's mappings are counted (a reader's `maps_by_query` for this
+/// process): a property of the kernel (its gate VMA), learnt once.
+fn own_maps_extra() -> Option<u64> {
+    static EXTRA: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *EXTRA.get_or_init(|| {
+        let _own = crate::trace::own_calls();
+        File::open("/proc/self/maps")
+            .ok()
+            .as_ref()
+            .and_then(query_offset)
+    })
+}
+
 impl UsageReader {
+    /// Learns how this process's mappings are counted while it has few: learning
+    /// walks the text of every mapping twice (0.5 ms once a runtime has loaded, on a
+    /// 2-core machine; tens of microseconds before). Call it before loading one.
+    pub fn learn_mapping_count() {
+        let _ = own_maps_extra();
+    }
+
     /// Opens this process's `/proc` files.
     pub fn open() -> Self {
         Self::open_at(Path::new("/proc"))
@@ -359,10 +380,13 @@ impl UsageReader {
     /// The process's mappings, counted now (what `vm.max_map_count` bounds).
     pub fn memory_maps(&self) -> u64 {
         let _own = self.own();
-        let by_query = self
-            .maps_by_query
-            .get_or_init(|| self.maps.as_ref().and_then(query_offset));
-        if let (Some(extra), Some(maps)) = (*by_query, &self.maps) {
+        let by_query = match self.own_proc {
+            true => own_maps_extra(),
+            false => *self
+                .maps_by_query
+                .get_or_init(|| self.maps.as_ref().and_then(query_offset)),
+        };
+        if let (Some(extra), Some(maps)) = (by_query, &self.maps) {
             if let Some(vmas) = count_vmas(maps) {
                 return vmas + extra;
             }
