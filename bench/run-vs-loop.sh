@@ -20,6 +20,9 @@
 #     --target R       the share of the loop's speed to meet (default 0.95)
 #     --rounds R       rounds (default 15; 6 at least for an interval)
 #     --tracer T       on (default: traced, as runs are), off, or both (interleaved)
+#     --against DIR    another build's clmulti (and its tracer) as one more arm of
+#                      every round, traced: two builds side by side in one run, with
+#                      the difference between them in each round as a share of the loop
 #
 # The target (--target, default 0.95: clmulti's whole process within 5% of the bare
 # loop's, its sampling and report included) is met when the interval lies above it,
@@ -34,7 +37,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 bin=$root/target/release platform=portable devices=2 context=shared count=100000
-size=1048576 strategy=create every=1000 rounds=15 tracer=on target=0.95
+size=1048576 strategy=create every=1000 rounds=15 tracer=on target=0.95 against=
 while (($#)); do
   case $1 in
     --bin) bin=$2; shift 2 ;;
@@ -50,7 +53,9 @@ while (($#)); do
     --tracer) tracer=$2; shift 2
       [[ $tracer =~ ^(on|off|both)$ ]] || { echo "run-vs-loop: --tracer takes on, off or both, not '$tracer'" >&2; exit 2; } ;;
     --target) target=$2; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    --against) against=$2; shift 2
+      [ -x "$against/clmulti" ] || { echo "run-vs-loop: --against $against: no clmulti there" >&2; exit 2; } ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "run-vs-loop: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -76,9 +81,9 @@ placement = "round-robin"
 every = $every
 EOF
 
-python3 - "$rounds" "$bin/clmulti" "$work" "$platform" "$devices" "$context" "$count" "$size" "$strategy" "$tracer" "$target" <<'PY'
+python3 - "$rounds" "$bin/clmulti" "$work" "$platform" "$devices" "$context" "$count" "$size" "$strategy" "$tracer" "$target" "$against" <<'PY'
 import json, math, os, resource, statistics, subprocess, sys, time
-rounds, clmulti, work, platform, devices, context, count, size, strategy, tracer, target = sys.argv[1:]
+rounds, clmulti, work, platform, devices, context, count, size, strategy, tracer, target, against = sys.argv[1:]
 rounds, target = int(rounds), float(target)
 loop = [f"{work}/plain_loop", "--platform", platform, "--devices", devices, "--context", context,
         "--count", count, "--size", size, "--strategy", strategy]
@@ -88,6 +93,8 @@ if tracer in ("on", "both"):
     arms["traced"] = (tool, {})
 if tracer in ("off", "both"):
     arms["untraced"] = (tool, {"CLMULTI_TRACE": "off"})
+if against:
+    arms["against"] = ([f"{against}/clmulti", *tool[1:]], {})
 names = list(arms)
 tools = [n for n in names if n != "loop"]
 
@@ -180,6 +187,12 @@ for n in tools:
                [runs["loop"][i]["wall"] / runs[n][i]["wall"] for i in range(rounds)], target)
     share_line(f"  the same by CPU time",
                [runs["loop"][i]["cpu"] / runs[n][i]["cpu"] for i in range(rounds) if runs[n][i]["cpu"] > 0])
+if "against" in runs:
+    version = lambda b: subprocess.run([b, "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"  traced: {version(clmulti)}; against: {version(arms['against'][0][0])}")
+    other = "traced" if "traced" in runs else "untraced"
+    share_line(f"the builds' difference ((against - {other}) / loop, same round)",
+               [(runs["against"][i]["wall"] - runs[other][i]["wall"]) / runs["loop"][i]["wall"] for i in range(rounds)])
 if "traced" in runs and "untraced" in runs:
     share_line("the tracer's share of the loop's whole process ((traced - untraced) / loop, same round)",
                [(runs["traced"][i]["wall"] - runs["untraced"][i]["wall"]) / runs["loop"][i]["wall"] for i in range(rounds)])
