@@ -37,7 +37,7 @@ pub(super) fn refused_up_front(scenario: &Scenario, plan: &LoopPlan) -> Option<S
     } else {
         0
     };
-    let statm = UsageReader::open().statm();
+    let statm = UsageReader::own_statm();
     let now = allocation_loop::GuardReading {
         held: statm.rss_bytes,
         vsize: statm.virtual_bytes,
@@ -93,7 +93,7 @@ pub(super) fn check_kept(
     // A pair's check holds host copies of both buffers and the result beside what
     // the run keeps: where that would pass max_rss, the check is not run.
     let check_need = 3 * plan.size;
-    let resident = UsageReader::open().statm().rss_bytes;
+    let resident = UsageReader::own_statm().rss_bytes;
     let check_fits = resident.saturating_add(check_need) <= plan.max_rss;
     let asked = scenario.axpy.check != clmulti_scenario::AxpyCheck::None;
     if asked && !check_fits && !interrupted {

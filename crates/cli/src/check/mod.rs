@@ -351,7 +351,7 @@ fn check_platforms(
 /// below what this process already holds (a run's holds more: the runtime too),
 /// usually a `%` forgotten (`"50"` is 50 bytes).
 fn rss_warnings(file: &ScenarioFile) -> Vec<ScenarioError> {
-    let own = clmulti_probe::UsageReader::open().statm().rss_bytes;
+    let own = clmulti_probe::UsageReader::own_statm().rss_bytes;
     let mut out: Vec<ScenarioError> = Vec::new();
     // The first run says it for all unless the grid varies the guard.
     let runs = if file.varies("guards.max_rss") {

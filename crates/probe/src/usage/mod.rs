@@ -333,26 +333,15 @@ impl UsageReader {
         self.system_memory()
     }
 
+    /// This process's `statm` alone, read now: what a guard checks once, without
+    /// opening every file a reader keeps.
+    pub fn own_statm() -> Statm {
+        let _own = crate::trace::own_calls();
+        statm_of(File::open("/proc/self/statm").ok().as_ref())
+    }
+
     fn read_statm(&self) -> Statm {
-        let page = crate::host::page_size();
-        let mut text = [0u8; 256];
-        let len = text::read_into(self.statm.as_ref(), &mut text);
-        let mut fields = text[..len]
-            .split(|b| b.is_ascii_whitespace())
-            .filter(|f| !f.is_empty())
-            .map(|f| {
-                f.iter()
-                    .fold(0u64, |acc, d| acc * 10 + u64::from(d.wrapping_sub(b'0')))
-            });
-        let mut next = || fields.next().unwrap_or(0) * page;
-        let virtual_bytes = next();
-        let rss_bytes = next();
-        let (_shared, _text, _lib) = (next(), next(), next());
-        Statm {
-            virtual_bytes,
-            rss_bytes,
-            data_bytes: next(),
-        }
+        statm_of(self.statm.as_ref())
     }
 
     /// `Threads`, `VmLck` and `VmData` of `status`.
@@ -454,5 +443,28 @@ impl Drop for UsageReader {
             // SAFETY: the reader owns `spare` and closes it once.
             unsafe { libc::close(spare) };
         }
+    }
+}
+
+/// A `statm` file's figures, in bytes.
+fn statm_of(file: Option<&File>) -> Statm {
+    let page = crate::host::page_size();
+    let mut text = [0u8; 256];
+    let len = text::read_into(file, &mut text);
+    let mut fields = text[..len]
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|f| !f.is_empty())
+        .map(|f| {
+            f.iter()
+                .fold(0u64, |acc, d| acc * 10 + u64::from(d.wrapping_sub(b'0')))
+        });
+    let mut next = || fields.next().unwrap_or(0) * page;
+    let virtual_bytes = next();
+    let rss_bytes = next();
+    let (_shared, _text, _lib) = (next(), next(), next());
+    Statm {
+        virtual_bytes,
+        rss_bytes,
+        data_bytes: next(),
     }
 }
