@@ -156,8 +156,8 @@ enum State {
 
 impl Drop for Watchdog {
     /// Disarms it without waiting for the thread to end (a run's process exits
-    /// right after: the join cost 0.3 ms of its time); one that fired is waited
-    /// for, as its report ends the process.
+    /// right after: the join took 0.3 ms of it, seen under `perf trace`); one that
+    /// fired is waited for, as its report ends the process.
     fn drop(&mut self) {
         let (lock, wake) = &*self.done;
         let fired = {
