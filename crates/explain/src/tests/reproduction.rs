@@ -76,3 +76,25 @@ fn rerun_that_held_still_or_held_their_time_need_no_pace() {
     assert!(c.settles_on("time"), "{}", c.sentence());
     assert!(!c.admits("pace", None));
 }
+
+#[test]
+fn one_rerun_the_scheduler_held_back_does_not_hide_a_time_limit() {
+    // Seen beside two busy loops on 2 cores: a 50 ms limit, one re-run 10 ms late.
+    let late = reruns(&[
+        (258, 0.052),
+        (287, 0.052),
+        (272, 0.053),
+        (269, 0.062),
+        (274, 0.053),
+    ]);
+    assert!(matches!(late.reproduced(), Reproduced::Time { .. }));
+    // Times that spread as the counts do stay no time limit, one left out or not.
+    let alike = reruns(&[
+        (258, 0.052),
+        (287, 0.058),
+        (230, 0.046),
+        (300, 0.060),
+        (270, 0.054),
+    ]);
+    assert_eq!(alike.reproduced(), Reproduced::No);
+}
