@@ -410,7 +410,8 @@ pub fn details(r: &Report) -> String {
             bytes(x.host.dmabuf_bytes),
             x.system
                 .as_ref()
-                .map_or("-".into(), |m| bytes(m.available_bytes)),
+                .and_then(|m| m.available_bytes)
+                .map_or("-".into(), bytes),
             x.system
                 .as_ref()
                 .map_or("-".into(), |m| bytes(m.shmem_bytes)),

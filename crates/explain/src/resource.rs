@@ -204,13 +204,13 @@ impl Resource {
             Resource::DmabufBytes => p.dmabuf_bytes as f64,
             Resource::MemoryMaps => p.memory_maps? as f64,
             Resource::Threads => p.threads as f64,
-            Resource::LockedMemory => p.locked_bytes as f64,
-            Resource::DataSize => p.data_bytes as f64,
+            Resource::LockedMemory => p.locked_bytes? as f64,
+            Resource::DataSize => p.data_bytes? as f64,
             Resource::HeapInUse => p.heap_in_use_bytes? as f64,
             Resource::HeapFree => p.heap_free_bytes? as f64,
             Resource::SystemMemoryUsed => {
                 host.ram_bytes?
-                    .saturating_sub(sample.system?.available_bytes) as f64
+                    .saturating_sub(sample.system?.available_bytes?) as f64
             }
             Resource::SystemShmem => sample.system?.shmem_bytes as f64,
             Resource::DeviceMemory { device } => (*sample.device_used_bytes.get(*device)?)? as f64,

@@ -4,9 +4,10 @@
 //! `cargo run --release -p clmulti-probe --example reading_cost [-- ROUNDS]`
 //!
 //! The OpenCL runtimes load first (as in a run), so the mapping count is a run's. A
-//! sample takes the light reading; one in a few (the 1st, 8th, 64th... and those the
-//! walks' budget allows) the heap and the walk too, and the first and the last the
-//! counts as well. Under clmulti's tracer (`LD_PRELOAD=.../libclmulti_trace.so`) the counts
+//! sample takes the light reading; the first 8, the 16th, 32nd... and those that walk
+//! the accounting too; one in a few (the 1st, 8th, 64th... and those the walks'
+//! budget allows) the heap and the walk, and the first and the last the counts as
+//! well. Under clmulti's tracer (`LD_PRELOAD=.../libclmulti_trace.so`) the counts
 //! include its own.
 
 use clmulti_probe::UsageReader;
@@ -40,15 +41,20 @@ fn main() {
     println!(
         "{platforms} platform(s) loaded, {maps} mappings; median of {rounds} calls [measured]"
     );
-    let parts: [(&str, &dyn Fn() -> u64); 7] = [
+    let parts: [(&str, &dyn Fn() -> u64); 8] = [
         ("statm (guards between samples)", &|| {
             reader.statm().rss_bytes
         }),
         ("meminfo", &|| {
-            reader.system().map_or(0, |s| s.available_bytes)
+            reader.system().and_then(|s| s.available_bytes).unwrap_or(0)
         }),
-        ("light: fds, status, meminfo", &|| {
+        ("light: fds, statm, task, sysinfo", &|| {
             reader.read_light().process.open_fds
+        }),
+        ("accounting: status, meminfo", &|| {
+            let mut usage = clmulti_probe::Usage::default();
+            reader.add_accounting(&mut usage);
+            usage.process.locked_bytes.unwrap_or(0)
         }),
         ("the C library's heap (mallinfo2)", &|| {
             let mut usage = clmulti_probe::Usage::default();

@@ -13,7 +13,7 @@ fn a_reader_counts_descriptors_even_when_none_is_left() {
     let p = first.process;
     assert!(p.rss_bytes > 0 && p.virtual_bytes >= p.rss_bytes && p.memory_maps > Some(5));
     let system = first.system.expect("/proc/meminfo");
-    assert!(system.available_bytes > 0 && system.free_bytes > 0);
+    assert!(system.available_bytes > Some(0) && system.free_bytes > 0);
 
     let before = reader.read().process.open_fds;
     // Fill the descriptor table up to a low soft limit, then read again.
@@ -32,6 +32,7 @@ fn a_reader_counts_descriptors_even_when_none_is_left() {
         held.push(f);
     }
     let at_limit = reader.read().process;
+    let light_at_limit = reader.read_light().process;
     let fresh = ProcessUsage::read();
     drop(held);
     // SAFETY: restoring the saved limit.
@@ -43,6 +44,8 @@ fn a_reader_counts_descriptors_even_when_none_is_left() {
         at_limit.open_fds
     );
     assert!(at_limit.memory_maps > Some(5) && at_limit.rss_bytes > 0);
+    // The thread count of a light reading takes no descriptor either.
+    assert!(light_at_limit.threads >= 1 && light_at_limit.threads == at_limit.threads);
     assert_eq!(
         fresh.open_fds, 0,
         "opening /proc at the limit fails: the reason UsageReader exists"

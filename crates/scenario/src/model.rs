@@ -11,10 +11,11 @@ use std::collections::BTreeMap;
 pub enum MapsSampling {
     /// The first and last samples, either side of a release round, the 1st, 8th,
     /// 64th..., and the others while the walks cost under 100 us or 0.5% of the loop
-    /// (the C library's heap is read at the same samples).
+    /// (the C library's heap is read at the same samples; the devices' memory and
+    /// `status`'s and `meminfo`'s figures there and at the first 8, the 16th, 32nd...).
     #[default]
     Budgeted,
-    /// Every sample, whatever it costs the loop's rate.
+    /// Every sample and every figure, whatever it costs the loop's rate.
     EverySample,
 }
 

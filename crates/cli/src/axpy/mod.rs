@@ -346,9 +346,9 @@ fn host_memory_check(n: u64, devices: &[Device]) -> Result<(), Failure> {
         .memory_ceiling()
         .map_or(f64::INFINITY, |(b, _)| b as f64 * 0.5);
     let available = clmulti_probe::UsageReader::open()
-        .read()
-        .system
-        .map_or(f64::INFINITY, |s| s.available_bytes as f64);
+        .system()
+        .and_then(|s| s.available_bytes)
+        .map_or(f64::INFINITY, |a| a as f64);
     let headroom = clmulti_probe::own_cgroup_headroom().map_or(f64::INFINITY, |h| h as f64);
     let bound = half_ceiling.min(available).min(headroom);
     if need > bound {

@@ -214,9 +214,9 @@ struct BenchReport {
 /// tables and kernel memory RSS does not).
 fn memory_bound() -> u64 {
     let available = clmulti_probe::UsageReader::open()
-        .read()
-        .system
-        .map_or(1u64 << 30, |s| s.available_bytes);
+        .system()
+        .and_then(|s| s.available_bytes)
+        .unwrap_or(1 << 30);
     let left = available.min(clmulti_probe::own_cgroup_headroom().unwrap_or(u64::MAX));
     (left as f64 * MEMORY_SHARE) as u64
 }

@@ -19,7 +19,7 @@ use clmulti_scenario::Scenario;
 use serde::{Deserialize, Serialize};
 
 /// Bumped when a field changes meaning or is removed.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// A resource's growth per buffer and where it meets its limit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

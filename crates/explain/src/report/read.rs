@@ -57,6 +57,10 @@ impl Report {
         if version < 7 {
             upgrade_v6(&mut value);
         }
+        // Schema 7 -> 8: nothing to change; a sample's `locked_bytes`, `data_bytes`
+        // and `system.available_bytes` read as present (8 leaves them out of samples
+        // that did not read `status` and `meminfo`).
+        value["schema_version"] = json!(SCHEMA_VERSION);
         Ok(serde_json::from_value(value)?)
     }
 }
@@ -222,6 +226,34 @@ mod tests {
             read += 1;
         }
         assert_eq!(read, 16);
+    }
+
+    #[test]
+    fn schema_7_samples_keep_their_accounting_and_schema_8_leaves_what_was_not_read() {
+        let report = crate::testing::run(2, clmulti_scenario::ContextMode::Shared).completed(1000);
+        let mut value = serde_json::to_value(&report).unwrap();
+        value["schema_version"] = json!(7);
+        let sample = &mut value["samples"][0];
+        sample["locked_bytes"] = json!(4096);
+        sample["data_bytes"] = json!(8192);
+        sample["system"]["available_bytes"] = json!(1 << 30);
+        let read = Report::from_json(&value.to_string()).unwrap();
+        assert_eq!(read.schema_version, SCHEMA_VERSION);
+        let first = &read.samples[0];
+        assert_eq!(
+            (first.host.locked_bytes, first.host.data_bytes),
+            (Some(4096), Some(8192))
+        );
+        assert_eq!(first.system.unwrap().available_bytes, Some(1 << 30));
+        // Left out where a sample did not read them: absent, not zero.
+        let mut light = report.clone();
+        light.samples[1].host.locked_bytes = None;
+        light.samples[1].system.as_mut().unwrap().available_bytes = None;
+        let text = serde_json::to_string(&light).unwrap();
+        let back = Report::from_json(&text).unwrap();
+        assert_eq!(back.samples[1].host.locked_bytes, None);
+        assert_eq!(back.samples[1].system.unwrap().available_bytes, None);
+        assert_eq!(back.samples[0].host.locked_bytes, Some(0));
     }
 
     #[test]

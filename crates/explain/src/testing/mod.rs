@@ -192,9 +192,13 @@ impl Build {
             live: (live != allocations).then_some(live),
             bytes_requested: allocations * self.report.scenario.allocation.size_bytes,
             elapsed_seconds: allocations as f64 * self.seconds_per_buffer,
-            host: ProcessUsage::default(),
+            host: ProcessUsage {
+                locked_bytes: Some(0),
+                data_bytes: Some(0),
+                ..ProcessUsage::default()
+            },
             system: Some(SystemMemory {
-                available_bytes: 32 << 30,
+                available_bytes: Some(32 << 30),
                 free_bytes: 32 << 30,
                 shmem_bytes: 0,
             }),

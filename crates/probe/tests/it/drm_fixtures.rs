@@ -127,7 +127,7 @@ fn a_whole_proc_tree_is_read_counting_each_client_once() {
     assert_eq!((p.rss_bytes, p.memory_maps), (25600 * 4096, Some(3)));
     assert_eq!((p.dmabuf_fds, p.dmabuf_bytes), (1, 4 << 30));
     let system = usage.system.unwrap();
-    assert_eq!(system.available_bytes, 38120488 << 10);
+    assert_eq!(system.available_bytes, Some(38120488 << 10));
     let figure = |pdev: &str, region: &str, kind| {
         usage
             .drm
@@ -171,26 +171,35 @@ fn driver_limits_are_read_from_sysfs() {
 }
 
 #[test]
-fn status_gives_what_statm_would_and_statm_stands_in_where_status_lacks_it() {
+fn a_light_reading_takes_statm_and_the_accounting_adds_status_and_meminfo() {
     let root = proc_tree();
     let status = |text: &str| std::fs::write(root.join("self/status"), text).unwrap();
     // statm: 262144 pages virtual, 25600 resident, 20000 data and stack.
     status("Threads:\t7\nVmSize:\t  2048 kB\nVmLck:\t 8 kB\nVmRSS:\t  1024 kB\nVmData:\t  512 kB\nVmStk:\t  132 kB\n");
-    let usage = UsageReader::open_at(&root).read_light();
-    let p = usage.process;
-    assert_eq!((p.virtual_bytes, p.rss_bytes), (2048 << 10, 1024 << 10));
-    assert_eq!(
-        (p.threads, p.locked_bytes, p.data_bytes),
-        (7, 8 << 10, 512 << 10)
-    );
-    assert_eq!(usage.data_and_stack_bytes, (512 + 132) << 10);
-    status("Threads:\t7\nVmData:\t  512 kB\n");
-    let usage = UsageReader::open_at(&root).read_light();
+    let reader = UsageReader::open_at(&root);
+    let mut usage = reader.read_light();
     let p = usage.process;
     assert_eq!(
         (p.virtual_bytes, p.rss_bytes),
         (262144 * 4096, 25600 * 4096)
     );
     assert_eq!(usage.data_and_stack_bytes, 20000 * 4096);
+    assert_eq!((p.locked_bytes, p.data_bytes), (None, None));
+    assert_eq!(usage.system.unwrap().available_bytes, Some(38120488 << 10));
+    reader.add_accounting(&mut usage);
+    let p = usage.process;
+    assert_eq!(
+        (p.threads, p.locked_bytes, p.data_bytes),
+        (7, Some(8 << 10), Some(512 << 10))
+    );
+    // statm stays the one source of size and RSS.
+    assert_eq!(p.rss_bytes, 25600 * 4096);
+    // A `status` without `VmLck` says nothing of locked memory (not zero).
+    status("Threads:\t7\nVmData:\t  512 kB\n");
+    reader.add_accounting(&mut usage);
+    assert_eq!(
+        (usage.process.locked_bytes, usage.process.data_bytes),
+        (None, Some(512 << 10))
+    );
     std::fs::remove_dir_all(&root).unwrap();
 }

@@ -129,12 +129,12 @@ pub(crate) const STRATEGIES: [Word<Strategy>; 5] = [
 pub(crate) const MAPS_SAMPLINGS: [Word<MapsSampling>; 2] = [
     (
         "budgeted",
-        "the first and last samples, either side of a release round, the 1st, 8th, 64th..., and the others while the walks cost under 100 us or 0.5% of the loop (the C library's heap is read at the same samples; the devices' memory, NVML's costly query, there and at the first 8 and the 16th, 32nd..., within the same budget)",
+        "the first and last samples, either side of a release round, the 1st, 8th, 64th..., and the others while the walks cost under 100 us or 0.5% of the loop (the C library's heap is read at the same samples; the devices' memory, NVML's costly query, there and at the first 8 and the 16th, 32nd..., within the same budget; locked memory, the data segment and MemAvailable, from /proc/self/status and /proc/meminfo, at those samples too)",
         MapsSampling::Budgeted,
     ),
     (
         "every-sample",
-        "every sample, whatever the walks cost the loop's rate",
+        "every sample (and every figure), whatever the walks cost the loop's rate",
         MapsSampling::EverySample,
     ),
 ];

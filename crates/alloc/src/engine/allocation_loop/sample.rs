@@ -4,7 +4,8 @@ use super::*;
 
 /// One sample of every reading (the mappings walked and the C library's heap read,
 /// always, on every sample, or within the walks' time budget; the devices' memory
-/// there and at a few samples more), told to the meter and kept; its guard reading.
+/// and `status`'s and `meminfo`'s figures there and at a few samples more), told to
+/// the meter and kept; its guard reading.
 #[inline]
 pub(super) fn take_sample(
     plan: &LoopPlan,
@@ -27,11 +28,16 @@ pub(super) fn take_sample(
         walked = meter.now() - walking;
         maps.spent += walked;
     }
-    // The devices' memory where the walks go, and at the first 8 samples and the
-    // 16th, 32nd, 64th... (enough for a line per device however dear), its cost in
-    // the walks' budget (see `MapsBudget`); the other samples leave it out, per device.
+    // The devices' memory and `status`'s and `meminfo`'s figures where the walks go,
+    // and at the first 8 samples and the 16th, 32nd, 64th... (enough for a line per
+    // device however dear); the devices' cost in the walks' budget (see
+    // `MapsBudget`). The other samples leave them out.
     let nth = out.samples.len();
-    let device_used_bytes = if walks || nth < 8 || (nth + 1).is_power_of_two() {
+    let detailed = walks || nth < 8 || (nth + 1).is_power_of_two();
+    if detailed {
+        meter.accounting(&mut usage);
+    }
+    let device_used_bytes = if detailed {
         let reading = meter.now();
         let device_used = meter.device_used();
         maps.spent += meter.now() - reading;

@@ -110,6 +110,10 @@ impl Meter for FakeMeter {
         7
     }
 
+    fn accounting(&self, usage: &mut Usage) {
+        usage.process.locked_bytes = Some(4096);
+    }
+
     fn device_used(&mut self) -> Vec<Option<u64>> {
         self.device_reads.set(self.device_reads.get() + 1);
         self.clock.advance(self.device_cost);
@@ -456,6 +460,11 @@ fn a_costly_device_reading_goes_with_the_walks_and_a_few_samples_more() {
             assert_eq!(sample.device_used_bytes, [None, None], "sample {nth}");
         }
     }
+    // `status`'s and `meminfo`'s figures go with the devices: absent between.
+    let accounted: Vec<usize> = (0..41)
+        .filter(|&n| out.samples[n].host.locked_bytes.is_some())
+        .collect();
+    assert_eq!(accounted, read);
     assert_eq!(meter.device_reads.get(), read.len() as u64);
 }
 
@@ -470,6 +479,7 @@ fn maps_every_sample_walks_at_every_sample_whatever_it_costs() {
     let out = allocation_loop(&plan, &mut backend, &mut meter, None);
     assert_eq!(walked(&out), vec![true; 11]);
     assert_eq!(meter.maps_walks.get(), 11);
+    assert!(out.samples.iter().all(|s| s.host.locked_bytes.is_some()));
 }
 
 #[test]
