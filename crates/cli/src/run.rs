@@ -175,10 +175,9 @@ impl Runs<'_> {
             use crate::child::Handed;
             match crate::child::run_child_handed(&scenario, self.timeout, binding) {
                 Ok(Handed::Written { mut json, stop }) => {
-                    self.performed += 1;
                     json.push('\n');
                     crate::format::write_stdout(&json)?;
-                    self.judge(&scenario.name, &stop);
+                    self.judge((file, index, &scenario.name), &stop);
                     return Ok(());
                 }
                 Ok(Handed::Read(report)) => Ok((*report, None)),
@@ -190,7 +189,6 @@ impl Runs<'_> {
         };
         match result {
             Ok((mut report, mut watchdog)) => {
-                self.performed += 1;
                 if args.experiment && !matches!(report.stop, StopReason::Interrupted { .. }) {
                     // The experiments' runs are children bounded by their own limits.
                     drop(watchdog.take());
@@ -198,7 +196,7 @@ impl Runs<'_> {
                 }
                 print_report(&report, args.format, &mut self.shown)?;
                 drop(watchdog);
-                self.judge(&scenario.name, &report.stop);
+                self.judge((file, index, &scenario.name), &report.stop);
                 if args.format == Format::Text && self.several {
                     self.reports.push(report);
                 }
@@ -216,9 +214,10 @@ impl Runs<'_> {
         Ok(())
     }
 
-    /// Runs that measured nothing (how each `stop`ped), said and counted as the
-    /// input's or the tool's.
-    fn judge(&mut self, name: &str, stop: &StopReason) {
+    /// Counts a run that measured something as performed; one that measured nothing
+    /// (how it `stop`ped) is said and counted as the input's or the tool's, at the
+    /// key of its file that asked for what this machine lacks, where one did.
+    fn judge(&mut self, (file, index, name): (&ScenarioFile, usize, &str), stop: &StopReason) {
         // A runtime that never finished loading measured nothing: the report says
         // where it hung, and the tool failed.
         if let StopReason::TimedOut {
@@ -228,13 +227,19 @@ impl Runs<'_> {
         {
             say!("error: {name}: loading the OpenCL runtime did not finish within {seconds:.1} s: clGetPlatformIDs never returned (an ICD the loader opened hangs while loading)");
             self.tool_failures += 1;
+            return;
         }
         // A run this machine cannot do measured nothing: the input asks for what is
         // not here (a sweep records it as skipped instead, as it must on a node with
         // fewer devices).
-        if let StopReason::Skipped { reason } = stop {
-            say!("error: {name}: {reason}: this machine cannot run it, so nothing was measured (`clmulti check` says so before a run; a sweep records such a run as skipped)");
+        if let StopReason::Skipped { reason, key } = stop {
+            let why = format!("{reason}: this machine cannot run it, so nothing was measured (`clmulti check` says so before a run; a sweep records such a run as skipped)");
+            match key {
+                Some(key) => say!("error: {name}: {}", file.error_in_run(index, key, &why)),
+                None => say!("error: {name}: {why}"),
+            }
             self.problems += 1;
+            return;
         }
         // A child that ended without a report measured nothing: its input's fault
         // when it said so (exit 2), else the tool's.
@@ -245,7 +250,9 @@ impl Runs<'_> {
             } else {
                 self.tool_failures += 1;
             }
+            return;
         }
+        self.performed += 1;
     }
 
     /// The comparison of several reports, and the exit the runs earned.
@@ -269,9 +276,9 @@ impl Runs<'_> {
         }
         if problems > 0 {
             return Err(Failure::Input(if performed == 0 {
-                format!("{problems} scenario problem(s); nothing was run")
+                format!("{problems} scenario problem(s); nothing was measured")
             } else {
-                format!("{problems} scenario problem(s); {performed} run(s) were performed (above)")
+                format!("{problems} scenario problem(s); {performed} run(s) measured (above)")
             }));
         }
         Ok(())

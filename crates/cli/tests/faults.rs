@@ -190,10 +190,33 @@ fn a_run_asking_for_more_devices_than_exist_is_refused_and_said() {
     // Bad input for this machine: exit 2, the report still printed, the reason said.
     let out = run(clmulti(2).arg("run").arg(&path).args(["--format", "json"]));
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
     assert!(
-        stderr(&out).contains("this machine cannot run it, so nothing was measured"),
+        err.contains("this machine cannot run it, so nothing was measured"),
+        "{err}"
+    );
+    // At the key of the file that asked, as check says it; nothing counted as run.
+    assert!(
+        err.contains("four.toml:3:9: key `devices.count`: asked for 4 devices"),
+        "{err}"
+    );
+    assert!(
+        err.contains("1 scenario problem(s); nothing was measured"),
+        "{err}"
+    );
+    // An index beyond the list: the entry that names it.
+    let indices = scenario_file(
+        "index-five.toml",
+        "[devices]\ntype = \"gpu\"\nindices = [0, 5]\n[allocation]\ncount = 10\n",
+    );
+    let beyond = run(clmulti(2).arg("run").arg(&indices));
+    assert_eq!(beyond.status.code(), Some(2), "{}", stderr(&beyond));
+    assert!(
+        stderr(&beyond).contains(
+            "index-five.toml:3:15: key `devices.indices[1]`: device index 5 is out of range"
+        ),
         "{}",
-        stderr(&out)
+        stderr(&beyond)
     );
     // check says it before a run, at the key.
     let checked = run(clmulti(2).arg("check").arg(&path));
@@ -206,7 +229,7 @@ fn a_run_asking_for_more_devices_than_exist_is_refused_and_said() {
         stderr(&checked)
     );
     match &reports(&out)[0].stop {
-        StopReason::Skipped { reason } => assert!(
+        StopReason::Skipped { reason, .. } => assert!(
             reason.contains("asked for 4 devices of type gpu on platform 0 (Portable Computing Language), found 2"),
             "{reason}"
         ),

@@ -237,6 +237,18 @@ impl SelectError {
         }
     }
 
+    /// The key as `request` wrote it: the entry of `devices.indices` that names a
+    /// missing device (`devices.indices[1]`), else [`key`](Self::key).
+    pub fn key_in(&self, request: &DeviceRequest) -> String {
+        match (self, &request.devices) {
+            (SelectError::NoSuchIndex { index, .. }, DeviceChoice::Indices(list)) => list
+                .iter()
+                .position(|i| i == index)
+                .map_or(self.key().to_owned(), |at| format!("devices.indices[{at}]")),
+            _ => self.key().to_owned(),
+        }
+    }
+
     /// Whether the machine simply has fewer devices than asked for: the request is
     /// fine, this machine cannot run it (a run to skip, not bad input).
     pub fn is_too_few_devices(&self) -> bool {

@@ -24,8 +24,8 @@ pub(super) fn select_devices(
         Err(e) => return Err(e.into()),
     };
     tracker.enter(Call::CreateSubDevices);
-    let selection = match clmulti_probe::select(&platforms, &DeviceRequest::from(&scenario.devices))
-    {
+    let request = DeviceRequest::from(&scenario.devices);
+    let selection = match clmulti_probe::select(&platforms, &request) {
         Ok(s) => s,
         Err(e) if e.is_too_few_devices() => {
             let mut reason = e.to_string();
@@ -34,7 +34,8 @@ pub(super) fn select_devices(
                     "; PoCL makes one CPU device per word of POCL_DEVICES (e.g. \"pthread pthread\"; \"cpu cpu\" on PoCL >= 4)",
                 );
             }
-            report.stop = StopReason::Skipped { reason };
+            let key = Some(e.key_in(&request));
+            report.stop = StopReason::Skipped { reason, key };
             return Ok(None);
         }
         Err(e @ clmulti_probe::SelectError::Partition { .. }) => {

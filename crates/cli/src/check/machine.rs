@@ -142,18 +142,7 @@ fn devices(
         Ok(Some(devices)) => too_large(file, index, run, &devices, said),
         Ok(None) | Err(SelectError::UnknownPlatform { .. } | SelectError::Partition { .. }) => {}
         Err(e) => {
-            let key = match (&e, &run.devices.set) {
-                (
-                    SelectError::NoSuchIndex { index: wanted, .. },
-                    clmulti_scenario::DeviceSet::Indices(list),
-                ) => list
-                    .iter()
-                    .position(|i| i == wanted)
-                    .map_or("devices.indices".to_owned(), |i| {
-                        format!("devices.indices[{i}]")
-                    }),
-                _ => e.key().to_owned(),
-            };
+            let key = e.key_in(&DeviceRequest::from(&run.devices));
             // A grid over devices is meant for machines of several sizes (a scaling
             // sweep over Slurm nodes): its runs beyond this one are skipped here, said
             // as a warning. A file that asks for more everywhere is an error.

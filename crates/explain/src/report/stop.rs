@@ -151,6 +151,10 @@ pub enum StopReason {
     Skipped {
         /// Why.
         reason: String,
+        /// The scenario key that asks for what is not here (`devices.indices[1]`,
+        /// `devices.count`), where one does.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
     },
     /// The process running the scenario was killed by a signal (set by the parent).
     Crashed {
@@ -332,7 +336,7 @@ impl StopReason {
                 }
             },
             StopReason::Unsupported { reason } => format!("unsupported: {reason}"),
-            StopReason::Skipped { reason } => format!("skipped: {reason}"),
+            StopReason::Skipped { reason, .. } => format!("skipped: {reason}"),
             StopReason::Crashed { signal_name, .. } => format!("crashed: {signal_name}"),
             StopReason::Interrupted { signal_name, .. } => {
                 format!("interrupted by {signal_name}: stopped, released, partial")

@@ -336,10 +336,10 @@ fn a_bad_file_beside_a_good_one_says_what_ran() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
-        err.contains("1 scenario problem(s); 1 run(s) were performed (above)"),
+        err.contains("1 scenario problem(s); 1 run(s) measured (above)"),
         "{err}"
     );
-    assert!(!err.contains("nothing was run"), "{err}");
+    assert!(!err.contains("nothing was measured"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("completed"));
 }
 
