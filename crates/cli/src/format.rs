@@ -34,6 +34,20 @@ pub fn write_stdout(text: &str) -> Result<(), crate::Failure> {
         })
 }
 
+/// Whether stdout's reader has gone (the reading end of a pipe closed: `run A B |
+/// head -1`): `poll` says so before a write fails, so the next run is not started
+/// for nobody.
+pub fn stdout_closed() -> bool {
+    let mut out = libc::pollfd {
+        fd: 1,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, no wait.
+    let ready = unsafe { libc::poll(&mut out, 1, 0) };
+    ready == 1 && out.revents & libc::POLLERR != 0
+}
+
 /// Shows a progress line on a terminal's stderr, over the previous one.
 pub fn progress_line(text: &str) {
     use std::io::Write;

@@ -158,6 +158,9 @@ struct Runs<'a> {
 impl Runs<'_> {
     /// Run `index` of `file`, its report printed.
     fn one(&mut self, file: &ScenarioFile, index: usize, binding: &Binding) -> Result<(), Failure> {
+        if crate::format::stdout_closed() {
+            return Err(Failure::ClosedOutput);
+        }
         let args = self.args;
         let scenario = match file.run(index) {
             Ok(s) => s,

@@ -323,6 +323,28 @@ fn the_analysis_names_the_limit_that_stopped_the_run() {
     assert!(r.leak_check.clean);
 }
 
+/// A reader that left (`run A B | head -1`): no run is started for nobody, and the
+/// exit says the output was lost (1).
+#[test]
+fn a_closed_stdout_starts_no_run() {
+    let good = scenario_file(
+        "closed-stdout.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"64KiB\"\ncount = 10\n",
+    );
+    for format in ["text", "json"] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = run(clmulti(2)
+            .arg("run")
+            .arg(&good)
+            .arg(&good)
+            .args(["--format", format])
+            .stdout(writer));
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(!stderr(&out).contains("child process"), "{}", stderr(&out));
+    }
+}
+
 /// A bad file beside a good one: the good one runs, and the closing error says so.
 #[test]
 fn a_bad_file_beside_a_good_one_says_what_ran() {
