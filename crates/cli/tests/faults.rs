@@ -253,6 +253,13 @@ fn bad_arguments_are_refused_not_panicked() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(!stderr(&out).contains("panicked"), "{args:?}");
     }
+    // A negative count is a value out of range, not an unknown flag.
+    for args in [["bench", "--jobs", "-1"], ["axpy", "--repeat", "-2"]] {
+        let out = run(clmulti(1).args(args));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let said = format!("invalid value '{}' for '{}", args[2], args[1]);
+        assert!(stderr(&out).contains(&said), "{args:?}: {}", stderr(&out));
+    }
 }
 
 #[test]

@@ -73,7 +73,7 @@ pub enum KernelArg {
 pub struct Args {
     /// Elements (floats) for the bandwidth runs (the host must hold a few vectors of
     /// 4 n bytes: checked before anything is allocated).
-    #[arg(long, default_value_t = 1 << 24, value_parser = clap::value_parser!(u64).range(1..=MAX_N))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1 << 24, value_parser = clap::value_parser!(u64).range(1..=MAX_N))]
     n: u64,
     /// Device selector `PLATFORM[:DEVICE]` (name, vendor substring or index); repeat
     /// for several. Default: every device of the first platform with GPUs, else of
@@ -85,7 +85,7 @@ pub struct Args {
     #[arg(long, value_parser = clmulti_scenario::Partition::parse)]
     partition: Option<clmulti_scenario::Partition>,
     /// Timed repetitions after the warm-up.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_REPEAT)))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_REPEAT)))]
     repeat: u32,
     /// Which kernel(s).
     #[arg(long, value_enum, default_value_t = KernelArg::Both)]
@@ -108,7 +108,7 @@ pub struct Args {
     include_transfers: bool,
     /// With --split: also split over the first k devices for each k given, for the
     /// efficiency per device count (default: 2, 4, 8... below the device count).
-    #[arg(long, value_delimiter = ',', requires = "split", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_delimiter = ',', requires = "split", value_parser = clap::value_parser!(u32).range(1..))]
     device_counts: Option<Vec<u32>>,
 }
 

@@ -60,7 +60,7 @@ pub struct Args {
     #[arg(long, default_value = "auto", value_parser = crate::devices::selector)]
     device: String,
     /// Buffers per arm to start from; raised until an arm takes --min-seconds.
-    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
     count: u64,
     /// Buffer size.
     #[arg(long, default_value = "1MiB")]
@@ -68,21 +68,21 @@ pub struct Args {
     /// Rounds (each runs both arms, in fresh processes); at least 6 for a 95% interval.
     /// A busy machine's arms vary by a fifth from round to round: 21 rounds put the
     /// interval within a few percent of the median.
-    #[arg(long, default_value_t = 21, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_ROUNDS)))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 21, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_ROUNDS)))]
     rounds: u32,
     /// Rounds played at a time (at most 64, and no more than --rounds), each arm still
     /// its own process. On a host with cores to spare, N at a time give N times the
     /// rounds in the same time; each arm's memory bound is then a N-th of the quarter
     /// one arm may take. Calibration runs one arm alone: with N beyond the free cores
     /// the arms share cores and run slower than it measured (both arms alike).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_JOBS)))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_JOBS)))]
     jobs: u32,
     /// Seconds the plain loop of one arm should take at least (the count is raised
     /// to reach it, within a quarter of the available memory).
     #[arg(long, default_value_t = 0.5, value_parser = min_seconds)]
     min_seconds: f64,
     /// The engine's sampling interval.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     sample_every: u64,
     /// The target ratio (default 0.95); exit 1 when the interval lies wholly below it.
     #[arg(long, value_name = "RATIO")]

@@ -43,7 +43,7 @@ pub struct Args {
     devices: Vec<String>,
     /// Buffers in the `create` runs (the `fill` runs make a tenth as many). The seed
     /// failed at ~1000; for the long version use --count 100000.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(10..=i64::MAX as u64))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(10..=i64::MAX as u64))]
     count: u64,
     /// Bytes per buffer (the seed's 1 MiB by default).
     #[arg(long, default_value = "1MiB")]
