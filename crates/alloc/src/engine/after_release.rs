@@ -30,6 +30,7 @@ pub(super) fn read(
     outcome: &LoopOutcome,
 ) {
     let mut reading = usage.read_light();
+    usage.add_accounting(&mut reading);
     reading.process.memory_maps = Some(usage.memory_maps());
     if full_mode() {
         // One allocation of 4 KiB has the C library consolidate the freed chunks, as
@@ -42,6 +43,7 @@ pub(super) fn read(
         // SAFETY: malloc_trim only returns free heap to the kernel.
         unsafe { libc::malloc_trim(0) };
         let mut trimmed = usage.read_light();
+        usage.add_accounting(&mut trimmed);
         usage.add_heap(&mut trimmed);
         leak_check.after_trim = Some(trimmed.process);
     }

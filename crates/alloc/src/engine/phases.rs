@@ -159,7 +159,7 @@ pub(super) fn loop_with_sampling(
         usage,
         devices: memory,
         on_sample: observer,
-        shmem_start: usage.system().map_or(0, |s| s.shmem_bytes),
+        shmem_start: usage.shmem_bytes(),
         kernel: super::allocation_loop::KernelTrend::find(),
     };
     let loop_start = Instant::now();

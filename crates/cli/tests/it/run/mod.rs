@@ -212,14 +212,38 @@ fn sampling_maps_every_sample_counts_the_mappings_in_every_sample() {
                 .eq(&clmulti_scenario::MapsSampling::Budgeted),
             maps == "budgeted"
         );
-        r.samples
-            .iter()
-            .filter(|s| s.host.memory_maps.is_some())
-            .count()
+        // `status`'s and `meminfo`'s figures: at every walk, and at the first 8 and
+        // the 16th, 32nd...; every sample has the threads and the free memory, and
+        // the reading after release has every figure.
+        let accounted = |s: &clmulti_explain::Sample| {
+            s.host.locked_bytes.is_some()
+                && s.host.data_bytes.is_some()
+                && s.system.is_some_and(|m| m.available_bytes.is_some())
+        };
+        for (nth, s) in r.samples.iter().enumerate() {
+            let detailed = nth < 8 || (nth + 1).is_power_of_two();
+            assert!(!detailed || accounted(s), "sample {nth}: {s:?}");
+            assert!(s.host.memory_maps.is_none() || accounted(s), "sample {nth}");
+            assert!(s.host.threads >= 1 && s.system.is_some_and(|m| m.free_bytes > 0));
+        }
+        let after = r
+            .leak_check
+            .after_release_sample
+            .as_ref()
+            .expect("after release");
+        assert!(accounted(after), "{after:?}");
+        (
+            r.samples
+                .iter()
+                .filter(|s| s.host.memory_maps.is_some())
+                .count(),
+            r.samples.iter().filter(|s| accounted(s)).count(),
+        )
     };
-    assert_eq!(walked("every-sample"), 2001);
-    let budgeted = walked("budgeted");
+    assert_eq!(walked("every-sample"), (2001, 2001));
+    let (budgeted, accounted) = walked("budgeted");
     assert!(budgeted < 2001, "{budgeted} of 2001 samples walked");
+    assert!(accounted < 2001, "{accounted} of 2001 samples read status");
 }
 
 #[test]
