@@ -28,14 +28,7 @@ pub(super) fn select_devices(
     let selection = match clmulti_probe::select(&platforms, &request) {
         Ok(s) => s,
         Err(e) if e.is_too_few_devices() => {
-            let mut reason = e.to_string();
-            if clmulti_probe::is_pocl(&reason) {
-                reason.push_str(
-                    "; PoCL makes one CPU device per word of POCL_DEVICES (e.g. \"pthread pthread\"; \"cpu cpu\" on PoCL >= 4)",
-                );
-            }
-            let key = Some(e.key_in(&request));
-            report.stop = StopReason::Skipped { reason, key };
+            report.stop = too_few_devices(&e, &request);
             return Ok(None);
         }
         Err(e @ clmulti_probe::SelectError::Partition { .. }) => {
@@ -87,6 +80,21 @@ pub(super) fn select_devices(
         });
     }
     Ok(Some(selection.devices))
+}
+
+/// The stop of a run that asks for more devices than this machine has: skipped, at
+/// the key that asked, with PoCL's way to a second device.
+fn too_few_devices(e: &clmulti_probe::SelectError, request: &DeviceRequest) -> StopReason {
+    let mut reason = e.to_string();
+    if clmulti_probe::is_pocl(&reason) {
+        reason.push_str(
+            "; PoCL makes one CPU device per word of POCL_DEVICES (e.g. \"pthread pthread\"; \"cpu cpu\" on PoCL >= 4)",
+        );
+    }
+    StopReason::Skipped {
+        reason,
+        key: Some(e.key_in(request)),
+    }
 }
 
 /// The parent found a runtime; under the scenario's limits, or through its [env]'s
