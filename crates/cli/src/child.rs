@@ -105,6 +105,7 @@ fn child_outcome(
     let command = ChildCommand {
         interrupt: Some(&INTERRUPT),
         interrupt_grace: INTERRUPT_GRACE,
+        abandon_when: Some(crate::format::stdout_closed),
         placement,
         inherit: prepared.inherit.clone(),
         ..ChildCommand::scenario_run_in(program, scenario, prepared.env.clone(), timeout)
@@ -134,6 +135,10 @@ fn child_outcome(
     })
     .map_err(|e| Failure::Tool(format!("cannot run a child process: {e}")))?;
     progress.clear();
+    // Ended for no one: what it found would be written to a closed output.
+    if outcome.abandoned {
+        return Err(Failure::ClosedOutput);
+    }
     crate::verbose!(
         "run: child exited with {} after {:.3} s{}",
         outcome.status,

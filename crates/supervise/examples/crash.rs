@@ -15,6 +15,7 @@ fn shell(script: &str, timeout: Duration) -> ChildCommand {
         timeout,
         interrupt: None,
         interrupt_grace: Duration::ZERO,
+        abandon_when: None,
         resolved: None,
         placement: Default::default(),
         inherit: Vec::new(),

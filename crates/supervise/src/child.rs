@@ -45,6 +45,10 @@ pub struct ChildCommand {
     pub interrupt: Option<&'static Interrupt>,
     /// How long an interrupted child may take to end by itself.
     pub interrupt_grace: Duration,
+    /// Asked a few times a second while the child runs: `true` ends it at once (its
+    /// group killed), as no one would read what it found (the caller's output has
+    /// no reader left: `run A B | head -1`).
+    pub abandon_when: Option<fn() -> bool>,
     /// A resolved scenario (JSON) the child runs: handed over in a memfd named by
     /// the last argument (`/dev/fd/N`).
     pub resolved: Option<String>,
@@ -130,6 +134,7 @@ impl ChildCommand {
             }),
             interrupt: None,
             interrupt_grace: Duration::ZERO,
+            abandon_when: None,
             resolved: Some(serde_json::to_string(scenario).unwrap_or_default()),
             placement: Placement::default(),
             inherit: Vec::new(),
@@ -150,6 +155,7 @@ impl ChildCommand {
             timeout: Duration::from_secs(90),
             interrupt: None,
             interrupt_grace: Duration::ZERO,
+            abandon_when: None,
             resolved: None,
             placement: Placement::default(),
             inherit: Vec::new(),
@@ -204,6 +210,8 @@ pub struct ChildOutcome {
     pub interrupted: bool,
     /// The signal passed on.
     pub interrupted_by: Option<i32>,
+    /// Whether the harness ended it because `abandon_when` said so.
+    pub abandoned: bool,
     /// Wall time, seconds.
     pub wall_seconds: f64,
     /// The limit it ran under, seconds: what a timed-out child did not finish
@@ -361,6 +369,28 @@ fn drain_tail(mut pipe: std::process::ChildStderr) -> std::thread::JoinHandle<St
     })
 }
 
+/// Paths as C strings, for a child's pre-exec (one with a NUL byte is left out).
+fn c_paths(paths: &[PathBuf]) -> Vec<std::ffi::CString> {
+    paths
+        .iter()
+        .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).ok())
+        .collect()
+}
+
+/// `json` in a memfd the child inherits, named by its last argument (`/dev/fd/N`).
+fn hand_over(
+    json: &str,
+    cmd: &mut Command,
+    inherited: &mut Vec<i32>,
+) -> std::io::Result<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    let mut file = anonymous_file(c"clmulti-scenario")?;
+    file.write_all(json.as_bytes())?;
+    inherited.push(file.as_raw_fd());
+    cmd.arg(format!("/dev/fd/{}", file.as_raw_fd()));
+    Ok(file)
+}
+
 /// [`run_child`], handing each sample to `on_sample` while the child runs (the
 /// latest at most every 200 ms): what a terminal's progress line shows.
 // long: one unsafe sequence: a child's life from spawn to reap (pre-exec, the wait with timeout and interrupt, the group killed); split, the ordering of kill and drain would be harder to see.
@@ -380,20 +410,9 @@ pub fn run_child_watching(
         std::os::unix::fs::chown(folder.path(), Some(uid), Some(gid))?;
         cmd.uid(uid).gid(gid);
     }
-    let cgroups: Vec<std::ffi::CString> = command
-        .placement
-        .cgroups
-        .iter()
-        .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).ok())
-        .collect();
+    let cgroups = c_paths(&command.placement.cgroups);
     let resolved = match &command.resolved {
-        Some(json) => {
-            let mut file = anonymous_file(c"clmulti-scenario")?;
-            file.write_all(json.as_bytes())?;
-            inherited.push(file.as_raw_fd());
-            cmd.arg(format!("/dev/fd/{}", file.as_raw_fd()));
-            Some(file)
-        }
+        Some(json) => Some(hand_over(json, &mut cmd, &mut inherited)?),
         None => None,
     };
     let start = Instant::now();
@@ -457,6 +476,7 @@ pub fn run_child_watching(
     let interrupt = || command.interrupt.and_then(|i| i.signal());
     // When the interrupt was passed on to the child.
     let mut passed_on: Option<Instant> = None;
+    let mut abandoned = false;
     let (status, timed_out) = loop {
         match exit.recv_timeout(CHECK_EVERY) {
             Ok(status) => break (status?, false),
@@ -480,7 +500,10 @@ pub fn run_child_watching(
             // this child with it (PR_SET_PDEATHSIG).
             (Some(_), Some(at)) => at.elapsed() > command.interrupt_grace,
         };
-        if late || kill_now {
+        if last_look.elapsed() >= Duration::from_millis(200) {
+            abandoned = command.abandon_when.is_some_and(|f| f());
+        }
+        if late || kill_now || abandoned {
             // SAFETY: signalling the child's own process group.
             unsafe { libc::kill(-pid, libc::SIGKILL) };
             let status = exit
@@ -507,6 +530,7 @@ pub fn run_child_watching(
         timed_out,
         interrupted: !timed_out && interrupt().is_some(),
         interrupted_by: interrupt(),
+        abandoned,
         wall_seconds,
         timeout_seconds: command.timeout.as_secs_f64(),
         stdout,

@@ -31,6 +31,7 @@
 //!     timeout: Duration::from_secs(10),
 //!     interrupt: None,
 //!     interrupt_grace: Duration::ZERO,
+//!     abandon_when: None,
 //!     resolved: None,
 //!     placement: Default::default(),
 //!     inherit: Vec::new(),

@@ -302,6 +302,7 @@ fn arm_command(
         timeout: Duration::from_secs(120) + Duration::from_secs_f64(args.min_seconds * 20.0),
         interrupt: Some(&clmulti_supervise::INTERRUPT),
         interrupt_grace: Duration::ZERO,
+        abandon_when: None,
         resolved: None,
         placement: Default::default(),
         inherit: Vec::new(),

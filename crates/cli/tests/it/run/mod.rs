@@ -369,6 +369,41 @@ fn a_closed_stdout_starts_no_run() {
     }
 }
 
+/// The reader leaves while a run runs: the run ends then, not at its end (100 s of
+/// 1 ms pauses here), and no further run starts.
+#[test]
+fn a_reader_that_leaves_mid_run_ends_the_run() {
+    let slow = scenario_file(
+        "slow-for-no-one.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\nsize = \"4KiB\"\ncount = 100000\npause_us = 1000\n",
+    );
+    let (reader, writer) = std::io::pipe().unwrap();
+    let child = clmulti(2)
+        .arg("run")
+        .arg(&slow)
+        .arg(&slow)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    drop(reader);
+    let left = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        left.elapsed() < std::time::Duration::from_secs(40),
+        "{:?} after the reader left",
+        left.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out).matches("child process").count(),
+        1,
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// A bad file beside a good one: the good one runs, and the closing error says so.
 #[test]
 fn a_bad_file_beside_a_good_one_says_what_ran() {
