@@ -437,7 +437,7 @@ pub fn details(r: &Report) -> String {
         .count();
     if unwalked > 0 {
         s.push_str(&format!(
-            "  maps \"-\": {unwalked} sample(s) left the mapping walk out (about 1 us per mapping): the first and last samples and those either side of a release round always walk; the others while the walks have cost under 100 us or 0.5% of the loop, and the 1st, 8th, 64th... whatever they cost; the C library's heap is read at the same samples, the devices' memory there and at the first 8 and the 16th, 32nd... (\"-\" elsewhere) ([sampling] maps = \"every-sample\" walks at every one)\n"
+            "  maps \"-\": {unwalked} sample(s) left the mapping walk out (about 1 us per mapping): the first and last samples and those either side of a release round always walk; the others while the walks have cost under 100 us or 0.5% of the loop, and the 1st, 8th, 64th... whatever they cost; the C library's heap is read at the same samples, the devices' memory (`device used`) and MemAvailable (`available`) there and at the first 8 and the 16th, 32nd... (\"-\" elsewhere, and in every row where no source of the devices' memory exists) ([sampling] maps = \"every-sample\" reads everything at every one)\n"
         ));
     }
     s
