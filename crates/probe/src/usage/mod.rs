@@ -291,11 +291,7 @@ impl UsageReader {
                 heap_in_use_bytes: None,
                 heap_free_bytes: None,
             },
-            system: if self.own_proc {
-                SystemMemory::from_sysinfo()
-            } else {
-                self.system_memory()
-            },
+            system: self.light_system(),
             drm: drm::summarize(&fds.drm_clients),
             dmabuf_exporters: fds.dmabuf_exporters.into_iter().collect(),
             kernel_counts: None,
@@ -390,11 +386,16 @@ impl UsageReader {
     /// The system's `Shmem`, bytes: `sysinfo` for this process's reader (what a guard
     /// reads between samples), `meminfo` for a fixture's.
     pub fn shmem_bytes(&self) -> u64 {
-        let system = match self.own_proc {
+        self.light_system().map_or(0, |s| s.shmem_bytes)
+    }
+
+    /// MemFree and Shmem without `MemAvailable`: `sysinfo` for this process's reader,
+    /// `meminfo` (all three) for a fixture's.
+    fn light_system(&self) -> Option<SystemMemory> {
+        match self.own_proc {
             true => SystemMemory::from_sysinfo(),
             false => self.system_memory(),
-        };
-        system.map_or(0, |s| s.shmem_bytes)
+        }
     }
 
     /// This process's `statm` alone, read now: what a guard checks once, without
