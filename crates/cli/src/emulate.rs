@@ -31,7 +31,7 @@ pub struct Args {
     devices: u8,
     /// Device memory per device (default: the model's, 16 GiB on an A770, 12 GiB on a
     /// B580; none on an integrated GPU).
-    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+    #[arg(long, allow_negative_numbers = true, value_name = "SIZE", value_parser = parse_memory)]
     local_memory: Option<u64>,
     /// Print every ioctl on an emulated descriptor on stderr.
     #[arg(long)]

@@ -29,6 +29,7 @@ mod render;
 mod reproduce;
 mod run;
 pub mod trust;
+mod values;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
@@ -58,7 +59,7 @@ struct Cli {
     /// plus a margin). `axpy`, `bench` and `diagnose` are asked to stop (SIGTERM) and
     /// report what finished, and killed a tenth later (2 to 10 s) if still running;
     /// exit 1 either way. Without it, loading a runtime may take 60 s.
-    #[arg(long, global = true, value_name = "SECONDS", value_parser = clmulti_scenario::parse_seconds)]
+    #[arg(long, global = true, allow_negative_numbers = true, value_name = "SECONDS", value_parser = clmulti_scenario::parse_seconds)]
     timeout: Option<f64>,
     #[command(subcommand)]
     command: Command,

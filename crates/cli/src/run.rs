@@ -22,7 +22,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t)]
     format: Format,
     /// Run only the N-th run (0-based) of each file's grid (`--list` shows them).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::values::whole_in::<usize>(0..=u64::MAX))]
     index: Option<usize>,
     /// Run every run in its own child process: always done (a fresh process for
     /// each run, whose stdout and stderr are the runtime's own, kept apart from the

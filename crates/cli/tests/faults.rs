@@ -253,12 +253,33 @@ fn bad_arguments_are_refused_not_panicked() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(!stderr(&out).contains("panicked"), "{args:?}");
     }
-    // A negative count is a value out of range, not an unknown flag.
-    for args in [["bench", "--jobs", "-1"], ["axpy", "--repeat", "-2"]] {
+    // A negative number is a value the flag refuses, said by the flag with why: not
+    // an unknown flag (`-1` read as one), nor "invalid digit found in string".
+    for (args, why) in [
+        (["bench", "--jobs", "-1"], "-1 is not in 1..=64"),
+        (["axpy", "--repeat", "-2"], "-2 is not in 1..="),
+        (["bench", "--count", "-1"], "-1 is not in 1.."),
+        (["axpy", "--n", "-5"], "-5 is not in 1..="),
+        (["diagnose", "--count", "-3"], "-3 is not in 10..="),
+        (["run", "--index", "-1"], "-1 is not in 0.."),
+        (["bench", "--min-seconds", "-1"], "expected seconds above 0"),
+        (["devices", "--timeout", "-1"], "expected seconds above 0"),
+        (["emulate", "--local-memory", "-1"], "is not a number"),
+        (
+            ["axpy", "--weights", "-1,2"],
+            "a device's share is a number above 0",
+        ),
+    ] {
         let out = run(clmulti(1).args(args));
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
-        let said = format!("invalid value '{}' for '{}", args[2], args[1]);
-        assert!(stderr(&out).contains(&said), "{args:?}: {}", stderr(&out));
+        let said = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        // A list's first bad element is the value said.
+        let value = args[2].split(',').next().unwrap();
+        let flag = format!("invalid value '{value}' for '{}", args[1]);
+        assert!(
+            said.contains(&flag) && said.contains(why),
+            "{args:?}: {said}"
+        );
     }
 }
 

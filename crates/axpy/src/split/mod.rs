@@ -240,7 +240,7 @@ fn checked_weights(devices: &[Device], options: &SplitOptions) -> Result<Vec<f64
         .unwrap_or_else(|| vec![1.0; devices.len()]);
     if weights.len() != devices.len() {
         return Err(AxpyError::Split(format!(
-            "{} weights for {} devices",
+            "{} weights for {} device(s): one share per device selected",
             weights.len(),
             devices.len()
         )));

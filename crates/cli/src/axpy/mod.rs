@@ -73,7 +73,7 @@ pub enum KernelArg {
 pub struct Args {
     /// Elements (floats) for the bandwidth runs (the host must hold a few vectors of
     /// 4 n bytes: checked before anything is allocated).
-    #[arg(long, allow_negative_numbers = true, default_value_t = 1 << 24, value_parser = clap::value_parser!(u64).range(1..=MAX_N))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1 << 24, value_parser = crate::values::whole_in::<u64>(1..=MAX_N))]
     n: u64,
     /// Device selector `PLATFORM[:DEVICE]` (name, vendor substring or index); repeat
     /// for several. Default: every device of the first platform with GPUs, else of
@@ -101,7 +101,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = ContextArg::Both, requires = "split")]
     context: ContextArg,
     /// With --split: each device's share, e.g. 1,3 (default equal).
-    #[arg(long, value_delimiter = ',', requires = "split")]
+    #[arg(long, allow_hyphen_values = true, value_delimiter = ',', requires = "split", value_parser = crate::values::weight)]
     weights: Option<Vec<f64>>,
     /// With --split: also time moving the data (host to devices, back, between devices).
     #[arg(long, requires = "split")]

@@ -60,10 +60,10 @@ pub struct Args {
     #[arg(long, default_value = "auto", value_parser = crate::devices::selector)]
     device: String,
     /// Buffers per arm to start from; raised until an arm takes --min-seconds.
-    #[arg(long, allow_negative_numbers = true, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 20_000, value_parser = crate::values::whole_in::<u64>(1..=u64::MAX))]
     count: u64,
     /// Buffer size.
-    #[arg(long, default_value = "1MiB")]
+    #[arg(long, allow_negative_numbers = true, default_value = "1MiB")]
     size: String,
     /// Rounds (each runs both arms, in fresh processes); at least 6 for a 95% interval.
     /// A busy machine's arms vary by a fifth from round to round: 21 rounds put the
@@ -79,10 +79,10 @@ pub struct Args {
     jobs: u32,
     /// Seconds the plain loop of one arm should take at least (the count is raised
     /// to reach it, within a quarter of the available memory).
-    #[arg(long, default_value_t = 0.5, value_parser = min_seconds)]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0.5, value_parser = min_seconds)]
     min_seconds: f64,
     /// The engine's sampling interval.
-    #[arg(long, allow_negative_numbers = true, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1000, value_parser = crate::values::whole_in::<u64>(1..=u64::MAX))]
     sample_every: u64,
     /// The target ratio (default 0.95); exit 1 when the interval lies wholly below it.
     #[arg(long, value_name = "RATIO")]
