@@ -29,7 +29,8 @@ pub struct Args {
     /// report); accepted for scripts that pass it.
     #[arg(long)]
     isolate: bool,
-    /// Print each file's runs with their `--index`, and run nothing.
+    /// Print each file's runs with their `--index` (with `--format json`, one line per
+    /// run), and run nothing.
     #[arg(long)]
     list: bool,
     /// When a run fails, move the limit of each candidate cause (and, when none is
@@ -82,7 +83,7 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
     }
     let (files, problems) = trusted_files(args);
     if args.list {
-        return list(&files, problems);
+        return list(&files, problems, args.format);
     }
     let total: usize = files
         .iter()
@@ -338,19 +339,43 @@ fn in_process(
     result
 }
 
-fn list(files: &[(PathBuf, ScenarioFile, Binding)], problems: usize) -> Result<(), Failure> {
+/// `--list`: each file's runs with their `--index`, or why a run is invalid; in
+/// JSON, one line per run (`docs/json.md`).
+fn list(
+    files: &[(PathBuf, ScenarioFile, Binding)],
+    problems: usize,
+    format: Format,
+) -> Result<(), Failure> {
     use std::fmt::Write as _;
     let mut bad = problems;
     for (path, file, _) in files {
-        let mut text = format!("{}: {} run(s)\n", path.display(), file.len());
+        let mut text = match format {
+            Format::Text => format!("{}: {} run(s)\n", path.display(), file.len()),
+            Format::Json => String::new(),
+        };
         for (index, run) in file.runs().enumerate() {
-            match run {
-                Ok(s) => {
-                    let _ = writeln!(text, "  --index {index:<6} {}", s.name);
-                }
+            let (name, error) = match run {
+                Ok(s) => (Some(s.name), None),
                 Err(e) => {
-                    let _ = writeln!(text, "  --index {index:<6} invalid: {e}");
                     bad += 1;
+                    (None, Some(e.to_string()))
+                }
+            };
+            match format {
+                Format::Text => {
+                    let what =
+                        name.unwrap_or_else(|| format!("invalid: {}", error.unwrap_or_default()));
+                    let _ = writeln!(text, "  --index {index:<6} {what}");
+                }
+                Format::Json => {
+                    let line = Listed {
+                        schema_version: LIST_SCHEMA_VERSION,
+                        file: &path.display().to_string(),
+                        index,
+                        name: name.as_deref(),
+                        error: error.as_deref(),
+                    };
+                    let _ = writeln!(text, "{}", serde_json::to_string(&line).unwrap_or_default());
                 }
             }
             // Written as it goes: a large grid is never held whole.
@@ -365,6 +390,22 @@ fn list(files: &[(PathBuf, ScenarioFile, Binding)], problems: usize) -> Result<(
         return Err(Failure::Input(format!("{bad} invalid file(s) or run(s)")));
     }
     Ok(())
+}
+
+/// The version of `run --list --format json`'s lines.
+const LIST_SCHEMA_VERSION: u32 = 1;
+
+/// A line of `run --list --format json`: a run of a file, or why it is invalid.
+#[derive(serde::Serialize)]
+struct Listed<'a> {
+    schema_version: u32,
+    file: &'a str,
+    /// What `--index` runs it.
+    index: usize,
+    /// Its name, with its grid point; `None` when it is invalid.
+    name: Option<&'a str>,
+    /// Why it is invalid, at its file, line, column and key; `None` when valid.
+    error: Option<&'a str>,
 }
 
 /// A report as its format has it: one JSON line, or text.

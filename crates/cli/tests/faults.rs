@@ -284,6 +284,41 @@ fn bad_arguments_are_refused_not_panicked() {
 }
 
 #[test]
+fn run_list_names_each_run_or_why_it_is_invalid_in_either_format() {
+    let path = scenario_file(
+        "listed.toml",
+        "[devices]\ntype = \"cpu\"\n[allocation]\ncount = 10\n[grid]\n\"devices.count\" = [1, 0]\n",
+    );
+    let json = run(clmulti(1)
+        .arg("run")
+        .arg("--list")
+        .arg(&path)
+        .args(["--format", "json"]));
+    assert_eq!(json.status.code(), Some(2), "{}", stderr(&json));
+    let lines: Vec<serde_json::Value> = stdout(&json)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON document a line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", stdout(&json));
+    assert_eq!(lines[0]["index"], 0);
+    assert_eq!(lines[0]["name"], "listed[devices.count=1]");
+    assert!(lines[0]["error"].is_null());
+    assert!(lines[1]["name"].is_null());
+    let error = lines[1]["error"].as_str().unwrap();
+    assert!(
+        error.contains("listed.toml:6:") && error.contains("devices.count"),
+        "{error}"
+    );
+    let text = run(clmulti(1).arg("run").arg("--list").arg(&path));
+    assert_eq!(text.status.code(), Some(2));
+    assert!(
+        stdout(&text).contains("--index 1      invalid: "),
+        "{}",
+        stdout(&text)
+    );
+}
+
+#[test]
 fn several_runs_each_get_a_fresh_process() {
     let path = scenario_file(
         "two.toml",

@@ -450,6 +450,15 @@ fn the_json_documentation_matches_every_commands_output() {
             "Sweep plans (`plan.json`)",
             json(&std::fs::read_to_string(sweep_out.join("plan.json")).unwrap()),
         ),
+        (
+            "`clmulti run --list`",
+            json(
+                clmulti(&["run", "--list", "--format", "json", grid])
+                    .lines()
+                    .next()
+                    .unwrap(),
+            ),
+        ),
     ];
     let sections = documented_fields();
     for (heading, output) in &outputs {
