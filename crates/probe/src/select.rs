@@ -249,6 +249,35 @@ impl SelectError {
         }
     }
 
+    /// Every problem of its kind in `request`: for a missing index, one error for
+    /// each entry of `devices.indices` beyond the devices found (`[5, 7]` on two
+    /// devices: both), so that a check can name each entry; otherwise this one.
+    pub fn each_missing(self, request: &DeviceRequest) -> Vec<SelectError> {
+        match (&self, &request.devices) {
+            (
+                SelectError::NoSuchIndex {
+                    fell_back_from,
+                    found,
+                    device_type,
+                    platform,
+                    ..
+                },
+                DeviceChoice::Indices(list),
+            ) => list
+                .iter()
+                .filter(|index| **index >= *found)
+                .map(|&index| SelectError::NoSuchIndex {
+                    fell_back_from: *fell_back_from,
+                    index,
+                    found: *found,
+                    device_type: *device_type,
+                    platform: platform.clone(),
+                })
+                .collect(),
+            _ => vec![self],
+        }
+    }
+
     /// Whether the machine simply has fewer devices than asked for: the request is
     /// fine, this machine cannot run it (a run to skip, not bad input).
     pub fn is_too_few_devices(&self) -> bool {
@@ -525,5 +554,49 @@ fn unknown<'a>(
             .map(|(index, name)| format!("{index}: {name}"))
             .collect::<Vec<_>>()
             .join(", "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_missing_index_is_its_own_error_at_its_own_entry() {
+        let request = DeviceRequest {
+            platform: PlatformSelector::Index(0),
+            device_type: DeviceTypeFilter::Cpu,
+            devices: DeviceChoice::Indices(vec![5, 0, 7]),
+            fallback_to_any_type: false,
+            partition: None,
+        };
+        let first = SelectError::NoSuchIndex {
+            fell_back_from: None,
+            index: 5,
+            found: 2,
+            device_type: DeviceTypeFilter::Cpu,
+            platform: "platform 0".into(),
+        };
+        let keys: Vec<String> = first
+            .clone()
+            .each_missing(&request)
+            .iter()
+            .map(|e| format!("{} {e}", e.key_in(&request)))
+            .collect();
+        assert_eq!(keys.len(), 2, "{keys:?}");
+        assert!(
+            keys[0].starts_with("devices.indices[0] device index 5"),
+            "{keys:?}"
+        );
+        assert!(
+            keys[1].starts_with("devices.indices[2] device index 7"),
+            "{keys:?}"
+        );
+        // Any other request's error is itself alone.
+        let counted = DeviceRequest {
+            devices: DeviceChoice::Count(4),
+            ..request
+        };
+        assert_eq!(first.clone().each_missing(&counted), vec![first]);
     }
 }

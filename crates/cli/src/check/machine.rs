@@ -142,37 +142,51 @@ fn devices(
         Ok(Some(devices)) => too_large(file, index, run, &devices, said),
         Ok(None) | Err(SelectError::UnknownPlatform { .. } | SelectError::Partition { .. }) => {}
         Err(e) => {
-            let key = e.key_in(&DeviceRequest::from(&run.devices));
-            // A grid over devices is meant for machines of several sizes (a scaling
-            // sweep over Slurm nodes): its runs beyond this one are skipped here, said
-            // as a warning. A file that asks for more everywhere is an error.
-            let scaling = file.varies_under("devices.");
-            // On PoCL, one setting gives a second device.
-            let pocl = platforms
-                .iter()
-                .any(|p| p.name.value().is_some_and(|n| clmulti_probe::is_pocl(n)))
-                && std::env::var_os("POCL_DEVICES").is_none();
-            let message = format!(
-                "{e}: `clmulti run` refuses this run here (exit 2); a sweep records it as skipped{}{}",
-                if scaling {
-                    ", as it must on a node with fewer devices (a Slurm node), and says so"
-                } else {
-                    ""
-                },
-                if pocl {
-                    "; PoCL gives two devices with POCL_DEVICES=\"cpu cpu\" (\"pthread pthread\" on PoCL 3)"
-                } else {
-                    ""
-                }
-            );
-            let list = if scaling {
-                &mut said.warnings
-            } else {
-                &mut said.errors
-            };
-            Said::add(list, file.error_in_run(index, &key, &message));
+            let request = DeviceRequest::from(&run.devices);
+            for e in e.each_missing(&request) {
+                let key = e.key_in(&request);
+                not_here(file, index, platforms, (&e, &key), said);
+            }
         }
     }
+}
+
+/// A device the run asks for that this machine lacks, said at `key`.
+fn not_here(
+    file: &ScenarioFile,
+    index: usize,
+    platforms: &[PlatformInfo],
+    (e, key): (&SelectError, &str),
+    said: &mut Said,
+) {
+    // A grid over devices is meant for machines of several sizes (a scaling
+    // sweep over Slurm nodes): its runs beyond this one are skipped here, said
+    // as a warning. A file that asks for more everywhere is an error.
+    let scaling = file.varies_under("devices.");
+    // On PoCL, one setting gives a second device.
+    let pocl = platforms
+        .iter()
+        .any(|p| p.name.value().is_some_and(|n| clmulti_probe::is_pocl(n)))
+        && std::env::var_os("POCL_DEVICES").is_none();
+    let message = format!(
+        "{e}: `clmulti run` refuses this run here (exit 2); a sweep records it as skipped{}{}",
+        if scaling {
+            ", as it must on a node with fewer devices (a Slurm node), and says so"
+        } else {
+            ""
+        },
+        if pocl {
+            "; PoCL gives two devices with POCL_DEVICES=\"cpu cpu\" (\"pthread pthread\" on PoCL 3)"
+        } else {
+            ""
+        }
+    );
+    let list = if scaling {
+        &mut said.warnings
+    } else {
+        &mut said.errors
+    };
+    Said::add(list, file.error_in_run(index, key, &message));
 }
 
 /// A buffer (or pool) larger than a selected device allocates at once.

@@ -27,10 +27,18 @@ const ON_MACHINE: &[OnMachine] = &[
     },
     OnMachine {
         what: "an index beyond the devices",
-        text: "[devices]\ntype = \"cpu\"\nindices = [0, 5]\n",
+        text: "[devices]\ntype = \"cpu\"\nindices = [5, 0, 7]\n",
         line: 3,
-        key: "devices.indices[1]",
+        key: "devices.indices[0]",
         fragment: "device index 5 is out of range",
+        error: true,
+    },
+    OnMachine {
+        what: "every index beyond the devices, not only the first",
+        text: "[devices]\ntype = \"cpu\"\nindices = [5, 0, 7]\n",
+        line: 3,
+        key: "devices.indices[2]",
+        fragment: "device index 7 is out of range",
         error: true,
     },
     OnMachine {
