@@ -73,9 +73,12 @@ pub fn limit(n: Option<u64>) -> String {
     n.map_or_else(|| "unlimited".to_owned(), |v| v.to_string())
 }
 
-/// Lines of text padded into aligned columns (the first row is the header).
+/// Lines of text padded into aligned columns (the first row is the header). A
+/// column of numbers aligns right, header included (`-`, an absent value, and a
+/// sign or `~` before the digits count as numbers); a column with any words, left.
 pub fn table(rows: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = (0..rows.iter().map(Vec::len).max().unwrap_or(0))
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
         .map(|c| {
             rows.iter()
                 .filter_map(|r| r.get(c))
@@ -84,18 +87,33 @@ pub fn table(rows: &[Vec<String>]) -> String {
                 .unwrap_or(0)
         })
         .collect();
+    let number = |cell: &str| {
+        cell == "-"
+            || cell
+                .trim_start_matches(['+', '-', '~'])
+                .starts_with(|ch: char| ch.is_ascii_digit())
+    };
+    let right: Vec<bool> = (0..columns)
+        .map(|c| {
+            c > 0
+                && rows
+                    .iter()
+                    .skip(1)
+                    .filter_map(|r| r.get(c))
+                    .all(|cell| number(cell))
+        })
+        .collect();
     let mut out = String::new();
     for row in rows {
         let cells: Vec<String> = row
             .iter()
             .enumerate()
             .map(|(c, cell)| {
-                let pad = widths[c].saturating_sub(cell.chars().count());
-                // Numbers align right, text left.
-                if cell.starts_with(|ch: char| ch.is_ascii_digit() || ch == '-') && c > 0 {
-                    format!("{}{cell}", " ".repeat(pad))
+                let pad = " ".repeat(widths[c].saturating_sub(cell.chars().count()));
+                if right[c] {
+                    format!("{pad}{cell}")
                 } else {
-                    format!("{cell}{}", " ".repeat(pad))
+                    format!("{cell}{pad}")
                 }
             })
             .collect();
@@ -156,4 +174,43 @@ macro_rules! say {
     ($($arg:tt)*) => {
         $crate::format::say(format_args!($($arg)*))
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::table;
+
+    #[test]
+    fn a_column_of_numbers_aligns_right_and_one_with_words_left() {
+        let rows: Vec<Vec<String>> = [
+            ["resource", "per buffer", "now", "reached at"],
+            [
+                "host RSS",
+                "+522 B ± 2 B",
+                "75.73 MiB",
+                "beyond 10x this run",
+            ],
+            ["open fds", "0", "11", "-"],
+            [
+                "maps",
+                "not measured (3 samples, 5 needed)",
+                "162",
+                "~40 buffers",
+            ],
+        ]
+        .iter()
+        .map(|r| r.iter().map(|c| c.to_string()).collect())
+        .collect();
+        let text = table(&rows);
+        let lines: Vec<&str> = text.lines().collect();
+        // Words in a column: every cell starts where the column does.
+        // In characters: `±` is two bytes.
+        let at = |line: &str, cell: &str| line[..line.find(cell).unwrap()].chars().count();
+        assert_eq!(at(lines[1], "+522"), at(lines[2], "0 "), "{text}");
+        assert_eq!(at(lines[1], "beyond"), at(lines[3], "~40"), "{text}");
+        // Numbers: every cell (the header too) ends where the column does.
+        let end = |line: &str, cell: &str| at(line, cell) + cell.chars().count();
+        assert_eq!(end(lines[0], "now"), end(lines[1], "75.73 MiB"), "{text}");
+        assert_eq!(end(lines[2], "11"), end(lines[3], "162"), "{text}");
+    }
 }

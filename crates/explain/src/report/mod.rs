@@ -53,8 +53,13 @@ pub struct Cost {
 
 impl Cost {
     /// The cost with its margin: `+1.00 KiB ± 12 B`, or `not measurable (below 12 B)`
-    /// when zero lies within it.
+    /// when zero lies within it, or `not measured (4 samples, 5 needed)` when its line
+    /// runs through fewer samples than a slope needs (an estimate says what it is).
     pub fn per_buffer_words(&self) -> String {
+        let needed = crate::thresholds::MIN_COST_SAMPLES;
+        if !self.estimated && self.samples < needed {
+            return format!("not measured ({} samples, {needed} needed)", self.samples);
+        }
         let unit = self.resource.unit();
         // A margin below what the unit shows (a hundredth of a count, half a byte) is
         // no margin a reader can see.

@@ -430,6 +430,10 @@ fn a_cost_inside_its_margin_is_not_measurable_and_costs_carry_margins() {
         .unwrap();
     assert_eq!((fds.per_buffer, fds.margin), (1.0, 0.0));
     assert_eq!(fds.per_buffer_words(), "+1");
+    // A line through fewer samples than a slope needs is said as such, whatever it reads.
+    let mut few = fds.clone();
+    few.samples = 4;
+    assert_eq!(few.per_buffer_words(), "not measured (4 samples, 5 needed)");
 }
 
 #[test]
