@@ -27,11 +27,11 @@ pub struct Args {
     #[arg(long, value_parser = model_parser())]
     model: Option<kmd_emu::Model>,
     /// Emulated devices (1-8).
-    #[arg(long, allow_negative_numbers = true, default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=kmd_emu::MAX_DEVICES as i64))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 2, value_parser = crate::values::whole_in::<u8>(1..=kmd_emu::MAX_DEVICES as u64))]
     devices: u8,
     /// Device memory per device (default: the model's, 16 GiB on an A770, 12 GiB on a
     /// B580; none on an integrated GPU).
-    #[arg(long, allow_negative_numbers = true, value_name = "SIZE", value_parser = parse_memory)]
+    #[arg(long, allow_hyphen_values = true, value_name = "SIZE", value_parser = parse_memory)]
     local_memory: Option<u64>,
     /// Print every ioctl on an emulated descriptor on stderr.
     #[arg(long)]

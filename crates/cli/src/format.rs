@@ -74,8 +74,9 @@ pub fn limit(n: Option<u64>) -> String {
 }
 
 /// Lines of text padded into aligned columns (the first row is the header). A
-/// column of numbers aligns right, header included (`-`, an absent value, and a
-/// sign or `~` before the digits count as numbers); a column with any words, left.
+/// column of numbers aligns right, header included (a sign or `~` before the digits
+/// and a unit after them count as a number, `-` an absent one); a column with any
+/// words (letters beyond a unit, a note in parentheses), left.
 pub fn table(rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
@@ -88,19 +89,18 @@ pub fn table(rows: &[Vec<String>]) -> String {
         })
         .collect();
     let number = |cell: &str| {
-        cell == "-"
-            || cell
-                .trim_start_matches(['+', '-', '~'])
-                .starts_with(|ch: char| ch.is_ascii_digit())
+        let digits = cell.trim_start_matches(['+', '-', '~']);
+        digits.starts_with(|ch: char| ch.is_ascii_digit())
+            && !cell.contains('(')
+            && cell
+                .split_whitespace()
+                .skip(1)
+                .all(|w| w.chars().count() <= 3 || w == "buffers")
     };
     let right: Vec<bool> = (0..columns)
         .map(|c| {
-            c > 0
-                && rows
-                    .iter()
-                    .skip(1)
-                    .filter_map(|r| r.get(c))
-                    .all(|cell| number(cell))
+            let cells = || rows.iter().skip(1).filter_map(|r| r.get(c));
+            cells().any(|cell| number(cell)) && cells().all(|cell| cell == "-" || number(cell))
         })
         .collect();
     let mut out = String::new();

@@ -316,6 +316,21 @@ fn run_list_names_each_run_or_why_it_is_invalid_in_either_format() {
         "{}",
         stdout(&text)
     );
+    // A file that does not load has its line too; --index lists that run alone.
+    let missing = path.with_file_name("missing.toml");
+    let out = run(clmulti(1)
+        .args(["run", "--list", "--format", "json", "--index", "0"])
+        .args([&path, &missing]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let lines: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", stdout(&out));
+    assert_eq!(lines[0]["name"], "listed[devices.count=1]");
+    assert!(lines[1]["index"].is_null() && lines[1]["name"].is_null());
+    let error = lines[1]["error"].as_str().unwrap();
+    assert!(error.contains("missing.toml: cannot read"), "{error}");
 }
 
 #[test]

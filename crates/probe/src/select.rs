@@ -570,27 +570,25 @@ mod tests {
             fallback_to_any_type: false,
             partition: None,
         };
+        let (found, device_type, platform) = (2, DeviceTypeFilter::Cpu, "platform 0".into());
         let first = SelectError::NoSuchIndex {
             fell_back_from: None,
             index: 5,
-            found: 2,
-            device_type: DeviceTypeFilter::Cpu,
-            platform: "platform 0".into(),
+            found,
+            device_type,
+            platform,
         };
-        let keys: Vec<String> = first
-            .clone()
-            .each_missing(&request)
-            .iter()
+        let said: Vec<String> = (first.clone().each_missing(&request).iter())
             .map(|e| format!("{} {e}", e.key_in(&request)))
             .collect();
-        assert_eq!(keys.len(), 2, "{keys:?}");
+        assert_eq!(said.len(), 2, "{said:?}");
         assert!(
-            keys[0].starts_with("devices.indices[0] device index 5"),
-            "{keys:?}"
+            said[0].starts_with("devices.indices[0] device index 5"),
+            "{said:?}"
         );
         assert!(
-            keys[1].starts_with("devices.indices[2] device index 7"),
-            "{keys:?}"
+            said[1].starts_with("devices.indices[2] device index 7"),
+            "{said:?}"
         );
         // Any other request's error is itself alone.
         let counted = DeviceRequest {

@@ -82,10 +82,10 @@ pub struct Args {
     devices: Vec<String>,
     /// Split each selected device into sub-devices first: `equally` (one compute unit
     /// each) or compute-unit counts like `1,1`.
-    #[arg(long, value_parser = clmulti_scenario::Partition::parse)]
+    #[arg(long, allow_hyphen_values = true, value_parser = clmulti_scenario::Partition::parse)]
     partition: Option<clmulti_scenario::Partition>,
     /// Timed repetitions after the warm-up.
-    #[arg(long, allow_negative_numbers = true, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_REPEAT)))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 20, value_parser = crate::values::whole_in::<u32>(1..=u64::from(MAX_REPEAT)))]
     repeat: u32,
     /// Which kernel(s).
     #[arg(long, value_enum, default_value_t = KernelArg::Both)]
@@ -108,7 +108,7 @@ pub struct Args {
     include_transfers: bool,
     /// With --split: also split over the first k devices for each k given, for the
     /// efficiency per device count (default: 2, 4, 8... below the device count).
-    #[arg(long, allow_negative_numbers = true, value_delimiter = ',', requires = "split", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, allow_negative_numbers = true, value_delimiter = ',', requires = "split", value_parser = crate::values::whole_in::<u32>(1..=u64::from(u32::MAX)))]
     device_counts: Option<Vec<u32>>,
 }
 

@@ -63,19 +63,19 @@ pub struct Args {
     #[arg(long, allow_negative_numbers = true, default_value_t = 20_000, value_parser = crate::values::whole_in::<u64>(1..=u64::MAX))]
     count: u64,
     /// Buffer size.
-    #[arg(long, allow_negative_numbers = true, default_value = "1MiB")]
+    #[arg(long, allow_hyphen_values = true, default_value = "1MiB")]
     size: String,
     /// Rounds (each runs both arms, in fresh processes); at least 6 for a 95% interval.
     /// A busy machine's arms vary by a fifth from round to round: 21 rounds put the
     /// interval within a few percent of the median.
-    #[arg(long, allow_negative_numbers = true, default_value_t = 21, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_ROUNDS)))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 21, value_parser = crate::values::whole_in::<u32>(1..=u64::from(MAX_ROUNDS)))]
     rounds: u32,
     /// Rounds played at a time (at most 64, and no more than --rounds), each arm still
     /// its own process. On a host with cores to spare, N at a time give N times the
     /// rounds in the same time; each arm's memory bound is then a N-th of the quarter
     /// one arm may take. Calibration runs one arm alone: with N beyond the free cores
     /// the arms share cores and run slower than it measured (both arms alike).
-    #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_JOBS)))]
+    #[arg(long, allow_negative_numbers = true, default_value_t = 1, value_parser = crate::values::whole_in::<u32>(1..=u64::from(MAX_JOBS)))]
     jobs: u32,
     /// Seconds the plain loop of one arm should take at least (the count is raised
     /// to reach it, within a quarter of the available memory).
@@ -85,7 +85,7 @@ pub struct Args {
     #[arg(long, allow_negative_numbers = true, default_value_t = 1000, value_parser = crate::values::whole_in::<u64>(1..=u64::MAX))]
     sample_every: u64,
     /// The target ratio (default 0.95); exit 1 when the interval lies wholly below it.
-    #[arg(long, value_name = "RATIO")]
+    #[arg(long, allow_negative_numbers = true, value_name = "RATIO", value_parser = crate::values::ratio)]
     require: Option<f64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
@@ -385,11 +385,6 @@ pub fn run(args: &Args) -> Result<(), Failure> {
     }
     if let Some(arm) = args.arm {
         return run_arm(arm, args, size);
-    }
-    if let Some(r) = args.require.filter(|r| !(r.is_finite() && *r > 0.0)) {
-        return Err(Failure::Input(format!(
-            "--require {r}: expected a ratio > 0"
-        )));
     }
     let (_, devices) = crate::axpy::devices_from_args(std::slice::from_ref(&args.device), None)?;
     let device = format!(

@@ -42,15 +42,15 @@ pub struct Args {
     #[arg(long = "device", value_parser = crate::devices::selector)]
     devices: Vec<String>,
     /// Buffers in the `create` runs (the `fill` runs make a tenth as many). The seed
-    /// failed at ~1000; for the long version use --count 100000.
+    /// failed at ~1000; for the long version use --count 100000 (at least 10).
     #[arg(long, allow_negative_numbers = true, default_value_t = 10_000, value_parser = crate::values::whole_in::<u64>(10..=i64::MAX as u64))]
     count: u64,
     /// Bytes per buffer (the seed's 1 MiB by default).
-    #[arg(long, allow_negative_numbers = true, default_value = "1MiB")]
+    #[arg(long, allow_hyphen_values = true, default_value = "1MiB")]
     size: String,
     /// Split each device into sub-devices first (`equally`, or compute-unit counts
     /// such as `1,1`): two devices out of one CPU, for Intel's CPU runtime.
-    #[arg(long, value_parser = clmulti_scenario::Partition::parse)]
+    #[arg(long, allow_hyphen_values = true, value_parser = clmulti_scenario::Partition::parse)]
     partition: Option<clmulti_scenario::Partition>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]

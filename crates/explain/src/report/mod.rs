@@ -53,13 +53,21 @@ pub struct Cost {
 
 impl Cost {
     /// The cost with its margin: `+1.00 KiB ± 12 B`, or `not measurable (below 12 B)`
-    /// when zero lies within it, or `not measured (4 samples, 5 needed)` when its line
-    /// runs through fewer samples than a slope needs (an estimate says what it is).
+    /// when zero lies within it; a line through fewer samples than a measurement
+    /// needs says so after it (`+1 (3 samples: too few to measure)`; an estimate says
+    /// what it comes from instead).
     pub fn per_buffer_words(&self) -> String {
+        let words = self.slope_words();
         let needed = crate::thresholds::MIN_COST_SAMPLES;
-        if !self.estimated && self.samples < needed {
-            return format!("not measured ({} samples, {needed} needed)", self.samples);
+        // A slope is claimed only where it reads as one (`+518 B`), not a 0 or a margin.
+        if !self.estimated && self.samples < needed && words.starts_with(['+', '-']) {
+            return format!("{words} ({} samples: too few to measure)", self.samples);
         }
+        words
+    }
+
+    /// The slope with its margin, however many samples it runs through.
+    fn slope_words(&self) -> String {
         let unit = self.resource.unit();
         // A margin below what the unit shows (a hundredth of a count, half a byte) is
         // no margin a reader can see.

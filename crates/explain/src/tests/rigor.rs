@@ -433,7 +433,7 @@ fn a_cost_inside_its_margin_is_not_measurable_and_costs_carry_margins() {
     // A line through fewer samples than a slope needs is said as such, whatever it reads.
     let mut few = fds.clone();
     few.samples = 4;
-    assert_eq!(few.per_buffer_words(), "not measured (4 samples, 5 needed)");
+    assert_eq!(few.per_buffer_words(), "+1 (4 samples: too few to measure)");
 }
 
 #[test]

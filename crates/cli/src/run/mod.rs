@@ -8,9 +8,12 @@ use clmulti_alloc::{Observer, RunOptions, Watchdog};
 use clmulti_explain::{Report, Sample, StopReason};
 use clmulti_scenario::{Scenario, ScenarioFile};
 use clmulti_supervise::{ProgressWriter, INTERRUPT};
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+mod list;
 
 /// Arguments of `clmulti run`.
 #[derive(Debug, clap::Args)]
@@ -81,10 +84,10 @@ pub fn run(args: &Args, timeout: Option<Duration>) -> Result<(), Failure> {
     if args.resolved {
         return run_resolved(args, timeout);
     }
-    let (files, problems) = trusted_files(args);
     if args.list {
-        return list(&files, problems, args.format);
+        return list::list(args);
     }
+    let (files, problems) = trusted_files(args);
     let total: usize = files
         .iter()
         .map(|(_, f, _)| if args.index.is_some() { 1 } else { f.len() })
@@ -121,8 +124,6 @@ fn trusted_files(args: &Args) -> (Vec<(PathBuf, ScenarioFile, Binding)>, usize) 
     let mut problems = 0usize;
     for path in &args.files {
         match crate::check::load(path) {
-            // Listing runs nothing: only a run needs the file trusted.
-            Ok(file) if args.list => files.push((path.clone(), file, Binding::default())),
             Ok(file) => {
                 let assessment = crate::trust::assess(&file, &args.allow);
                 match crate::trust::refusal(path, &assessment) {
@@ -337,75 +338,6 @@ fn in_process(
     let result = run_here(scenario, Some(&prepared.env), format, timeout);
     drop(prepared);
     result
-}
-
-/// `--list`: each file's runs with their `--index`, or why a run is invalid; in
-/// JSON, one line per run (`docs/json.md`).
-fn list(
-    files: &[(PathBuf, ScenarioFile, Binding)],
-    problems: usize,
-    format: Format,
-) -> Result<(), Failure> {
-    use std::fmt::Write as _;
-    let mut bad = problems;
-    for (path, file, _) in files {
-        let mut text = match format {
-            Format::Text => format!("{}: {} run(s)\n", path.display(), file.len()),
-            Format::Json => String::new(),
-        };
-        for (index, run) in file.runs().enumerate() {
-            let (name, error) = match run {
-                Ok(s) => (Some(s.name), None),
-                Err(e) => {
-                    bad += 1;
-                    (None, Some(e.to_string()))
-                }
-            };
-            match format {
-                Format::Text => {
-                    let what =
-                        name.unwrap_or_else(|| format!("invalid: {}", error.unwrap_or_default()));
-                    let _ = writeln!(text, "  --index {index:<6} {what}");
-                }
-                Format::Json => {
-                    let line = Listed {
-                        schema_version: LIST_SCHEMA_VERSION,
-                        file: &path.display().to_string(),
-                        index,
-                        name: name.as_deref(),
-                        error: error.as_deref(),
-                    };
-                    let _ = writeln!(text, "{}", serde_json::to_string(&line).unwrap_or_default());
-                }
-            }
-            // Written as it goes: a large grid is never held whole.
-            if text.len() > 1 << 16 {
-                crate::format::write_stdout(&text)?;
-                text.clear();
-            }
-        }
-        crate::format::write_stdout(&text)?;
-    }
-    if bad > 0 {
-        return Err(Failure::Input(format!("{bad} invalid file(s) or run(s)")));
-    }
-    Ok(())
-}
-
-/// The version of `run --list --format json`'s lines.
-const LIST_SCHEMA_VERSION: u32 = 1;
-
-/// A line of `run --list --format json`: a run of a file, or why it is invalid.
-#[derive(serde::Serialize)]
-struct Listed<'a> {
-    schema_version: u32,
-    file: &'a str,
-    /// What `--index` runs it.
-    index: usize,
-    /// Its name, with its grid point; `None` when it is invalid.
-    name: Option<&'a str>,
-    /// Why it is invalid, at its file, line, column and key; `None` when valid.
-    error: Option<&'a str>,
 }
 
 /// A report as its format has it: one JSON line, or text.
