@@ -193,7 +193,7 @@ mod tests {
             ["open fds", "0", "11", "-"],
             [
                 "maps",
-                "not measured (3 samples, 5 needed)",
+                "+518 B (3 samples: too few to measure)",
                 "162",
                 "~40 buffers",
             ],
