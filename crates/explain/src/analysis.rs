@@ -58,6 +58,15 @@ pub(crate) fn measured(cost: &Cost) -> bool {
     growing(cost) && (cost.estimated || cost.samples >= crate::thresholds::MIN_COST_SAMPLES)
 }
 
+impl Cost {
+    /// Whether it is a measurement worth saying: it grows beyond its margin and the
+    /// noise floor, through enough samples (or is an estimate, which says what it
+    /// comes from). What the findings say and a sweep comparison compares.
+    pub fn is_measured(&self) -> bool {
+        measured(self)
+    }
+}
+
 /// The resource's reading when the run stopped, as its limit counts it.
 fn reading_at_end(cost: &Cost) -> f64 {
     match &cost.limit {

@@ -52,13 +52,6 @@ pub struct Cost {
 }
 
 impl Cost {
-    /// Whether it is a measurement worth saying: it grows beyond its margin and the
-    /// noise floor, through enough samples (or is an estimate, which says what it
-    /// comes from). What the findings say and a sweep comparison compares.
-    pub fn is_measured(&self) -> bool {
-        crate::analysis::measured(self)
-    }
-
     /// The cost with its margin: `+1.00 KiB ± 12 B`, or `not measurable (below 12 B)`
     /// when zero lies within it; a line through fewer samples than a measurement
     /// needs says so after it (`+1 (3 samples: too few to measure)`; an estimate says
